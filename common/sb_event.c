@@ -1,0 +1,84 @@
+/* sb_event: constructors and classification of canonical events. */
+#include "sb_event.h"
+
+#include <string.h>
+
+static const char *const sb_event_names[] = {
+    [SB_EV_UNKNOWN] = "unknown",
+    [SB_EV_ITEM_ADDED] = "item_added",
+    [SB_EV_TEXT_DELTA] = "text_delta",
+    [SB_EV_ARGS_DELTA] = "args_delta",
+    [SB_EV_REASONING_DELTA] = "reasoning_delta",
+    [SB_EV_ITEM_DONE] = "item_done",
+    [SB_EV_USAGE] = "usage",
+    [SB_EV_COMPLETED] = "completed",
+    [SB_EV_ERROR] = "error",
+};
+
+enum sb_event_type sb_event_type_of(const json_t *ev)
+{
+    const char *t = json_string_value(json_object_get(ev, "type"));
+    if (!t)
+        return SB_EV_UNKNOWN;
+    for (size_t i = 1; i < sizeof sb_event_names / sizeof sb_event_names[0]; i++)
+        if (!strcmp(t, sb_event_names[i]))
+            return (enum sb_event_type)i;
+    return SB_EV_UNKNOWN;
+}
+
+const char *sb_event_type_name(enum sb_event_type t)
+{
+    if ((size_t)t >= sizeof sb_event_names / sizeof sb_event_names[0])
+        return "unknown";
+    return sb_event_names[t];
+}
+
+bool sb_event_is_final(const json_t *ev)
+{
+    enum sb_event_type t = sb_event_type_of(ev);
+    return t == SB_EV_COMPLETED || t == SB_EV_ERROR;
+}
+
+json_t *sb_event_item_added(int item_index, json_t *item)
+{
+    return json_pack("{s:s, s:i, s:o}", "type", "item_added", "item_index", item_index, "item", item);
+}
+
+json_t *sb_event_text_delta(int item_index, int content_index, const char *delta, size_t len)
+{
+    return json_pack("{s:s, s:i, s:i, s:s%}", "type", "text_delta", "item_index", item_index, "content_index",
+                     content_index, "delta", delta, len);
+}
+
+json_t *sb_event_args_delta(int item_index, const char *delta, size_t len)
+{
+    return json_pack("{s:s, s:i, s:s%}", "type", "args_delta", "item_index", item_index, "delta", delta, len);
+}
+
+json_t *sb_event_reasoning_delta(int item_index, const char *delta, size_t len)
+{
+    return json_pack("{s:s, s:i, s:s%}", "type", "reasoning_delta", "item_index", item_index, "delta", delta, len);
+}
+
+json_t *sb_event_item_done(int item_index, json_t *item)
+{
+    return json_pack("{s:s, s:i, s:o}", "type", "item_done", "item_index", item_index, "item", item);
+}
+
+json_t *sb_event_usage(int64_t input_tokens, int64_t output_tokens, int64_t reasoning_tokens)
+{
+    return json_pack("{s:s, s:I, s:I, s:I}", "type", "usage", "input_tokens", (json_int_t)input_tokens,
+                     "output_tokens", (json_int_t)output_tokens, "reasoning_tokens", (json_int_t)reasoning_tokens);
+}
+
+json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model, int64_t upstream_ms)
+{
+    return json_pack("{s:s, s:s, s:s?, s:s?, s:I}", "type", "completed", "status", status, "incomplete_reason",
+                     incomplete_reason, "model", model, "upstream_ms", (json_int_t)upstream_ms);
+}
+
+json_t *sb_event_error(int http_status, const char *kind, const char *code, const char *message)
+{
+    return json_pack("{s:s, s:i, s:s, s:s?, s:s}", "type", "error", "status", http_status, "kind", kind, "code", code,
+                     "message", message ? message : "");
+}

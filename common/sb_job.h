@@ -1,0 +1,52 @@
+/*
+ * sb_job: the canonical job, the one internal request model every inbound
+ * style is translated into (the Responses style is the superset). A job is a
+ * JSON-shaped object carried as msgpack in frame 2 of SUBMIT/JOB:
+ *
+ * {
+ *   "request_id": "req_...",            for logs; the job_id in the header is the same
+ *   "model": "<public model id>",
+ *   "account_id": 1,
+ *   "route": {"provider": "openai-chat", "base_url": "http://127.0.0.1:18080/v1",
+ *             "upstream_model": "...", "credential_ref": "ENV_VAR_NAME" | null,
+ *             "timeout_ms": 60000},
+ *   "request": {
+ *     "instructions": "..." | null,
+ *     "input": [ item, ... ],           normalized, see below
+ *     "tools": [ {"type":"function","name","description","parameters","strict"} ],
+ *     "tool_choice": "auto" | "none" | "required" | {"type":"function","name":..},
+ *     "parallel_tool_calls": bool,
+ *     "text": {"format": {"type":"text"} | {"type":"json_schema","name","schema","strict"}
+ *                                        | {"type":"json_object"}},
+ *     "reasoning": {"effort": "none"|"minimal"|"low"|"medium"|"high"},
+ *     "max_output_tokens": int, "temperature": num, "top_p": num,
+ *     "stop": [str], "seed": int, "n": int, "user": str, "metadata": {..},
+ *     "stream": bool
+ *   }
+ * }
+ * Absent optional fields mean "upstream default".
+ *
+ * Normalized input items (content is always an array of parts):
+ *   {"type":"message","role":"system"|"developer"|"user"|"assistant",
+ *    "content":[{"type":"input_text","text"} | {"type":"output_text","text"}
+ *              | {"type":"input_image","image_url","detail"?}
+ *              | {"type":"input_file","file_id"?,"file_data"?,"filename"?}]}
+ *   {"type":"function_call","call_id","name","arguments"}
+ *   {"type":"function_call_output","call_id","output"}
+ *   {"type":"reasoning", ...}
+ */
+#ifndef SB_JOB_H
+#define SB_JOB_H
+
+#include <jansson.h>
+
+/* Builds a job object. `route` and `request` are stolen; strings borrowed. */
+json_t *sb_job_new(const char *request_id, const char *model, long long account_id, json_t *route,
+                   json_t *request);
+
+/* Borrowed accessors; NULL when absent or of the wrong type. */
+const json_t *sb_job_request(const json_t *job);
+const json_t *sb_job_route(const json_t *job);
+const char *sb_job_route_str(const json_t *job, const char *field);
+
+#endif

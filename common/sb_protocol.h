@@ -1,0 +1,65 @@
+/*
+ * sb_protocol: the Switchboard job protocol, written once (as zguide's mdp.h).
+ * docs/protocol.md explains it in prose; this header is the source of truth.
+ *
+ * Topology:
+ *   frontend DEALER --connect--> broker ROUTER (SB_BROKER_FRONTEND_ENDPOINT)
+ *   worker   DEALER --connect--> broker ROUTER (SB_BROKER_WORKER_ENDPOINT)
+ *
+ * Every message, as a DEALER sends or receives it, is:
+ *   frame 0: one byte, the command (SB_CMD_*)
+ *   frame 1: msgpack map, the header (fields per command below); may be absent
+ *            only for SB_CMD_HEARTBEAT and SB_CMD_RECONNECT
+ *   frame 2: msgpack bytes, the body (SUBMIT/JOB: the job; EVENT: the event)
+ * On a ROUTER the routing id frame comes first. The broker forwards frame 2
+ * untouched: it never decodes job or event bodies.
+ *
+ * Commands and header fields (all keys are msgpack strings):
+ *   SUBMIT    frontend->broker  {job_id:str, model:str, deadline_ms:int}
+ *             + body: the job (see sb_job.h). deadline_ms is absolute, epoch ms.
+ *   CANCEL    frontend->broker, broker->worker  {job_id:str}
+ *   EVENT     worker->broker, broker->frontend  {job_id:str, final:bool}
+ *             + body: one canonical event (see sb_event.h). final=true marks the
+ *             job's last event (completed or error); the broker then frees the
+ *             worker's credit.
+ *   READY     worker->broker  {models:[str], credits:int, name:str}
+ *             models may contain "*" (serves every model). Sent at start and
+ *             again whenever the broker answers RECONNECT.
+ *   JOB       broker->worker  same header and body as SUBMIT.
+ *   HEARTBEAT both ways on both sockets; header optional. The broker answers a
+ *             frontend's heartbeat with one of its own.
+ *   RECONNECT broker->worker: "I do not know you" (e.g. broker restarted);
+ *             the worker fails its in-flight jobs locally and sends READY again.
+ *
+ * Liveness: a peer that has heard nothing (any message counts) from the other
+ * for SB_HEARTBEAT_INTERVAL_MS * SB_HEARTBEAT_LIVENESS ms treats it as dead.
+ */
+#ifndef SB_PROTOCOL_H
+#define SB_PROTOCOL_H
+
+#define SB_PROTOCOL_VERSION 1
+
+enum sb_cmd {
+    SB_CMD_SUBMIT = 0x01,
+    SB_CMD_CANCEL = 0x02,
+    SB_CMD_EVENT = 0x03,
+    SB_CMD_HEARTBEAT = 0x04,
+    SB_CMD_READY = 0x10,
+    SB_CMD_JOB = 0x11,
+    SB_CMD_RECONNECT = 0x12,
+};
+
+#define SB_HEARTBEAT_INTERVAL_MS 500
+#define SB_HEARTBEAT_LIVENESS 5 /* dead after 2.5 s of silence */
+
+#define SB_BROKER_FRONTEND_ENDPOINT_DEFAULT "tcp://127.0.0.1:5555"
+#define SB_BROKER_WORKER_ENDPOINT_DEFAULT "tcp://127.0.0.1:5556"
+
+/* Limits every peer enforces on what it receives. */
+#define SB_MAX_FRAME_BYTES (64u * 1024u * 1024u)
+#define SB_MAX_MSGPACK_DEPTH 64
+
+#define SB_JOB_ID_MAX 64
+#define SB_MODEL_ID_MAX 128
+
+#endif
