@@ -1,0 +1,32 @@
+/*
+ * fe_broker: the frontend's DEALER connection to the broker. Submits jobs,
+ * routes each returned event to the job's sink, heartbeats, and when the
+ * broker falls silent fails every outstanding job (503) instead of hanging.
+ */
+#ifndef FE_BROKER_H
+#define FE_BROKER_H
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct fe_broker fe_broker_t;
+
+/* Receives each event of a job (borrowed). final=true is the last call for
+ * that job; the sink is forgotten after it. */
+typedef void (*fe_broker_sink)(const json_t *event, bool final, void *arg);
+
+fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoint);
+void fe_broker_destroy(fe_broker_t **b);
+
+/* Sends SUBMIT. On failure returns -errno and the sink is not registered. */
+int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, int64_t deadline_ms, const json_t *job,
+                     fe_broker_sink sink, void *arg) __attribute__((warn_unused_result));
+
+/* Forgets the job's sink (no more calls) and tells the broker to cancel it. */
+void fe_broker_cancel(fe_broker_t *b, const char *job_id);
+
+size_t fe_broker_outstanding(const fe_broker_t *b);
+
+#endif

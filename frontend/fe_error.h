@@ -1,0 +1,29 @@
+/*
+ * fe_error: a style-neutral error (HTTP status, canonical kind, code, param,
+ * message) and its rendering into OpenAI's body. Each inbound style renders
+ * errors in its own body through its fe_style_ops.
+ */
+#ifndef FE_ERROR_H
+#define FE_ERROR_H
+
+#include <jansson.h>
+
+typedef struct {
+    int status;          /* HTTP status; 0 = no error */
+    const char *kind;    /* SB_ERR_* (sb_event.h), static */
+    char code[64];       /* machine code, "" = null */
+    char param[64];      /* offending parameter, "" = null */
+    char message[1024];
+    int retry_after;     /* seconds for Retry-After; 0 = none */
+} fe_error_t;
+
+void fe_error_set(fe_error_t *e, int status, const char *kind, const char *code, const char *param, const char *fmt,
+                  ...) __attribute__((format(printf, 6, 7)));
+
+/* Fills e from a canonical error event. */
+void fe_error_from_event(fe_error_t *e, const json_t *ev);
+
+/* {"error":{"message","type","param","code"}} */
+json_t *fe_error_openai_body(const fe_error_t *e);
+
+#endif

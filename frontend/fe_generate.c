@@ -1,0 +1,210 @@
+/*
+ * fe_generate: the pipeline shared by every generation endpoint, whatever its
+ * style: parse -> model and permission -> stored context -> job on the
+ * broker -> events collected -> stored -> rendered. Styles only translate.
+ */
+#include "fe_generate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe_body.h"
+#include "fe_sql.h"
+#include "sb_alloc.h"
+#include "sb_event.h"
+#include "sb_job.h"
+#include "sb_log.h"
+#include "sb_time.h"
+
+static void fe_generate_submit(fe_request_t *r);
+
+/* Deadline slack past the job's own deadline: the broker and worker answer
+ * first in every normal case; this only catches a lost broker. */
+#define FE_DEADLINE_SLACK_MS 2000
+
+static void fe_generate_on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    fe_request_t *r = arg;
+    if (r->state != FE_REQ_RUNNING)
+        return;
+    fe_broker_cancel(r->srv->broker, r->request_id);
+    fe_request_failf(r, 504, SB_ERR_TIMEOUT, "timeout", NULL, "timeout: the request exceeded its deadline");
+}
+
+static void fe_generate_store_done(const PGresult *res, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+        return;
+    json_t *body = json_object_get(r->style_state, "rendered");
+    if (err) {
+        sb_error("storing response %s failed: %s", r->response_id, err);
+        fe_request_failf(r, 500, SB_ERR_SERVER, "store_failed", NULL,
+                         "The response was generated but could not be stored; retry the request");
+        return;
+    }
+    fe_request_reply_json(r, 200, json_incref(body));
+}
+
+/* Stores the response (body, full context input, output) in one statement. */
+static void fe_generate_store(fe_request_t *r, json_t *rendered)
+{
+    json_object_set(r->style_state, "rendered", rendered);
+    char account[24], key_id[24];
+    snprintf(account, sizeof account, "%lld", (long long)json_integer_value(json_object_get(r->key, "account_id")));
+    snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
+    char *body = json_dumps(rendered, JSON_COMPACT);
+    char *input = json_dumps(json_object_get(r->canonical, "input"), JSON_COMPACT);
+    char *output = json_dumps(r->result.items, JSON_COMPACT);
+    const char *params[9] = {r->response_id, account, key_id, r->model_id,
+                             r->result.status[0] ? r->result.status : "completed",
+                             r->previous_response_id, body, input, output};
+    r->state = FE_REQ_STORING;
+    fe_request_hold(r);
+    fe_db_query(r->srv->db, FE_SQL_RESPONSE_SAVE, 9, params, fe_generate_store_done, r);
+    free(body);
+    free(input);
+    free(output);
+}
+
+static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
+{
+    fe_request_t *r = arg;
+    if (r->state != FE_REQ_RUNNING)
+        return;
+    if (!fe_collect_event(&r->result, ev) && !final)
+        return;
+    if (!r->result.done) {
+        fe_request_failf(r, 502, SB_ERR_UPSTREAM, "incomplete_stream", NULL,
+                         "the upstream stream ended without a final event");
+        return;
+    }
+    if (r->result.failed) {
+        fe_request_fail(r, &r->result.error);
+        return;
+    }
+    json_t *rendered = r->style->render(r);
+    if (!rendered) {
+        fe_request_failf(r, 500, SB_ERR_SERVER, NULL, NULL, "could not render the response");
+        return;
+    }
+    if (r->store && r->response_id[0]) {
+        fe_generate_store(r, rendered);
+        json_decref(rendered);
+        return;
+    }
+    fe_request_reply_json(r, 200, rendered);
+}
+
+static json_t *fe_generate_route(const fe_request_t *r)
+{
+    const json_t *m = r->model;
+    json_t *cred = json_object_get(m, "credential_ref");
+    return json_pack("{s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(m, "provider"), "base_url",
+                     json_object_get(m, "base_url"), "upstream_model", json_object_get(m, "upstream_model"),
+                     "credential_ref", cred ? cred : json_null(), "timeout_ms", json_object_get(m, "timeout_ms"));
+}
+
+static void fe_generate_submit(fe_request_t *r)
+{
+    if (r->context) {
+        /* Earlier turns first, then this request's input. */
+        json_t *input = json_copy(r->context);
+        json_array_extend(input, json_object_get(r->canonical, "input"));
+        json_object_set_new(r->canonical, "input", input);
+    }
+    json_t *timeout = json_object_get(r->model, "timeout_ms");
+    int64_t timeout_ms = json_is_integer(timeout) && json_integer_value(timeout) > 0 ? json_integer_value(timeout)
+                                                                                    : r->srv->cfg.default_timeout_ms;
+    int64_t deadline = sb_now_ms() + timeout_ms;
+    json_t *job = sb_job_new(r->request_id, r->model_id, (long long)json_integer_value(json_object_get(r->key, "account_id")),
+                             fe_generate_route(r), json_incref(r->canonical));
+    r->state = FE_REQ_RUNNING;
+    int rc = job ? fe_broker_submit(r->srv->broker, r->request_id, r->model_id, deadline, job, fe_generate_on_event, r)
+                 : -1;
+    json_decref(job);
+    if (rc < 0) {
+        fe_request_failf(r, 503, SB_ERR_OVERLOADED, "broker_unavailable", NULL,
+                         "The gateway could not queue the request, retry later");
+        return;
+    }
+    r->deadline = evtimer_new(r->srv->base, fe_generate_on_deadline, r);
+    struct timeval tv = {(timeout_ms + FE_DEADLINE_SLACK_MS) / 1000, ((timeout_ms + FE_DEADLINE_SLACK_MS) % 1000) * 1000};
+    evtimer_add(r->deadline, &tv);
+}
+
+static void fe_generate_on_context(const PGresult *res, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+        return;
+    if (err) {
+        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
+                         "Stored responses are temporarily unavailable, retry later");
+        return;
+    }
+    json_t *items = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
+    if (!json_is_array(items)) {
+        json_decref(items);
+        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "previous_response_not_found", "previous_response_id",
+                         "Previous response with id '%s' not found.", r->previous_response_id);
+        return;
+    }
+    r->context = items;
+    fe_generate_submit(r);
+}
+
+static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+        return;
+    if (err) {
+        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
+                         "The model registry is temporarily unavailable, retry later");
+        return;
+    }
+    if (json_is_true(json_object_get(rec, "missing")) || !json_is_true(json_object_get(rec, "enabled"))) {
+        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "model_not_found", "model",
+                         "model not found: The model '%s' does not exist or is not enabled.", r->model_id);
+        return;
+    }
+    if (!fe_auth_key_allows(r->key, r->model_id)) {
+        fe_request_failf(r, 403, SB_ERR_PERMISSION, "model_not_allowed", "model",
+                         "Your key's token group does not have access to model '%s'.", r->model_id);
+        return;
+    }
+    r->model = json_incref(rec);
+    if (r->previous_response_id) {
+        char account[24];
+        snprintf(account, sizeof account, "%lld",
+                 (long long)json_integer_value(json_object_get(r->key, "account_id")));
+        const char *params[2] = {r->previous_response_id, account};
+        r->state = FE_REQ_CONTEXT;
+        fe_request_hold(r);
+        fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
+        return;
+    }
+    fe_generate_submit(r);
+}
+
+void fe_generate_start(fe_request_t *r)
+{
+    fe_error_t err;
+    r->body = fe_body_json(r->http, r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
+    if (!r->body) {
+        fe_request_fail(r, &err);
+        return;
+    }
+    r->style_state = json_object();
+    memset(&err, 0, sizeof err);
+    if (r->style->parse(r, r->body, &err) < 0) {
+        fe_request_fail(r, &err);
+        return;
+    }
+    if (json_is_true(json_object_get(r->key, "zdr")))
+        r->store = false; /* zero-data-retention accounts are never stored */
+    r->state = FE_REQ_MODEL;
+    fe_request_hold(r);
+    fe_auth_lookup_model(r->srv->auth, r->model_id, fe_generate_on_model, r);
+}

@@ -1,0 +1,270 @@
+/*
+ * fe_request: request lifecycle: routing, authentication, replies, the
+ * request-log row, and freeing at a safe point.
+ */
+#include "fe_request.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "fe_router.h"
+#include "sb_alloc.h"
+#include "sb_event.h"
+#include "sb_keyhash.h"
+#include "sb_log.h"
+#include "sb_time.h"
+
+static const char *fe_method_name(enum evhttp_cmd_type cmd)
+{
+    switch (cmd) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    default:
+        return "OTHER";
+    }
+}
+
+static void fe_request_free(fe_request_t *r)
+{
+    if (r->deadline)
+        event_free(r->deadline);
+    json_decref(r->key);
+    json_decref(r->model);
+    json_decref(r->body);
+    json_decref(r->canonical);
+    json_decref(r->context);
+    json_decref(r->style_state);
+    fe_collect_free(&r->result);
+    free(r->model_id);
+    free(r->previous_response_id);
+    free(r->path);
+    free(r->path_arg);
+    free(r->error_text);
+    free(r);
+}
+
+void fe_request_hold(fe_request_t *r) { r->pending++; }
+
+bool fe_request_release(fe_request_t *r)
+{
+    r->pending--;
+    if (r->pending == 0 && r->state == FE_REQ_DONE) {
+        fe_request_free(r);
+        return false;
+    }
+    return true;
+}
+
+static long long fe_request_key_field(const fe_request_t *r, const char *f)
+{
+    json_t *v = json_object_get(r->key, f);
+    return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
+}
+
+static void fe_request_log(fe_request_t *r)
+{
+    fe_reqlog_row_t row = {
+        .request_id = r->request_id,
+        .ts_ms = r->start_ms,
+        .key_id = fe_request_key_field(r, "key_id"),
+        .account_id = fe_request_key_field(r, "account_id"),
+        .model = r->model_id,
+        .path = r->path,
+        .status = r->status,
+        .latency_ms = (int)((sb_mono_us() - r->start_us) / 1000),
+        .upstream_ms = (int)r->result.upstream_ms,
+        .tokens_in = r->result.input_tokens,
+        .tokens_out = r->result.output_tokens,
+        .reasoning_tokens = r->result.reasoning_tokens,
+        .error = r->error_text,
+        .stream = r->stream,
+    };
+    fe_reqlog_add(r->srv->reqlog, &row);
+}
+
+/* Sends the reply (if the client is still there), writes the log row, and
+ * frees the request unless an asynchronous step still holds it. */
+static void fe_request_finish(fe_request_t *r, int status, json_t *body, int retry_after)
+{
+    if (r->state == FE_REQ_DONE) {
+        json_decref(body);
+        return;
+    }
+    r->state = FE_REQ_DONE;
+    r->status = status;
+    if (r->deadline)
+        event_del(r->deadline);
+    if (r->http) {
+        struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
+        evhttp_add_header(h, "Content-Type", "application/json");
+        evhttp_add_header(h, "x-request-id", r->request_id);
+        if (retry_after > 0) {
+            char ra[16];
+            snprintf(ra, sizeof ra, "%d", retry_after);
+            evhttp_add_header(h, "Retry-After", ra);
+        }
+        struct evbuffer *buf = evbuffer_new();
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        if (text) {
+            evbuffer_add(buf, text, strlen(text));
+            free(text);
+        }
+        evhttp_send_reply(r->http, status, NULL, buf);
+        evbuffer_free(buf);
+        r->http = NULL;
+    }
+    if (r->conn) {
+        evhttp_connection_set_closecb(r->conn, NULL, NULL);
+        r->conn = NULL;
+    }
+    json_decref(body);
+    fe_request_log(r);
+    r->srv->active_requests--;
+    if (r->pending == 0)
+        fe_request_free(r);
+}
+
+void fe_request_reply_json(fe_request_t *r, int status, json_t *body) { fe_request_finish(r, status, body, 0); }
+
+void fe_request_fail(fe_request_t *r, const fe_error_t *e)
+{
+    free(r->error_text);
+    r->error_text = sb_xstrdup(e->message);
+    fe_request_finish(r, e->status, r->style->error_body(r, e), e->retry_after);
+}
+
+void fe_request_failf(fe_request_t *r, int status, const char *kind, const char *code, const char *param,
+                      const char *fmt, ...)
+{
+    fe_error_t e;
+    char msg[sizeof e.message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fe_error_set(&e, status, kind, code, param, "%s", msg);
+    fe_request_fail(r, &e);
+}
+
+/* The client closed its connection before the reply. */
+static void fe_request_on_close(struct evhttp_connection *conn, void *arg)
+{
+    fe_request_t *r = arg;
+    r->conn = NULL;
+    if (r->state == FE_REQ_RUNNING)
+        fe_broker_cancel(r->srv->broker, r->request_id);
+    if (r->state != FE_REQ_DONE && r->state != FE_REQ_STORING) {
+        /* 499: the nginx convention for "client closed request". */
+        free(r->error_text);
+        r->error_text = sb_xstrdup("client closed the connection");
+        fe_request_finish(r, 499, NULL, 0);
+    }
+}
+
+static void fe_request_on_key(json_t *rec, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+        return;
+    if (err) {
+        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
+                         "The service is temporarily unable to check credentials, retry later");
+        return;
+    }
+    if (json_is_true(json_object_get(rec, "missing")) || !json_is_true(json_object_get(rec, "usable"))) {
+        fe_request_failf(r, 401, SB_ERR_AUTHENTICATION, "invalid_api_key", NULL, "Invalid API Key");
+        return;
+    }
+    r->key = json_incref(rec);
+    r->endpoint(r);
+}
+
+static void fe_request_set_nodelay(struct evhttp_connection *conn)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+void fe_request_handle(struct evhttp_request *http, void *arg)
+{
+    fe_server_t *srv = arg;
+    fe_request_t *r = sb_xcalloc(1, sizeof *r);
+    r->srv = srv;
+    r->http = http;
+    r->start_us = sb_mono_us();
+    r->start_ms = sb_now_ms();
+    r->store = true;
+    sb_id_new(r->request_id, sizeof r->request_id, "req_", 16);
+    fe_collect_init(&r->result);
+    srv->active_requests++;
+
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(http);
+    const char *raw_path = uri ? evhttp_uri_get_path(uri) : NULL;
+    char *decoded = raw_path ? evhttp_uridecode(raw_path, 0, NULL) : NULL;
+    r->path = sb_xstrdup(decoded ? decoded : "/");
+    free(decoded);
+    r->style = fe_router_style_for_path(r->path);
+
+    r->conn = evhttp_request_get_connection(http);
+    if (r->conn) {
+        fe_request_set_nodelay(r->conn);
+        evhttp_connection_set_closecb(r->conn, fe_request_on_close, r);
+    }
+
+    const char *method = fe_method_name(evhttp_request_get_command(http));
+    const fe_route_t *route;
+    switch (fe_router_match(method, r->path, &route, &r->path_arg)) {
+    case FE_ROUTE_NO_PATH:
+        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Invalid URL (%s %.200s)", method, r->path);
+        return;
+    case FE_ROUTE_BAD_METHOD:
+        fe_request_failf(r, 405, SB_ERR_INVALID_REQUEST, "method_not_allowed", NULL,
+                         "Method %s is not allowed for %.200s", method, r->path);
+        return;
+    case FE_ROUTE_OK:
+        break;
+    }
+    r->style = route->style;
+    r->endpoint = route->fn;
+    if (srv->draining) {
+        fe_request_failf(r, 503, SB_ERR_OVERLOADED, "shutting_down", NULL, "The gateway is restarting, retry");
+        return;
+    }
+    size_t key_len = 0;
+    const char *key = r->style->key(http, &key_len);
+    if (!key) {
+        fe_request_failf(r, 401, SB_ERR_AUTHENTICATION, "missing_api_key", NULL,
+                         "Invalid API Key: no API key provided. Send it as 'Authorization: Bearer <API_KEY>'.");
+        return;
+    }
+    if (!sb_key_well_formed(key, key_len)) {
+        fe_request_failf(r, 401, SB_ERR_AUTHENTICATION, "invalid_api_key", NULL, "Invalid API Key");
+        return;
+    }
+    r->state = FE_REQ_AUTH;
+    fe_request_hold(r);
+    fe_auth_lookup_key(srv->auth, key, key_len, fe_request_on_key, r);
+}

@@ -1,0 +1,97 @@
+/*
+ * fe_request: one HTTP request through the gateway, as an explicit state
+ * machine. Every step that waits (key lookup, model lookup, stored context,
+ * the job, storing the result) holds a pending count; the object is freed
+ * only at a safe point, when its reply is sent and nothing is pending.
+ */
+#ifndef FE_REQUEST_H
+#define FE_REQUEST_H
+
+#include <event2/http.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fe_collect.h"
+#include "fe_error.h"
+#include "fe_server.h"
+#include "sb_id.h"
+
+struct fe_request;
+typedef struct fe_request fe_request_t;
+
+/* An inbound API style: how it authenticates, parses, renders and fails. */
+typedef struct fe_style {
+    const char *name;
+    /* Presented key, or NULL (sets *len). */
+    const char *(*key)(struct evhttp_request *http, size_t *len);
+    /* Style's error body (new reference). */
+    json_t *(*error_body)(const fe_request_t *r, const fe_error_t *e);
+    /* Request body -> r->canonical, r->model_id, r->previous_response_id, r->store. */
+    int (*parse)(fe_request_t *r, json_t *body, fe_error_t *err);
+    /* Successful result -> response body (new reference). */
+    json_t *(*render)(fe_request_t *r);
+} fe_style_t;
+
+/* What an endpoint does once the caller is authenticated. */
+typedef void (*fe_endpoint_fn)(fe_request_t *r);
+
+enum fe_req_state {
+    FE_REQ_AUTH,    /* looking up the key */
+    FE_REQ_MODEL,   /* looking up the model and its route */
+    FE_REQ_CONTEXT, /* loading previous_response_id's context */
+    FE_REQ_RUNNING, /* job submitted; events arriving */
+    FE_REQ_STORING, /* writing the stored response before replying */
+    FE_REQ_QUERY,   /* a database-backed endpoint (GET/DELETE, lists) */
+    FE_REQ_DONE,    /* reply sent or client gone; freed when nothing is pending */
+};
+
+struct fe_request {
+    fe_server_t *srv;
+    struct evhttp_request *http;    /* NULL once replied */
+    struct evhttp_connection *conn; /* NULL once the client is gone */
+    enum fe_req_state state;
+    const fe_style_t *style;
+    fe_endpoint_fn endpoint;
+    char request_id[SB_ID_MAX];
+    char response_id[SB_ID_MAX];
+    char *path;
+    char *path_arg;          /* e.g. the {id} of /v1/responses/{id} */
+    int64_t start_us, start_ms;
+    int pending;
+
+    json_t *key;             /* key record (fe_auth.h), owned */
+    json_t *model;           /* model record, owned */
+    char *model_id;
+    json_t *body;            /* parsed request body, owned */
+    json_t *canonical;       /* canonical request (sb_job.h "request"), owned */
+    json_t *context;         /* previous response's items, owned */
+    char *previous_response_id;
+    bool store;
+    bool stream;
+    json_t *style_state;     /* per-style extras for rendering, owned */
+
+    fe_collect_t result;
+    struct event *deadline;
+    int status;              /* HTTP status sent */
+    char *error_text;        /* for the request log */
+};
+
+/* evhttp entry point for every request. */
+void fe_request_handle(struct evhttp_request *http, void *arg);
+
+/* Reply helpers: each ends the request (state DONE). body is stolen. */
+void fe_request_reply_json(fe_request_t *r, int status, json_t *body);
+void fe_request_fail(fe_request_t *r, const fe_error_t *e);
+void fe_request_failf(fe_request_t *r, int status, const char *kind, const char *code, const char *param,
+                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Pending-operation bracket for asynchronous steps; fe_request_release
+ * returns false when the request was freed (the caller must stop). */
+void fe_request_hold(fe_request_t *r);
+bool fe_request_release(fe_request_t *r);
+
+/* Steps shared by generation endpoints (fe_generate.c). */
+void fe_generate_start(fe_request_t *r);
+
+#endif

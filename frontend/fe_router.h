@@ -1,0 +1,38 @@
+/*
+ * fe_router: maps method + path to an endpoint and its API style. A path
+ * that matches nothing (e.g. a base address given with the endpoint path
+ * twice, /v1/chat/completions/v1/chat/completions) is a 404.
+ */
+#ifndef FE_ROUTER_H
+#define FE_ROUTER_H
+
+#include "fe_request.h"
+
+typedef struct {
+    const char *method; /* "GET", "POST", "DELETE" */
+    const char *prefix; /* exact path, or prefix when has_arg */
+    bool has_arg;       /* prefix + one path segment */
+    const fe_style_t *style;
+    fe_endpoint_fn fn;
+} fe_route_t;
+
+enum fe_route_match { FE_ROUTE_OK, FE_ROUTE_NO_PATH, FE_ROUTE_BAD_METHOD };
+
+/* On FE_ROUTE_OK sets *route and *arg (a new string or NULL). */
+enum fe_route_match fe_router_match(const char *method, const char *path, const fe_route_t **route, char **arg);
+
+/* The style whose error body a path gets when no route matched. */
+const fe_style_t *fe_router_style_for_path(const char *path);
+
+/* "Authorization: Bearer KEY" (fe_style_responses.c); NULL when absent. */
+const char *fe_bearer_key(struct evhttp_request *http, size_t *len);
+
+extern const fe_style_t fe_style_responses;
+extern const fe_style_t fe_style_chat;
+
+/* Endpoints. */
+void fe_responses_get(fe_request_t *r);
+void fe_responses_delete(fe_request_t *r);
+void fe_models_list(fe_request_t *r);
+
+#endif

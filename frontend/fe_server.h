@@ -1,0 +1,53 @@
+/*
+ * fe_server: one frontend instance: the evhttp listener (SO_REUSEPORT, so
+ * several processes can share a port), and the modules every request uses.
+ */
+#ifndef FE_SERVER_H
+#define FE_SERVER_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fe_auth.h"
+#include "fe_broker.h"
+#include "fe_db.h"
+#include "fe_reqlog.h"
+
+typedef struct {
+    const char *listen_host;
+    int listen_port;
+    const char *broker_endpoint;
+    const char *pg_dsn;
+    const char *name;
+    size_t max_body_bytes;
+    size_t max_header_bytes;
+    int max_json_depth;
+    int db_conns;
+    int read_timeout_s;   /* absolute limit for reading a request */
+    int default_timeout_ms; /* job deadline when the model has none */
+} fe_config_t;
+
+typedef struct fe_server {
+    struct event_base *base;
+    fe_config_t cfg;
+    struct evhttp *http;
+    fe_db_t *db;
+    fe_auth_t *auth;
+    fe_broker_t *broker;
+    fe_reqlog_t *reqlog;
+    int active_requests;
+    bool draining;
+} fe_server_t;
+
+/* Fills cfg with defaults. */
+void fe_config_defaults(fe_config_t *cfg);
+
+fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char *err, size_t errlen);
+/* Stops accepting; requests in flight finish. */
+void fe_server_drain(fe_server_t *s);
+/* Frees everything; flushes the request log with a blocking write first. */
+void fe_server_destroy(fe_server_t **s);
+
+#endif

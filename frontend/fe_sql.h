@@ -1,0 +1,25 @@
+/*
+ * fe_sql: every SQL statement the frontend runs, prepared on each pooled
+ * connection at connect. All values travel as parameters.
+ */
+#ifndef FE_SQL_H
+#define FE_SQL_H
+
+#include "fe_db.h"
+
+#define FE_SQL_KEY_LOOKUP "key_lookup"
+#define FE_SQL_MODEL_LOOKUP "model_lookup"
+#define FE_SQL_MODEL_LIST "model_list"
+#define FE_SQL_REQLOG_INSERT "reqlog_insert"
+#define FE_SQL_RESPONSE_CONTEXT "response_context"
+#define FE_SQL_RESPONSE_SAVE "response_save"
+#define FE_SQL_RESPONSE_GET "response_get"
+#define FE_SQL_RESPONSE_DELETE "response_delete"
+
+extern const fe_db_stmt_t fe_sql_statements[];
+extern const int fe_sql_statement_count;
+
+/* The request-log insert as plain SQL, for the blocking shutdown flush. */
+extern const char fe_sql_reqlog_insert_sql[];
+
+#endif

@@ -1,0 +1,100 @@
+/*
+ * fe_stored: endpoints over stored objects: GET and DELETE
+ * /v1/responses/{id} (scoped to the caller's account: another account's id
+ * is a 404, exactly like a missing one) and GET /v1/models.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe_router.h"
+#include "fe_sql.h"
+#include "sb_event.h"
+
+static void fe_stored_account(const fe_request_t *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%lld", (long long)json_integer_value(json_object_get(r->key, "account_id")));
+}
+
+static bool fe_stored_resume(fe_request_t *r, const char *err)
+{
+    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+        return false;
+    if (err) {
+        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
+                         "Stored responses are temporarily unavailable, retry later");
+        return false;
+    }
+    return true;
+}
+
+static void fe_stored_not_found(fe_request_t *r)
+{
+    fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Response with id '%s' not found.", r->path_arg);
+}
+
+static void fe_stored_on_get(const PGresult *res, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_stored_resume(r, err))
+        return;
+    json_t *body = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
+    if (!body) {
+        fe_stored_not_found(r);
+        return;
+    }
+    fe_request_reply_json(r, 200, body);
+}
+
+static void fe_stored_on_delete(const PGresult *res, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_stored_resume(r, err))
+        return;
+    if (PQntuples(res) != 1) {
+        fe_stored_not_found(r);
+        return;
+    }
+    fe_request_reply_json(r, 200, json_pack("{s:s, s:s, s:b}", "id", r->path_arg, "object", "response.deleted",
+                                            "deleted", 1));
+}
+
+static void fe_stored_query(fe_request_t *r, const char *stmt, fe_db_cb cb)
+{
+    char account[24];
+    fe_stored_account(r, account, sizeof account);
+    const char *params[2] = {r->path_arg, account};
+    r->state = FE_REQ_QUERY;
+    fe_request_hold(r);
+    fe_db_query(r->srv->db, stmt, 2, params, cb, r);
+}
+
+void fe_responses_get(fe_request_t *r) { fe_stored_query(r, FE_SQL_RESPONSE_GET, fe_stored_on_get); }
+
+void fe_responses_delete(fe_request_t *r) { fe_stored_query(r, FE_SQL_RESPONSE_DELETE, fe_stored_on_delete); }
+
+static void fe_stored_on_models(const PGresult *res, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_stored_resume(r, err))
+        return;
+    json_t *all = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
+    json_t *data = json_array();
+    size_t i;
+    json_t *m;
+    json_array_foreach(all, i, m)
+    {
+        const char *id = json_string_value(json_object_get(m, "id"));
+        if (id && fe_auth_key_allows(r->key, id))
+            json_array_append_new(data, json_pack("{s:s, s:s, s:O, s:s}", "id", id, "object", "model", "created",
+                                                  json_object_get(m, "created"), "owned_by", "switchboard"));
+    }
+    json_decref(all);
+    fe_request_reply_json(r, 200, json_pack("{s:s, s:o}", "object", "list", "data", data));
+}
+
+void fe_models_list(fe_request_t *r)
+{
+    r->state = FE_REQ_QUERY;
+    fe_request_hold(r);
+    fe_db_query(r->srv->db, FE_SQL_MODEL_LIST, 0, NULL, fe_stored_on_models, r);
+}

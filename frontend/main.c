@@ -1,0 +1,154 @@
+/*
+ * sb-frontend: arguments, configuration and the event loop; everything else
+ * lives in libsbfrontend. SIGTERM/SIGINT drain: new requests get 503, those
+ * in flight finish (up to --drain-seconds), the request log is flushed.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <czmq.h>
+
+#include "fe_server.h"
+#include "sb_log.h"
+
+static struct event_base *base;
+static fe_server_t *server;
+static int drain_seconds = 10;
+static int drain_ticks;
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+    if (server->active_requests == 0 || ++drain_ticks > drain_seconds * 10)
+        event_base_loopbreak(base);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    static struct event *tick;
+    if (tick) {
+        event_base_loopbreak(base); /* second signal: stop now */
+        return;
+    }
+    sb_info("signal %d: draining %d requests", (int)sig, server->active_requests);
+    fe_server_drain(server);
+    tick = event_new(base, -1, EV_PERSIST, on_drain_tick, NULL);
+    struct timeval tv = {0, 100000};
+    event_add(tick, &tv);
+    *(struct event **)arg = tick;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: sb-frontend [--listen HOST:PORT] [--broker ENDPOINT] [--pg DSN] [--name NAME]\n"
+            "                   [--max-body-bytes N] [--db-conns N] [--read-timeout S] [--drain-seconds S]\n"
+            "  SB_PG_DSN and SB_BROKER_FRONTEND_ENDPOINT are read from the environment when not given.\n");
+}
+
+int main(int argc, char **argv)
+{
+    sb_log_init("frontend");
+    zsys_init();
+    zsys_handler_set(NULL); /* signals go through the libevent loop */
+    fe_config_t cfg;
+    fe_config_defaults(&cfg);
+    cfg.pg_dsn = getenv("SB_PG_DSN") ? getenv("SB_PG_DSN") : "";
+    if (getenv("SB_BROKER_FRONTEND_ENDPOINT"))
+        cfg.broker_endpoint = getenv("SB_BROKER_FRONTEND_ENDPOINT");
+    static char host[256];
+    static const struct option opts[] = {
+        {"listen", required_argument, 0, 'l'},       {"broker", required_argument, 0, 'b'},
+        {"pg", required_argument, 0, 'p'},           {"name", required_argument, 0, 'n'},
+        {"max-body-bytes", required_argument, 0, 'm'}, {"db-conns", required_argument, 0, 'd'},
+        {"read-timeout", required_argument, 0, 't'}, {"drain-seconds", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
+    int c;
+    long v;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l': {
+            const char *colon = strrchr(optarg, ':');
+            if (!colon || (size_t)(colon - optarg) >= sizeof host || parse_int(colon + 1, 0, 65535, &v) < 0) {
+                fprintf(stderr, "bad --listen %s (want HOST:PORT)\n", optarg);
+                return 2;
+            }
+            memcpy(host, optarg, (size_t)(colon - optarg));
+            host[colon - optarg] = '\0';
+            cfg.listen_host = host;
+            cfg.listen_port = (int)v;
+            break;
+        }
+        case 'b':
+            cfg.broker_endpoint = optarg;
+            break;
+        case 'p':
+            cfg.pg_dsn = optarg;
+            break;
+        case 'n':
+            cfg.name = optarg;
+            break;
+        case 'm':
+            if (parse_int(optarg, 1024, LONG_MAX, &v) < 0)
+                return usage(), 2;
+            cfg.max_body_bytes = (size_t)v;
+            break;
+        case 'd':
+            if (parse_int(optarg, 1, 64, &v) < 0)
+                return usage(), 2;
+            cfg.db_conns = (int)v;
+            break;
+        case 't':
+            if (parse_int(optarg, 1, 3600, &v) < 0)
+                return usage(), 2;
+            cfg.read_timeout_s = (int)v;
+            break;
+        case 's':
+            if (parse_int(optarg, 0, 3600, &v) < 0)
+                return usage(), 2;
+            drain_seconds = (int)v;
+            break;
+        default:
+            usage();
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    base = event_base_new();
+    char err[512] = "";
+    server = fe_server_new(base, &cfg, err, sizeof err);
+    if (!server) {
+        sb_error("start-up failed: %s", err);
+        event_base_free(base);
+        return 1;
+    }
+    struct event *tick = NULL;
+    struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, &tick);
+    struct event *sigint = evsignal_new(base, SIGINT, on_signal, &tick);
+    event_add(sigterm, NULL);
+    event_add(sigint, NULL);
+    event_base_dispatch(base);
+    sb_info("stopping");
+    event_free(sigterm);
+    event_free(sigint);
+    if (tick)
+        event_free(tick);
+    fe_server_destroy(&server);
+    event_base_free(base);
+    return 0;
+}
