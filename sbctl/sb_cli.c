@@ -1,0 +1,543 @@
+/*
+ * sb_cli: the command table, the option table, and the validators. Adding a
+ * command means one row in sb_cli_specs plus its checks in sb_cli_check().
+ */
+#include "sb_cli.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sb_cli_spec {
+    enum sb_cli_cmd cmd;
+    const char *group; /* NULL for top-level commands (migrate) */
+    const char *verb;
+    int min_args, max_args;
+    unsigned opts;        /* accepted sb_cli_opt_bit */
+    const char *synopsis; /* arguments and options, after "sbctl GROUP VERB" */
+    const char *summary;
+};
+
+#define SB_MODEL_OPTS                                                                                                  \
+    (SB_OPT_PROVIDER | SB_OPT_BASE_URL | SB_OPT_UPSTREAM_MODEL | SB_OPT_CREDENTIAL_REF | SB_OPT_CONTEXT_LENGTH |       \
+     SB_OPT_MAX_OUTPUT_TOKENS | SB_OPT_TIMEOUT_MS | SB_OPT_CAPABILITIES)
+
+#define SB_MODEL_OPTS_HELP                                                                                             \
+    "[--upstream-model NAME] [--credential-ref ENVVAR]\n"                                                              \
+    "        [--context-length N] [--max-output-tokens N] [--timeout-ms N] [--capabilities JSON]"
+
+static const struct sb_cli_spec sb_cli_specs[] = {
+    {SB_CLI_MIGRATE, NULL, "migrate", 0, 0, SB_OPT_DIR, "[--dir DIR]",
+     "apply pending schema/NNN_*.sql migrations (idempotent, safe to run concurrently)"},
+
+    {SB_CLI_ACCOUNT_CREATE, "account", "create", 1, 1, SB_OPT_ZDR | SB_OPT_IF_NOT_EXISTS,
+     "NAME [--zdr] [--if-not-exists]", "create an account (--zdr: zero data retention)"},
+    {SB_CLI_ACCOUNT_LIST, "account", "list", 0, 0, 0, "", "list accounts"},
+    {SB_CLI_ACCOUNT_DISABLE, "account", "disable", 1, 1, 0, "NAME", "disable an account (all its keys stop working)"},
+    {SB_CLI_ACCOUNT_ENABLE, "account", "enable", 1, 1, 0, "NAME", "enable an account"},
+
+    {SB_CLI_GROUP_CREATE, "group", "create", 1, 1, SB_OPT_IF_NOT_EXISTS, "NAME [--if-not-exists]",
+     "create a token group (allows no model until 'group allow')"},
+    {SB_CLI_GROUP_LIST, "group", "list", 0, 0, 0, "", "list token groups and the models they allow"},
+    {SB_CLI_GROUP_ALLOW, "group", "allow", 2, 2, 0, "GROUP MODEL", "allow MODEL ('*' = every model) in GROUP"},
+    {SB_CLI_GROUP_DENY, "group", "deny", 2, 2, 0, "GROUP MODEL", "remove MODEL (or '*') from GROUP"},
+
+    {SB_CLI_KEY_CREATE, "key", "create", 0, 0, SB_OPT_ACCOUNT | SB_OPT_GROUP | SB_OPT_NAME,
+     "--account NAME --group NAME [--name LABEL]",
+     "create an API key; prints only the secret (shown once, never stored)"},
+    {SB_CLI_KEY_LIST, "key", "list", 0, 0, SB_OPT_ACCOUNT, "[--account NAME]", "list keys (display prefixes only)"},
+    {SB_CLI_KEY_DISABLE, "key", "disable", 1, 1, 0, "ID", "disable a key"},
+    {SB_CLI_KEY_ENABLE, "key", "enable", 1, 1, 0, "ID", "enable a key"},
+    {SB_CLI_KEY_SET_GROUP, "key", "set-group", 2, 2, 0, "ID GROUP", "move a key to another token group"},
+
+    {SB_CLI_MODEL_ADD, "model", "add", 1, 1, SB_MODEL_OPTS | SB_OPT_IF_NOT_EXISTS,
+     "ID --provider openai-chat|openai-responses|anthropic|gemini --base-url URL\n"
+     "        " SB_MODEL_OPTS_HELP " [--if-not-exists]",
+     "add a model and its upstream route (--upstream-model defaults to ID)"},
+    {SB_CLI_MODEL_LIST, "model", "list", 0, 0, 0, "", "list models"},
+    {SB_CLI_MODEL_DISABLE, "model", "disable", 1, 1, 0, "ID", "disable a model"},
+    {SB_CLI_MODEL_ENABLE, "model", "enable", 1, 1, 0, "ID", "enable a model"},
+    {SB_CLI_MODEL_SET, "model", "set", 1, 1, SB_MODEL_OPTS, "ID [--provider P] [--base-url URL] " SB_MODEL_OPTS_HELP,
+     "change a model's settings (only the options given; --credential-ref '' clears it)"},
+};
+
+#define SB_CLI_NSPECS (sizeof sb_cli_specs / sizeof sb_cli_specs[0])
+
+struct sb_cli_opt {
+    const char *name;
+    enum sb_cli_opt_bit bit;
+    bool has_value;
+};
+
+static const struct sb_cli_opt sb_cli_opts[] = {
+    {"--dir", SB_OPT_DIR, true},
+    {"--zdr", SB_OPT_ZDR, false},
+    {"--account", SB_OPT_ACCOUNT, true},
+    {"--group", SB_OPT_GROUP, true},
+    {"--name", SB_OPT_NAME, true},
+    {"--provider", SB_OPT_PROVIDER, true},
+    {"--base-url", SB_OPT_BASE_URL, true},
+    {"--upstream-model", SB_OPT_UPSTREAM_MODEL, true},
+    {"--credential-ref", SB_OPT_CREDENTIAL_REF, true},
+    {"--context-length", SB_OPT_CONTEXT_LENGTH, true},
+    {"--max-output-tokens", SB_OPT_MAX_OUTPUT_TOKENS, true},
+    {"--timeout-ms", SB_OPT_TIMEOUT_MS, true},
+    {"--capabilities", SB_OPT_CAPABILITIES, true},
+    {"--if-not-exists", SB_OPT_IF_NOT_EXISTS, false},
+};
+
+#define SB_CLI_NOPTS (sizeof sb_cli_opts / sizeof sb_cli_opts[0])
+
+static const char *const sb_cli_groups[] = {"account", "group", "key", "model"};
+
+__attribute__((format(printf, 3, 4))) static int sb_cli_fail(char *err, size_t errsz, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errsz, fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static bool sb_cli_is_help(const char *s)
+{
+    return !strcmp(s, "--help") || !strcmp(s, "-h");
+}
+
+static bool sb_cli_is_group(const char *s)
+{
+    for (size_t i = 0; i < sizeof sb_cli_groups / sizeof sb_cli_groups[0]; i++)
+        if (!strcmp(s, sb_cli_groups[i]))
+            return true;
+    return false;
+}
+
+static const struct sb_cli_spec *sb_cli_find(const char *group, const char *verb)
+{
+    for (size_t i = 0; i < SB_CLI_NSPECS; i++) {
+        const struct sb_cli_spec *s = &sb_cli_specs[i];
+        if ((group == NULL) != (s->group == NULL))
+            continue;
+        if (group && strcmp(group, s->group))
+            continue;
+        if (!strcmp(verb, s->verb))
+            return s;
+    }
+    return NULL;
+}
+
+static const struct sb_cli_opt *sb_cli_find_opt(const char *arg, size_t len)
+{
+    for (size_t i = 0; i < SB_CLI_NOPTS; i++)
+        if (strlen(sb_cli_opts[i].name) == len && !strncmp(arg, sb_cli_opts[i].name, len))
+            return &sb_cli_opts[i];
+    return NULL;
+}
+
+int sb_cli_parse_int(const char *s, long long min, long long max, long long *out)
+{
+    if (!s || !*s)
+        return -EINVAL;
+    /* strtoll accepts leading whitespace and '+'; a count on a command line should not. */
+    if (!(*s == '-' || (*s >= '0' && *s <= '9')))
+        return -EINVAL;
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end != '\0')
+        return -EINVAL;
+    if (errno == ERANGE || v < min || v > max)
+        return -ERANGE;
+    *out = v;
+    return 0;
+}
+
+static bool sb_cli_is_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+static bool sb_cli_valid_ident(const char *s, size_t max, const char *extra)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max || !sb_cli_is_alnum(s[0]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!sb_cli_is_alnum(s[i]) && !strchr(extra, s[i]))
+            return false;
+    return true;
+}
+
+bool sb_cli_valid_name(const char *s)
+{
+    return sb_cli_valid_ident(s, SB_CLI_NAME_MAX, "._@:+-");
+}
+
+bool sb_cli_valid_model_id(const char *s)
+{
+    return sb_cli_valid_ident(s, SB_CLI_MODEL_MAX, "._@:+-/");
+}
+
+bool sb_cli_valid_upstream_model(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > SB_CLI_MODEL_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] >= 0x7f)
+            return false;
+    return true;
+}
+
+bool sb_cli_valid_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n > SB_CLI_LABEL_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+bool sb_cli_valid_env_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 128 || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!sb_cli_is_alnum(s[i]) && s[i] != '_')
+            return false;
+    return true;
+}
+
+bool sb_cli_valid_url(const char *s)
+{
+    size_t n = strlen(s);
+    size_t scheme;
+    if (!strncmp(s, "http://", 7))
+        scheme = 7;
+    else if (!strncmp(s, "https://", 8))
+        scheme = 8;
+    else
+        return false;
+    if (n > SB_CLI_URL_MAX || n == scheme || s[scheme] == '/')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+bool sb_cli_valid_provider(const char *s)
+{
+    static const char *const kinds[] = {"openai-chat", "openai-responses", "anthropic", "gemini"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(s, kinds[i]))
+            return true;
+    return false;
+}
+
+bool sb_cli_valid_json_object(const char *s)
+{
+    json_error_t jerr;
+    json_t *v = json_loads(s, JSON_REJECT_DUPLICATES, &jerr);
+    bool ok = v && json_is_object(v);
+    json_decref(v);
+    return ok;
+}
+
+/* Parses a positive int option value; on failure writes the reason into err. */
+static int sb_cli_positive(const char *opt, const char *val, int *out, char *err, size_t errsz)
+{
+    long long v;
+    if (sb_cli_parse_int(val, 1, INT_MAX, &v) != 0)
+        return sb_cli_fail(err, errsz, "%s: expected an integer between 1 and %d, got '%s'", opt, INT_MAX, val);
+    *out = (int)v;
+    return 0;
+}
+
+/* Stores one option's value in cli, validating it. */
+static int sb_cli_set_opt(struct sb_cli *cli, const struct sb_cli_opt *o, const char *val, char *err, size_t errsz)
+{
+    switch (o->bit) {
+    case SB_OPT_DIR:
+        if (!*val)
+            return sb_cli_fail(err, errsz, "--dir: empty directory");
+        cli->dir = val;
+        return 0;
+    case SB_OPT_ZDR:
+        cli->zdr = true;
+        return 0;
+    case SB_OPT_IF_NOT_EXISTS:
+        cli->if_not_exists = true;
+        return 0;
+    case SB_OPT_ACCOUNT:
+        if (!sb_cli_valid_name(val))
+            return sb_cli_fail(err, errsz, "--account: invalid account name '%s'", val);
+        cli->account = val;
+        return 0;
+    case SB_OPT_GROUP:
+        if (!sb_cli_valid_name(val))
+            return sb_cli_fail(err, errsz, "--group: invalid group name '%s'", val);
+        cli->group = val;
+        return 0;
+    case SB_OPT_NAME:
+        if (!sb_cli_valid_label(val))
+            return sb_cli_fail(err, errsz, "--name: at most %d characters, no control characters", SB_CLI_LABEL_MAX);
+        cli->name = val;
+        return 0;
+    case SB_OPT_PROVIDER:
+        if (!sb_cli_valid_provider(val))
+            return sb_cli_fail(err, errsz,
+                               "--provider: '%s' is not one of openai-chat, openai-responses, anthropic, gemini", val);
+        cli->provider = val;
+        return 0;
+    case SB_OPT_BASE_URL:
+        if (!sb_cli_valid_url(val))
+            return sb_cli_fail(err, errsz, "--base-url: expected an http:// or https:// URL, got '%s'", val);
+        cli->base_url = val;
+        return 0;
+    case SB_OPT_UPSTREAM_MODEL:
+        if (!sb_cli_valid_upstream_model(val))
+            return sb_cli_fail(err, errsz, "--upstream-model: invalid model name '%s'", val);
+        cli->upstream_model = val;
+        return 0;
+    case SB_OPT_CREDENTIAL_REF:
+        /* Deliberately not echoed: someone may have pasted the secret itself. */
+        if (*val && !sb_cli_valid_env_name(val))
+            return sb_cli_fail(err, errsz,
+                               "--credential-ref: expected the NAME of an environment variable holding the "
+                               "upstream secret ([A-Za-z_][A-Za-z0-9_]*), not the secret itself");
+        cli->credential_ref = val;
+        return 0;
+    case SB_OPT_CONTEXT_LENGTH:
+        return sb_cli_positive(o->name, val, &cli->context_length, err, errsz);
+    case SB_OPT_MAX_OUTPUT_TOKENS:
+        return sb_cli_positive(o->name, val, &cli->max_output_tokens, err, errsz);
+    case SB_OPT_TIMEOUT_MS:
+        return sb_cli_positive(o->name, val, &cli->timeout_ms, err, errsz);
+    case SB_OPT_CAPABILITIES:
+        if (!sb_cli_valid_json_object(val))
+            return sb_cli_fail(err, errsz, "--capabilities: expected a JSON object, e.g. '{\"tools\":true}'");
+        cli->capabilities = val;
+        return 0;
+    }
+    return sb_cli_fail(err, errsz, "internal error: unhandled option %s", o->name);
+}
+
+/* Per-command checks of positional arguments and required options. */
+static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
+{
+    switch (cli->cmd) {
+    case SB_CLI_ACCOUNT_CREATE:
+    case SB_CLI_ACCOUNT_DISABLE:
+    case SB_CLI_ACCOUNT_ENABLE:
+        if (!sb_cli_valid_name(cli->arg[0]))
+            return sb_cli_fail(err, errsz,
+                               "invalid account name '%s' (1-%d characters of A-Z a-z 0-9 . _ @ : + -, starting "
+                               "with a letter or digit)",
+                               cli->arg[0], SB_CLI_NAME_MAX);
+        return 0;
+    case SB_CLI_GROUP_CREATE:
+        if (!sb_cli_valid_name(cli->arg[0]))
+            return sb_cli_fail(err, errsz,
+                               "invalid group name '%s' (1-%d characters of A-Z a-z 0-9 . _ @ : + -, starting "
+                               "with a letter or digit)",
+                               cli->arg[0], SB_CLI_NAME_MAX);
+        return 0;
+    case SB_CLI_GROUP_ALLOW:
+    case SB_CLI_GROUP_DENY:
+        if (!sb_cli_valid_name(cli->arg[0]))
+            return sb_cli_fail(err, errsz, "invalid group name '%s'", cli->arg[0]);
+        if (strcmp(cli->arg[1], "*") && !sb_cli_valid_model_id(cli->arg[1]))
+            return sb_cli_fail(err, errsz, "invalid model id '%s' (use '*' for every model)", cli->arg[1]);
+        return 0;
+    case SB_CLI_KEY_CREATE:
+        if (!cli->account)
+            return sb_cli_fail(err, errsz, "key create: --account NAME is required");
+        if (!cli->group)
+            return sb_cli_fail(err, errsz, "key create: --group NAME is required");
+        return 0;
+    case SB_CLI_KEY_SET_GROUP:
+        if (!sb_cli_valid_name(cli->arg[1]))
+            return sb_cli_fail(err, errsz, "invalid group name '%s'", cli->arg[1]);
+        /* fall through */
+    case SB_CLI_KEY_DISABLE:
+    case SB_CLI_KEY_ENABLE:
+        if (sb_cli_parse_int(cli->arg[0], 1, LLONG_MAX, &cli->key_id) != 0)
+            return sb_cli_fail(err, errsz, "invalid key id '%s' (a positive integer, see 'sbctl key list')",
+                               cli->arg[0]);
+        return 0;
+    case SB_CLI_MODEL_ADD:
+        if (!cli->provider)
+            return sb_cli_fail(err, errsz, "model add: --provider is required");
+        if (!cli->base_url)
+            return sb_cli_fail(err, errsz, "model add: --base-url is required");
+        /* fall through */
+    case SB_CLI_MODEL_DISABLE:
+    case SB_CLI_MODEL_ENABLE:
+    case SB_CLI_MODEL_SET:
+        if (!sb_cli_valid_model_id(cli->arg[0]))
+            return sb_cli_fail(err, errsz,
+                               "invalid model id '%s' (1-%d characters of A-Z a-z 0-9 . _ @ : + - /, starting "
+                               "with a letter or digit)",
+                               cli->arg[0], SB_CLI_MODEL_MAX);
+        if (cli->cmd == SB_CLI_MODEL_SET && cli->given == 0)
+            return sb_cli_fail(err, errsz, "model set: nothing to change (give at least one option)");
+        if (cli->cmd == SB_CLI_MODEL_ADD && !cli->upstream_model) {
+            if (!sb_cli_valid_upstream_model(cli->arg[0]))
+                return sb_cli_fail(err, errsz, "invalid model id '%s'", cli->arg[0]);
+            cli->upstream_model = cli->arg[0];
+        }
+        return 0;
+    case SB_CLI_HELP:
+    case SB_CLI_MIGRATE:
+    case SB_CLI_ACCOUNT_LIST:
+    case SB_CLI_GROUP_LIST:
+    case SB_CLI_KEY_LIST:
+    case SB_CLI_MODEL_LIST:
+        return 0;
+    }
+    return 0;
+}
+
+static void sb_cli_help(struct sb_cli *cli, const char *group, const char *verb)
+{
+    cli->cmd = SB_CLI_HELP;
+    cli->help_group = group;
+    cli->help_verb = verb;
+}
+
+int sb_cli_parse(struct sb_cli *cli, int argc, char **argv, char *err, size_t errsz)
+{
+    memset(cli, 0, sizeof *cli);
+    if (errsz)
+        err[0] = '\0';
+    if (argc < 2)
+        return sb_cli_fail(err, errsz, "missing command");
+
+    const char *first = argv[1];
+    int i;
+    const struct sb_cli_spec *spec;
+    if (sb_cli_is_help(first) || !strcmp(first, "help")) {
+        /* "sbctl help [GROUP [VERB]]" */
+        const char *g = argc > 2 ? argv[2] : NULL;
+        const char *v = argc > 3 ? argv[3] : NULL;
+        if (g && !sb_cli_is_group(g) && !sb_cli_find(NULL, g))
+            return sb_cli_fail(err, errsz, "unknown command '%s'", g);
+        if (g && sb_cli_find(NULL, g)) {
+            v = g;
+            g = NULL;
+        } else if (g && v && !sb_cli_find(g, v)) {
+            return sb_cli_fail(err, errsz, "unknown command '%s %s'", g, v);
+        }
+        sb_cli_help(cli, g, v);
+        return 0;
+    }
+    if (sb_cli_is_group(first)) {
+        if (argc < 3)
+            return sb_cli_fail(err, errsz, "%s: missing subcommand (see 'sbctl %s --help')", first, first);
+        if (sb_cli_is_help(argv[2])) {
+            sb_cli_help(cli, first, NULL);
+            return 0;
+        }
+        spec = sb_cli_find(first, argv[2]);
+        if (!spec)
+            return sb_cli_fail(err, errsz, "unknown command '%s %s' (see 'sbctl %s --help')", first, argv[2], first);
+        i = 3;
+    } else {
+        spec = sb_cli_find(NULL, first);
+        if (!spec)
+            return sb_cli_fail(err, errsz, "unknown command '%s' (see 'sbctl --help')", first);
+        i = 2;
+    }
+    cli->cmd = spec->cmd;
+    const char *cmdname = spec->group ? spec->group : spec->verb;
+    const char *sub = spec->group ? spec->verb : "";
+
+    bool options_done = false;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options_done && sb_cli_is_help(a)) {
+            sb_cli_help(cli, spec->group, spec->verb);
+            return 0;
+        }
+        if (!options_done && !strcmp(a, "--")) {
+            options_done = true;
+            continue;
+        }
+        if (!options_done && a[0] == '-' && a[1] != '\0') {
+            const char *eq = strchr(a, '=');
+            size_t len = eq ? (size_t)(eq - a) : strlen(a);
+            const struct sb_cli_opt *o = sb_cli_find_opt(a, len);
+            if (!o || !(spec->opts & o->bit))
+                return sb_cli_fail(err, errsz, "%s %s: unknown option '%.*s'", cmdname, sub, (int)len, a);
+            if (cli->given & o->bit)
+                return sb_cli_fail(err, errsz, "%s given twice", o->name);
+            const char *val = NULL;
+            if (o->has_value) {
+                if (eq)
+                    val = eq + 1;
+                else if (i + 1 < argc)
+                    val = argv[++i];
+                else
+                    return sb_cli_fail(err, errsz, "%s needs a value", o->name);
+            } else if (eq) {
+                return sb_cli_fail(err, errsz, "%s takes no value", o->name);
+            }
+            int rc = sb_cli_set_opt(cli, o, val, err, errsz);
+            if (rc != 0)
+                return rc;
+            cli->given |= o->bit;
+            continue;
+        }
+        if (cli->nargs >= spec->max_args)
+            return sb_cli_fail(err, errsz, "%s %s: unexpected argument '%s'", cmdname, sub, a);
+        cli->arg[cli->nargs++] = a;
+    }
+    if (cli->nargs < spec->min_args)
+        return sb_cli_fail(err, errsz, "usage: sbctl %s%s%s %s", spec->group ? spec->group : "", spec->group ? " " : "",
+                           spec->verb, spec->synopsis);
+    return sb_cli_check(cli, err, errsz);
+}
+
+static void sb_cli_usage_one(FILE *out, const struct sb_cli_spec *s)
+{
+    fprintf(out, "  sbctl %s%s%s%s%s\n", s->group ? s->group : "", s->group ? " " : "", s->verb,
+            *s->synopsis ? " " : "", s->synopsis);
+    fprintf(out, "      %s\n", s->summary);
+}
+
+void sb_cli_usage(FILE *out, const char *group, const char *verb)
+{
+    if (verb) {
+        const struct sb_cli_spec *s = sb_cli_find(group, verb);
+        if (s) {
+            fprintf(out, "usage:\n");
+            sb_cli_usage_one(out, s);
+            return;
+        }
+    }
+    if (!group) {
+        fprintf(out, "sbctl: administer a Switchboard gateway (accounts, token groups, API keys, models).\n\n"
+                     "Connects with the libpq connection string in SB_PG_DSN, or libpq's own PG*\n"
+                     "variables when SB_PG_DSN is unset. Exit status: 0 ok, 1 error, 2 usage error.\n\n"
+                     "commands:\n");
+    } else {
+        fprintf(out, "usage:\n");
+    }
+    for (size_t i = 0; i < SB_CLI_NSPECS; i++) {
+        const struct sb_cli_spec *s = &sb_cli_specs[i];
+        if (group && (!s->group || strcmp(group, s->group)))
+            continue;
+        sb_cli_usage_one(out, s);
+    }
+    if (!group)
+        fprintf(out, "\n'sbctl COMMAND --help' shows one command's usage. migrate finds schema/ via\n"
+                     "--dir, then SB_SCHEMA_DIR, then ../../schema from the executable, then the\n"
+                     "source tree it was built from.\n");
+}

@@ -1,0 +1,124 @@
+/*
+ * sb_cli: sbctl's command-line grammar. sb_cli_parse() turns argv into a
+ * struct sb_cli (one command, its positional arguments, its options) and
+ * validates every value — names, numbers, URLs, JSON — before anything touches
+ * the database, so all of it is unit-testable without PostgreSQL.
+ *
+ * Every string in a parsed struct sb_cli is borrowed from argv.
+ */
+#ifndef SB_CLI_H
+#define SB_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define SB_CLI_MUSTCHECK __attribute__((warn_unused_result))
+
+enum sb_cli_cmd {
+    SB_CLI_HELP, /* print usage (help_group/help_verb say for what) */
+    SB_CLI_MIGRATE,
+    SB_CLI_ACCOUNT_CREATE,
+    SB_CLI_ACCOUNT_LIST,
+    SB_CLI_ACCOUNT_DISABLE,
+    SB_CLI_ACCOUNT_ENABLE,
+    SB_CLI_GROUP_CREATE,
+    SB_CLI_GROUP_LIST,
+    SB_CLI_GROUP_ALLOW,
+    SB_CLI_GROUP_DENY,
+    SB_CLI_KEY_CREATE,
+    SB_CLI_KEY_LIST,
+    SB_CLI_KEY_DISABLE,
+    SB_CLI_KEY_ENABLE,
+    SB_CLI_KEY_SET_GROUP,
+    SB_CLI_MODEL_ADD,
+    SB_CLI_MODEL_LIST,
+    SB_CLI_MODEL_DISABLE,
+    SB_CLI_MODEL_ENABLE,
+    SB_CLI_MODEL_SET,
+};
+
+/* Options a command may accept (bit mask in its spec). */
+enum sb_cli_opt_bit {
+    SB_OPT_DIR = 1u << 0,
+    SB_OPT_ZDR = 1u << 1,
+    SB_OPT_ACCOUNT = 1u << 2,
+    SB_OPT_GROUP = 1u << 3,
+    SB_OPT_NAME = 1u << 4,
+    SB_OPT_PROVIDER = 1u << 5,
+    SB_OPT_BASE_URL = 1u << 6,
+    SB_OPT_UPSTREAM_MODEL = 1u << 7,
+    SB_OPT_CREDENTIAL_REF = 1u << 8,
+    SB_OPT_CONTEXT_LENGTH = 1u << 9,
+    SB_OPT_MAX_OUTPUT_TOKENS = 1u << 10,
+    SB_OPT_TIMEOUT_MS = 1u << 11,
+    SB_OPT_CAPABILITIES = 1u << 12,
+    SB_OPT_IF_NOT_EXISTS = 1u << 13,
+};
+
+#define SB_CLI_MAX_ARGS 2
+#define SB_CLI_NAME_MAX 128  /* account, group names */
+#define SB_CLI_MODEL_MAX 200 /* model ids, upstream model names */
+#define SB_CLI_LABEL_MAX 200 /* key labels (--name) */
+#define SB_CLI_URL_MAX 2048
+
+struct sb_cli {
+    enum sb_cli_cmd cmd;
+    const char *help_group; /* SB_CLI_HELP: NULL = overview, else "account", ... */
+    const char *help_verb;  /* SB_CLI_HELP: NULL = the whole group */
+
+    const char *arg[SB_CLI_MAX_ARGS]; /* positional arguments */
+    int nargs;
+    long long key_id; /* key disable/enable/set-group: arg[0] parsed */
+
+    unsigned given; /* sb_cli_opt_bit of every option present */
+    const char *dir;
+    const char *account;
+    const char *group;
+    const char *name; /* key label */
+    const char *provider;
+    const char *base_url;
+    const char *upstream_model;
+    const char *credential_ref; /* "" clears it (model set) */
+    const char *capabilities;   /* a JSON object, validated */
+    int context_length;         /* > 0 when given */
+    int max_output_tokens;
+    int timeout_ms;
+    bool zdr;
+    bool if_not_exists;
+};
+
+/*
+ * Parses argv (argv[0] is the program name) into cli. Returns 0, or -EINVAL
+ * with a one-line reason in err (no trailing newline). A help request
+ * ("--help", "-h", "help ...", "GROUP --help", "GROUP VERB --help") parses to
+ * SB_CLI_HELP.
+ */
+int sb_cli_parse(struct sb_cli *cli, int argc, char **argv, char *err, size_t errsz) SB_CLI_MUSTCHECK;
+
+/* Prints usage: the overview, one group's commands, or one command's. */
+void sb_cli_usage(FILE *out, const char *group, const char *verb);
+
+/* Strict decimal integer in [min, max] (strtoll, whole string, no overflow).
+ * Returns 0 or -EINVAL / -ERANGE. */
+int sb_cli_parse_int(const char *s, long long min, long long max, long long *out) SB_CLI_MUSTCHECK;
+
+/* Account and group names: 1..SB_CLI_NAME_MAX of [A-Za-z0-9._@:+-], starting
+ * with a letter or digit. */
+bool sb_cli_valid_name(const char *s);
+/* Model ids: as names but also '/', up to SB_CLI_MODEL_MAX. */
+bool sb_cli_valid_model_id(const char *s);
+/* Upstream model names: printable ASCII without spaces, up to SB_CLI_MODEL_MAX. */
+bool sb_cli_valid_upstream_model(const char *s);
+/* Key labels: up to SB_CLI_LABEL_MAX bytes, no control characters (may be empty). */
+bool sb_cli_valid_label(const char *s);
+/* An environment variable name: [A-Za-z_][A-Za-z0-9_]*, up to 128. */
+bool sb_cli_valid_env_name(const char *s);
+/* http:// or https:// followed by a host, no whitespace or control characters. */
+bool sb_cli_valid_url(const char *s);
+/* One of the provider kinds the models table accepts. */
+bool sb_cli_valid_provider(const char *s);
+/* A JSON object (duplicate keys rejected). */
+bool sb_cli_valid_json_object(const char *s);
+
+#endif

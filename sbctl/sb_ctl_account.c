@@ -1,0 +1,59 @@
+/*
+ * sb_ctl_account: "sbctl account create|list|disable|enable".
+ */
+#include <errno.h>
+
+#include "sb_ctl.h"
+
+int sb_ctl_account_create(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    const char *name = cli->arg[0];
+    const char *params[] = {name, cli->zdr ? "true" : "false"};
+    PGresult *res = sb_ctldb_exec(db,
+                                  "INSERT INTO accounts (name, zero_data_retention) VALUES ($1, $2::boolean) "
+                                  "ON CONFLICT (name) DO NOTHING RETURNING id",
+                                  2, params);
+    if (!res)
+        return -EIO;
+    int inserted = PQntuples(res);
+    PQclear(res);
+    if (inserted == 0) {
+        if (cli->if_not_exists) {
+            printf("account %s already exists\n", name);
+            return 0;
+        }
+        fprintf(stderr, "sbctl: account '%s' already exists\n", name);
+        return -EEXIST;
+    }
+    printf("account %s created%s\n", name, cli->zdr ? " (zero data retention)" : "");
+    return 0;
+}
+
+int sb_ctl_account_list(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    return sb_ctl_print_query(db,
+                              "SELECT a.id, a.name, a.enabled::text AS enabled, "
+                              "a.zero_data_retention::text AS zdr, count(k.id) AS keys, "
+                              "to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS created "
+                              "FROM accounts a LEFT JOIN api_keys k ON k.account_id = a.id "
+                              "GROUP BY a.id ORDER BY a.name",
+                              0, NULL);
+}
+
+int sb_ctl_account_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
+{
+    const char *name = cli->arg[0];
+    const char *params[] = {name, enabled ? "true" : "false"};
+    PGresult *res =
+        sb_ctldb_exec(db, "UPDATE accounts SET enabled = $2::boolean WHERE name = $1 RETURNING id", 2, params);
+    if (!res)
+        return -EIO;
+    int found = PQntuples(res);
+    PQclear(res);
+    if (!found) {
+        fprintf(stderr, "sbctl: account '%s' does not exist\n", name);
+        return -ENOENT;
+    }
+    printf("account %s %s\n", name, enabled ? "enabled" : "disabled");
+    return 0;
+}

@@ -1,0 +1,132 @@
+/*
+ * sb_ctl_model: "sbctl model add|list|disable|enable|set". A model row is its
+ * upstream route: provider kind, base URL, upstream model name and the NAME of
+ * the worker's environment variable holding the upstream secret.
+ *
+ * "add" inserts the required columns and then applies the optional ones with
+ * the same UPDATE as "set", in one transaction, so the column defaults live
+ * only in schema/001_init.sql.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sb_ctl.h"
+
+/* Applies the options given on the command line to model cli->arg[0]; an
+ * option not given is NULL and leaves its column alone. Returns 0, -ENOENT
+ * when the model does not exist, or -EIO. */
+static int sb_ctl_model_update(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    static const char sql[] =
+        "UPDATE models SET "
+        "provider = COALESCE($2, provider), "
+        "base_url = COALESCE($3, base_url), "
+        "upstream_model = COALESCE($4, upstream_model), "
+        "credential_ref = CASE WHEN $5::text IS NULL THEN credential_ref ELSE NULLIF($5::text, '') END, "
+        "capabilities = COALESCE($6::jsonb, capabilities), "
+        "context_length = COALESCE($7::int, context_length), "
+        "max_output_tokens = COALESCE($8::int, max_output_tokens), "
+        "timeout_ms = COALESCE($9::int, timeout_ms) "
+        "WHERE id = $1 RETURNING id";
+    char ctx[16], maxout[16], timeout[16];
+    snprintf(ctx, sizeof ctx, "%d", cli->context_length);
+    snprintf(maxout, sizeof maxout, "%d", cli->max_output_tokens);
+    snprintf(timeout, sizeof timeout, "%d", cli->timeout_ms);
+    const char *params[] = {
+        cli->arg[0],
+        cli->provider,
+        cli->base_url,
+        cli->upstream_model,
+        cli->credential_ref,
+        cli->capabilities,
+        cli->context_length > 0 ? ctx : NULL,
+        cli->max_output_tokens > 0 ? maxout : NULL,
+        cli->timeout_ms > 0 ? timeout : NULL,
+    };
+    PGresult *res = sb_ctldb_exec(db, sql, 9, params);
+    if (!res)
+        return -EIO;
+    int found = PQntuples(res);
+    PQclear(res);
+    if (!found) {
+        fprintf(stderr, "sbctl: model '%s' does not exist\n", cli->arg[0]);
+        return -ENOENT;
+    }
+    return 0;
+}
+
+int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    const char *id = cli->arg[0];
+    PGresult *res = NULL;
+    int rc = -EIO;
+    if (sb_ctldb_run(db, "BEGIN", 0, NULL) != 0)
+        goto fail;
+    const char *params[] = {id, cli->provider, cli->base_url, cli->upstream_model};
+    res = sb_ctldb_exec(db,
+                        "INSERT INTO models (id, provider, base_url, upstream_model) VALUES ($1, $2, $3, $4) "
+                        "ON CONFLICT (id) DO NOTHING RETURNING id",
+                        4, params);
+    if (!res)
+        goto fail;
+    if (PQntuples(res) == 0) {
+        if (cli->if_not_exists) {
+            printf("model %s already exists (unchanged; use 'sbctl model set' to change it)\n", id);
+            rc = 0;
+        } else {
+            fprintf(stderr, "sbctl: model '%s' already exists (use 'sbctl model set' to change it)\n", id);
+            rc = -EEXIST;
+        }
+        goto fail; /* also ends the empty transaction */
+    }
+    rc = sb_ctl_model_update(db, cli);
+    if (rc != 0)
+        goto fail;
+    rc = -EIO;
+    if (sb_ctldb_run(db, "COMMIT", 0, NULL) != 0)
+        goto fail;
+    PQclear(res);
+    printf("model %s added (%s, %s)\n", id, cli->provider, cli->base_url);
+    return 0;
+
+fail:
+    sb_ctldb_rollback(db);
+    PQclear(res);
+    return rc;
+}
+
+int sb_ctl_model_list(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    /* capabilities last: JSON may contain spaces. */
+    static const char sql[] = "SELECT id, provider, upstream_model AS upstream, base_url, "
+                              "credential_ref AS credential, context_length AS context, "
+                              "max_output_tokens AS max_output, timeout_ms, enabled::text AS enabled, "
+                              "capabilities::text AS capabilities "
+                              "FROM models ORDER BY id";
+    return sb_ctl_print_query(db, sql, 0, NULL);
+}
+
+int sb_ctl_model_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
+{
+    const char *params[] = {cli->arg[0], enabled ? "true" : "false"};
+    PGresult *res = sb_ctldb_exec(db, "UPDATE models SET enabled = $2::boolean WHERE id = $1 RETURNING id", 2, params);
+    if (!res)
+        return -EIO;
+    int found = PQntuples(res);
+    PQclear(res);
+    if (!found) {
+        fprintf(stderr, "sbctl: model '%s' does not exist\n", cli->arg[0]);
+        return -ENOENT;
+    }
+    printf("model %s %s\n", cli->arg[0], enabled ? "enabled" : "disabled");
+    return 0;
+}
+
+int sb_ctl_model_set(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    int rc = sb_ctl_model_update(db, cli);
+    if (rc == 0)
+        printf("model %s updated\n", cli->arg[0]);
+    return rc;
+}

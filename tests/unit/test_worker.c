@@ -1,0 +1,619 @@
+/*
+ * test_worker: the real worker library on one libevent loop against a real
+ * HTTP server on 127.0.0.1 (a tiny evhttp server answering like OpenAI Chat
+ * Completions) and a fake broker ROUTER on an inproc endpoint, all in this
+ * process and on the same loop.
+ *
+ * The fake upstream picks its behaviour from the request's "model":
+ *   fast       200 at once          slow300   200 after 300 ms
+ *   hang       never answers        ratelimit 429 with Retry-After: 3
+ */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sb_event.h"
+#include "sb_job.h"
+#include "sb_mpjson.h"
+#include "sb_protocol.h"
+#include "sb_test.h"
+#include "sb_time.h"
+#include "sb_wire.h"
+#include "sb_zsock_ev.h"
+#include "worker.h"
+
+static struct event_base *base;
+
+/*
+ * Fake upstream.
+ */
+
+typedef struct {
+    struct evhttp_request *req; /* while unanswered */
+    char model[32];
+    char auth[128];
+    char path[64];
+    json_t *body;
+    int64_t recv_us, reply_us;
+    evutil_socket_t fd; /* the request's connection */
+    int peer_port;      /* the client's port: equal ports, same connection */
+} srv_rec_t;
+
+static struct evhttp *srv;
+static int srv_port;
+static srv_rec_t srv_recs[64];
+static int srv_n;
+
+static const char *srv_ok_body =
+    "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":"
+    "\"assistant\",\"content\":\"Hello!\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,"
+    "\"completion_tokens\":2,\"total_tokens\":7}}";
+
+static void srv_reply(srv_rec_t *r, int code, const char *body)
+{
+    struct evbuffer *b = evbuffer_new();
+    evbuffer_add(b, body, strlen(body));
+    evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", "application/json");
+    r->reply_us = sb_mono_us();
+    evhttp_send_reply(r->req, code, code == 200 ? "OK" : "Error", b);
+    evbuffer_free(b);
+    r->req = NULL;
+}
+
+static void srv_on_delay(evutil_socket_t fd, short what, void *arg)
+{
+    srv_reply(arg, 200, srv_ok_body);
+}
+
+/* evhttp does not watch a connection while its request waits for an answer,
+ * so ask the socket itself: EOF means the client closed it. */
+static bool srv_closed(const srv_rec_t *r)
+{
+    if (r->fd < 0)
+        return false;
+    char c;
+    ssize_t n = recv(r->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static void srv_on_request(struct evhttp_request *req, void *arg)
+{
+    if (srv_n == (int)(sizeof srv_recs / sizeof srv_recs[0])) {
+        evhttp_send_error(req, 500, "full");
+        return;
+    }
+    srv_rec_t *r = &srv_recs[srv_n++];
+    memset(r, 0, sizeof *r);
+    r->req = req;
+    r->recv_us = sb_mono_us();
+    snprintf(r->path, sizeof r->path, "%s", evhttp_request_get_uri(req));
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    snprintf(r->auth, sizeof r->auth, "%s", auth ? auth : "");
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    r->body = json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, NULL);
+    snprintf(r->model, sizeof r->model, "%s", json_string_value(json_object_get(r->body, "model")) ?: "");
+    char *peer = NULL;
+    ev_uint16_t peer_port = 0;
+    evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &peer_port);
+    r->peer_port = peer_port;
+    r->fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)));
+
+    if (!strcmp(r->model, "fast")) {
+        srv_reply(r, 200, srv_ok_body);
+    } else if (!strcmp(r->model, "slow300")) {
+        struct timeval tv = {0, 300000};
+        event_base_once(base, -1, EV_TIMEOUT, srv_on_delay, r, &tv);
+    } else if (!strcmp(r->model, "ratelimit")) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "3");
+        srv_reply(r, 429, "{\"error\":{\"message\":\"Rate limit reached for requests\",\"type\":\"requests\"}}");
+    } else if (!strcmp(r->model, "hang")) {
+        /* answered (or freed) at teardown */
+    } else {
+        srv_reply(r, 404, "{\"error\":{\"message\":\"no such model\"}}");
+    }
+}
+
+static void srv_start(void)
+{
+    srv = evhttp_new(base);
+    evhttp_set_gencb(srv, srv_on_request, NULL);
+    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(srv, "127.0.0.1", 0);
+    CHECK(bs != NULL);
+    struct sockaddr_in sin;
+    socklen_t sl = sizeof sin;
+    getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sin, &sl);
+    srv_port = ntohs(sin.sin_port);
+}
+
+static void srv_stop(void)
+{
+    for (int i = 0; i < srv_n; i++) {
+        if (srv_recs[i].req) /* frees a request whose connection is gone */
+            srv_reply(&srv_recs[i], 200, srv_ok_body);
+        json_decref(srv_recs[i].body);
+    }
+    evhttp_free(srv);
+}
+
+/*
+ * Fake broker.
+ */
+
+typedef struct {
+    char job_id[64];
+    bool final;
+    json_t *ev;
+    int64_t at_us;
+} got_event_t;
+
+static zsock_t *broker;
+static sb_zsock_ev_t *broker_watch;
+static zframe_t *worker_id; /* routing id of the worker's latest READY */
+static int readies, heartbeats;
+static json_t *last_ready;
+static bool broker_silent;
+static got_event_t events[256];
+static int n_events;
+
+static void broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
+{
+    sb_wire_msg_t *m = *pmsg;
+    switch (m->cmd) {
+    case SB_CMD_READY:
+        readies++;
+        zframe_destroy(&worker_id);
+        worker_id = zframe_dup(m->routing_id);
+        json_decref(last_ready);
+        last_ready = json_incref(m->header);
+        break;
+    case SB_CMD_HEARTBEAT:
+        heartbeats++;
+        if (!broker_silent) {
+            CHECK_INT(sb_wire_send(broker, m->routing_id, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
+            sb_zsock_ev_poke(broker_watch);
+        }
+        break;
+    case SB_CMD_EVENT: {
+        got_event_t *g = &events[n_events++ % 256];
+        snprintf(g->job_id, sizeof g->job_id, "%s", sb_wire_header_str(m, "job_id") ?: "");
+        g->final = sb_wire_header_bool(m, "final");
+        g->ev = NULL;
+        CHECK(m->body != NULL);
+        if (m->body)
+            CHECK_INT(sb_mpjson_decode(zframe_data(m->body), zframe_size(m->body), &g->ev), 0);
+        g->at_us = sb_mono_us();
+        break;
+    }
+    default:
+        CHECK(!"unexpected command from the worker");
+    }
+}
+
+static void broker_send(int cmd, json_t *hdr, json_t *body)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    if (body)
+        CHECK_INT(sb_mpjson_encode(body, &buf, &len), 0);
+    CHECK(worker_id != NULL);
+    CHECK_INT(sb_wire_send(broker, worker_id, cmd, hdr, buf, len), 0);
+    sb_zsock_ev_poke(broker_watch);
+    free(buf);
+    json_decref(hdr);
+    json_decref(body);
+}
+
+static json_t *make_job(const char *provider, const char *upstream_model, int port, const char *credential_ref)
+{
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
+    json_t *route = json_pack("{s:s, s:s, s:s, s:s?, s:i}", "provider", provider, "base_url", url, "upstream_model",
+                              upstream_model, "credential_ref", credential_ref, "timeout_ms", 10000);
+    json_t *request = json_pack("{s:[{s:s, s:s, s:[{s:s, s:s}]}], s:b}", "input", "type", "message", "role", "user",
+                                "content", "type", "input_text", "text", "Hi", "stream", false);
+    return sb_job_new("req_1", "public-model", 1, route, request);
+}
+
+static void send_job(const char *job_id, json_t *job, long long deadline_ms)
+{
+    broker_send(
+        SB_CMD_JOB,
+        json_pack("{s:s, s:s, s:I}", "job_id", job_id, "model", "public-model", "deadline_ms", (json_int_t)deadline_ms),
+        job);
+}
+
+/*
+ * Loop helpers.
+ */
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+}
+
+/* Runs the loop until cond() holds or timeout_ms pass; returns cond(). */
+static bool run_until(bool (*cond)(void *), void *arg, int timeout_ms)
+{
+    int64_t end = sb_mono_ms() + timeout_ms;
+    while (!cond(arg) && sb_mono_ms() < end)
+        event_base_loop(base, EVLOOP_ONCE);
+    return cond(arg);
+}
+
+static void run_for(int ms)
+{
+    int64_t end = sb_mono_ms() + ms;
+    while (sb_mono_ms() < end)
+        event_base_loop(base, EVLOOP_ONCE);
+}
+
+static const got_event_t *final_of(const char *job_id)
+{
+    for (int i = 0; i < n_events && i < 256; i++)
+        if (!strcmp(events[i].job_id, job_id) && events[i].final)
+            return &events[i];
+    return NULL;
+}
+
+static int count_events(const char *job_id)
+{
+    int n = 0;
+    for (int i = 0; i < n_events && i < 256; i++)
+        n += !strcmp(events[i].job_id, job_id);
+    return n;
+}
+
+static enum sb_event_type final_type(const char *job_id)
+{
+    const got_event_t *g = final_of(job_id);
+    return g ? sb_event_type_of(g->ev) : SB_EV_UNKNOWN;
+}
+
+static bool has_final(void *job_id)
+{
+    return final_of(job_id) != NULL;
+}
+static bool has_readies(void *n)
+{
+    return readies >= *(int *)n;
+}
+static bool has_requests(void *n)
+{
+    return srv_n >= *(int *)n;
+}
+static bool rec_closed(void *r)
+{
+    return srv_closed(r);
+}
+static bool flag_set(void *b)
+{
+    return *(bool *)b;
+}
+
+/* The final event of job_id must be an error with this status and kind. */
+static void check_final_error(const char *job_id, int status, const char *kind, const char *message_prefix)
+{
+    const got_event_t *g = final_of(job_id);
+    CHECK(g != NULL);
+    if (!g)
+        return;
+    CHECK(sb_event_type_of(g->ev) == SB_EV_ERROR);
+    CHECK_INT(json_integer_value(json_object_get(g->ev, "status")), status);
+    CHECK_STR(json_string_value(json_object_get(g->ev, "kind")), kind);
+    const char *msg = json_string_value(json_object_get(g->ev, "message"));
+    CHECK(msg && !strncmp(msg, message_prefix, strlen(message_prefix)));
+    if (!msg || strncmp(msg, message_prefix, strlen(message_prefix)))
+        fprintf(stderr, "  job %s message: %s\n", job_id, msg ? msg : "(null)");
+    CHECK_INT(count_events(job_id), 1);
+}
+
+static bool stopped;
+static void on_stopped(void *arg)
+{
+    stopped = true;
+}
+
+/*
+ * Tests.
+ */
+
+static void test_ready(void)
+{
+    int one = 1;
+    CHECK(run_until(has_readies, &one, 2000));
+    CHECK_INT(json_integer_value(json_object_get(last_ready, "credits")), 4);
+    CHECK_STR(json_string_value(json_object_get(last_ready, "name")), "test-worker");
+    json_t *models = json_object_get(last_ready, "models");
+    CHECK_INT(json_array_size(models), 2);
+    CHECK_STR(json_string_value(json_array_get(models, 0)), "m1");
+    CHECK_STR(json_string_value(json_array_get(models, 1)), "m2");
+}
+
+static void test_simple_job(void)
+{
+    setenv("SB_TEST_WORKER_KEY", "sk-worker-test", 1);
+    send_job("job_simple", make_job("openai-chat", "fast", srv_port, "SB_TEST_WORKER_KEY"), sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_simple", 3000));
+    static const char *const want[] = {"item_added", "text_delta", "item_done", "usage", "completed"};
+    int k = 0;
+    for (int i = 0; i < n_events; i++) {
+        if (strcmp(events[i].job_id, "job_simple"))
+            continue;
+        CHECK(k < 5);
+        if (k >= 5)
+            break;
+        CHECK_STR(sb_event_type_name(sb_event_type_of(events[i].ev)), want[k]);
+        CHECK(events[i].final == (k == 4));
+        k++;
+    }
+    CHECK_INT(k, 5);
+    const got_event_t *g = final_of("job_simple");
+    CHECK(g && sb_event_type_of(g->ev) == SB_EV_COMPLETED);
+    if (g) {
+        CHECK_STR(json_string_value(json_object_get(g->ev, "model")), "public-model");
+        CHECK_STR(json_string_value(json_object_get(g->ev, "status")), "completed");
+    }
+    /* What the upstream saw. */
+    srv_rec_t *r = &srv_recs[srv_n - 1];
+    CHECK_STR(r->path, "/v1/chat/completions");
+    CHECK_STR(r->auth, "Bearer sk-worker-test");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(r->body, "messages"), 0), "content")),
+              "Hi");
+}
+
+/* Sequential jobs to one upstream share one pooled connection. */
+static void test_reuse(void)
+{
+    send_job("job_reuse1", make_job("openai-chat", "fast", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_reuse1", 3000));
+    send_job("job_reuse2", make_job("openai-chat", "fast", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_reuse2", 3000));
+    CHECK(final_type("job_reuse2") == SB_EV_COMPLETED);
+    CHECK(srv_n >= 2 && srv_recs[srv_n - 1].peer_port == srv_recs[srv_n - 2].peer_port);
+}
+
+static void test_concurrent(void)
+{
+    int first = srv_n;
+    send_job("job_c1", make_job("openai-chat", "slow300", srv_port, NULL), 0);
+    send_job("job_c2", make_job("openai-chat", "slow300", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_c1", 3000));
+    CHECK(run_until(has_final, "job_c2", 3000));
+    CHECK_INT(srv_n, first + 2);
+    srv_rec_t *a = &srv_recs[first], *b = &srv_recs[first + 1];
+    /* Overlap: both requests reached the upstream before either was answered. */
+    int64_t last_recv = a->recv_us > b->recv_us ? a->recv_us : b->recv_us;
+    int64_t first_reply = a->reply_us < b->reply_us ? a->reply_us : b->reply_us;
+    CHECK(last_recv < first_reply);
+    CHECK(final_type("job_c1") == SB_EV_COMPLETED);
+    CHECK(final_type("job_c2") == SB_EV_COMPLETED);
+}
+
+static void test_cancel(sb_worker_t *w)
+{
+    int want = srv_n + 1;
+    send_job("job_cancel", make_job("openai-chat", "hang", srv_port, NULL), 0);
+    CHECK(run_until(has_requests, &want, 3000));
+    srv_rec_t *r = &srv_recs[want - 1];
+    CHECK_INT(sb_worker_inflight(w), 1);
+    run_for(20);
+    CHECK(!srv_closed(r)); /* still waiting upstream */
+    broker_send(SB_CMD_CANCEL, json_pack("{s:s}", "job_id", "job_cancel"), NULL);
+    CHECK(run_until(has_final, "job_cancel", 3000));
+    check_final_error("job_cancel", 499, "cancelled", "job cancelled");
+    /* The upstream request's connection was closed. */
+    CHECK(run_until(rec_closed, r, 3000));
+    CHECK_INT(sb_worker_inflight(w), 0);
+    /* A CANCEL for a job that is over is ignored. */
+    broker_send(SB_CMD_CANCEL, json_pack("{s:s}", "job_id", "job_cancel"), NULL);
+    run_for(50);
+    CHECK_INT(count_events("job_cancel"), 1);
+}
+
+static void test_deadline(void)
+{
+    int want = srv_n + 1;
+    send_job("job_deadline", make_job("openai-chat", "hang", srv_port, NULL), sb_now_ms() + 300);
+    CHECK(run_until(has_final, "job_deadline", 3000));
+    check_final_error("job_deadline", 504, "timeout", "timeout: upstream did not answer within ");
+    CHECK(srv_n == want);
+    CHECK(run_until(rec_closed, &srv_recs[want - 1], 3000));
+    /* Already past its deadline: refused without an upstream request. */
+    send_job("job_late", make_job("openai-chat", "fast", srv_port, NULL), sb_now_ms() - 1);
+    CHECK(run_until(has_final, "job_late", 3000));
+    check_final_error("job_late", 504, "timeout", "timeout: ");
+    CHECK_INT(srv_n, want);
+}
+
+static void test_unreachable(void)
+{
+    /* A port that was just free: connection refused. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bind(fd, (struct sockaddr *)&sin, sizeof sin);
+    socklen_t sl = sizeof sin;
+    getsockname(fd, (struct sockaddr *)&sin, &sl);
+    close(fd);
+    send_job("job_unreach", make_job("openai-chat", "fast", ntohs(sin.sin_port), NULL), 0);
+    CHECK(run_until(has_final, "job_unreach", 7000));
+    check_final_error("job_unreach", 502, "upstream_error", "upstream connection failed");
+}
+
+static void test_upstream_errors(void)
+{
+    send_job("job_429", make_job("openai-chat", "ratelimit", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_429", 3000));
+    check_final_error("job_429", 429, "rate_limit", "Rate limit reached for requests");
+    const got_event_t *g = final_of("job_429");
+    CHECK(g && json_integer_value(json_object_get(g->ev, "retry_after")) == 3);
+
+    send_job("job_404", make_job("openai-chat", "nope", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_404", 3000));
+    check_final_error("job_404", 404, "not_found", "no such model");
+}
+
+static void test_bad_jobs(void)
+{
+    send_job("job_provider", make_job("carrier-pigeon", "fast", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_provider", 3000));
+    check_final_error("job_provider", 501, "server_error", "provider kind 'carrier-pigeon' is not supported");
+
+    unsetenv("SB_TEST_MISSING_KEY");
+    send_job("job_cred", make_job("openai-chat", "fast", srv_port, "SB_TEST_MISSING_KEY"), 0);
+    CHECK(run_until(has_final, "job_cred", 3000));
+    check_final_error("job_cred", 502, "upstream_error", "upstream credential 'SB_TEST_MISSING_KEY' is not configured");
+
+    /* A body that is not msgpack. */
+    json_t *gh = json_pack("{s:s}", "job_id", "job_garbage");
+    CHECK_INT(sb_wire_send(broker, worker_id, SB_CMD_JOB, gh, "\xc1", 1), 0);
+    json_decref(gh);
+    sb_zsock_ev_poke(broker_watch);
+    CHECK(run_until(has_final, "job_garbage", 3000));
+    check_final_error("job_garbage", 400, "invalid_request", "job body is not a valid msgpack job");
+
+    /* No body at all, and a job that is not an object. */
+    json_t *h = json_pack("{s:s}", "job_id", "job_nobody");
+    CHECK_INT(sb_wire_send(broker, worker_id, SB_CMD_JOB, h, NULL, 0), 0);
+    json_decref(h);
+    sb_zsock_ev_poke(broker_watch);
+    CHECK(run_until(has_final, "job_nobody", 3000));
+    check_final_error("job_nobody", 400, "invalid_request", "job body");
+    send_job("job_array", json_pack("[i]", 1), 0);
+    CHECK(run_until(has_final, "job_array", 3000));
+    check_final_error("job_array", 400, "invalid_request", "job body");
+
+    /* Translation errors come from the adapter. */
+    json_t *job = make_job("openai-chat", "fast", srv_port, NULL);
+    json_object_set_new((json_t *)sb_job_request(job), "tools", json_pack("[{s:s}]", "type", "web_search"));
+    send_job("job_tool", job, 0);
+    CHECK(run_until(has_final, "job_tool", 3000));
+    check_final_error("job_tool", 400, "invalid_request", "tool type 'web_search' is not supported");
+}
+
+static void test_reconnect(void)
+{
+    int want = readies + 1;
+    broker_send(SB_CMD_RECONNECT, NULL, NULL);
+    CHECK(run_until(has_readies, &want, 2000));
+
+    /* A broker that goes silent: the worker drops its socket and comes back
+     * with READY on a new connection (a new routing id). */
+    zframe_t *old = zframe_dup(worker_id);
+    want = readies + 1;
+    broker_silent = true;
+    CHECK(run_until(has_readies, &want, 3000));
+    broker_silent = false;
+    CHECK(!zframe_eq(old, worker_id));
+    zframe_destroy(&old);
+    /* And it works on the new connection. */
+    send_job("job_after", make_job("openai-chat", "fast", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_after", 3000));
+    CHECK(final_type("job_after") == SB_EV_COMPLETED);
+}
+
+static void test_drain(sb_worker_t *w)
+{
+    send_job("job_drain", make_job("openai-chat", "slow300", srv_port, NULL), 0);
+    int want = srv_n + 1;
+    CHECK(run_until(has_requests, &want, 3000));
+    sb_worker_stop(w);
+    CHECK(sb_worker_state(w) == SB_WORKER_DRAINING);
+    send_job("job_refused", make_job("openai-chat", "fast", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_refused", 3000));
+    check_final_error("job_refused", 503, "overloaded", "worker is shutting down");
+    CHECK(!stopped);
+    CHECK(run_until(flag_set, &stopped, 3000));
+    CHECK(run_until(has_final, "job_drain", 3000));
+    CHECK(final_type("job_drain") == SB_EV_COMPLETED);
+    CHECK(sb_worker_state(w) == SB_WORKER_STOPPED);
+}
+
+/* A second stop while draining fails what is left with 503. */
+static void test_forced_stop(sb_worker_t *w)
+{
+    send_job("job_forced", make_job("openai-chat", "hang", srv_port, NULL), 0);
+    int want = srv_n + 1;
+    CHECK(run_until(has_requests, &want, 3000));
+    stopped = false;
+    sb_worker_stop(w);
+    run_for(20);
+    CHECK(!stopped);
+    sb_worker_stop(w);
+    CHECK(run_until(flag_set, &stopped, 3000));
+    CHECK(run_until(has_final, "job_forced", 3000));
+    check_final_error("job_forced", 503, "overloaded", "worker is shutting down");
+    CHECK(run_until(rec_closed, &srv_recs[want - 1], 3000));
+}
+
+int main(void)
+{
+    zsys_handler_set(NULL);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    base = event_base_new();
+    struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+    struct timeval tv = {0, 10000};
+    event_add(tick, &tv);
+    srv_start();
+
+    broker = zsock_new(ZMQ_ROUTER);
+    zsock_set_router_mandatory(broker, 1);
+    CHECK(zsock_bind(broker, "inproc://test-worker-broker") == 0);
+    broker_watch = sb_zsock_ev_new(base, broker, true, broker_on_msg, NULL);
+
+    sb_worker_config_t cfg = {.endpoint = "inproc://test-worker-broker",
+                              .models = " m1, m2 ,",
+                              .credits = 4,
+                              .name = "test-worker",
+                              .heartbeat_ms = 50,
+                              .connect_timeout_ms = 2000,
+                              .on_stopped = on_stopped};
+    sb_worker_t *w = sb_worker_new(&cfg, base);
+    CHECK(w != NULL);
+
+    test_ready();
+    test_simple_job();
+    test_reuse();
+    test_concurrent();
+    test_cancel(w);
+    test_deadline();
+    test_unreachable();
+    test_upstream_errors();
+    test_bad_jobs();
+    test_reconnect();
+    test_drain(w);
+    sb_worker_destroy(&w);
+    CHECK(w == NULL);
+
+    /* A second worker for the forced stop. */
+    int want = readies + 1;
+    w = sb_worker_new(&cfg, base);
+    CHECK(run_until(has_readies, &want, 2000));
+    test_forced_stop(w);
+    sb_worker_destroy(&w);
+
+    /* A bad endpoint fails cleanly. */
+    sb_worker_config_t bad = {.endpoint = "nonsense://x"};
+    CHECK(sb_worker_new(&bad, base) == NULL);
+
+    for (int i = 0; i < n_events && i < 256; i++)
+        json_decref(events[i].ev);
+    json_decref(last_ready);
+    zframe_destroy(&worker_id);
+    sb_zsock_ev_destroy(&broker_watch);
+    zsock_destroy(&broker);
+    srv_stop();
+    event_free(tick);
+    event_base_free(base);
+    curl_global_cleanup();
+    return sb_test_finish("worker");
+}

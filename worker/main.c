@@ -1,0 +1,136 @@
+/*
+ * sb-worker: arguments, the event loop and signals; the work is in libsbworker
+ * (worker.h).
+ *
+ *   sb-worker [--broker EP] [--models a,b] [--concurrency N] [--name NAME]
+ *
+ * SIGINT/SIGTERM: stop taking jobs, let in-flight ones finish (30 s at most),
+ * exit. A second signal fails the remaining jobs at once.
+ */
+#include <curl/curl.h>
+#include <czmq.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sb_log.h"
+#include "sb_protocol.h"
+#include "worker.h"
+
+static void sb_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sb-worker [--broker EP] [--models a,b] [--concurrency N] [--name NAME]\n"
+            "  --broker EP        broker worker endpoint (env SB_BROKER_WORKER_ENDPOINT, default %s)\n"
+            "  --models a,b       models served, comma-separated (default \"*\": all)\n"
+            "  --concurrency N    jobs at once, announced as credits (default 64)\n"
+            "  --name NAME        worker name in the broker (default <hostname>-<pid>)\n",
+            SB_BROKER_WORKER_ENDPOINT_DEFAULT);
+}
+
+static int sb_parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+        return -EINVAL;
+    *out = (int)v;
+    return 0;
+}
+
+static void sb_on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    sb_info("signal %d: stopping", (int)sig);
+    sb_worker_stop(arg);
+}
+
+static void sb_on_stopped(void *arg)
+{
+    event_base_loopexit(arg, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"broker", required_argument, NULL, 'b'},
+        {"models", required_argument, NULL, 'm'},
+        {"concurrency", required_argument, NULL, 'c'},
+        {"name", required_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    sb_log_init("worker");
+    sb_worker_config_t cfg = {.endpoint = getenv("SB_BROKER_WORKER_ENDPOINT"), .models = "*"};
+    int c;
+    while ((c = getopt_long(argc, argv, "b:m:c:n:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            cfg.endpoint = optarg;
+            break;
+        case 'm':
+            cfg.models = optarg;
+            break;
+        case 'c':
+            if (sb_parse_int(optarg, &cfg.credits) < 0) {
+                fprintf(stderr, "sb-worker: --concurrency needs a positive integer\n");
+                return 2;
+            }
+            break;
+        case 'n':
+            cfg.name = optarg;
+            break;
+        case 'h':
+            sb_usage(stdout);
+            return 0;
+        default:
+            sb_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        sb_usage(stderr);
+        return 2;
+    }
+
+    int rc = 1;
+    struct event_base *base = NULL;
+    sb_worker_t *w = NULL;
+    struct event *sigint = NULL, *sigterm = NULL;
+    /* Signals go through the loop, not czmq's handler. */
+    zsys_handler_set(NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        sb_error("curl_global_init failed");
+        return 1;
+    }
+    base = event_base_new();
+    if (!base)
+        goto fail;
+    cfg.on_stopped = sb_on_stopped;
+    cfg.arg = base;
+    w = sb_worker_new(&cfg, base);
+    if (!w)
+        goto fail;
+    sigint = evsignal_new(base, SIGINT, sb_on_signal, w);
+    sigterm = evsignal_new(base, SIGTERM, sb_on_signal, w);
+    if (!sigint || !sigterm || evsignal_add(sigint, NULL) < 0 || evsignal_add(sigterm, NULL) < 0)
+        goto fail;
+    if (event_base_dispatch(base) < 0)
+        goto fail;
+    rc = 0;
+fail:
+    if (sigint)
+        event_free(sigint);
+    if (sigterm)
+        event_free(sigterm);
+    sb_worker_destroy(&w);
+    if (base)
+        event_base_free(base);
+    curl_global_cleanup();
+    zsys_shutdown();
+    return rc;
+}

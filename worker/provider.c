@@ -1,0 +1,251 @@
+/*
+ * provider: the adapter registry, the per-job parser that hides streaming from
+ * the worker, and the helpers every adapter shares (status mapping,
+ * credentials, URLs).
+ */
+#include "provider.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sb_alloc.h"
+#include "sb_event.h"
+#include "sb_job.h"
+
+static const sb_provider_t *const sb_providers[] = {
+    &sb_provider_openai_chat,
+};
+
+const sb_provider_t *sb_provider_lookup(const char *kind)
+{
+    if (!kind)
+        return NULL;
+    for (size_t i = 0; i < sizeof sb_providers / sizeof sb_providers[0]; i++)
+        if (!strcmp(sb_providers[i]->kind, kind))
+            return sb_providers[i];
+    return NULL;
+}
+
+void sb_provider_request_clear(sb_provider_request_t *req)
+{
+    free(req->url);
+    for (size_t i = 0; i < req->n_headers; i++)
+        free(req->headers[i]);
+    free(req->headers);
+    free(req->body);
+    memset(req, 0, sizeof *req);
+}
+
+void sb_provider_request_add_header(sb_provider_request_t *req, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *h = NULL;
+    int n = vasprintf(&h, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort(); /* out of memory: the one policy (sb_alloc.h) */
+    req->headers = sb_xrealloc(req->headers, (req->n_headers + 1) * sizeof *req->headers);
+    req->headers[req->n_headers++] = h;
+}
+
+/*
+ * The parser.
+ */
+
+struct sb_provider_parser {
+    const sb_provider_t *provider;
+    const json_t *job;
+    void *stream;   /* adapter state while streaming a 2xx body, else NULL */
+    bool streaming; /* the job asked for a stream and the adapter can */
+    char *buf;      /* buffered body (non-streaming or non-2xx) */
+    size_t len, cap;
+};
+
+sb_provider_parser_t *sb_provider_parser_new(const sb_provider_t *provider, const json_t *job)
+{
+    sb_provider_parser_t *p = sb_xcalloc(1, sizeof *p);
+    p->provider = provider;
+    p->job = job;
+    p->streaming = provider->stream_new && provider->stream_feed && provider->stream_finish &&
+                   json_is_true(json_object_get(sb_job_request(job), "stream"));
+    return p;
+}
+
+void sb_provider_parser_destroy(sb_provider_parser_t **pp)
+{
+    if (!pp || !*pp)
+        return;
+    sb_provider_parser_t *p = *pp;
+    if (p->stream && p->provider->stream_destroy)
+        p->provider->stream_destroy(p->stream);
+    free(p->buf);
+    free(p);
+    *pp = NULL;
+}
+
+int sb_provider_parser_feed(sb_provider_parser_t *p, long status, const char *data, size_t len, json_t *events)
+{
+    if (p->streaming && status >= 200 && status < 300) {
+        if (!p->stream)
+            p->stream = p->provider->stream_new(p->job);
+        if (!p->stream)
+            return -ENOMEM;
+        return p->provider->stream_feed(p->stream, data, len, events);
+    }
+    if (len > SB_PROVIDER_MAX_BODY - p->len)
+        return -E2BIG;
+    if (p->len + len + 1 > p->cap) {
+        size_t cap = p->cap ? p->cap : 4096;
+        while (cap < p->len + len + 1)
+            cap *= 2;
+        p->buf = sb_xrealloc(p->buf, cap);
+        p->cap = cap;
+    }
+    memcpy(p->buf + p->len, data, len);
+    p->len += len;
+    p->buf[p->len] = '\0';
+    return 0;
+}
+
+void sb_provider_parser_finish(sb_provider_parser_t *p, const sb_provider_response_t *resp, json_t *events)
+{
+    if (p->streaming && resp->status >= 200 && resp->status < 300) {
+        if (!p->stream)
+            p->stream = p->provider->stream_new(p->job);
+        if (p->stream) {
+            p->provider->stream_finish(p->stream, resp, events);
+            return;
+        }
+    }
+    sb_provider_response_t r = *resp;
+    r.body = p->buf ? p->buf : "";
+    r.body_len = p->len;
+    p->provider->parse_response(p->job, &r, events);
+}
+
+/*
+ * Shared helpers.
+ */
+
+/* Longest upstream message kept in an error event; longer ones are cut at a
+ * UTF-8 boundary (a misbehaving upstream must not bloat every error). */
+#define SB_PROVIDER_MAX_MESSAGE 1024
+
+static char *sb_provider_clip(const char *s)
+{
+    size_t n = strlen(s);
+    if (n <= SB_PROVIDER_MAX_MESSAGE)
+        return sb_xstrdup(s);
+    n = SB_PROVIDER_MAX_MESSAGE;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return sb_xstrndup(s, n);
+}
+
+json_t *sb_provider_error_for_status(long status, const char *message, bool quota, long retry_after)
+{
+    int out = 502;
+    const char *kind = SB_ERR_UPSTREAM;
+    bool keep = true; /* pass the upstream's message through */
+    switch (status) {
+    case 400:
+    case 422: /* some compatible servers say 422 for validation errors */
+        out = 400;
+        kind = SB_ERR_INVALID_REQUEST;
+        break;
+    case 401:
+        out = 401;
+        kind = SB_ERR_AUTHENTICATION;
+        break;
+    case 403:
+        out = 403;
+        kind = SB_ERR_PERMISSION;
+        break;
+    case 404:
+        out = 404;
+        kind = SB_ERR_NOT_FOUND;
+        break;
+    case 408:
+        out = 504;
+        kind = SB_ERR_TIMEOUT;
+        break;
+    case 413:
+        out = 413;
+        kind = SB_ERR_TOO_LARGE;
+        break;
+    case 429:
+        out = 429;
+        kind = quota ? SB_ERR_QUOTA : SB_ERR_RATE_LIMIT;
+        break;
+    case 500:
+        out = 500;
+        kind = SB_ERR_UPSTREAM;
+        break;
+    case 502:
+        out = 502;
+        kind = SB_ERR_UPSTREAM;
+        break;
+    case 503:
+        out = 503;
+        kind = SB_ERR_OVERLOADED;
+        break;
+    default:
+        /* Other 5xx, 3xx (redirects are not followed) and unexpected 4xx are
+         * the upstream misbehaving, not the client: a gateway error. */
+        out = 502;
+        kind = SB_ERR_UPSTREAM;
+        keep = false;
+        break;
+    }
+    char *msg =
+        (keep && message && *message) ? sb_provider_clip(message) : sb_xasprintf("upstream returned HTTP %ld", status);
+    json_t *ev = sb_event_error(out, kind, NULL, msg);
+    free(msg);
+    if (ev && retry_after >= 0)
+        json_object_set_new(ev, "retry_after", json_integer(retry_after));
+    return ev;
+}
+
+int sb_provider_credential(const json_t *job, const char **value, json_t **err)
+{
+    *value = NULL;
+    *err = NULL;
+    const char *ref = sb_job_route_str(job, "credential_ref");
+    if (!ref || !*ref)
+        return 0;
+    const char *v = getenv(ref);
+    /* A CR or LF would split the Authorization header: refuse it. */
+    if (!v || !*v || strpbrk(v, "\r\n")) {
+        char *msg = sb_xasprintf("upstream credential '%s' is not configured", ref);
+        *err = sb_event_error(502, SB_ERR_UPSTREAM, NULL, msg);
+        free(msg);
+        return -ENOENT;
+    }
+    *value = v;
+    return 0;
+}
+
+char *sb_provider_url(const json_t *job, const char *path)
+{
+    const char *base = sb_job_route_str(job, "base_url");
+    if (!base || !*base)
+        return NULL;
+    size_t n = strlen(base);
+    while (n > 0 && base[n - 1] == '/')
+        n--;
+    return sb_xasprintf("%.*s%s", (int)n, base, path);
+}
+
+const char *sb_provider_error_message(const json_t *body)
+{
+    const json_t *e = json_object_get(body, "error");
+    if (json_is_string(e))
+        return json_string_value(e);
+    const char *m = json_string_value(json_object_get(e, "message"));
+    if (m)
+        return m;
+    return json_string_value(json_object_get(body, "message"));
+}

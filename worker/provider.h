@@ -1,0 +1,119 @@
+/*
+ * provider: the upstream adapter interface. One file per provider kind
+ * (provider_openai_chat.c, later openai-responses, anthropic, gemini), each
+ * exporting one const sb_provider_t; sb_provider_lookup() is the registry.
+ *
+ * An adapter translates in two directions, both pure functions of JSON:
+ *   build_request:  canonical job (sb_job.h)  -> upstream HTTP request
+ *   parse_response: upstream HTTP response     -> canonical events (sb_event.h)
+ * It never does I/O; the worker owns the HTTP transfer and the broker socket.
+ *
+ * The worker never calls parse_response directly: it drives a per-job
+ * sb_provider_parser_t, feeding body bytes as they arrive and flushing the
+ * events the parser has appended after every feed. A non-streaming adapter
+ * only buffers in feed and translates in finish. A streaming adapter (later:
+ * SSE) sets the stream_* hooks and then emits events chunk by chunk from feed,
+ * with no change to the worker.
+ */
+#ifndef SB_PROVIDER_H
+#define SB_PROVIDER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An upstream HTTP request, always a POST of a JSON body. Everything owned. */
+typedef struct sb_provider_request {
+    char *url;
+    char **headers; /* "Name: value"; may carry a credential: never log them */
+    size_t n_headers;
+    char *body; /* NUL-terminated JSON */
+    size_t body_len;
+} sb_provider_request_t;
+
+/* Frees the members and zeroes the struct; safe on a zeroed struct. */
+void sb_provider_request_clear(sb_provider_request_t *req);
+void sb_provider_request_add_header(sb_provider_request_t *req, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A complete upstream response, as the worker saw it. All borrowed. */
+typedef struct sb_provider_response {
+    long status;      /* HTTP status */
+    const char *body; /* not NUL-terminated */
+    size_t body_len;
+    long retry_after;    /* Retry-After in seconds, -1 when absent */
+    int64_t upstream_ms; /* request start to last byte */
+} sb_provider_response_t;
+
+typedef struct sb_provider {
+    const char *kind; /* route.provider, e.g. "openai-chat" */
+
+    /* Fills *req (zeroed by the caller) from job. Returns 0, or a negative
+     * code with *err set to a final error event (new reference) when the job
+     * cannot be expressed for this upstream or the route is incomplete. On
+     * failure *req may hold partial members; the caller clears it. */
+    int (*build_request)(const json_t *job, sb_provider_request_t *req, json_t **err);
+
+    /* Appends the events for one complete response to `events` (a JSON
+     * array), always ending with exactly one final event: completed for a
+     * good 2xx body, error otherwise (status mapping, malformed body). */
+    void (*parse_response)(const json_t *job, const sb_provider_response_t *resp, json_t *events);
+
+    /* Optional streaming hooks, NULL for non-streaming adapters. When set and
+     * the job asks for a stream, a 2xx body goes to stream_feed chunk by chunk
+     * (each call may append events) and stream_finish appends the rest,
+     * ending with the final event; non-2xx bodies still go to
+     * parse_response. stream_feed returns 0 or a negative code to abort. */
+    void *(*stream_new)(const json_t *job);
+    int (*stream_feed)(void *state, const char *data, size_t len, json_t *events);
+    void (*stream_finish)(void *state, const sb_provider_response_t *resp, json_t *events);
+    void (*stream_destroy)(void *state);
+} sb_provider_t;
+
+/* The registry: the adapter for route.provider, or NULL if none. */
+const sb_provider_t *sb_provider_lookup(const char *kind);
+
+/* The adapters (one per provider_<kind>.c). */
+extern const sb_provider_t sb_provider_openai_chat;
+
+/*
+ * Per-job parse state. feed may be called any number of times, then finish
+ * exactly once. Responses over SB_PROVIDER_MAX_BODY are refused (feed returns
+ * -E2BIG; the worker reports it).
+ */
+#define SB_PROVIDER_MAX_BODY (64u * 1024u * 1024u)
+
+typedef struct sb_provider_parser sb_provider_parser_t;
+
+/* provider and job are borrowed and must outlive the parser. */
+sb_provider_parser_t *sb_provider_parser_new(const sb_provider_t *provider, const json_t *job);
+void sb_provider_parser_destroy(sb_provider_parser_t **p);
+int sb_provider_parser_feed(sb_provider_parser_t *p, long status, const char *data, size_t len, json_t *events)
+    __attribute__((warn_unused_result));
+/* resp->body is ignored (the parser has its own buffer). */
+void sb_provider_parser_finish(sb_provider_parser_t *p, const sb_provider_response_t *resp, json_t *events);
+
+/*
+ * Helpers shared by adapters.
+ */
+
+/* The canonical error event for an upstream HTTP error status. message is the
+ * upstream's own message (kept for statuses passed through) or NULL for a
+ * generic text; quota is true when the upstream said insufficient_quota;
+ * retry_after >= 0 adds "retry_after". Returns a new reference. */
+json_t *sb_provider_error_for_status(long status, const char *message, bool quota, long retry_after);
+
+/* Looks up route.credential_ref in the environment. Returns 0 with *value
+ * NULL (no credential configured on the route) or borrowed from environ;
+ * a negative code with *err set (502) when the variable is missing or unusable. */
+int sb_provider_credential(const json_t *job, const char **value, json_t **err) __attribute__((warn_unused_result));
+
+/* base_url without trailing '/' + path; NULL if route.base_url is absent. */
+char *sb_provider_url(const json_t *job, const char *path);
+
+/* The upstream message in a JSON error body: {"error":{"message"}},
+ * {"error":"..."} or {"message"}; NULL if none. Borrowed from `body`. */
+const char *sb_provider_error_message(const json_t *body);
+
+#endif

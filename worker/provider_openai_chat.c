@@ -1,0 +1,668 @@
+/*
+ * provider_openai_chat: the "openai-chat" adapter, OpenAI Chat Completions
+ * (POST {base_url}/chat/completions) and the servers that copy it: vLLM,
+ * llama.cpp's server, Ollama, LM Studio. It speaks the common subset those
+ * servers accept, so a few choices favour compatibility over OpenAI's newest
+ * fields (see max_tokens below).
+ *
+ * Canonical (Responses-shaped) job -> chat request:
+ *   instructions                 -> first {"role":"system"} message
+ *   message items                -> messages with the same role; all-text
+ *                                   content becomes one string
+ *   function_call items          -> tool_calls on an assistant message
+ *   function_call_output items   -> {"role":"tool"} messages
+ *   reasoning items              -> dropped (chat cannot take them back)
+ * Chat response -> canonical events: an optional reasoning item (vLLM and
+ * DeepSeek-style "reasoning_content"), the message item, one function_call
+ * item per tool call, usage, completed.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "provider.h"
+#include "sb_alloc.h"
+#include "sb_event.h"
+#include "sb_id.h"
+#include "sb_job.h"
+
+#define SB_CHAT_KIND "openai-chat"
+
+/* A 400 invalid_request error event with a formatted message. */
+static json_t *sb_chat_invalid(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *sb_chat_invalid(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        abort(); /* out of memory */
+    va_end(ap);
+    json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, msg);
+    free(msg);
+    return ev;
+}
+
+/* True when every part is text, so the content can be one plain string (the
+ * only form some compatible servers accept for system/assistant turns). */
+static bool sb_chat_parts_all_text(const json_t *parts)
+{
+    size_t i;
+    const json_t *part;
+    json_array_foreach (parts, i, part) {
+        const char *t = json_string_value(json_object_get(part, "type"));
+        if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) ||
+            !json_is_string(json_object_get(part, "text")))
+            return false;
+    }
+    return true;
+}
+
+/* Joins text parts with "\n", as vLLM itself joins an array of text parts. */
+static json_t *sb_chat_join_text(const json_t *parts)
+{
+    size_t total = 0, i;
+    const json_t *part;
+    json_array_foreach (parts, i, part)
+        total += json_string_length(json_object_get(part, "text")) + 1;
+    char *buf = sb_xmalloc(total + 1);
+    size_t pos = 0;
+    json_array_foreach (parts, i, part) {
+        const json_t *t = json_object_get(part, "text");
+        if (i > 0)
+            buf[pos++] = '\n';
+        memcpy(buf + pos, json_string_value(t), json_string_length(t));
+        pos += json_string_length(t);
+    }
+    json_t *s = json_stringn(buf, pos);
+    free(buf);
+    return s;
+}
+
+/* Canonical content parts -> chat content (string or array of parts). */
+static int sb_chat_content(const json_t *parts, json_t **out, json_t **err)
+{
+    *out = NULL;
+    if (json_is_string(parts)) { /* not normalized, but unambiguous */
+        *out = json_copy((json_t *)parts);
+        return 0;
+    }
+    if (!json_is_array(parts)) {
+        *err = sb_chat_invalid("message content must be an array of parts");
+        return -EINVAL;
+    }
+    if (sb_chat_parts_all_text(parts)) {
+        *out = sb_chat_join_text(parts);
+        return 0;
+    }
+    json_t *arr = json_array();
+    size_t i;
+    const json_t *part;
+    json_array_foreach (parts, i, part) {
+        const char *t = json_string_value(json_object_get(part, "type"));
+        json_t *o = NULL;
+        if (t && (!strcmp(t, "input_text") || !strcmp(t, "output_text"))) {
+            const json_t *text = json_object_get(part, "text");
+            if (!json_is_string(text)) {
+                *err = sb_chat_invalid("content part %zu has no text", i);
+                goto fail;
+            }
+            o = json_pack("{s:s, s:O}", "type", "text", "text", text);
+        } else if (t && !strcmp(t, "input_image")) {
+            const json_t *url = json_object_get(part, "image_url");
+            if (!json_is_string(url)) {
+                *err = sb_chat_invalid("input_image without image_url is not supported by provider " SB_CHAT_KIND);
+                goto fail;
+            }
+            json_t *img = json_pack("{s:O}", "url", url);
+            const json_t *detail = json_object_get(part, "detail");
+            if (json_is_string(detail))
+                json_object_set(img, "detail", (json_t *)detail);
+            o = json_pack("{s:s, s:o}", "type", "image_url", "image_url", img);
+        } else if (t && !strcmp(t, "input_file")) {
+            json_t *file = json_object();
+            static const char *const keys[] = {"file_id", "file_data", "filename"};
+            for (size_t k = 0; k < 3; k++) {
+                const json_t *v = json_object_get(part, keys[k]);
+                if (json_is_string(v))
+                    json_object_set(file, keys[k], (json_t *)v);
+            }
+            o = json_pack("{s:s, s:o}", "type", "file", "file", file);
+        } else {
+            *err =
+                sb_chat_invalid("content part type '%s' is not supported by provider " SB_CHAT_KIND, t ? t : "(none)");
+            goto fail;
+        }
+        json_array_append_new(arr, o);
+    }
+    *out = arr;
+    return 0;
+fail:
+    json_decref(arr);
+    return -EINVAL;
+}
+
+/* function_call_output.output -> tool message content (a string). */
+static int sb_chat_tool_output(const json_t *output, json_t **out, json_t **err)
+{
+    if (json_is_string(output)) {
+        *out = json_copy((json_t *)output);
+        return 0;
+    }
+    if (json_is_array(output)) {
+        if (!sb_chat_parts_all_text(output)) {
+            *err = sb_chat_invalid(
+                "function_call_output with non-text content is not supported by provider " SB_CHAT_KIND);
+            return -EINVAL;
+        }
+        *out = sb_chat_join_text(output);
+        return 0;
+    }
+    if (!output || json_is_null(output)) {
+        *out = json_string("");
+        return 0;
+    }
+    char *s = json_dumps(output, JSON_COMPACT | JSON_ENCODE_ANY);
+    *out = json_string(s ? s : "");
+    free(s);
+    return 0;
+}
+
+/* Adds one function_call item as a tool call: onto the directly preceding
+ * assistant message (a run of calls, or a text turn that led to them), else
+ * onto a new assistant message. */
+static int sb_chat_add_tool_call(json_t *messages, json_t **last, const json_t *item, json_t **err)
+{
+    const json_t *call_id = json_object_get(item, "call_id");
+    const json_t *name = json_object_get(item, "name");
+    const json_t *args = json_object_get(item, "arguments");
+    if (!json_is_string(call_id) || !json_is_string(name)) {
+        *err = sb_chat_invalid("function_call items need call_id and name");
+        return -EINVAL;
+    }
+    json_t *arguments;
+    if (json_is_string(args)) {
+        arguments = json_copy((json_t *)args);
+    } else if (!args || json_is_null(args)) {
+        arguments = json_string("{}");
+    } else {
+        char *s = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
+        arguments = json_string(s ? s : "{}");
+        free(s);
+    }
+    json_t *tc = json_pack("{s:O, s:s, s:{s:O, s:o}}", "id", call_id, "type", "function", "function", "name", name,
+                           "arguments", arguments);
+    const char *role = json_string_value(json_object_get(*last, "role"));
+    if (role && !strcmp(role, "assistant")) {
+        json_t *tcs = json_object_get(*last, "tool_calls");
+        if (!tcs) {
+            tcs = json_array();
+            json_object_set_new(*last, "tool_calls", tcs);
+        }
+        json_array_append_new(tcs, tc);
+        return 0;
+    }
+    json_t *m = json_pack("{s:s, s:n, s:[o]}", "role", "assistant", "content", "tool_calls", tc);
+    json_array_append_new(messages, m);
+    *last = m;
+    return 0;
+}
+
+static json_t *sb_chat_messages(const json_t *request, json_t **err)
+{
+    json_t *messages = json_array();
+    json_t *last = NULL; /* the message most recently appended, borrowed */
+    const json_t *instructions = json_object_get(request, "instructions");
+    if (json_is_string(instructions) && json_string_length(instructions) > 0) {
+        last = json_pack("{s:s, s:O}", "role", "system", "content", instructions);
+        json_array_append_new(messages, last);
+    }
+    const json_t *input = json_object_get(request, "input");
+    if (input && !json_is_array(input)) {
+        *err = sb_chat_invalid("request.input must be an array of items");
+        goto fail;
+    }
+    size_t i;
+    const json_t *item;
+    json_array_foreach (input, i, item) {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        if (!type) {
+            *err = sb_chat_invalid("input item %zu has no type", i);
+            goto fail;
+        }
+        if (!strcmp(type, "message")) {
+            const char *role = json_string_value(json_object_get(item, "role"));
+            if (!role || (strcmp(role, "system") && strcmp(role, "developer") && strcmp(role, "user") &&
+                          strcmp(role, "assistant"))) {
+                *err = sb_chat_invalid("input item %zu has an unsupported role", i);
+                goto fail;
+            }
+            json_t *content;
+            if (sb_chat_content(json_object_get(item, "content"), &content, err) < 0)
+                goto fail;
+            last = json_pack("{s:s, s:o}", "role", role, "content", content);
+            json_array_append_new(messages, last);
+        } else if (!strcmp(type, "function_call")) {
+            if (sb_chat_add_tool_call(messages, &last, item, err) < 0)
+                goto fail;
+        } else if (!strcmp(type, "function_call_output")) {
+            const json_t *call_id = json_object_get(item, "call_id");
+            if (!json_is_string(call_id)) {
+                *err = sb_chat_invalid("function_call_output items need call_id");
+                goto fail;
+            }
+            json_t *content;
+            if (sb_chat_tool_output(json_object_get(item, "output"), &content, err) < 0)
+                goto fail;
+            last = json_pack("{s:s, s:O, s:o}", "role", "tool", "tool_call_id", call_id, "content", content);
+            json_array_append_new(messages, last);
+        } else if (!strcmp(type, "reasoning")) {
+            continue; /* chat cannot take reasoning back; `last` stays, so calls still merge */
+        } else {
+            *err = sb_chat_invalid("input item type '%s' is not supported by provider " SB_CHAT_KIND, type);
+            goto fail;
+        }
+    }
+    return messages;
+fail:
+    json_decref(messages);
+    return NULL;
+}
+
+static json_t *sb_chat_tools(const json_t *tools, json_t **err)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *tool;
+    json_array_foreach (tools, i, tool) {
+        const char *type = json_string_value(json_object_get(tool, "type"));
+        if (!type || strcmp(type, "function")) {
+            *err = sb_chat_invalid("tool type '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
+            goto fail;
+        }
+        const json_t *name = json_object_get(tool, "name");
+        if (!json_is_string(name)) {
+            *err = sb_chat_invalid("function tool %zu has no name", i);
+            goto fail;
+        }
+        json_t *fn = json_pack("{s:O}", "name", name);
+        const json_t *v;
+        if (json_is_string(v = json_object_get(tool, "description")))
+            json_object_set(fn, "description", (json_t *)v);
+        if (json_is_object(v = json_object_get(tool, "parameters")))
+            json_object_set(fn, "parameters", (json_t *)v);
+        if (json_is_boolean(v = json_object_get(tool, "strict")))
+            json_object_set(fn, "strict", (json_t *)v);
+        json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+    }
+    return out;
+fail:
+    json_decref(out);
+    return NULL;
+}
+
+static int sb_chat_tool_choice(json_t *body, const json_t *tc, json_t **err)
+{
+    if (!tc || json_is_null(tc))
+        return 0;
+    if (json_is_string(tc)) {
+        json_object_set(body, "tool_choice", (json_t *)tc);
+        return 0;
+    }
+    const char *type = json_string_value(json_object_get(tc, "type"));
+    const json_t *name = json_object_get(tc, "name");
+    if (type && !strcmp(type, "function") && json_is_string(name)) {
+        json_object_set_new(body, "tool_choice",
+                            json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", name));
+        return 0;
+    }
+    *err = sb_chat_invalid("tool_choice '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
+    return -EINVAL;
+}
+
+static int sb_chat_response_format(json_t *body, const json_t *text, json_t **err)
+{
+    const json_t *format = json_object_get(text, "format");
+    if (!format || json_is_null(format))
+        return 0;
+    const char *type = json_string_value(json_object_get(format, "type"));
+    if (type && !strcmp(type, "text"))
+        return 0;
+    if (type && !strcmp(type, "json_object")) {
+        json_object_set_new(body, "response_format", json_pack("{s:s}", "type", "json_object"));
+        return 0;
+    }
+    if (type && !strcmp(type, "json_schema")) {
+        const json_t *name = json_object_get(format, "name");
+        const json_t *schema = json_object_get(format, "schema");
+        if (!json_is_string(name) || !json_is_object(schema)) {
+            *err = sb_chat_invalid("text.format json_schema needs name and schema");
+            return -EINVAL;
+        }
+        json_t *js = json_pack("{s:O, s:O}", "name", name, "schema", schema);
+        const json_t *v;
+        if (json_is_string(v = json_object_get(format, "description")))
+            json_object_set(js, "description", (json_t *)v);
+        if (json_is_boolean(v = json_object_get(format, "strict")))
+            json_object_set(js, "strict", (json_t *)v);
+        json_object_set_new(body, "response_format", json_pack("{s:s, s:o}", "type", "json_schema", "json_schema", js));
+        return 0;
+    }
+    *err = sb_chat_invalid("text.format '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
+    return -EINVAL;
+}
+
+enum sb_chat_want { SB_WANT_NUMBER, SB_WANT_INTEGER, SB_WANT_STRING, SB_WANT_STOP };
+
+/* Copies request[from] to body[to] when present, checking its JSON type. */
+static int sb_chat_copy(json_t *body, const json_t *request, const char *from, const char *to, enum sb_chat_want want,
+                        json_t **err)
+{
+    const json_t *v = json_object_get(request, from);
+    if (!v || json_is_null(v))
+        return 0;
+    bool ok = false;
+    switch (want) {
+    case SB_WANT_NUMBER:
+        ok = json_is_number(v);
+        break;
+    case SB_WANT_INTEGER:
+        ok = json_is_integer(v);
+        break;
+    case SB_WANT_STRING:
+        ok = json_is_string(v);
+        break;
+    case SB_WANT_STOP:
+        ok = json_is_string(v) || json_is_array(v);
+        break;
+    }
+    if (!ok) {
+        *err = sb_chat_invalid("request.%s has the wrong type", from);
+        return -EINVAL;
+    }
+    json_object_set(body, to, (json_t *)v);
+    return 0;
+}
+
+static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+{
+    *err = NULL;
+    json_t *body = NULL;
+    const json_t *request = sb_job_request(job);
+    const char *upstream_model = sb_job_route_str(job, "upstream_model");
+    if (!request) {
+        *err = sb_chat_invalid("job has no request");
+        goto fail;
+    }
+    if (!upstream_model || !*upstream_model) {
+        *err = sb_chat_invalid("route has no upstream_model");
+        goto fail;
+    }
+    req->url = sb_provider_url(job, "/chat/completions");
+    if (!req->url) {
+        *err = sb_chat_invalid("route has no base_url");
+        goto fail;
+    }
+    const char *credential;
+    if (sb_provider_credential(job, &credential, err) < 0)
+        goto fail;
+
+    body = json_pack("{s:s}", "model", upstream_model);
+    json_t *messages = sb_chat_messages(request, err);
+    if (!messages)
+        goto fail;
+    json_object_set_new(body, "messages", messages);
+
+    /* Chat rejects an empty tools array, and tool_choice/parallel_tool_calls
+     * without tools, where Responses accepts both: send them only with tools. */
+    const json_t *tools = json_object_get(request, "tools");
+    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
+        *err = sb_chat_invalid("request.tools must be an array");
+        goto fail;
+    }
+    if (json_array_size(tools) > 0) {
+        json_t *t = sb_chat_tools(tools, err);
+        if (!t)
+            goto fail;
+        json_object_set_new(body, "tools", t);
+        if (sb_chat_tool_choice(body, json_object_get(request, "tool_choice"), err) < 0)
+            goto fail;
+        const json_t *ptc = json_object_get(request, "parallel_tool_calls");
+        if (json_is_boolean(ptc))
+            json_object_set(body, "parallel_tool_calls", (json_t *)ptc);
+    }
+    if (sb_chat_response_format(body, json_object_get(request, "text"), err) < 0)
+        goto fail;
+    /* "max_tokens", not OpenAI's newer "max_completion_tokens": vLLM,
+     * llama.cpp and Ollama all honour max_tokens, and OpenAI still accepts it
+     * for every non-o-series model. A route to an o-series model belongs on
+     * the openai-responses provider. */
+    if (sb_chat_copy(body, request, "max_output_tokens", "max_tokens", SB_WANT_INTEGER, err) < 0 ||
+        sb_chat_copy(body, request, "temperature", "temperature", SB_WANT_NUMBER, err) < 0 ||
+        sb_chat_copy(body, request, "top_p", "top_p", SB_WANT_NUMBER, err) < 0 ||
+        sb_chat_copy(body, request, "stop", "stop", SB_WANT_STOP, err) < 0 ||
+        sb_chat_copy(body, request, "seed", "seed", SB_WANT_INTEGER, err) < 0 ||
+        sb_chat_copy(body, request, "n", "n", SB_WANT_INTEGER, err) < 0 ||
+        sb_chat_copy(body, request, "user", "user", SB_WANT_STRING, err) < 0)
+        goto fail;
+    const json_t *effort = json_object_get(json_object_get(request, "reasoning"), "effort");
+    if (json_is_string(effort))
+        json_object_set(body, "reasoning_effort", (json_t *)effort);
+    /* metadata is not sent: OpenAI chat only takes it with store=true, and the
+     * compatible servers reject unknown fields unevenly. */
+    json_object_set_new(body, "stream", json_false());
+
+    req->body = json_dumps(body, JSON_COMPACT);
+    if (!req->body) {
+        *err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not encode the upstream request");
+        goto fail;
+    }
+    req->body_len = strlen(req->body);
+    sb_provider_request_add_header(req, "Content-Type: application/json");
+    sb_provider_request_add_header(req, "Accept: application/json");
+    if (credential)
+        sb_provider_request_add_header(req, "Authorization: Bearer %s", credential);
+    json_decref(body);
+    return 0;
+fail:
+    json_decref(body);
+    return -EINVAL;
+}
+
+/*
+ * Response side.
+ */
+
+static void sb_chat_new_id(char *out, size_t size, const char *prefix)
+{
+    sb_id_new(out, size, prefix, 16);
+}
+
+/* Text of message.content: a string, or (some servers) an array of parts. */
+static json_t *sb_chat_response_text(const json_t *content)
+{
+    if (json_is_string(content))
+        return json_incref((json_t *)content);
+    if (!json_is_array(content))
+        return NULL;
+    size_t i;
+    const json_t *part;
+    size_t n = 0;
+    json_array_foreach (content, i, part) {
+        if (json_is_string(json_object_get(part, "text")))
+            n++;
+    }
+    if (n == 0)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    json_array_foreach (content, i, part) {
+        const json_t *t = json_object_get(part, "text");
+        if (!json_is_string(t))
+            continue;
+        buf = sb_xrealloc(buf, len + json_string_length(t) + 1);
+        memcpy(buf + len, json_string_value(t), json_string_length(t));
+        len += json_string_length(t);
+    }
+    json_t *s = json_stringn(buf, len);
+    free(buf);
+    return s;
+}
+
+static void sb_chat_emit_reasoning(json_t *out, int index, const json_t *text)
+{
+    char id[SB_ID_MAX];
+    sb_chat_new_id(id, sizeof id, "rs_");
+    json_array_append_new(out, sb_event_item_added(index, json_pack("{s:s, s:s, s:[], s:[]}", "type", "reasoning", "id",
+                                                                    id, "summary", "content")));
+    json_array_append_new(out, sb_event_reasoning_delta(index, json_string_value(text), json_string_length(text)));
+    json_array_append_new(
+        out, sb_event_item_done(index, json_pack("{s:s, s:s, s:[], s:[{s:s, s:O}]}", "type", "reasoning", "id", id,
+                                                 "summary", "content", "type", "reasoning_text", "text", text)));
+}
+
+static void sb_chat_emit_message(json_t *out, int index, const json_t *text, const json_t *refusal)
+{
+    char id[SB_ID_MAX];
+    sb_chat_new_id(id, sizeof id, "msg_");
+    json_array_append_new(
+        out, sb_event_item_added(index, json_pack("{s:s, s:s, s:s, s:s, s:[]}", "type", "message", "id", id, "role",
+                                                  "assistant", "status", "in_progress", "content")));
+    json_t *parts = json_array();
+    if (text) {
+        json_array_append_new(out, sb_event_text_delta(index, 0, json_string_value(text), json_string_length(text)));
+        json_array_append_new(parts, json_pack("{s:s, s:O, s:[]}", "type", "output_text", "text", text, "annotations"));
+    }
+    if (refusal)
+        json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "refusal", "refusal", refusal));
+    json_array_append_new(
+        out, sb_event_item_done(index, json_pack("{s:s, s:s, s:s, s:s, s:o}", "type", "message", "id", id, "role",
+                                                 "assistant", "status", "completed", "content", parts)));
+}
+
+static int sb_chat_emit_tool_call(json_t *out, int index, const json_t *tc)
+{
+    const json_t *fn = json_object_get(tc, "function");
+    const json_t *call_id = json_object_get(tc, "id");
+    const json_t *name = json_object_get(fn, "name");
+    const json_t *args = json_object_get(fn, "arguments");
+    if (!json_is_string(call_id) || !json_is_string(name))
+        return -EINVAL;
+    json_t *arguments = json_is_string(args) ? json_incref((json_t *)args) : json_string("");
+    if (!json_is_string(args) && args && !json_is_null(args)) { /* some servers send an object */
+        char *s = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
+        json_decref(arguments);
+        arguments = json_string(s ? s : "");
+        free(s);
+    }
+    char id[SB_ID_MAX];
+    sb_chat_new_id(id, sizeof id, "fc_");
+    json_array_append_new(out,
+                          sb_event_item_added(index, json_pack("{s:s, s:s, s:O, s:O, s:s, s:s}", "type",
+                                                               "function_call", "id", id, "call_id", call_id, "name",
+                                                               name, "arguments", "", "status", "in_progress")));
+    if (json_string_length(arguments) > 0)
+        json_array_append_new(out,
+                              sb_event_args_delta(index, json_string_value(arguments), json_string_length(arguments)));
+    json_array_append_new(out,
+                          sb_event_item_done(index, json_pack("{s:s, s:s, s:O, s:O, s:o, s:s}", "type", "function_call",
+                                                              "id", id, "call_id", call_id, "name", name, "arguments",
+                                                              arguments, "status", "completed")));
+    return 0;
+}
+
+static bool sb_chat_is_quota(const json_t *root)
+{
+    const json_t *e = json_object_get(root, "error");
+    const char *code = json_string_value(json_object_get(e, "code"));
+    const char *type = json_string_value(json_object_get(e, "type"));
+    return (code && !strcmp(code, "insufficient_quota")) || (type && !strcmp(type, "insufficient_quota"));
+}
+
+static void sb_chat_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
+{
+    json_t *out = json_array(); /* events of a good response; appended only at the end */
+    json_t *final = NULL;
+    json_t *root = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
+    if (resp->status < 200 || resp->status >= 300) {
+        final = sb_provider_error_for_status(resp->status, sb_provider_error_message(root), sb_chat_is_quota(root),
+                                             resp->retry_after);
+        goto done;
+    }
+    if (!json_is_object(root)) {
+        final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned malformed JSON");
+        goto done;
+    }
+    const json_t *choice = json_array_get(json_object_get(root, "choices"), 0);
+    const json_t *message = json_object_get(choice, "message");
+    if (!json_is_object(message)) {
+        /* Some proxies answer 200 with an error body. */
+        const char *m = sb_provider_error_message(root);
+        final = sb_provider_error_for_status(502, m ? m : "upstream response has no choices", false, -1);
+        goto done;
+    }
+    int index = 0;
+    const json_t *reasoning = json_object_get(message, "reasoning_content");
+    if (!json_is_string(reasoning))
+        reasoning = json_object_get(message, "reasoning");
+    if (json_is_string(reasoning) && json_string_length(reasoning) > 0)
+        sb_chat_emit_reasoning(out, index++, reasoning);
+
+    json_t *text = sb_chat_response_text(json_object_get(message, "content"));
+    if (text && json_string_length(text) == 0) {
+        json_decref(text);
+        text = NULL;
+    }
+    const json_t *refusal = json_object_get(message, "refusal");
+    if (!json_is_string(refusal) || json_string_length(refusal) == 0)
+        refusal = NULL;
+    if (text || refusal)
+        sb_chat_emit_message(out, index++, text, refusal);
+    json_decref(text);
+
+    const json_t *tool_calls = json_object_get(message, "tool_calls");
+    size_t i;
+    const json_t *tc;
+    json_array_foreach (tool_calls, i, tc) {
+        if (sb_chat_emit_tool_call(out, index++, tc) < 0) {
+            final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a malformed tool call");
+            goto done;
+        }
+    }
+
+    const json_t *usage = json_object_get(root, "usage");
+    if (json_is_object(usage)) {
+        json_int_t reasoning_tokens = json_integer_value(
+            json_object_get(json_object_get(usage, "completion_tokens_details"), "reasoning_tokens"));
+        json_array_append_new(out, sb_event_usage(json_integer_value(json_object_get(usage, "prompt_tokens")),
+                                                  json_integer_value(json_object_get(usage, "completion_tokens")),
+                                                  reasoning_tokens));
+    }
+
+    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    const char *status = "completed", *reason = NULL;
+    if (finish && !strcmp(finish, "length")) {
+        status = "incomplete";
+        reason = "max_output_tokens";
+    } else if (finish && !strcmp(finish, "content_filter")) {
+        status = "incomplete";
+        reason = "content_filter";
+    }
+    json_array_extend(events, out);
+    json_array_append_new(events, sb_event_completed(status, reason, json_string_value(json_object_get(job, "model")),
+                                                     resp->upstream_ms));
+    json_decref(out);
+    json_decref(root);
+    return;
+done:
+    json_array_append_new(events, final);
+    json_decref(out);
+    json_decref(root);
+}
+
+const sb_provider_t sb_provider_openai_chat = {
+    .kind = SB_CHAT_KIND,
+    .build_request = sb_chat_build_request,
+    .parse_response = sb_chat_parse_response,
+};

@@ -1,0 +1,633 @@
+/*
+ * worker: the broker session (READY, heartbeats, liveness, reconnects) and
+ * the life of each job, from JOB to its one final EVENT.
+ *
+ * A job's path: sb_worker_on_job() validates it, builds the upstream request
+ * with its provider adapter and starts the transfer (state UPSTREAM). Body
+ * bytes go through the job's sb_provider_parser; when the transfer ends,
+ * sb_wjob_on_done() turns the outcome into events and sb_wjob_end() sends
+ * them, the last one final (state DONE). A DONE job is freed by the reap
+ * event, after the callback that ended it has returned: the upstream and zmq
+ * callbacks that end jobs are never left holding a freed job.
+ */
+#include "worker.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "provider.h"
+#include "sb_alloc.h"
+#include "sb_event.h"
+#include "sb_job.h"
+#include "sb_log.h"
+#include "sb_map.h"
+#include "sb_mpjson.h"
+#include "sb_protocol.h"
+#include "sb_time.h"
+#include "sb_wire.h"
+#include "sb_zsock_ev.h"
+#include "upstream.h"
+
+#define SB_WORKER_DEFAULT_CREDITS 64
+#define SB_WORKER_DEFAULT_CONNECT_TIMEOUT_MS 5000
+#define SB_WORKER_DEFAULT_DRAIN_MS 30000
+#define SB_WORKER_DEFAULT_ROUTE_TIMEOUT_MS 60000
+/* Messages queued per direction before a send would fail (zmq's 1000 is
+ * small once streams send one event per token). */
+#define SB_WORKER_HWM 100000
+/* How long queued events may take to leave at destroy. */
+#define SB_WORKER_CLOSE_LINGER_MS 1000
+
+/* A job's life. Jobs in the `jobs` table are NEW or UPSTREAM. */
+enum sb_wjob_state {
+    SB_WJOB_NEW,      /* received; being validated, its request built */
+    SB_WJOB_UPSTREAM, /* the upstream transfer is running */
+    SB_WJOB_DONE,     /* final event sent (or job abandoned); waits for the reap */
+};
+
+static const char *const sb_wjob_state_names[] = {"new", "upstream", "done"};
+
+typedef struct sb_wjob {
+    sb_worker_t *w;
+    enum sb_wjob_state state;
+    char job_id[SB_JOB_ID_MAX + 1];
+    json_t *job; /* the decoded job body; NULL if it would not decode */
+    const sb_provider_t *provider;
+    sb_provider_parser_t *parser;
+    sb_upstream_xfer_t *xfer; /* borrowed from upstream while UPSTREAM */
+    json_t *events;           /* events produced and not yet sent */
+    int64_t timeout_ms;       /* the total upstream timeout chosen */
+    int feed_error;           /* why the parser refused the body, or 0 */
+    struct sb_wjob *next_reap;
+} sb_wjob_t;
+
+struct sb_worker {
+    struct event_base *base;
+    enum sb_worker_state state;
+    char *endpoint;
+    char *name;
+    json_t *models; /* array of strings, for READY */
+    int credits;
+    int heartbeat_ms;
+    int liveness;
+    int64_t connect_timeout_ms;
+    int64_t drain_ms;
+    void (*on_stopped)(void *arg);
+    void *arg;
+
+    zsock_t *sock;
+    sb_zsock_ev_t *watch;
+    int64_t last_heard_ms; /* monotonic; any message from the broker counts */
+    struct event *heartbeat;
+    struct event *drain_timer;
+    struct event *reap; /* frees DONE jobs and checks for STOPPED, at a safe point */
+    sb_upstream_t *upstream;
+    sb_map_t *jobs;       /* job_id -> sb_wjob_t, NEW and UPSTREAM jobs */
+    sb_wjob_t *reap_list; /* DONE jobs */
+};
+
+/*
+ * Broker socket.
+ */
+
+static void sb_worker_on_msg(sb_wire_msg_t **msg, void *arg);
+
+static int sb_worker_send(sb_worker_t *w, int cmd, const json_t *header, const void *body, size_t len)
+{
+    if (!w->sock)
+        return -ENOTCONN;
+    int rc = sb_wire_send(w->sock, NULL, cmd, header, body, len);
+    sb_zsock_ev_poke(w->watch);
+    return rc;
+}
+
+static void sb_worker_send_ready(sb_worker_t *w)
+{
+    json_t *hdr = json_pack("{s:O, s:i, s:s}", "models", w->models, "credits", w->credits, "name", w->name);
+    int rc = sb_worker_send(w, SB_CMD_READY, hdr, NULL, 0);
+    if (rc < 0)
+        sb_warn("could not send READY: %s", strerror(-rc));
+    json_decref(hdr);
+}
+
+static int sb_worker_open_socket(sb_worker_t *w)
+{
+    w->sock = zsock_new(ZMQ_DEALER);
+    if (!w->sock)
+        goto fail;
+    /* Never block the loop on a send: a full pipe fails with EAGAIN. */
+    zsock_set_sndtimeo(w->sock, 0);
+    zsock_set_sndhwm(w->sock, SB_WORKER_HWM);
+    zsock_set_rcvhwm(w->sock, SB_WORKER_HWM);
+    zsock_set_linger(w->sock, 0);
+    if (zsock_connect(w->sock, "%s", w->endpoint) < 0) {
+        sb_error("cannot connect to broker endpoint %s", w->endpoint);
+        goto fail;
+    }
+    w->watch = sb_zsock_ev_new(w->base, w->sock, false, sb_worker_on_msg, w);
+    if (!w->watch)
+        goto fail;
+    w->last_heard_ms = sb_mono_ms();
+    return 0;
+fail:
+    zsock_destroy(&w->sock);
+    return -EIO;
+}
+
+static void sb_worker_close_socket(sb_worker_t *w, int linger_ms)
+{
+    sb_zsock_ev_destroy(&w->watch);
+    if (w->sock)
+        zsock_set_linger(w->sock, linger_ms);
+    zsock_destroy(&w->sock);
+}
+
+/*
+ * Jobs.
+ */
+
+static void sb_wjob_set_state(sb_wjob_t *j, enum sb_wjob_state state)
+{
+    sb_debug("job %s: %s -> %s", j->job_id, sb_wjob_state_names[j->state], sb_wjob_state_names[state]);
+    j->state = state;
+}
+
+static void sb_wjob_free(sb_wjob_t *j)
+{
+    sb_upstream_cancel(j->w->upstream, &j->xfer);
+    sb_provider_parser_destroy(&j->parser);
+    json_decref(j->events);
+    json_decref(j->job);
+    free(j);
+}
+
+static void sb_worker_send_event(sb_worker_t *w, const char *job_id, const json_t *ev)
+{
+    json_t *hdr = json_pack("{s:s, s:b}", "job_id", job_id, "final", sb_event_is_final(ev));
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = sb_mpjson_encode(ev, &buf, &len);
+    if (rc == 0)
+        rc = sb_worker_send(w, SB_CMD_EVENT, hdr, buf, len);
+    if (rc < 0)
+        sb_error("job %s: could not send a %s event: %s", job_id, sb_event_type_name(sb_event_type_of(ev)),
+                 strerror(-rc));
+    free(buf);
+    json_decref(hdr);
+}
+
+/* Sends the pending events up to (not including) the first final one. */
+static void sb_wjob_flush_partial(sb_wjob_t *j)
+{
+    size_t n = 0;
+    while (n < json_array_size(j->events) && !sb_event_is_final(json_array_get(j->events, n)))
+        sb_worker_send_event(j->w, j->job_id, json_array_get(j->events, n++));
+    for (; n > 0; n--)
+        json_array_remove(j->events, 0);
+}
+
+/* Moves a job to DONE and onto the reap list. With send, first makes the
+ * pending events end in exactly one final event (final, if given, is appended
+ * and stolen; anything after a first final is dropped; a missing final
+ * becomes a 502) and sends them. Without send the job is abandoned silently.
+ * The caller has taken the job out of the `jobs` table. */
+static void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
+{
+    sb_worker_t *w = j->w;
+    sb_upstream_cancel(w->upstream, &j->xfer);
+    if (send) {
+        if (final)
+            json_array_append_new(j->events, final);
+        size_t n = json_array_size(j->events), i = 0;
+        while (i < n && !sb_event_is_final(json_array_get(j->events, i)))
+            i++;
+        if (i == n) {
+            sb_error("job %s: provider produced no final event", j->job_id);
+            json_array_append_new(
+                j->events, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response could not be translated"));
+        } else {
+            while (json_array_size(j->events) > i + 1)
+                json_array_remove(j->events, i + 1);
+        }
+        const json_t *last = json_array_get(j->events, json_array_size(j->events) - 1);
+        if (sb_event_type_of(last) == SB_EV_ERROR)
+            sb_info("job %s: error %lld %s", j->job_id, (long long)json_integer_value(json_object_get(last, "status")),
+                    json_string_value(json_object_get(last, "kind")));
+        else
+            sb_info("job %s: %s in %lld ms", j->job_id, json_string_value(json_object_get(last, "status")),
+                    (long long)json_integer_value(json_object_get(last, "upstream_ms")));
+        for (size_t k = 0; k < json_array_size(j->events); k++)
+            sb_worker_send_event(w, j->job_id, json_array_get(j->events, k));
+        json_array_clear(j->events);
+    } else {
+        json_decref(final);
+        sb_info("job %s: abandoned", j->job_id);
+    }
+    sb_wjob_set_state(j, SB_WJOB_DONE);
+    j->next_reap = w->reap_list;
+    w->reap_list = j;
+    event_active(w->reap, EV_TIMEOUT, 0);
+}
+
+/* Ends a job that is in the table. */
+static void sb_wjob_finish(sb_wjob_t *j, json_t *final)
+{
+    sb_map_remove(j->w->jobs, j->job_id);
+    sb_wjob_end(j, true, final);
+}
+
+static json_t *sb_wjob_error(int status, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static json_t *sb_wjob_error(int status, const char *kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        abort(); /* out of memory */
+    va_end(ap);
+    json_t *ev = sb_event_error(status, kind, NULL, msg);
+    free(msg);
+    return ev;
+}
+
+/* Upstream body bytes: buffered (or, streaming, translated) by the parser. */
+static int sb_wjob_on_data(long status, const char *data, size_t len, void *arg)
+{
+    sb_wjob_t *j = arg;
+    int rc = sb_provider_parser_feed(j->parser, status, data, len, j->events);
+    if (rc < 0) {
+        j->feed_error = rc;
+        return rc;
+    }
+    sb_wjob_flush_partial(j);
+    return 0;
+}
+
+static void sb_wjob_on_done(const sb_upstream_result_t *res, void *arg)
+{
+    sb_wjob_t *j = arg;
+    j->xfer = NULL; /* upstream frees it when we return */
+    json_t *final = NULL;
+    switch (res->outcome) {
+    case SB_UPSTREAM_OK: {
+        sb_provider_response_t resp = {
+            .status = res->status, .retry_after = res->retry_after, .upstream_ms = res->elapsed_ms};
+        sb_provider_parser_finish(j->parser, &resp, j->events);
+        break;
+    }
+    case SB_UPSTREAM_TIMEOUT:
+        final = sb_wjob_error(504, SB_ERR_TIMEOUT, "timeout: upstream did not answer within %lld ms",
+                              (long long)j->timeout_ms);
+        break;
+    case SB_UPSTREAM_CONNECT_FAILED:
+        final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream connection failed");
+        break;
+    case SB_UPSTREAM_ABORTED:
+        final = j->feed_error == -E2BIG
+                    ? sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response too large")
+                    : sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response could not be parsed");
+        break;
+    case SB_UPSTREAM_FAILED:
+        final = sb_wjob_error(502, SB_ERR_UPSTREAM, "upstream request failed: %s", res->detail);
+        break;
+    }
+    sb_wjob_finish(j, final);
+}
+
+/* The upstream timeout: the route's, cut to what is left before the job's
+ * deadline (absolute epoch ms, 0 = none). <= 0 means already too late. */
+static int64_t sb_wjob_timeout(const json_t *job, long long deadline_ms)
+{
+    const json_t *t = json_object_get(sb_job_route(job), "timeout_ms");
+    int64_t timeout =
+        json_is_integer(t) && json_integer_value(t) > 0 ? json_integer_value(t) : SB_WORKER_DEFAULT_ROUTE_TIMEOUT_MS;
+    if (deadline_ms > 0) {
+        int64_t left = deadline_ms - sb_now_ms();
+        if (left < timeout)
+            timeout = left;
+    }
+    return timeout;
+}
+
+/* Takes a NEW job from its body to a running transfer, or to DONE with an
+ * error event. */
+static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline_ms)
+{
+    sb_worker_t *w = j->w;
+    json_t *err = NULL;
+    sb_provider_request_t req = {0};
+    if (w->state != SB_WORKER_ACTIVE) {
+        err = sb_event_error(503, SB_ERR_OVERLOADED, NULL, "worker is shutting down");
+        goto fail;
+    }
+    if (sb_map_size(w->jobs) > (size_t)w->credits) { /* this job is already counted */
+        err = sb_event_error(503, SB_ERR_OVERLOADED, NULL, "worker is at capacity");
+        goto fail;
+    }
+    if (!body || sb_mpjson_decode(zframe_data((zframe_t *)body), zframe_size((zframe_t *)body), &j->job) < 0 ||
+        !json_is_object(j->job)) {
+        err = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, "job body is not a valid msgpack job");
+        goto fail;
+    }
+    const char *kind = sb_job_route_str(j->job, "provider");
+    if (!kind) {
+        err = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, "job route has no provider");
+        goto fail;
+    }
+    j->provider = sb_provider_lookup(kind);
+    if (!j->provider) {
+        err = sb_wjob_error(501, SB_ERR_SERVER, "provider kind '%s' is not supported", kind);
+        goto fail;
+    }
+    if (j->provider->build_request(j->job, &req, &err) < 0) {
+        if (!err)
+            err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not build the upstream request");
+        goto fail;
+    }
+    j->timeout_ms = sb_wjob_timeout(j->job, deadline_ms);
+    if (j->timeout_ms <= 0) {
+        err = sb_event_error(504, SB_ERR_TIMEOUT, NULL,
+                             "timeout: the job's deadline passed before it reached the upstream");
+        goto fail;
+    }
+    j->parser = sb_provider_parser_new(j->provider, j->job);
+    sb_upstream_cbs_t cbs = {.on_data = sb_wjob_on_data, .on_done = sb_wjob_on_done};
+    if (sb_upstream_start(w->upstream, &req, j->timeout_ms, w->connect_timeout_ms, &cbs, j, &j->xfer) < 0) {
+        err = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream request could not be started");
+        goto fail;
+    }
+    sb_provider_request_clear(&req);
+    sb_debug("job %s: %s %s, timeout %lld ms", j->job_id, kind, json_string_value(json_object_get(j->job, "model")),
+             (long long)j->timeout_ms);
+    sb_wjob_set_state(j, SB_WJOB_UPSTREAM);
+    return;
+fail:
+    sb_provider_request_clear(&req);
+    sb_wjob_finish(j, err);
+}
+
+static void sb_worker_on_job(sb_worker_t *w, const sb_wire_msg_t *msg)
+{
+    const char *job_id = sb_wire_header_str(msg, "job_id");
+    if (!job_id || !*job_id || strlen(job_id) > SB_JOB_ID_MAX) {
+        sb_warn("dropped a JOB without a usable job_id");
+        return;
+    }
+    if (sb_map_get(w->jobs, job_id)) {
+        sb_warn("job %s: dropped a duplicate JOB", job_id);
+        return;
+    }
+    sb_wjob_t *j = sb_xcalloc(1, sizeof *j);
+    j->w = w;
+    j->state = SB_WJOB_NEW;
+    snprintf(j->job_id, sizeof j->job_id, "%s", job_id);
+    j->events = json_array();
+    sb_map_put(w->jobs, j->job_id, j);
+    sb_wjob_start(j, msg->body, sb_wire_header_int(msg, "deadline_ms", 0));
+}
+
+static void sb_worker_on_cancel(sb_worker_t *w, const sb_wire_msg_t *msg)
+{
+    const char *job_id = sb_wire_header_str(msg, "job_id");
+    sb_wjob_t *j = job_id ? sb_map_get(w->jobs, job_id) : NULL;
+    if (!j)
+        return; /* already over: its final event is on its way */
+    sb_wjob_finish(j, sb_event_error(499, "cancelled", NULL, "job cancelled"));
+}
+
+static int sb_worker_abandon_one(const char *key, void *value, void *arg)
+{
+    sb_wjob_end(value, false, NULL);
+    return 1;
+}
+
+static int sb_worker_fail_one(const char *key, void *value, void *arg)
+{
+    sb_wjob_end(value, true, sb_event_error(503, SB_ERR_OVERLOADED, NULL, "worker is shutting down"));
+    return 1;
+}
+
+/* Drops every running job without events: the broker has forgotten us (or is
+ * gone), so nothing could be delivered. */
+static void sb_worker_abandon_all(sb_worker_t *w)
+{
+    if (sb_map_size(w->jobs) > 0)
+        sb_warn("abandoning %zu in-flight job(s)", sb_map_size(w->jobs));
+    sb_map_remove_if(w->jobs, sb_worker_abandon_one, NULL);
+}
+
+/*
+ * Session.
+ */
+
+static void sb_worker_set_state(sb_worker_t *w, enum sb_worker_state state)
+{
+    static const char *const names[] = {"active", "draining", "stopped"};
+    sb_info("worker %s: %s -> %s", w->name, names[w->state], names[state]);
+    w->state = state;
+}
+
+static void sb_worker_on_msg(sb_wire_msg_t **pmsg, void *arg)
+{
+    sb_worker_t *w = arg;
+    const sb_wire_msg_t *msg = *pmsg;
+    w->last_heard_ms = sb_mono_ms();
+    switch (msg->cmd) {
+    case SB_CMD_JOB:
+        sb_worker_on_job(w, msg);
+        break;
+    case SB_CMD_CANCEL:
+        sb_worker_on_cancel(w, msg);
+        break;
+    case SB_CMD_HEARTBEAT:
+        break;
+    case SB_CMD_RECONNECT:
+        sb_warn("broker asked us to reconnect");
+        sb_worker_abandon_all(w);
+        if (w->state == SB_WORKER_ACTIVE) /* a draining worker wants no new jobs */
+            sb_worker_send_ready(w);
+        break;
+    default:
+        sb_warn("dropped a message with unexpected command 0x%02x", msg->cmd);
+        break;
+    }
+}
+
+/* Every heartbeat interval: beat, and if the broker has been silent for the
+ * liveness period, start over with a fresh socket (zmq would reconnect the
+ * old one, but a restarted broker would not know our routing id). */
+static void sb_worker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+    sb_worker_t *w = arg;
+    int64_t silent = sb_mono_ms() - w->last_heard_ms;
+    if (silent >= (int64_t)w->heartbeat_ms * w->liveness) {
+        sb_warn("broker silent for %lld ms: reconnecting to %s", (long long)silent, w->endpoint);
+        sb_worker_abandon_all(w);
+        sb_worker_close_socket(w, 0);
+        if (sb_worker_open_socket(w) < 0) {
+            sb_error("cannot reopen the broker socket; retrying in %d ms", w->heartbeat_ms);
+            return;
+        }
+        if (w->state == SB_WORKER_ACTIVE)
+            sb_worker_send_ready(w);
+        return;
+    }
+    if (!w->sock && sb_worker_open_socket(w) < 0)
+        return;
+    int rc = sb_worker_send(w, SB_CMD_HEARTBEAT, NULL, NULL, 0);
+    if (rc < 0 && rc != -EAGAIN)
+        sb_warn("could not send HEARTBEAT: %s", strerror(-rc));
+}
+
+static void sb_worker_on_reap(evutil_socket_t fd, short what, void *arg)
+{
+    sb_worker_t *w = arg;
+    while (w->reap_list) {
+        sb_wjob_t *j = w->reap_list;
+        w->reap_list = j->next_reap;
+        sb_wjob_free(j);
+    }
+    if (w->state == SB_WORKER_DRAINING && sb_map_size(w->jobs) == 0) {
+        event_del(w->drain_timer);
+        sb_worker_set_state(w, SB_WORKER_STOPPED);
+        if (w->on_stopped)
+            w->on_stopped(w->arg);
+    }
+}
+
+static void sb_worker_on_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    sb_worker_t *w = arg;
+    sb_warn("drain period over with %zu job(s) running: failing them", sb_map_size(w->jobs));
+    sb_map_remove_if(w->jobs, sb_worker_fail_one, NULL);
+    event_active(w->reap, EV_TIMEOUT, 0);
+}
+
+/* "a,b , c" -> ["a","b","c"]; nothing -> ["*"]. */
+static json_t *sb_worker_parse_models(const char *models)
+{
+    json_t *arr = json_array();
+    const char *p = models ? models : "";
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *s = p;
+        size_t m = n;
+        while (m > 0 && (*s == ' ' || *s == '\t')) {
+            s++;
+            m--;
+        }
+        while (m > 0 && (s[m - 1] == ' ' || s[m - 1] == '\t'))
+            m--;
+        if (m > 0 && m <= SB_MODEL_ID_MAX)
+            json_array_append_new(arr, json_stringn(s, m));
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (json_array_size(arr) == 0)
+        json_array_append_new(arr, json_string("*"));
+    return arr;
+}
+
+sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *base)
+{
+    sb_worker_t *w = sb_xcalloc(1, sizeof *w);
+    w->base = base;
+    w->state = SB_WORKER_ACTIVE;
+    w->endpoint = sb_xstrdup(cfg->endpoint ? cfg->endpoint : SB_BROKER_WORKER_ENDPOINT_DEFAULT);
+    if (cfg->name && *cfg->name) {
+        w->name = sb_xstrdup(cfg->name);
+    } else {
+        char host[256] = "worker";
+        if (gethostname(host, sizeof host) < 0)
+            snprintf(host, sizeof host, "worker");
+        host[sizeof host - 1] = '\0';
+        w->name = sb_xasprintf("%s-%d", host, (int)getpid());
+    }
+    w->models = sb_worker_parse_models(cfg->models);
+    w->credits = cfg->credits > 0 ? cfg->credits : SB_WORKER_DEFAULT_CREDITS;
+    w->heartbeat_ms = cfg->heartbeat_ms > 0 ? cfg->heartbeat_ms : SB_HEARTBEAT_INTERVAL_MS;
+    w->liveness = cfg->liveness > 0 ? cfg->liveness : SB_HEARTBEAT_LIVENESS;
+    w->connect_timeout_ms =
+        cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : SB_WORKER_DEFAULT_CONNECT_TIMEOUT_MS;
+    w->drain_ms = cfg->drain_ms > 0 ? cfg->drain_ms : SB_WORKER_DEFAULT_DRAIN_MS;
+    w->on_stopped = cfg->on_stopped;
+    w->arg = cfg->arg;
+    w->jobs = sb_map_new();
+    w->upstream = sb_upstream_new(base);
+    w->heartbeat = event_new(base, -1, EV_PERSIST, sb_worker_on_heartbeat, w);
+    w->drain_timer = evtimer_new(base, sb_worker_on_drain_timeout, w);
+    w->reap = event_new(base, -1, 0, sb_worker_on_reap, w);
+    if (!w->upstream || !w->heartbeat || !w->drain_timer || !w->reap)
+        goto fail;
+    if (sb_worker_open_socket(w) < 0)
+        goto fail;
+    struct timeval tv = {.tv_sec = w->heartbeat_ms / 1000, .tv_usec = (w->heartbeat_ms % 1000) * 1000};
+    if (event_add(w->heartbeat, &tv) < 0)
+        goto fail;
+    sb_worker_send_ready(w);
+    sb_info("worker %s: connecting to %s, %d credits", w->name, w->endpoint, w->credits);
+    return w;
+fail:
+    sb_worker_destroy(&w);
+    return NULL;
+}
+
+void sb_worker_destroy(sb_worker_t **pw)
+{
+    if (!pw || !*pw)
+        return;
+    sb_worker_t *w = *pw;
+    if (w->jobs)
+        sb_worker_abandon_all(w);
+    while (w->reap_list) {
+        sb_wjob_t *j = w->reap_list;
+        w->reap_list = j->next_reap;
+        sb_wjob_free(j);
+    }
+    sb_worker_close_socket(w, SB_WORKER_CLOSE_LINGER_MS);
+    sb_upstream_destroy(&w->upstream);
+    if (w->heartbeat)
+        event_free(w->heartbeat);
+    if (w->drain_timer)
+        event_free(w->drain_timer);
+    if (w->reap)
+        event_free(w->reap);
+    sb_map_destroy(&w->jobs);
+    json_decref(w->models);
+    free(w->endpoint);
+    free(w->name);
+    free(w);
+    *pw = NULL;
+}
+
+void sb_worker_stop(sb_worker_t *w)
+{
+    if (w->state == SB_WORKER_STOPPED)
+        return;
+    if (w->state == SB_WORKER_DRAINING) {
+        sb_worker_on_drain_timeout(-1, 0, w);
+        return;
+    }
+    sb_worker_set_state(w, SB_WORKER_DRAINING);
+    struct timeval tv = {.tv_sec = w->drain_ms / 1000, .tv_usec = (w->drain_ms % 1000) * 1000};
+    event_add(w->drain_timer, &tv);
+    event_active(w->reap, EV_TIMEOUT, 0); /* reaches STOPPED at once when idle */
+}
+
+enum sb_worker_state sb_worker_state(const sb_worker_t *w)
+{
+    return w->state;
+}
+
+size_t sb_worker_inflight(const sb_worker_t *w)
+{
+    return sb_map_size(w->jobs);
+}
