@@ -1,0 +1,148 @@
+/*
+ * emu_internal: what the emulator's modules share. emu_server.c owns the HTTP
+ * server, connection tracking and the life of each request; every protocol
+ * file (emu_openai_chat.c, later emu_openai_responses.c, emu_anthropic.c,
+ * emu_gemini.c) only turns a parsed request (struct sb_emu_call) into a reply
+ * description (struct sb_emu_reply), which the server then delivers: at once,
+ * after a delay, as a stream of SSE events, or never (hang).
+ */
+#ifndef SB_EMU_INTERNAL_H
+#define SB_EMU_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "emu.h"
+
+struct evhttp_request;
+
+/* ---- reply description (filled by a protocol handler) ---------------------- */
+
+#define SB_EMU_MAX_HEADERS 6
+
+struct sb_emu_header {
+    const char *name; /* static string */
+    char *value;      /* owned */
+};
+
+struct sb_emu_reply {
+    int status;               /* HTTP status; 0 until a handler sets it */
+    const char *content_type; /* static string */
+    char *body;               /* owned; the whole body unless stream */
+    size_t body_len;
+    struct sb_emu_header headers[SB_EMU_MAX_HEADERS];
+    size_t nheaders;
+
+    int delay_ms; /* extra delay before the first byte (directive) */
+    bool hang;    /* never answer; hold the request until the client leaves */
+    bool drop;    /* close the connection without answering */
+
+    /* Streaming: status + headers, then each chunk as one HTTP chunk. */
+    bool stream;
+    char **chunks; /* owned */
+    size_t nchunks, chunks_cap;
+    int chunk_delay_ms; /* pause between chunks; 0 = send all at once */
+    long hang_after;    /* >= 0: after this many chunks, hold the stream open forever */
+    long drop_after;    /* >= 0: after this many chunks, close the connection */
+};
+
+void sb_emu_reply_init(struct sb_emu_reply *r);
+void sb_emu_reply_clear(struct sb_emu_reply *r);
+/* Sets status and a JSON body (json is borrowed; serialised compactly). */
+void sb_emu_reply_json(struct sb_emu_reply *r, int status, const json_t *json);
+/* Sets a header; value is copied. Silently ignored past SB_EMU_MAX_HEADERS. */
+void sb_emu_reply_header(struct sb_emu_reply *r, const char *name, const char *value);
+/* Appends one SSE event "data: <json>\n\n" (json borrowed). */
+void sb_emu_reply_sse_json(struct sb_emu_reply *r, const json_t *json);
+/* Appends raw chunk bytes (copied). */
+void sb_emu_reply_chunk(struct sb_emu_reply *r, const char *data);
+
+/* ---- one request as seen by a protocol handler ---------------------------- */
+
+struct sb_emu;
+
+struct sb_emu_call {
+    struct sb_emu *emu;         /* borrowed */
+    struct evhttp_request *req; /* borrowed */
+    const char *method;         /* "GET", "POST", ... */
+    const char *path;           /* without the query string */
+    const char *body;           /* NUL-terminated copy of the body (owned by the server) */
+    size_t body_len;
+    json_t *json;               /* the body parsed as JSON, or NULL (borrowed) */
+    struct sb_emu_reply reply;  /* filled by the handler */
+};
+
+/* Case-insensitive request header lookup; NULL if absent. */
+const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name);
+/* The configured required key, or NULL when auth is off. */
+const char *sb_emu_required_key(const struct sb_emu *emu);
+
+/* ---- directives (emu_directives.c) ----------------------------------------- */
+
+struct sb_emu_directives {
+    int status;         /* 400..599, or 0 */
+    int latency_ms;     /* extra delay, or 0 */
+    bool hang;          /* never answer */
+    bool drop;          /* close the connection without answering */
+    bool length;        /* finish_reason "length", reply cut to one word */
+    bool malformed;     /* 200 with a body that is not JSON */
+    int chunk_delay_ms; /* streaming: pause between chunks, or -1 */
+    long hang_after;    /* streaming: hold open after N chunks, or -1 */
+    long drop_after;    /* streaming: drop the connection after N chunks, or -1 */
+};
+
+struct sb_emu_tool_call {
+    char *name;      /* owned */
+    char *arguments; /* owned; JSON text exactly as written */
+};
+
+/*
+ * Finds every "[[emu:NAME]]" / "[[emu:NAME=VALUE]]" in text, fills d, and
+ * returns in *clean (owned) the text with the directives removed and the
+ * whitespace trimmed. Returns 0, or -EINVAL with a message in err for an
+ * unknown directive or a bad value.
+ */
+int sb_emu_directives_parse(const char *text, struct sb_emu_directives *d, char **clean, char *err,
+                            size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * If text (already cleaned) starts with "CALL ", parses every line of the form
+ * "CALL <name> [<json-args>]" into *calls (owned array, *ncalls entries; free
+ * with sb_emu_tool_calls_free). Returns 1 when calls were found, 0 when the
+ * text is not a CALL, -EINVAL (message in err) when a CALL line is malformed.
+ */
+int sb_emu_directives_calls(const char *text, struct sb_emu_tool_call **calls, size_t *ncalls, char *err,
+                            size_t errlen) __attribute__((warn_unused_result));
+void sb_emu_tool_calls_free(struct sb_emu_tool_call **calls, size_t ncalls);
+
+/* Whitespace-separated words in s (the emulator's token count). */
+size_t sb_emu_count_words(const char *s);
+/* Byte length of the prefix of s holding its first n words (no trailing space). */
+size_t sb_emu_words_prefix(const char *s, size_t n);
+
+/* ---- journal (emu_journal.c) ------------------------------------------------ */
+
+struct sb_emu_journal;
+
+struct sb_emu_journal *sb_emu_journal_new(size_t capacity);
+void sb_emu_journal_destroy(struct sb_emu_journal **j);
+/* Appends entry (reference stolen), evicting the oldest past capacity. */
+void sb_emu_journal_add(struct sb_emu_journal *j, json_t *entry);
+/* New array of the newest `limit` entries (0 = all), oldest first. */
+json_t *sb_emu_journal_list(const struct sb_emu_journal *j, size_t limit);
+void sb_emu_journal_clear(struct sb_emu_journal *j);
+size_t sb_emu_journal_size(const struct sb_emu_journal *j);
+
+/* ---- protocols -------------------------------------------------------------- */
+
+/* OpenAI error body {"error":{message,type,param,code}}; param/code may be NULL. */
+void sb_emu_openai_error(struct sb_emu_reply *r, int status, const char *message, const char *type,
+                         const char *param, const char *code);
+/* OpenAI's 401 for a missing or wrong bearer key; returns true if it replied. */
+bool sb_emu_openai_check_auth(struct sb_emu_call *call);
+
+void sb_emu_openai_chat_handle(struct sb_emu_call *call);   /* POST /v1/chat/completions */
+void sb_emu_openai_models_handle(struct sb_emu_call *call); /* GET /v1/models */
+
+#endif

@@ -1,0 +1,713 @@
+/*
+ * emu_server: the emulator's HTTP server (libevent evhttp, one event loop).
+ *
+ * It routes /v1/... to the protocol files, serves the /_emu/... control endpoints
+ * (health, journal, stats), and owns the life of every /v1 request: a protocol
+ * handler only describes the reply (struct sb_emu_reply); this file delivers
+ * it now, after a timer, chunk by chunk, or never (hang), and notices when the
+ * client goes away first.
+ *
+ * Client aborts. When a client closes its connection while a request is still
+ * unanswered, libevent detaches the request from the connection (it becomes
+ * ours to free) and frees the connection, calling our close callback first;
+ * requests still attached at that point are freed by libevent itself. The
+ * close callback therefore only records which case applies and marks the
+ * request GONE; the request is reaped from its own timer on the next loop
+ * iteration (a safe point, never inside libevent's callback stack).
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "emu_internal.h"
+#include "sb_alloc.h"
+#include "sb_id.h"
+#include "sb_log.h"
+#include "sb_time.h"
+
+/* Life of one /v1 request that is not answered synchronously. */
+enum sb_emu_req_state {
+    SB_EMU_REQ_DELAYED,   /* nothing sent yet; the timer fires when the reply is due */
+    SB_EMU_REQ_STREAMING, /* status and headers sent; the timer sends the next chunk(s) */
+    SB_EMU_REQ_HANGING,   /* nothing more will be sent; waiting for the client to leave */
+    SB_EMU_REQ_GONE,      /* the client left (or we dropped it); reaped by the next timer */
+};
+
+struct sb_emu_req {
+    struct sb_emu *emu;
+    struct evhttp_request *req;      /* NULL once libevent freed it with the connection */
+    struct evhttp_connection *evcon; /* NULL once the connection closed */
+    bool req_detached;               /* libevent detached req: we must free it */
+    bool dropping;                   /* we are closing the connection on purpose */
+    enum sb_emu_req_state state;
+    struct event *timer;
+    struct event *watch; /* EV_READ on the client socket: notices the client leaving */
+    struct sb_emu_reply reply;
+    size_t next_chunk;
+    struct sb_emu_req *prev, *next;
+};
+
+struct sb_emu {
+    struct event_base *base; /* borrowed */
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    int port;
+    int latency_ms;
+    char *require_key;
+    struct sb_emu_journal *journal;
+    struct sb_emu_req *reqs; /* live deferred requests */
+    struct evhttp_connection **conn_by_fd;
+    size_t conn_cap;
+    struct sb_emu_stats stats;
+    uint64_t journal_seq;
+    bool closing;
+};
+
+static void set_nodelay(evutil_socket_t fd)
+{
+    int one = 1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0)
+        sb_debug("emulator: TCP_NODELAY on fd %d: %s", (int)fd, strerror(errno));
+}
+
+/* ---- reply helpers ------------------------------------------------------------ */
+
+void sb_emu_reply_init(struct sb_emu_reply *r)
+{
+    memset(r, 0, sizeof *r);
+    r->content_type = "application/json";
+    r->hang_after = -1;
+    r->drop_after = -1;
+}
+
+void sb_emu_reply_clear(struct sb_emu_reply *r)
+{
+    free(r->body);
+    for (size_t i = 0; i < r->nheaders; i++)
+        free(r->headers[i].value);
+    for (size_t i = 0; i < r->nchunks; i++)
+        free(r->chunks[i]);
+    free(r->chunks);
+    sb_emu_reply_init(r);
+}
+
+void sb_emu_reply_json(struct sb_emu_reply *r, int status, const json_t *json)
+{
+    free(r->body);
+    r->status = status;
+    r->content_type = "application/json";
+    r->body = json_dumps(json, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!r->body)
+        r->body = sb_xstrdup("{}");
+    r->body_len = strlen(r->body);
+}
+
+void sb_emu_reply_header(struct sb_emu_reply *r, const char *name, const char *value)
+{
+    if (r->nheaders >= SB_EMU_MAX_HEADERS)
+        return;
+    r->headers[r->nheaders].name = name;
+    r->headers[r->nheaders].value = sb_xstrdup(value);
+    r->nheaders++;
+}
+
+static void reply_push_chunk(struct sb_emu_reply *r, char *owned)
+{
+    if (r->nchunks == r->chunks_cap) {
+        r->chunks_cap = r->chunks_cap ? r->chunks_cap * 2 : 16;
+        r->chunks = sb_xrealloc(r->chunks, r->chunks_cap * sizeof *r->chunks);
+    }
+    r->chunks[r->nchunks++] = owned;
+}
+
+void sb_emu_reply_chunk(struct sb_emu_reply *r, const char *data)
+{
+    reply_push_chunk(r, sb_xstrdup(data));
+}
+
+void sb_emu_reply_sse_json(struct sb_emu_reply *r, const json_t *json)
+{
+    char *s = json_dumps(json, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!s)
+        return;
+    reply_push_chunk(r, sb_xasprintf("data: %s\n\n", s));
+    free(s);
+}
+
+/* ---- call helpers -------------------------------------------------------------- */
+
+const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name)
+{
+    return evhttp_find_header(evhttp_request_get_input_headers(call->req), name);
+}
+
+const char *sb_emu_required_key(const struct sb_emu *emu)
+{
+    return emu->require_key;
+}
+
+/* ---- connection tracking ------------------------------------------------------- */
+
+static void req_set_state(struct sb_emu_req *r, enum sb_emu_req_state state);
+
+/*
+ * Runs when libevent is about to free a client connection (client closed,
+ * error, timeout, or server shutdown). See the file comment.
+ */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct sb_emu *emu = arg;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd >= 0 && (size_t)fd < emu->conn_cap && emu->conn_by_fd[fd] == evcon) {
+        emu->conn_by_fd[fd] = NULL;
+    } else {
+        for (size_t i = 0; i < emu->conn_cap; i++)
+            if (emu->conn_by_fd[i] == evcon)
+                emu->conn_by_fd[i] = NULL;
+    }
+    emu->stats.open_connections--;
+
+    for (struct sb_emu_req *r = emu->reqs; r; r = r->next) {
+        if (r->evcon != evcon)
+            continue;
+        r->evcon = NULL;
+        if (r->watch)
+            event_del(r->watch);
+        if (r->req && evhttp_request_get_connection(r->req) == NULL)
+            r->req_detached = true;
+        else
+            r->req = NULL;
+        if (r->dropping || r->state == SB_EMU_REQ_GONE)
+            continue;
+        if (!emu->closing)
+            emu->stats.closed_by_client++;
+        req_set_state(r, SB_EMU_REQ_GONE);
+        if (!emu->closing)
+            event_active(r->timer, EV_TIMEOUT, 1);
+    }
+}
+
+/* Called for every request: TCP_NODELAY and a close callback, once per connection. */
+static void track_connection(struct sb_emu *emu, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    if (!evcon)
+        return;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0)
+        return;
+    if ((size_t)fd >= emu->conn_cap) {
+        size_t cap = emu->conn_cap ? emu->conn_cap : 64;
+        while (cap <= (size_t)fd)
+            cap *= 2;
+        emu->conn_by_fd = sb_xrealloc(emu->conn_by_fd, cap * sizeof *emu->conn_by_fd);
+        memset(emu->conn_by_fd + emu->conn_cap, 0, (cap - emu->conn_cap) * sizeof *emu->conn_by_fd);
+        emu->conn_cap = cap;
+    }
+    if (emu->conn_by_fd[fd] == evcon)
+        return;
+    emu->conn_by_fd[fd] = evcon;
+    set_nodelay(fd);
+    evhttp_connection_set_closecb(evcon, on_conn_close, emu);
+    emu->stats.open_connections++;
+    emu->stats.connections_total++;
+}
+
+/* ---- request delivery ---------------------------------------------------------- */
+
+static void req_set_state(struct sb_emu_req *r, enum sb_emu_req_state state)
+{
+    if (state == SB_EMU_REQ_GONE && r->state != SB_EMU_REQ_GONE)
+        r->emu->stats.open_requests--;
+    r->state = state;
+}
+
+static void req_free(struct sb_emu_req *r)
+{
+    struct sb_emu *emu = r->emu;
+    if (r->state != SB_EMU_REQ_GONE)
+        emu->stats.open_requests--;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        emu->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    if (r->timer)
+        event_free(r->timer);
+    if (r->watch)
+        event_free(r->watch);
+    if (r->req && r->req_detached)
+        evhttp_request_free(r->req);
+    sb_emu_reply_clear(&r->reply);
+    free(r);
+}
+
+static void add_reply_headers(struct sb_emu_req *r)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
+    evhttp_add_header(h, "Content-Type", r->reply.content_type);
+    for (size_t i = 0; i < r->reply.nheaders; i++)
+        evhttp_add_header(h, r->reply.headers[i].name, r->reply.headers[i].value);
+}
+
+/* Reason phrases libevent 2.1 lacks or words differently (it says "Client Error" for 429). */
+static const char *status_reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 529: return "Overloaded";
+    }
+    return NULL;
+}
+
+static void arm_timer(struct sb_emu_req *r, int ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    evtimer_add(r->timer, &tv);
+}
+
+/*
+ * Closes the client connection on purpose ([[emu:drop]], drop_after). What was
+ * already queued (headers, earlier chunks) is flushed first: while output is
+ * pending, the timer retries in 1 ms. Returns true if r was freed.
+ */
+static bool req_drop(struct sb_emu_req *r)
+{
+    struct bufferevent *bev = r->evcon ? evhttp_connection_get_bufferevent(r->evcon) : NULL;
+    if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+        arm_timer(r, 1);
+        return false;
+    }
+    r->dropping = true;
+    if (r->evcon)
+        evhttp_connection_free(r->evcon); /* runs on_conn_close, which frees or detaches r->req */
+    req_free(r);
+    return true;
+}
+
+/*
+ * Sends the chunks that are due. Returns true if r was freed (done or dropped).
+ */
+static bool req_stream_step(struct sb_emu_req *r)
+{
+    struct sb_emu_reply *rep = &r->reply;
+    struct evbuffer *buf = evbuffer_new();
+    while (r->next_chunk < rep->nchunks) {
+        if (rep->hang_after >= 0 && r->next_chunk >= (size_t)rep->hang_after) {
+            evbuffer_free(buf);
+            req_set_state(r, SB_EMU_REQ_HANGING);
+            return false;
+        }
+        if (rep->drop_after >= 0 && r->next_chunk >= (size_t)rep->drop_after) {
+            evbuffer_free(buf);
+            return req_drop(r);
+        }
+        const char *c = rep->chunks[r->next_chunk++];
+        evbuffer_add(buf, c, strlen(c));
+        evhttp_send_reply_chunk(r->req, buf);
+        if (rep->chunk_delay_ms > 0 && r->next_chunk < rep->nchunks) {
+            evbuffer_free(buf);
+            arm_timer(r, rep->chunk_delay_ms);
+            return false;
+        }
+    }
+    evbuffer_free(buf);
+    if (rep->hang_after >= 0 && r->next_chunk >= (size_t)rep->hang_after) {
+        req_set_state(r, SB_EMU_REQ_HANGING);
+        return false;
+    }
+    if (rep->drop_after >= 0)
+        return req_drop(r);
+    evhttp_send_reply_end(r->req);
+    r->req = NULL;
+    req_free(r);
+    return true;
+}
+
+/* Delivers the reply's first bytes (or all of it). The reply is due now. */
+static void req_deliver(struct sb_emu_req *r)
+{
+    struct sb_emu_reply *rep = &r->reply;
+    if (rep->drop) {
+        req_drop(r);
+        return;
+    }
+    if (rep->hang) {
+        req_set_state(r, SB_EMU_REQ_HANGING);
+        return;
+    }
+    add_reply_headers(r);
+    if (rep->stream) {
+        evhttp_send_reply_start(r->req, rep->status, status_reason(rep->status));
+        req_set_state(r, SB_EMU_REQ_STREAMING);
+        req_stream_step(r);
+        return;
+    }
+    struct evbuffer *buf = evbuffer_new();
+    evbuffer_add(buf, rep->body ? rep->body : "", rep->body ? rep->body_len : 0);
+    evhttp_send_reply(r->req, rep->status, status_reason(rep->status), buf);
+    evbuffer_free(buf);
+    r->req = NULL;
+    req_free(r);
+}
+
+static void on_req_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct sb_emu_req *r = arg;
+    switch (r->state) {
+    case SB_EMU_REQ_DELAYED:
+        req_deliver(r);
+        break;
+    case SB_EMU_REQ_STREAMING:
+        req_stream_step(r);
+        break;
+    case SB_EMU_REQ_HANGING:
+        break;
+    case SB_EMU_REQ_GONE:
+        req_free(r);
+        break;
+    }
+}
+
+/*
+ * Runs when a client socket with an unanswered request becomes readable.
+ * libevent does not read from a connection while its request awaits a reply,
+ * so without this a client that gives up on a delayed or hanging request
+ * would go unnoticed until we write. EOF or an error means the client left:
+ * free the connection (on_conn_close marks r GONE). Data means a pipelined
+ * request: stop watching and leave it to libevent.
+ */
+static void on_client_readable(evutil_socket_t fd, short what, void *arg)
+{
+    struct sb_emu_req *r = arg;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0)
+        return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        event_add(r->watch, NULL);
+        return;
+    }
+    if (r->evcon)
+        evhttp_connection_free(r->evcon);
+}
+
+/*
+ * Takes over call->reply. A plain reply due now is sent at once; anything
+ * else (delay, hang, drop, stream) goes through r->timer, so that connections
+ * are never freed inside libevent's request callback.
+ */
+static void req_start(struct sb_emu *emu, struct sb_emu_call *call)
+{
+    struct sb_emu_req *r = sb_xcalloc(1, sizeof *r);
+    r->emu = emu;
+    r->req = call->req;
+    r->evcon = evhttp_request_get_connection(call->req);
+    r->reply = call->reply;
+    sb_emu_reply_init(&call->reply);
+    r->state = SB_EMU_REQ_DELAYED;
+    r->timer = evtimer_new(emu->base, on_req_timer, r);
+    r->next = emu->reqs;
+    if (emu->reqs)
+        emu->reqs->prev = r;
+    emu->reqs = r;
+    emu->stats.open_requests++;
+
+    long delay = (long)emu->latency_ms + r->reply.delay_ms;
+    if (delay == 0 && !r->reply.hang && !r->reply.drop && !r->reply.stream) {
+        req_deliver(r);
+        return;
+    }
+    struct bufferevent *bev = r->evcon ? evhttp_connection_get_bufferevent(r->evcon) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd >= 0) {
+        r->watch = event_new(emu->base, fd, EV_READ, on_client_readable, r);
+        event_add(r->watch, NULL);
+    }
+    arm_timer(r, (int)delay);
+}
+
+/* ---- routing ------------------------------------------------------------------- */
+
+static const char *method_name(enum evhttp_cmd_type cmd)
+{
+    switch (cmd) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    case EVHTTP_REQ_TRACE: return "TRACE";
+    case EVHTTP_REQ_CONNECT: return "CONNECT";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    }
+    return "UNKNOWN";
+}
+
+static void send_json_now(struct evhttp_request *req, int status, json_t *json /* stolen */)
+{
+    char *s = json_dumps(json, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(json);
+    struct evbuffer *buf = evbuffer_new();
+    if (s)
+        evbuffer_add(buf, s, strlen(s));
+    free(s);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, status, status_reason(status), buf);
+    evbuffer_free(buf);
+}
+
+/* Parses "limit" from a query string; 0 (all) when absent or invalid. */
+static size_t query_limit(const char *query)
+{
+    if (!query)
+        return 0;
+    struct evkeyvalq params;
+    params.tqh_first = NULL;
+    params.tqh_last = &params.tqh_first;
+    size_t limit = 0;
+    if (evhttp_parse_query_str(query, &params) == 0) {
+        const char *v = evhttp_find_header(&params, "limit");
+        if (v) {
+            char *end = NULL;
+            errno = 0;
+            long n = strtol(v, &end, 10);
+            if (!errno && end != v && *end == '\0' && n > 0)
+                limit = (size_t)n;
+        }
+    }
+    evhttp_clear_headers(&params);
+    return limit;
+}
+
+static json_t *stats_json(const struct sb_emu *emu)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "requests_total", (json_int_t)emu->stats.requests_total,
+                     "open_requests", (json_int_t)emu->stats.open_requests, "closed_by_client",
+                     (json_int_t)emu->stats.closed_by_client, "open_connections",
+                     (json_int_t)emu->stats.open_connections, "connections_total",
+                     (json_int_t)emu->stats.connections_total, "journal_size",
+                     (json_int_t)sb_emu_journal_size(emu->journal));
+}
+
+/* /_emu/...: the test-control endpoints. Always answered synchronously. */
+static void handle_control(struct sb_emu *emu, struct evhttp_request *req, enum evhttp_cmd_type cmd,
+                           const char *path, const char *query)
+{
+    if (!strcmp(path, "/_emu/health") && cmd == EVHTTP_REQ_GET) {
+        send_json_now(req, 200, json_pack("{s:b}", "ok", 1));
+    } else if (!strcmp(path, "/_emu/requests") && cmd == EVHTTP_REQ_GET) {
+        json_t *list = sb_emu_journal_list(emu->journal, query_limit(query));
+        send_json_now(req, 200, json_pack("{s:o}", "requests", list));
+    } else if (!strcmp(path, "/_emu/requests") && cmd == EVHTTP_REQ_DELETE) {
+        sb_emu_journal_clear(emu->journal);
+        send_json_now(req, 200, json_pack("{s:b}", "ok", 1));
+    } else if (!strcmp(path, "/_emu/stats") && cmd == EVHTTP_REQ_GET) {
+        send_json_now(req, 200, stats_json(emu));
+    } else if (!strcmp(path, "/_emu/stats") && cmd == EVHTTP_REQ_DELETE) {
+        emu->stats.requests_total = 0;
+        emu->stats.closed_by_client = 0;
+        emu->stats.connections_total = 0;
+        send_json_now(req, 200, json_pack("{s:b}", "ok", 1));
+    } else {
+        send_json_now(req, 404, json_pack("{s:s}", "error", "no such emulator control endpoint"));
+    }
+}
+
+static json_t *journal_entry(struct sb_emu *emu, const struct sb_emu_call *call, const char *query)
+{
+    json_t *headers = json_object();
+    struct evkeyvalq *in = evhttp_request_get_input_headers(call->req);
+    for (struct evkeyval *kv = in->tqh_first; kv; kv = kv->next.tqe_next) {
+        char *lower = sb_xstrdup(kv->key);
+        for (char *p = lower; *p; p++)
+            if (*p >= 'A' && *p <= 'Z')
+                *p = (char)(*p - 'A' + 'a');
+        json_t *prev = json_object_get(headers, lower);
+        if (prev && json_is_string(prev)) {
+            char *joined = sb_xasprintf("%s, %s", json_string_value(prev), kv->value);
+            json_object_set_new(headers, lower, json_string(joined));
+            free(joined);
+        } else {
+            json_object_set_new(headers, lower, json_string(kv->value));
+        }
+        free(lower);
+    }
+    return json_pack("{s:I, s:I, s:s, s:s, s:s?, s:o, s:O?, s:I}", "seq", (json_int_t)++emu->journal_seq, "time",
+                     (json_int_t)sb_now_ms(), "method", call->method, "path", call->path, "query", query,
+                     "headers", headers, "body", call->json, "body_bytes", (json_int_t)call->body_len);
+}
+
+static void route_v1(struct sb_emu_call *call, enum evhttp_cmd_type cmd)
+{
+    if (!strcmp(call->path, "/v1/chat/completions") && cmd == EVHTTP_REQ_POST) {
+        sb_emu_openai_chat_handle(call);
+    } else if (!strcmp(call->path, "/v1/models") && cmd == EVHTTP_REQ_GET) {
+        sb_emu_openai_models_handle(call);
+    } else if (!sb_emu_openai_check_auth(call)) {
+        char *msg = sb_xasprintf("Invalid URL (%s %s)", call->method, call->path);
+        sb_emu_openai_error(&call->reply, 404, msg, "invalid_request_error", NULL, NULL);
+        free(msg);
+    }
+}
+
+static void handle_v1(struct sb_emu *emu, struct evhttp_request *req, enum evhttp_cmd_type cmd, const char *path,
+                      const char *query)
+{
+    emu->stats.requests_total++;
+
+    struct sb_emu_call call = {.emu = emu, .req = req, .method = method_name(cmd), .path = path};
+    sb_emu_reply_init(&call.reply);
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    call.body_len = evbuffer_get_length(in);
+    char *body = sb_xmalloc(call.body_len + 1);
+    if (call.body_len)
+        evbuffer_copyout(in, body, call.body_len);
+    body[call.body_len] = '\0';
+    call.body = body;
+    if (call.body_len)
+        call.json = json_loadb(body, call.body_len, JSON_DECODE_ANY, NULL);
+
+    json_t *entry = journal_entry(emu, &call, query);
+
+    route_v1(&call, cmd);
+    if (call.reply.status == 0)
+        sb_emu_openai_error(&call.reply, 500, "emulator handler produced no reply", "server_error", NULL, NULL);
+
+    char rid[SB_ID_MAX];
+    sb_id_new(rid, sizeof rid, "req_", 16);
+    sb_emu_reply_header(&call.reply, "x-request-id", rid);
+    if (entry) {
+        json_object_set_new(entry, "request_id", json_string(rid));
+        if (call.reply.hang || call.reply.drop)
+            json_object_set_new(entry, "status", json_null());
+        else
+            json_object_set_new(entry, "status", json_integer(call.reply.status));
+        sb_emu_journal_add(emu->journal, entry);
+    }
+
+    req_start(emu, &call);
+    json_decref(call.json);
+    free(body);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct sb_emu *emu = arg;
+    track_connection(emu, req);
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (!path || !*path)
+        path = "/";
+    if (!strncmp(path, "/_emu/", 6))
+        handle_control(emu, req, cmd, path, query);
+    else if (!strcmp(path, "/v1") || !strncmp(path, "/v1/", 4))
+        handle_v1(emu, req, cmd, path, query);
+    else
+        send_json_now(req, 404, json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", "Not found", "type",
+                                          "invalid_request_error", "param", "code"));
+}
+
+/* ---- lifecycle ----------------------------------------------------------------- */
+
+struct sb_emu *sb_emu_new(struct event_base *base, const struct sb_emu_config *cfg)
+{
+    struct sb_emu *emu = sb_xcalloc(1, sizeof *emu);
+    emu->base = base;
+    emu->latency_ms = cfg->latency_ms > 0 ? cfg->latency_ms : 0;
+    if (cfg->require_key && *cfg->require_key)
+        emu->require_key = sb_xstrdup(cfg->require_key);
+    emu->journal = sb_emu_journal_new(cfg->journal_max ? cfg->journal_max : SB_EMU_DEFAULT_JOURNAL);
+
+    emu->http = evhttp_new(base);
+    if (!emu->http) {
+        sb_error("emulator: evhttp_new failed");
+        goto fail;
+    }
+    evhttp_set_max_body_size(emu->http, (ev_ssize_t)(cfg->max_body ? cfg->max_body : SB_EMU_DEFAULT_MAX_BODY));
+    evhttp_set_max_headers_size(emu->http, 64 * 1024);
+    evhttp_set_timeout(emu->http, cfg->idle_timeout_s > 0 ? cfg->idle_timeout_s : SB_EMU_DEFAULT_IDLE_TIMEOUT_S);
+    evhttp_set_allowed_methods(emu->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+    evhttp_set_gencb(emu->http, on_request, emu);
+
+    const char *host = cfg->host ? cfg->host : SB_EMU_DEFAULT_HOST;
+    if (cfg->port < 0 || cfg->port > 65535)
+        goto fail;
+    emu->bound = evhttp_bind_socket_with_handle(emu->http, host, (ev_uint16_t)cfg->port);
+    if (!emu->bound) {
+        sb_error("emulator: cannot listen on %s:%d: %s", host, cfg->port, strerror(errno));
+        goto fail;
+    }
+    evutil_socket_t lfd = evhttp_bound_socket_get_fd(emu->bound);
+    set_nodelay(lfd); /* inherited by accepted sockets on Linux; set again per connection */
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(lfd, (struct sockaddr *)&ss, &sl) < 0)
+        goto fail;
+    if (ss.ss_family == AF_INET)
+        emu->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    else if (ss.ss_family == AF_INET6)
+        emu->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return emu;
+
+fail:
+    sb_emu_destroy(&emu);
+    return NULL;
+}
+
+int sb_emu_port(const struct sb_emu *emu)
+{
+    return emu->port;
+}
+
+void sb_emu_get_stats(const struct sb_emu *emu, struct sb_emu_stats *out)
+{
+    *out = emu->stats;
+}
+
+void sb_emu_destroy(struct sb_emu **emup)
+{
+    if (!emup || !*emup)
+        return;
+    struct sb_emu *emu = *emup;
+    emu->closing = true;
+    /* Frees every connection; on_conn_close sorts out which requests libevent frees. */
+    if (emu->http)
+        evhttp_free(emu->http);
+    while (emu->reqs)
+        req_free(emu->reqs);
+    sb_emu_journal_destroy(&emu->journal);
+    free(emu->conn_by_fd);
+    free(emu->require_key);
+    free(emu);
+    *emup = NULL;
+}
