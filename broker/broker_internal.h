@@ -42,13 +42,13 @@ enum sb_broker_job_state {
 struct sb_broker_job {
     char *id;
     char *model;
-    int64_t deadline_ms;       /* absolute, epoch ms (sb_now_ms) */
-    zframe_t *frontend;        /* owned copy of the submitter's routing id */
-    json_t *header;            /* owned SUBMIT header, forwarded as the JOB header; NULL once dispatched */
-    zframe_t *body;            /* owned job body, forwarded untouched; NULL once dispatched */
+    int64_t deadline_ms; /* absolute, epoch ms (sb_now_ms) */
+    zframe_t *frontend;  /* owned copy of the submitter's routing id */
+    json_t *header;      /* owned SUBMIT header, forwarded as the JOB header; NULL once dispatched */
+    zframe_t *body;      /* owned job body, forwarded untouched; NULL once dispatched */
     enum sb_broker_job_state state;
-    sb_broker_queue_t *queue;   /* while QUEUED */
-    sb_broker_worker_t *worker; /* while DISPATCHED or ABANDONED */
+    sb_broker_queue_t *queue;     /* while QUEUED */
+    sb_broker_worker_t *worker;   /* while DISPATCHED or ABANDONED */
     sb_broker_job_t *prev, *next; /* links in the queue or in the worker's list */
 };
 
@@ -109,12 +109,12 @@ struct sb_broker_worker {
     char *name;
     char **models; /* owned strings */
     size_t nmodels;
-    bool any_model; /* "*" was among the models */
-    int credits;    /* jobs it takes at once */
-    int in_flight;  /* jobs on its list (DISPATCHED or ABANDONED) */
+    bool any_model;       /* "*" was among the models */
+    int credits;          /* jobs it takes at once */
+    int in_flight;        /* jobs on its list (DISPATCHED or ABANDONED) */
     int64_t expires_mono; /* declared lost if silent until then (sb_mono_ms) */
     enum sb_broker_worker_state state;
-    sb_broker_job_t *jobs; /* its in-flight jobs */
+    sb_broker_job_t *jobs;           /* its in-flight jobs */
     sb_broker_worker_t *prev, *next; /* in the registry's live or lost list */
 };
 

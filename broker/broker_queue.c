@@ -12,7 +12,7 @@
 #include "sb_alloc.h"
 
 struct sb_broker_queues {
-    sb_map_t *by_model;             /* model -> sb_broker_queue_t */
+    sb_map_t *by_model;              /* model -> sb_broker_queue_t */
     sb_broker_queue_t *first, *last; /* round-robin order */
     size_t count;
     size_t max_per_model;

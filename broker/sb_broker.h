@@ -39,7 +39,8 @@ void sb_broker_config_init(sb_broker_config_t *cfg);
  * copied). Returns NULL, after logging why, when an endpoint cannot be bound. */
 sb_broker_t *sb_broker_new(const sb_broker_config_t *cfg);
 
-/* One loop iteration: waits up to timeout_ms (less when a timer is due) for
+/* One loop iteration: waits up to timeout_ms (less when a timer is due; < 0:
+ * until the next timer) for
  * messages, handles what arrived, runs due timers (heartbeats, liveness,
  * deadlines, stats) and dispatches queued jobs. Returns 0, or -EINTR once
  * the process was interrupted (SIGINT/SIGTERM via czmq) or sb_broker_stop

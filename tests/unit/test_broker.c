@@ -1,70 +1,165 @@
 /*
- * Unit tests for the broker over real ZeroMQ sockets (inproc): the broker is
- * stepped in-process while fake frontend and worker DEALERs talk to it.
+ * Unit tests for the broker: real ZeroMQ sockets over inproc, the broker
+ * driven in-process with sb_broker_run_once (no threads), and fake frontends
+ * and workers as DEALERs speaking sb_wire. Each case gets a fresh broker on
+ * fresh endpoints.
  */
 #include <errno.h>
-#include <stdlib.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "bk_broker.h"
+#include "sb_broker.h"
 #include "sb_event.h"
+#include "sb_log.h"
 #include "sb_mpjson.h"
 #include "sb_protocol.h"
 #include "sb_test.h"
 #include "sb_time.h"
 #include "sb_wire.h"
 
-static bk_broker_t *broker;
+static sb_broker_t *B;
+static char FE[128], WK[128];
+static bool use_tcp; /* loopback tcp with ephemeral ports instead of inproc */
+
+static void setup(size_t queue_max)
+{
+    static int n;
+    n++;
+    if (use_tcp) {
+        snprintf(FE, sizeof FE, "tcp://127.0.0.1:*");
+        snprintf(WK, sizeof WK, "tcp://127.0.0.1:*");
+    } else {
+        snprintf(FE, sizeof FE, "inproc://broker-test-fe-%d", n);
+        snprintf(WK, sizeof WK, "inproc://broker-test-wk-%d", n);
+    }
+    sb_broker_config_t cfg;
+    sb_broker_config_init(&cfg);
+    cfg.frontend_endpoint = FE;
+    cfg.worker_endpoint = WK;
+    if (queue_max)
+        cfg.queue_max = queue_max;
+    B = sb_broker_new(&cfg);
+    CHECK(B != NULL);
+    if (B) {
+        snprintf(FE, sizeof FE, "%s", sb_broker_frontend_endpoint(B));
+        snprintf(WK, sizeof WK, "%s", sb_broker_worker_endpoint(B));
+    }
+}
+
+static void teardown(void) { sb_broker_destroy(&B); }
+
+static zsock_t *peer(const char *endpoint)
+{
+    zsock_t *s = zsock_new(ZMQ_DEALER);
+    CHECK(s != NULL);
+    zsock_set_linger(s, 0);
+    CHECK_INT(zsock_connect(s, "%s", endpoint), 0);
+    return s;
+}
+
+static void step(int ms)
+{
+    int rc = sb_broker_run_once(B, ms);
+    CHECK_INT(rc, 0);
+}
 
 static void pump(int ms)
 {
     int64_t end = sb_mono_ms() + ms;
     while (sb_mono_ms() < end)
-        (void)bk_broker_step(broker, 5);
+        step(5);
 }
 
-/* Steps the broker until sock has a message (or ms pass); returns it. */
-static sb_wire_msg_t *expect_msg(zsock_t *sock, int ms)
+/* The next message on s (skipping HEARTBEATs unless want_heartbeat), running
+ * the broker meanwhile; NULL if none within ms. */
+static sb_wire_msg_t *expect_msg(zsock_t *s, int ms, bool want_heartbeat)
 {
     int64_t end = sb_mono_ms() + ms;
-    while (sb_mono_ms() < end) {
-        (void)bk_broker_step(broker, 5);
+    for (;;) {
         sb_wire_msg_t *m = NULL;
-        if (sb_wire_recv(sock, false, &m) == 0) {
-            if (m->cmd == SB_CMD_HEARTBEAT) { /* liveness noise */
-                sb_wire_msg_destroy(&m);
-                continue;
-            }
+        int rc = sb_wire_recv(s, false, &m);
+        if (rc == 0 && (want_heartbeat || m->cmd != SB_CMD_HEARTBEAT))
             return m;
-        }
+        sb_wire_msg_destroy(&m);
+        if (rc == 0)
+            continue;
+        if (sb_mono_ms() >= end)
+            return NULL;
+        step(5);
     }
-    return NULL;
 }
 
-static void submit(zsock_t *fe, const char *id, const char *model, int64_t deadline, const char *body)
+static sb_wire_msg_t *expect(zsock_t *s, int ms) { return expect_msg(s, ms, false); }
+
+/* Expects nothing but heartbeats on s for ms. */
+static void expect_none(zsock_t *s, int ms)
 {
-    json_t *h = json_pack("{s:s, s:s, s:I}", "job_id", id, "model", model, "deadline_ms", (json_int_t)deadline);
-    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, body, strlen(body)), 0);
-    json_decref(h);
+    sb_wire_msg_t *m = expect(s, ms);
+    CHECK(m == NULL);
+    if (m)
+        fprintf(stderr, "  unexpected command 0x%02x job %s\n", (unsigned)m->cmd,
+                m->header ? sb_wire_header_str(m, "job_id") : "-");
+    sb_wire_msg_destroy(&m);
 }
 
-static void ready(zsock_t *w, const char *model, int credits)
+static void send_ready(zsock_t *w, const char *name, int credits, ...)
 {
-    json_t *h = json_pack("{s:[s], s:i, s:s}", "models", model, "credits", credits, "name", "test-worker");
-    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, h, NULL, 0), 0);
-    json_decref(h);
+    json_t *models = json_array();
+    va_list ap;
+    va_start(ap, credits);
+    for (const char *m; (m = va_arg(ap, const char *));)
+        json_array_append_new(models, json_string(m));
+    va_end(ap);
+    json_t *hdr = json_pack("{s:o, s:i, s:s}", "models", models, "credits", credits, "name", name);
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, hdr, NULL, 0), 0);
+    json_decref(hdr);
 }
 
-static void event(zsock_t *w, const char *id, bool final, const char *body)
+static void submit(zsock_t *fe, const char *id, const char *model, int64_t deadline_ms, const void *body, size_t len)
 {
-    json_t *h = json_pack("{s:s, s:b}", "job_id", id, "final", final);
-    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_EVENT, h, body, strlen(body)), 0);
-    json_decref(h);
+    json_t *hdr = json_pack("{s:s, s:s, s:I}", "job_id", id, "model", model, "deadline_ms", (json_int_t)deadline_ms);
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, hdr, body, len), 0);
+    json_decref(hdr);
 }
 
-/* Checks msg is a final error event for id with the given status and code. */
-static void check_error(sb_wire_msg_t *m, const char *id, int status, const char *code)
+static void submit_simple(zsock_t *fe, const char *id, const char *model)
 {
+    submit(fe, id, model, sb_now_ms() + 10000, "\x81\xa1x\x01", 4);
+}
+
+static void send_event(zsock_t *w, const char *id, bool final, const void *body, size_t len)
+{
+    json_t *hdr = json_pack("{s:s, s:b}", "job_id", id, "final", final);
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_EVENT, hdr, body, len), 0);
+    json_decref(hdr);
+}
+
+static void send_cancel(zsock_t *s, const char *id)
+{
+    json_t *hdr = json_pack("{s:s}", "job_id", id);
+    CHECK_INT(sb_wire_send(s, NULL, SB_CMD_CANCEL, hdr, NULL, 0), 0);
+    json_decref(hdr);
+}
+
+/* Checks that *pm is the given command for job id, then destroys it. */
+static void check_cmd(sb_wire_msg_t **pm, int cmd, const char *id)
+{
+    sb_wire_msg_t *m = *pm;
+    CHECK(m != NULL);
+    if (m) {
+        CHECK_INT(m->cmd, cmd);
+        CHECK_STR(sb_wire_header_str(m, "job_id"), id);
+    }
+    sb_wire_msg_destroy(pm);
+}
+
+/* Checks that *pm is a final error EVENT for job id, then destroys it. */
+static void check_error(sb_wire_msg_t **pm, const char *id, int status, const char *kind, const char *code,
+                        const char *message)
+{
+    sb_wire_msg_t *m = *pm;
     CHECK(m != NULL);
     if (!m)
         return;
@@ -72,139 +167,505 @@ static void check_error(sb_wire_msg_t *m, const char *id, int status, const char
     CHECK_STR(sb_wire_header_str(m, "job_id"), id);
     CHECK(sb_wire_header_bool(m, "final"));
     json_t *ev = NULL;
-    CHECK_INT(sb_mpjson_decode(zframe_data(m->body), zframe_size(m->body), &ev), 0);
-    CHECK_INT(sb_event_type_of(ev), SB_EV_ERROR);
+    CHECK(m->body != NULL);
+    if (m->body)
+        CHECK_INT(sb_mpjson_decode(zframe_data(m->body), zframe_size(m->body), &ev), 0);
+    CHECK_STR(json_string_value(json_object_get(ev, "type")), "error");
     CHECK_INT(json_integer_value(json_object_get(ev, "status")), status);
+    CHECK_STR(json_string_value(json_object_get(ev, "kind")), kind);
     CHECK_STR(json_string_value(json_object_get(ev, "code")), code);
+    CHECK_STR(json_string_value(json_object_get(ev, "message")), message);
     json_decref(ev);
+    sb_wire_msg_destroy(pm);
+}
+
+static void send_raw(zsock_t *s, int nframes, ...)
+{
+    zmsg_t *z = zmsg_new();
+    va_list ap;
+    va_start(ap, nframes);
+    for (int i = 0; i < nframes; i++) {
+        const char *data = va_arg(ap, const char *);
+        size_t len = va_arg(ap, size_t);
+        zmsg_addmem(z, data, len);
+    }
+    va_end(ap);
+    CHECK_INT(zmsg_send(&z, s), 0);
+}
+
+/* Dispatch, JOB header and body passed through, events forwarded untouched. */
+static void test_dispatch_and_forward(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 2, "m1", NULL);
+    pump(20);
+    /* 0xc1 is never valid msgpack: the broker must not be decoding bodies. */
+    static const unsigned char body[] = {0xc1, 0x00, 0xff, 'j', 'o', 'b', 0x00};
+    int64_t deadline = sb_now_ms() + 5000;
+    submit(fe, "j1", "m1", deadline, body, sizeof body);
+    sb_wire_msg_t *m = expect(w, 1000);
+    CHECK(m != NULL);
+    if (m) {
+        CHECK_INT(m->cmd, SB_CMD_JOB);
+        CHECK_STR(sb_wire_header_str(m, "job_id"), "j1");
+        CHECK_STR(sb_wire_header_str(m, "model"), "m1");
+        CHECK_INT(sb_wire_header_int(m, "deadline_ms", 0), deadline);
+        CHECK(m->body && zframe_size(m->body) == sizeof body && !memcmp(zframe_data(m->body), body, sizeof body));
+    }
+    sb_wire_msg_destroy(&m);
+
+    static const unsigned char ev1[] = {0xc1, 'd', 'e', 'l', 't', 'a'};
+    send_event(w, "j1", false, ev1, sizeof ev1);
+    m = expect(fe, 1000);
+    CHECK(m && m->cmd == SB_CMD_EVENT);
+    if (m) {
+        CHECK_STR(sb_wire_header_str(m, "job_id"), "j1");
+        CHECK(!sb_wire_header_bool(m, "final"));
+        CHECK(m->body && zframe_size(m->body) == sizeof ev1 && !memcmp(zframe_data(m->body), ev1, sizeof ev1));
+    }
+    sb_wire_msg_destroy(&m);
+    send_event(w, "j1", true, "\xc0", 1);
+    m = expect(fe, 1000);
+    CHECK(m && m->cmd == SB_CMD_EVENT && sb_wire_header_bool(m, "final"));
+    CHECK(m && m->body && zframe_size(m->body) == 1 && zframe_data(m->body)[0] == 0xc0);
+    sb_wire_msg_destroy(&m);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* A worker never holds more jobs than its credits; the busiest worker is avoided. */
+static void test_credits(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 2, "m1", NULL);
+    pump(20);
+    submit(fe, "j1", "m1", INT64_MAX, "\xc0", 1); /* a far deadline must not overflow */
+    submit_simple(fe, "j2", "m1");
+    submit_simple(fe, "j3", "m1");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j2");
+    expect_none(w, 200); /* includes a few deadline sweeps */
+    send_event(w, "j1", true, "\xc0", 1);
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j3");
+    m = expect(fe, 1000);
+    check_cmd(&m, SB_CMD_EVENT, "j1");
+
+    /* A second worker with more free credit ("*" serves m1 too) gets the next jobs. */
+    zsock_t *w2 = peer(WK);
+    send_ready(w2, "w2", 3, "*", NULL);
+    pump(20);
+    submit_simple(fe, "j4", "m1");
+    m = expect(w2, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j4");
+    submit_simple(fe, "j5", "m1");
+    m = expect(w2, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j5");
+    expect_none(w, 50);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    zsock_destroy(&w2);
+    teardown();
+}
+
+/* Queue full -> 429; no worker for the model -> 503. */
+static void test_queue_full_and_no_worker(void)
+{
+    setup(2);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    submit_simple(fe, "j0", "m1");
+    sb_wire_msg_t *m = expect(fe, 1000);
+    check_error(&m, "j0", 503, "overloaded", "no_workers", "no worker is serving model 'm1'");
+
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    submit_simple(fe, "j1", "m1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j1");
+    submit_simple(fe, "j2", "m1");
+    submit_simple(fe, "j3", "m1");
+    submit_simple(fe, "j4", "m1");
+    m = expect(fe, 1000);
+    check_error(&m, "j4", 429, "overloaded", "queue_full", "model 'm1' is busy: queue full, retry later");
+    submit_simple(fe, "j5", "other");
+    m = expect(fe, 1000);
+    check_error(&m, "j5", 503, "overloaded", "no_workers", "no worker is serving model 'other'");
+    expect_none(w, 50);
+
+    /* The queue drains in order as credit frees. */
+    send_event(w, "j1", true, "\xc0", 1);
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j2");
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* A silent worker is lost: 502 for its jobs, 503 for jobs nobody can serve now. */
+static void test_worker_lost(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    int64_t t0 = sb_mono_ms();
+    submit_simple(fe, "j1", "m1");
+    submit_simple(fe, "j2", "m1");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j1");
+    m = expect(fe, 3500);
+    int64_t took = sb_mono_ms() - t0;
+    check_error(&m, "j1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
+    CHECK(took >= 2000 && took <= 3000);
+    m = expect(fe, 500);
+    check_error(&m, "j2", 503, "overloaded", "no_workers", "no worker is serving model 'm1'");
+
+    /* The broker forgot it: it is told to reconnect. */
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
+    m = expect(w, 1000);
+    CHECK(m && m->cmd == SB_CMD_RECONNECT);
+    sb_wire_msg_destroy(&m);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* Queued past the deadline -> 504; in flight past deadline + grace -> 504 and CANCEL. */
+static void test_deadlines(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    submit_simple(fe, "jA", "m1");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "jA");
+    submit(fe, "jB", "m1", sb_now_ms() + 150, "\xc0", 1);
+    m = expect(fe, 1000);
+    check_error(&m, "jB", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
+
+    /* An already-passed deadline is refused at once. */
+    submit(fe, "jX", "m1", sb_now_ms() - 1, "\xc0", 1);
+    m = expect(fe, 1000);
+    check_error(&m, "jX", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
+
+    send_event(w, "jA", true, "\xc0", 1);
+    m = expect(fe, 1000);
+    check_cmd(&m, SB_CMD_EVENT, "jA");
+    submit(fe, "jC", "m1", sb_now_ms() + 100, "\xc0", 1);
+    m = expect(w, 1000); /* jB expired: jC is next */
+    check_cmd(&m, SB_CMD_JOB, "jC");
+    int64_t t0 = sb_mono_ms();
+    m = expect(fe, 1000);
+    check_error(&m, "jC", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
+    CHECK(sb_mono_ms() - t0 >= 100 + SB_BROKER_DEADLINE_GRACE_MS - 60);
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_CANCEL, "jC");
+
+    /* Late events are dropped; the final one returns the credit. */
+    send_event(w, "jC", false, "\xc0", 1);
+    expect_none(fe, 100);
+    submit_simple(fe, "jD", "m1");
+    expect_none(w, 100);
+    send_event(w, "jC", true, "\xc0", 1);
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "jD");
+    expect_none(fe, 50);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* CANCEL: a queued job vanishes silently; an in-flight one is cancelled on the worker. */
+static void test_cancel(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    submit_simple(fe, "j1", "m1");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j1");
+    submit_simple(fe, "j2", "m1");
+    pump(20);
+    send_cancel(fe, "j2");
+    send_cancel(fe, "j1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_CANCEL, "j1");
+    send_event(w, "j1", false, "\xc0", 1);
+    send_event(w, "j1", true, "\xc0", 1);
+    expect_none(fe, 100);
+    expect_none(w, 50); /* j2 was dropped, not dispatched */
+    submit_simple(fe, "j3", "m1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j3");
+    /* Cancelling an unknown job is harmless. */
+    send_cancel(fe, "nope");
+    expect_none(fe, 50);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* Unknown workers are told to RECONNECT; frontends get heartbeats answered. */
+static void test_heartbeats_and_reconnect(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *stranger = peer(WK);
+    CHECK_INT(sb_wire_send(stranger, NULL, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
+    sb_wire_msg_t *m = expect(stranger, 1000);
+    CHECK(m && m->cmd == SB_CMD_RECONNECT);
+    sb_wire_msg_destroy(&m);
+    send_event(stranger, "jz", true, "\xc0", 1);
+    m = expect(stranger, 1000);
+    CHECK(m && m->cmd == SB_CMD_RECONNECT);
+    sb_wire_msg_destroy(&m);
+    expect_none(fe, 20);
+
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
+    m = expect_msg(fe, 1000, true);
+    CHECK(m && m->cmd == SB_CMD_HEARTBEAT);
+    sb_wire_msg_destroy(&m);
+
+    /* Registered workers get heartbeats every interval. */
+    send_ready(stranger, "w1", 1, "m1", NULL);
+    m = expect_msg(stranger, SB_HEARTBEAT_INTERVAL_MS * 2, true);
+    CHECK(m && m->cmd == SB_CMD_HEARTBEAT);
+    sb_wire_msg_destroy(&m);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&stranger);
+    teardown();
+}
+
+/* A frontend that vanished: its job is cancelled on the worker. */
+static void test_frontend_gone(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    submit_simple(fe, "j1", "m1");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j1");
+    zsock_destroy(&fe);
+    for (int i = 0; i < 50 && !m; i++) {
+        send_event(w, "j1", false, "\xc0", 1);
+        m = expect(w, 20);
+    }
+    check_cmd(&m, SB_CMD_CANCEL, "j1");
+    send_event(w, "j1", true, "\xc0", 1);
+    pump(20);
+
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* A JOB that cannot be sent loses the worker and stays queued for another. */
+static void test_worker_send_failure(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w1 = peer(WK), *w2 = peer(WK);
+    send_ready(w1, "w1", 5, "m1", NULL);
+    send_ready(w2, "w2", 1, "m1", NULL);
+    pump(20);
+    zsock_destroy(&w1);
+    pump(50); /* let the ROUTER see the pipe go */
+    submit_simple(fe, "j1", "m1");
+    sb_wire_msg_t *m = expect(w2, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j1");
+    expect_none(fe, 50);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w2);
+    teardown();
+}
+
+/* Malformed frames and headers are dropped; the broker keeps working. */
+static void test_malformed(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    /* Frames: a 2-byte command, an empty frame, a header that is not msgpack,
+     * a header that is an array, too many frames, unknown commands. */
+    send_raw(fe, 1, "xx", (size_t)2);
+    send_raw(fe, 1, "", (size_t)0);
+    send_raw(fe, 2, "\x01", (size_t)1, "\xc1", (size_t)1);
+    send_raw(fe, 2, "\x01", (size_t)1, "\x91\x01", (size_t)2);
+    send_raw(fe, 2, "\x01", (size_t)1, "", (size_t)0);
+    send_raw(fe, 4, "\x01", (size_t)1, "\x80", (size_t)1, "a", (size_t)1, "b", (size_t)1);
+    send_raw(fe, 2, "\x7f", (size_t)1, "\x80", (size_t)1);
+    send_raw(fe, 1, "\x01", (size_t)1); /* SUBMIT without a header */
+    send_raw(fe, 1, "\x02", (size_t)1); /* CANCEL without a header */
+    /* SUBMIT headers with missing or mistyped fields, or no body. */
+    json_t *h = json_pack("{s:i, s:s, s:i}", "job_id", 7, "model", "m1", "deadline_ms", 1);
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, "b", 1), 0);
+    json_decref(h);
+    h = json_pack("{s:s, s:s, s:s}", "job_id", "j", "model", "m1", "deadline_ms", "soon");
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, "b", 1), 0);
+    json_decref(h);
+    h = json_pack("{s:s, s:s, s:I}", "job_id", "j", "model", "m1", "deadline_ms", (json_int_t)sb_now_ms() + 9999);
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, NULL, 0), 0);
+    json_decref(h);
+    char longid[SB_JOB_ID_MAX + 2];
+    memset(longid, 'x', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    submit_simple(fe, longid, "m1");
+    submit_simple(fe, "", "m1");
+    submit_simple(fe, "j", "");
+    /* Worker side: bad READYs, bad EVENTs. */
+    send_raw(w, 1, "\x10", (size_t)1);
+    h = json_pack("{s:s, s:i, s:s}", "models", "m1", "credits", 1, "name", "bad");
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, h, NULL, 0), 0);
+    json_decref(h);
+    h = json_pack("{s:[s], s:s, s:s}", "models", "m1", "credits", "1", "name", "bad");
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, h, NULL, 0), 0);
+    json_decref(h);
+    h = json_pack("{s:[s], s:i, s:s}", "models", "m1", "credits", 0, "name", "bad");
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, h, NULL, 0), 0);
+    json_decref(h);
+    h = json_pack("{s:[i], s:i, s:s}", "models", 3, "credits", 1, "name", "bad");
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, h, NULL, 0), 0);
+    json_decref(h);
+    h = json_pack("{s:[s], s:i}", "models", "m1", "credits", 1);
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, h, NULL, 0), 0);
+    json_decref(h);
+    send_raw(w, 3, "\x03", (size_t)1, "\xc1\xc1", (size_t)2, "x", (size_t)1);
+    /* SUBMITs with a usable job_id are answered 400; the rest produce nothing,
+     * and no worker was registered. */
+    static const char *const bad_job = "malformed job: needs model, integer deadline_ms and a body";
+    sb_wire_msg_t *m = expect(fe, 1000);
+    check_error(&m, "j", 400, "invalid_request", "bad_job", bad_job);
+    m = expect(fe, 1000);
+    check_error(&m, "j", 400, "invalid_request", "bad_job", bad_job);
+    m = expect(fe, 1000);
+    check_error(&m, "j", 400, "invalid_request", "bad_job", bad_job);
+    expect_none(fe, 50);
+    expect_none(w, 20);
+
+    /* Now a real worker, then bad EVENTs from it. */
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    submit_simple(fe, "j1", "m1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j1");
+    h = json_pack("{s:b}", "final", 1);
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_EVENT, h, "\xc0", 1), 0);
+    json_decref(h);
+    h = json_pack("{s:s, s:s}", "job_id", "j1", "final", "yes");
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_EVENT, h, "\xc0", 1), 0);
+    json_decref(h);
+    send_event(w, "someone-else", true, "\xc0", 1);
+    send_event(w, "j1", false, NULL, 0);                  /* no body, not final: dropped */
+    send_raw(w, 2, "\x01", (size_t)1, "\x80", (size_t)1); /* SUBMIT on the worker socket */
+    expect_none(fe, 50);
+    /* A final EVENT without a body still ends the job (or the credit would leak). */
+    send_event(w, "j1", true, NULL, 0);
+    m = expect(fe, 1000);
+    check_error(&m, "j1", 502, "upstream_error", "bad_worker_event",
+                "the worker handling this request sent a malformed event");
+    submit_simple(fe, "j2", "m1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j2");
+    /* A duplicate job id is refused (409); the original is unaffected. */
+    submit_simple(fe, "j2", "m1");
+    m = expect(fe, 1000);
+    check_error(&m, "j2", 409, "invalid_request", "duplicate_job", "duplicate job id");
+    expect_none(w, 50);
+    send_event(w, "j2", true, "\xc0", 1);
+    m = expect(fe, 1000);
+    check_cmd(&m, SB_CMD_EVENT, "j2");
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* A worker that sends READY again has started over: what it held is lost. */
+static void test_ready_again(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    submit_simple(fe, "j1", "m1");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j1");
+    send_ready(w, "w1", 2, "m1", NULL);
+    m = expect(fe, 1000);
+    check_error(&m, "j1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
+    submit_simple(fe, "j2", "m1");
+    submit_simple(fe, "j3", "m1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j2");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "j3");
+    /* A late event for the lost job is dropped. */
+    send_event(w, "j1", true, "\xc0", 1);
+    expect_none(fe, 50);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* sb_broker_stop ends the loop; a bad endpoint fails sb_broker_new. */
+static void test_lifecycle(void)
+{
+    setup(0);
+    sb_broker_stop(B);
+    CHECK_INT(sb_broker_run_once(B, 10), -EINTR);
+    CHECK_INT(sb_broker_run(B), 0);
+    CHECK_STR(sb_broker_frontend_endpoint(B), FE);
+    teardown();
+    sb_broker_destroy(&B); /* NULL-safe */
+
+    sb_broker_config_t cfg;
+    sb_broker_config_init(&cfg);
+    cfg.frontend_endpoint = "bogus://nowhere";
+    cfg.worker_endpoint = "inproc://broker-test-lifecycle";
+    CHECK(sb_broker_new(&cfg) == NULL);
+
+    /* A tcp wildcard port is resolved. */
+    cfg.frontend_endpoint = "tcp://127.0.0.1:*";
+    cfg.worker_endpoint = "tcp://127.0.0.1:*";
+    sb_broker_t *b = sb_broker_new(&cfg);
+    CHECK(b != NULL);
+    if (b) {
+        CHECK(strncmp(sb_broker_frontend_endpoint(b), "tcp://127.0.0.1:", 16) == 0);
+        CHECK(strcmp(sb_broker_frontend_endpoint(b) + 16, "*") != 0);
+    }
+    sb_broker_destroy(&b);
 }
 
 int main(void)
 {
-    bk_config_t cfg;
-    bk_config_defaults(&cfg);
-    cfg.frontend_endpoint = "inproc://bk-fe";
-    cfg.worker_endpoint = "inproc://bk-wk";
-    cfg.queue_max = 2;
-    cfg.heartbeat_ms = 100;
-    cfg.liveness = 3;
-    cfg.deadline_grace_ms = 50;
-    broker = bk_broker_new(&cfg);
-    CHECK(broker != NULL);
-    zsock_t *fe = zsock_new_dealer("inproc://bk-fe");
-    zsock_t *wk = zsock_new_dealer("inproc://bk-wk");
-    int64_t far = sb_now_ms() + 60000;
-
-    /* No worker serves the model: 503 at once. */
-    submit(fe, "j0", "m", far, "x");
-    sb_wire_msg_t *m = expect_msg(fe, 500);
-    check_error(m, "j0", 503, "no_workers");
-    sb_wire_msg_destroy(&m);
-
-    /* One worker, one credit. */
-    ready(wk, "m", 1);
-    pump(20);
-    CHECK_INT(bk_broker_workers(broker), 1);
-    submit(fe, "j1", "m", far, "body-1");
-    submit(fe, "j2", "m", far, "body-2");
-    submit(fe, "j3", "m", far, "body-3");
-    submit(fe, "j4", "m", far, "body-4"); /* queue holds 2: this one is refused */
-    m = expect_msg(wk, 500);
-    CHECK(m && m->cmd == SB_CMD_JOB);
-    CHECK_STR(sb_wire_header_str(m, "job_id"), "j1");
-    CHECK(m && zframe_size(m->body) == 6 && memcmp(zframe_data(m->body), "body-1", 6) == 0);
-    sb_wire_msg_destroy(&m);
-    m = expect_msg(fe, 500);
-    check_error(m, "j4", 429, "queue_full");
-    sb_wire_msg_destroy(&m);
-    CHECK_INT(bk_broker_queued(broker, "m"), 2);
-    /* Credits are never exceeded: no second JOB while j1 runs. */
-    CHECK(expect_msg(wk, 100) == NULL);
-
-    /* Events are forwarded untouched; the final one frees the credit. */
-    event(wk, "j1", false, "delta");
-    m = expect_msg(fe, 500);
-    CHECK(m && m->cmd == SB_CMD_EVENT && !sb_wire_header_bool(m, "final"));
-    CHECK(m && zframe_size(m->body) == 5 && memcmp(zframe_data(m->body), "delta", 5) == 0);
-    sb_wire_msg_destroy(&m);
-    event(wk, "j1", true, "done");
-    m = expect_msg(fe, 500);
-    CHECK(m && sb_wire_header_bool(m, "final"));
-    sb_wire_msg_destroy(&m);
-    m = expect_msg(wk, 500);
-    CHECK(m && m->cmd == SB_CMD_JOB);
-    CHECK_STR(sb_wire_header_str(m, "job_id"), "j2");
-    sb_wire_msg_destroy(&m);
-
-    /* Cancelling a queued job drops it; cancelling a running one reaches the worker. */
-    json_t *h = json_pack("{s:s}", "job_id", "j3");
-    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_CANCEL, h, NULL, 0), 0);
-    json_decref(h);
-    pump(30);
-    CHECK_INT(bk_broker_queued(broker, "m"), 0);
-    h = json_pack("{s:s}", "job_id", "j2");
-    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_CANCEL, h, NULL, 0), 0);
-    json_decref(h);
-    m = expect_msg(wk, 500);
-    CHECK(m && m->cmd == SB_CMD_CANCEL);
-    CHECK_STR(sb_wire_header_str(m, "job_id"), "j2");
-    sb_wire_msg_destroy(&m);
-    event(wk, "j2", true, "cancelled"); /* the worker's final: dropped, credit back */
-    pump(30);
-    CHECK(expect_msg(fe, 50) == NULL);
-
-    /* A queued job past its deadline: 504. */
-    submit(fe, "j5", "m", far, "long");
-    m = expect_msg(wk, 500);
-    CHECK(m && m->cmd == SB_CMD_JOB);
-    sb_wire_msg_destroy(&m);
-    submit(fe, "j6", "m", sb_now_ms() + 60, "short");
-    m = expect_msg(fe, 1000);
-    check_error(m, "j6", 504, "deadline_exceeded");
-    sb_wire_msg_destroy(&m);
-
-    /* The worker falls silent: its running job fails with 502 within liveness. */
-    int64_t t0 = sb_mono_ms();
-    m = expect_msg(fe, 2000);
-    check_error(m, "j5", 502, "worker_lost");
-    CHECK(sb_mono_ms() - t0 < 1000);
-    sb_wire_msg_destroy(&m);
-    CHECK_INT(bk_broker_workers(broker), 0);
-
-    /* An unknown worker's heartbeat is answered with RECONNECT. */
-    CHECK_INT(sb_wire_send(wk, NULL, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
-    m = expect_msg(wk, 500);
-    CHECK(m && m->cmd == SB_CMD_RECONNECT);
-    sb_wire_msg_destroy(&m);
-
-    /* Malformed input is dropped without harm. */
-    zstr_send(fe, "garbage");
-    zstr_sendx(wk, "\x01", "not msgpack", NULL);
-    json_t *bad = json_pack("{s:i}", "job_id", 7);
-    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, bad, "x", 1), 0);
-    json_decref(bad);
-    pump(50);
-    /* Still serving. */
-    ready(wk, "*", 4);
-    submit(fe, "j7", "any-model", far, "b");
-    m = expect_msg(wk, 500);
-    CHECK(m && m->cmd == SB_CMD_JOB);
-    sb_wire_msg_destroy(&m);
-    /* The frontend heartbeat is answered. */
-    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
-    int64_t end = sb_mono_ms() + 500;
-    bool got_hb = false;
-    while (!got_hb && sb_mono_ms() < end) {
-        (void)bk_broker_step(broker, 5);
-        if (sb_wire_recv(fe, false, &m) == 0) {
-            got_hb = m->cmd == SB_CMD_HEARTBEAT;
-            sb_wire_msg_destroy(&m);
-        }
-    }
-    CHECK(got_hb);
-
-    zsock_destroy(&fe);
-    zsock_destroy(&wk);
-    bk_broker_destroy(&broker);
+    sb_log_init("test_broker"); /* SB_LOG_LEVEL=debug shows the broker's job transitions */
+    test_dispatch_and_forward();
+    use_tcp = true; /* once over real tcp too (framing, maxmsgsize, wildcard ports) */
+    test_dispatch_and_forward();
+    use_tcp = false;
+    test_credits();
+    test_queue_full_and_no_worker();
+    test_deadlines();
+    test_cancel();
+    test_heartbeats_and_reconnect();
+    test_frontend_gone();
+    test_worker_send_failure();
+    test_malformed();
+    test_ready_again();
+    test_lifecycle();
+    test_worker_lost();
     return sb_test_finish("broker");
 }

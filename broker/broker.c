@@ -1,0 +1,693 @@
+/*
+ * broker: the loop and the policy. Reads both ROUTER sockets, validates every
+ * message (a malformed one is logged and dropped, never fatal), keeps the job
+ * table, dispatches queued jobs to workers, forwards events, and turns
+ * deadlines, cancellations and lost peers into canonical error events.
+ *
+ * Everything runs on one thread. Workers found dead mid-iteration are only
+ * marked (sb_broker_registry_mark_lost) and reaped at the end of the
+ * iteration, so handlers never see a freed worker.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker_internal.h"
+#include "sb_alloc.h"
+#include "sb_broker.h"
+#include "sb_event.h"
+#include "sb_log.h"
+#include "sb_mpjson.h"
+#include "sb_protocol.h"
+#include "sb_time.h"
+
+/* Messages read per socket per iteration, so neither side starves the other
+ * nor the timers. */
+#define SB_BROKER_RECV_BUDGET 512
+/* How often queued and in-flight deadlines are checked. */
+#define SB_BROKER_SWEEP_MS 50
+/* How often queue depths are logged (only when something changed). */
+#define SB_BROKER_STATS_MS 10000
+/* Send queue toward each frontend, in messages: a frontend that falls this
+ * far behind loses the job (it is cancelled) rather than stalling the loop. */
+#define SB_BROKER_FRONTEND_SNDHWM 100000
+/* Toward workers there is no limit (0): what is queued for a worker is
+ * bounded by its credits, and a full pipe would otherwise read as a lost
+ * worker. */
+#define SB_BROKER_WORKER_SNDHWM 0
+
+struct sb_broker {
+    char *frontend_endpoint; /* as bound */
+    char *worker_endpoint;
+    size_t queue_max;
+    int heartbeat_ms;
+    int liveness;
+    int grace_ms;
+
+    zsock_t *frontends; /* ROUTER, frontends connect here */
+    zsock_t *workers;   /* ROUTER, workers connect here */
+    zpoller_t *poller;
+
+    sb_map_t *jobs; /* job_id -> sb_broker_job_t, every job the broker holds (owning) */
+    sb_broker_queues_t *queues;
+    sb_broker_registry_t *registry;
+
+    bool need_dispatch;     /* a job was queued or a credit freed since the last dispatch */
+    bool stats_dirty;       /* queues or workers changed since the last stats line */
+    int64_t next_heartbeat; /* sb_mono_ms */
+    int64_t next_sweep;
+    int64_t next_stats;
+    volatile sig_atomic_t stop;
+};
+
+/*
+ * Sending.
+ */
+
+/* Sends an error EVENT for job_id to a frontend: header {job_id, final:true},
+ * body the msgpack of sb_event_error(...). Failures are logged, not returned:
+ * there is nobody left to tell. */
+static void sb_broker_send_error(sb_broker_t *b, zframe_t *frontend, const char *job_id, int status, const char *kind,
+                                 const char *code, const char *message)
+{
+    json_t *hdr = json_pack("{s:s, s:b}", "job_id", job_id, "final", 1);
+    json_t *ev = sb_event_error(status, kind, code, message);
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = -EINVAL;
+    if (hdr && ev && sb_mpjson_encode(ev, &buf, &len) == 0)
+        rc = sb_wire_send(b->frontends, frontend, SB_CMD_EVENT, hdr, buf, len);
+    if (rc < 0)
+        sb_warn("job %s: could not send its %d %s error to the frontend: %s", job_id, status, code, strerror(-rc));
+    else
+        sb_debug("job %s: sent %d %s", job_id, status, code);
+    free(buf);
+    json_decref(ev);
+    json_decref(hdr);
+}
+
+/* Sends CANCEL {job_id} to the job's worker. A failed send means the worker
+ * is gone: it is marked lost (and reaped at the end of the iteration). */
+static void sb_broker_send_cancel(sb_broker_t *b, sb_broker_job_t *job)
+{
+    sb_broker_worker_t *w = job->worker;
+    if (!w || w->state != SB_BWORKER_LIVE)
+        return;
+    json_t *hdr = json_pack("{s:s}", "job_id", job->id);
+    int rc = hdr ? sb_wire_send(b->workers, w->routing_id, SB_CMD_CANCEL, hdr, NULL, 0) : -EINVAL;
+    json_decref(hdr);
+    if (rc < 0) {
+        sb_warn("worker %s: could not send CANCEL for job %s (%s): treating it as lost", w->name, job->id,
+                strerror(-rc));
+        sb_broker_registry_mark_lost(b->registry, w);
+    }
+}
+
+/*
+ * Job bookkeeping.
+ */
+
+/* Unlinks a job from wherever it is, drops it from the job table and frees
+ * it. A credit it held goes back to its worker. */
+static void sb_broker_job_finish(sb_broker_t *b, sb_broker_job_t *job)
+{
+    if (job->state == SB_BJOB_QUEUED) {
+        sb_broker_queue_remove(b->queues, job);
+        b->stats_dirty = true;
+    } else if (job->worker) {
+        sb_broker_worker_detach(job->worker, job);
+        b->need_dispatch = true;
+    }
+    sb_broker_job_set_state(job, SB_BJOB_DONE);
+    sb_map_remove(b->jobs, job->id);
+    sb_broker_job_destroy(&job);
+}
+
+/* Stops caring about an in-flight job: tells its worker to cancel it and
+ * drops its later events. The credit returns with the worker's final event. */
+static void sb_broker_job_abandon(sb_broker_t *b, sb_broker_job_t *job)
+{
+    if (job->state != SB_BJOB_DISPATCHED)
+        return;
+    sb_broker_job_set_state(job, SB_BJOB_ABANDONED);
+    sb_broker_send_cancel(b, job);
+}
+
+/* Hands the job at the head of q to w. On success the job is DISPATCHED and
+ * its header and body are released; if the send fails the job stays at the
+ * head of its queue and the worker is marked lost. */
+static int sb_broker_dispatch_one(sb_broker_t *b, sb_broker_queue_t *q, sb_broker_worker_t *w)
+{
+    sb_broker_job_t *job = q->head;
+    int rc = sb_wire_send(b->workers, w->routing_id, SB_CMD_JOB, job->header, zframe_data(job->body),
+                          zframe_size(job->body));
+    if (rc < 0) {
+        sb_warn("worker %s: could not send job %s (%s): treating it as lost; the job stays queued", w->name, job->id,
+                strerror(-rc));
+        sb_broker_registry_mark_lost(b->registry, w);
+        return rc;
+    }
+    sb_broker_queue_remove(b->queues, job);
+    sb_broker_worker_attach(w, job);
+    sb_broker_job_set_state(job, SB_BJOB_DISPATCHED);
+    json_decref(job->header);
+    job->header = NULL;
+    zframe_destroy(&job->body);
+    b->stats_dirty = true;
+    sb_debug("job %s: dispatched to worker %s (%d/%d credits in use)", job->id, w->name, w->in_flight, w->credits);
+    return 0;
+}
+
+/* Gives queued jobs to workers with free credit, one job per model per round
+ * in round-robin order, until no queued job has a worker available. Each
+ * round either uses a credit or loses a worker, so this ends. */
+static void sb_broker_dispatch(sb_broker_t *b)
+{
+    b->need_dispatch = false;
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        size_t n = sb_broker_queues_count(b->queues);
+        sb_broker_queue_t *q = sb_broker_queues_first(b->queues);
+        for (size_t i = 0; i < n && q; i++) {
+            sb_broker_queue_t *next = q->next;
+            sb_broker_worker_t *w = q->head ? sb_broker_registry_best(b->registry, q->model) : NULL;
+            if (w) {
+                progress = true;
+                if (sb_broker_dispatch_one(b, q, w) == 0)
+                    sb_broker_queues_rotate(b->queues, q);
+            }
+            q = next;
+        }
+    }
+}
+
+/*
+ * Frontend messages.
+ */
+
+static bool sb_broker_str_ok(const json_t *v, size_t max)
+{
+    return json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= max &&
+           !memchr(json_string_value(v), '\0', json_string_length(v));
+}
+
+static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
+{
+    const json_t *jid = json_object_get(msg->header, "job_id");
+    const json_t *jmodel = json_object_get(msg->header, "model");
+    const json_t *jdeadline = json_object_get(msg->header, "deadline_ms");
+    if (!sb_broker_str_ok(jid, SB_JOB_ID_MAX)) {
+        sb_warn("dropped a malformed SUBMIT (no usable job_id)");
+        return;
+    }
+    const char *job_id = json_string_value(jid);
+    /* With a job_id to answer to, say what was wrong rather than leave the
+     * frontend waiting for its own deadline. */
+    if (!sb_broker_str_ok(jmodel, SB_MODEL_ID_MAX) || !json_is_integer(jdeadline) || !msg->body ||
+        zframe_size(msg->body) == 0) {
+        sb_warn("job %s: malformed SUBMIT (needs model, integer deadline_ms and a body)", job_id);
+        sb_broker_send_error(b, msg->routing_id, job_id, 400, SB_ERR_INVALID_REQUEST, "bad_job",
+                             "malformed job: needs model, integer deadline_ms and a body");
+        return;
+    }
+    const char *model = json_string_value(jmodel);
+    int64_t deadline_ms = (int64_t)json_integer_value(jdeadline);
+    if (sb_map_get(b->jobs, job_id)) {
+        /* The job already held is left alone. */
+        sb_warn("job %s: SUBMIT reuses the id of a job still held", job_id);
+        sb_broker_send_error(b, msg->routing_id, job_id, 409, SB_ERR_INVALID_REQUEST, "duplicate_job",
+                             "duplicate job id");
+        return;
+    }
+    if (!sb_broker_registry_serves(b->registry, model)) {
+        char *m = sb_xasprintf("no worker is serving model '%s'", model);
+        sb_broker_send_error(b, msg->routing_id, job_id, 503, SB_ERR_OVERLOADED, "no_workers", m);
+        free(m);
+        return;
+    }
+    if (deadline_ms <= sb_now_ms()) {
+        sb_broker_send_error(b, msg->routing_id, job_id, 504, SB_ERR_TIMEOUT, "deadline_exceeded",
+                             "timeout: the request exceeded its deadline");
+        return;
+    }
+    sb_broker_queue_t *q = sb_broker_queues_get_or_add(b->queues, model);
+    if (q->len >= b->queue_max) {
+        char *m = sb_xasprintf("model '%s' is busy: queue full, retry later", model);
+        sb_broker_send_error(b, msg->routing_id, job_id, 429, SB_ERR_OVERLOADED, "queue_full", m);
+        free(m);
+        return;
+    }
+    json_t *hdr = json_incref(msg->header);
+    sb_broker_job_t *job = sb_broker_job_new(job_id, model, deadline_ms, msg->routing_id, &hdr, &msg->body);
+    if (sb_broker_queue_push(b->queues, q, job) < 0) { /* checked above; cannot happen */
+        sb_broker_job_destroy(&job);
+        return;
+    }
+    sb_map_put(b->jobs, job->id, job);
+    b->need_dispatch = true;
+    b->stats_dirty = true;
+}
+
+static void sb_broker_on_frontend_cancel(sb_broker_t *b, const sb_wire_msg_t *msg)
+{
+    const json_t *jid = json_object_get(msg->header, "job_id");
+    if (!sb_broker_str_ok(jid, SB_JOB_ID_MAX)) {
+        sb_warn("dropped a malformed CANCEL (no usable job_id)");
+        return;
+    }
+    const char *job_id = json_string_value(jid);
+    sb_broker_job_t *job = sb_map_get(b->jobs, job_id);
+    if (!job) {
+        sb_debug("job %s: CANCEL for a job no longer held", job_id);
+        return;
+    }
+    if (!zframe_eq(job->frontend, msg->routing_id)) {
+        sb_warn("job %s: dropped a CANCEL from a frontend that did not submit it", job_id);
+        return;
+    }
+    switch (job->state) {
+    case SB_BJOB_QUEUED:
+        sb_broker_job_finish(b, job);
+        break;
+    case SB_BJOB_DISPATCHED:
+        sb_broker_job_abandon(b, job);
+        break;
+    default:
+        break;
+    }
+}
+
+static void sb_broker_on_frontend(sb_broker_t *b, sb_wire_msg_t *msg)
+{
+    switch (msg->cmd) {
+    case SB_CMD_SUBMIT:
+        sb_broker_on_submit(b, msg);
+        break;
+    case SB_CMD_CANCEL:
+        sb_broker_on_frontend_cancel(b, msg);
+        break;
+    case SB_CMD_HEARTBEAT:
+        if (sb_wire_send(b->frontends, msg->routing_id, SB_CMD_HEARTBEAT, NULL, NULL, 0) < 0)
+            sb_debug("could not answer a frontend heartbeat");
+        break;
+    default:
+        sb_warn("dropped a frontend message with unexpected command 0x%02x", (unsigned)msg->cmd);
+        break;
+    }
+}
+
+/*
+ * Worker messages.
+ */
+
+static void sb_broker_on_ready(sb_broker_t *b, sb_wire_msg_t *msg, sb_broker_worker_t *known)
+{
+    sb_broker_worker_t *w = NULL;
+    const char *why = NULL;
+    if (sb_broker_worker_from_ready(msg, &w, &why) < 0) {
+        sb_warn("dropped a malformed READY: %s", why);
+        return;
+    }
+    if (known) {
+        /* It started over (its jobs are gone on its side): fail what it held. */
+        sb_warn("worker %s: READY again from a known worker: its %d in-flight job(s) are lost", known->name,
+                known->in_flight);
+        sb_broker_registry_mark_lost(b->registry, known);
+    }
+    w->expires_mono = sb_mono_ms() + (int64_t)b->heartbeat_ms * b->liveness;
+    char models[512];
+    sb_info("worker joined: name=%s models=%s credits=%d", w->name,
+            sb_broker_worker_models_str(w, models, sizeof models), w->credits);
+    sb_broker_registry_add(b->registry, w);
+    b->need_dispatch = true;
+    b->stats_dirty = true;
+}
+
+static void sb_broker_on_event(sb_broker_t *b, sb_broker_worker_t *w, const sb_wire_msg_t *msg)
+{
+    const json_t *jid = json_object_get(msg->header, "job_id");
+    const json_t *jfinal = json_object_get(msg->header, "final");
+    if (!sb_broker_str_ok(jid, SB_JOB_ID_MAX) || !json_is_boolean(jfinal)) {
+        sb_warn("worker %s: dropped a malformed EVENT (needs job_id and boolean final)", w->name);
+        return;
+    }
+    const char *job_id = json_string_value(jid);
+    bool final = json_is_true(jfinal);
+    sb_broker_job_t *job = sb_map_get(b->jobs, job_id);
+    if (!job || job->worker != w) {
+        sb_warn("worker %s: dropped an EVENT for job %s, which it does not hold", w->name, job_id);
+        return;
+    }
+    if (!msg->body || zframe_size(msg->body) == 0) {
+        /* Still honour a final flag: otherwise the credit would leak. */
+        sb_warn("worker %s: job %s: EVENT without a body%s", w->name, job_id, final ? " (final)" : "");
+        if (!final)
+            return;
+        if (job->state == SB_BJOB_DISPATCHED)
+            sb_broker_send_error(b, job->frontend, job->id, 502, SB_ERR_UPSTREAM, "bad_worker_event",
+                                 "the worker handling this request sent a malformed event");
+        sb_broker_job_finish(b, job);
+        return;
+    }
+    if (job->state == SB_BJOB_DISPATCHED) {
+        int rc = sb_wire_send(b->frontends, job->frontend, SB_CMD_EVENT, msg->header, zframe_data(msg->body),
+                              zframe_size(msg->body));
+        if (rc < 0 && !final) {
+            sb_warn("job %s: frontend unreachable (%s): cancelling it", job_id, strerror(-rc));
+            sb_broker_job_abandon(b, job);
+        } else if (rc < 0) {
+            sb_warn("job %s: frontend unreachable for the final event (%s)", job_id, strerror(-rc));
+        }
+    }
+    if (final)
+        sb_broker_job_finish(b, job);
+}
+
+static void sb_broker_on_worker(sb_broker_t *b, sb_wire_msg_t *msg)
+{
+    sb_broker_worker_t *w = sb_broker_registry_find(b->registry, msg->routing_id);
+    if (w) /* any message is a sign of life, even one we then drop */
+        w->expires_mono = sb_mono_ms() + (int64_t)b->heartbeat_ms * b->liveness;
+    if (msg->cmd == SB_CMD_READY) {
+        sb_broker_on_ready(b, msg, w);
+        return;
+    }
+    if (!w) {
+        if (msg->cmd == SB_CMD_HEARTBEAT || msg->cmd == SB_CMD_EVENT) {
+            sb_debug("message 0x%02x from an unknown worker: asking it to reconnect", (unsigned)msg->cmd);
+            if (sb_wire_send(b->workers, msg->routing_id, SB_CMD_RECONNECT, NULL, NULL, 0) < 0)
+                sb_debug("could not send RECONNECT");
+        } else {
+            sb_warn("dropped a message with command 0x%02x from an unknown worker", (unsigned)msg->cmd);
+        }
+        return;
+    }
+    switch (msg->cmd) {
+    case SB_CMD_HEARTBEAT:
+        break;
+    case SB_CMD_EVENT:
+        sb_broker_on_event(b, w, msg);
+        break;
+    default:
+        sb_warn("worker %s: dropped a message with unexpected command 0x%02x", w->name, (unsigned)msg->cmd);
+        break;
+    }
+}
+
+/*
+ * Timers.
+ */
+
+static void sb_broker_heartbeat(sb_broker_t *b)
+{
+    sb_broker_worker_t *w = sb_broker_registry_first_live(b->registry);
+    while (w) {
+        sb_broker_worker_t *next = w->next; /* marking lost relinks w */
+        if (sb_wire_send(b->workers, w->routing_id, SB_CMD_HEARTBEAT, NULL, NULL, 0) < 0) {
+            sb_warn("worker %s: could not send HEARTBEAT: treating it as lost", w->name);
+            sb_broker_registry_mark_lost(b->registry, w);
+        }
+        w = next;
+    }
+}
+
+static void sb_broker_check_liveness(sb_broker_t *b, int64_t now_mono)
+{
+    sb_broker_worker_t *w = sb_broker_registry_first_live(b->registry);
+    while (w) {
+        sb_broker_worker_t *next = w->next;
+        if (now_mono >= w->expires_mono) {
+            sb_warn("worker %s: silent for %d ms", w->name, b->heartbeat_ms * b->liveness);
+            sb_broker_registry_mark_lost(b->registry, w);
+        }
+        w = next;
+    }
+}
+
+/* Fails queued jobs past their deadline (504) and gives up on in-flight jobs
+ * past deadline + grace (504 to the frontend, CANCEL to the worker). */
+static void sb_broker_sweep_deadlines(sb_broker_t *b)
+{
+    int64_t now = sb_now_ms();
+    for (sb_broker_queue_t *q = sb_broker_queues_first(b->queues); q; q = q->next) {
+        sb_broker_job_t *job = q->head;
+        while (job) {
+            sb_broker_job_t *next = job->next;
+            if (job->deadline_ms <= now) {
+                sb_info("job %s: deadline passed while queued for model %s", job->id, job->model);
+                sb_broker_send_error(b, job->frontend, job->id, 504, SB_ERR_TIMEOUT, "deadline_exceeded",
+                                     "timeout: the request exceeded its deadline");
+                sb_broker_job_finish(b, job);
+            }
+            job = next;
+        }
+    }
+    for (sb_broker_worker_t *w = sb_broker_registry_first_live(b->registry); w;) {
+        sb_broker_worker_t *wnext = w->next; /* a failed CANCEL relinks w */
+        for (sb_broker_job_t *job = w->jobs; job; job = job->next) {
+            /* now - grace, not deadline + grace: deadline_ms is the peer's and may be huge. */
+            if (job->state != SB_BJOB_DISPATCHED || now - b->grace_ms <= job->deadline_ms)
+                continue;
+            sb_info("job %s: deadline passed on worker %s: cancelling it", job->id, w->name);
+            sb_broker_send_error(b, job->frontend, job->id, 504, SB_ERR_TIMEOUT, "deadline_exceeded",
+                                 "timeout: the request exceeded its deadline");
+            sb_broker_job_abandon(b, job);
+        }
+        w = wnext;
+    }
+    sb_broker_queues_prune(b->queues);
+}
+
+static void sb_broker_log_stats(sb_broker_t *b)
+{
+    char line[1024];
+    size_t off = 0;
+    line[0] = '\0';
+    for (sb_broker_queue_t *q = sb_broker_queues_first(b->queues); q && off < sizeof line; q = q->next) {
+        int n = snprintf(line + off, sizeof line - off, " %s=%zu", q->model, q->len);
+        if (n < 0)
+            break;
+        off += (size_t)n;
+    }
+    if (off >= sizeof line)
+        memcpy(line + sizeof line - 5, " ...", 5);
+    sb_info("queues: %zu queued, %zu held, %zu worker(s);%s", sb_broker_queues_total(b->queues), sb_map_size(b->jobs),
+            sb_broker_registry_count(b->registry), line[0] ? line : " all empty");
+}
+
+/* Fails the jobs of workers lost this iteration (502 to frontends still
+ * waiting), frees the workers, then fails queued jobs whose model no live
+ * worker serves any more (503): they would otherwise wait out their
+ * deadline for a worker that may never come. */
+static void sb_broker_reap(sb_broker_t *b)
+{
+    bool any = false;
+    sb_broker_worker_t *w;
+    while ((w = sb_broker_registry_pop_lost(b->registry))) {
+        char models[512];
+        sb_info("worker lost: name=%s models=%s credits=%d in_flight=%d", w->name,
+                sb_broker_worker_models_str(w, models, sizeof models), w->credits, w->in_flight);
+        while (w->jobs) {
+            sb_broker_job_t *job = w->jobs;
+            if (job->state == SB_BJOB_DISPATCHED)
+                sb_broker_send_error(b, job->frontend, job->id, 502, SB_ERR_UPSTREAM, "worker_lost",
+                                     "the worker handling this request stopped responding");
+            sb_broker_job_finish(b, job);
+        }
+        sb_broker_worker_destroy(&w);
+        any = true;
+    }
+    if (!any)
+        return;
+    b->stats_dirty = true;
+    for (sb_broker_queue_t *q = sb_broker_queues_first(b->queues); q; q = q->next) {
+        if (!q->head || sb_broker_registry_serves(b->registry, q->model))
+            continue;
+        char *m = sb_xasprintf("no worker is serving model '%s'", q->model);
+        while (q->head) {
+            sb_broker_job_t *job = q->head;
+            sb_broker_send_error(b, job->frontend, job->id, 503, SB_ERR_OVERLOADED, "no_workers", m);
+            sb_broker_job_finish(b, job);
+        }
+        free(m);
+    }
+}
+
+static void sb_broker_run_timers(sb_broker_t *b)
+{
+    int64_t now = sb_mono_ms();
+    if (now >= b->next_heartbeat) {
+        sb_broker_heartbeat(b);
+        b->next_heartbeat = now + b->heartbeat_ms;
+    }
+    sb_broker_check_liveness(b, now);
+    if (now >= b->next_sweep) {
+        sb_broker_sweep_deadlines(b);
+        b->next_sweep = now + SB_BROKER_SWEEP_MS;
+    }
+    if (now >= b->next_stats) {
+        if (b->stats_dirty)
+            sb_broker_log_stats(b);
+        b->stats_dirty = false;
+        b->next_stats = now + SB_BROKER_STATS_MS;
+    }
+}
+
+/*
+ * Loop.
+ */
+
+static void sb_broker_drain(sb_broker_t *b, zsock_t *sock, void (*handle)(sb_broker_t *, sb_wire_msg_t *))
+{
+    for (int i = 0; i < SB_BROKER_RECV_BUDGET; i++) {
+        sb_wire_msg_t *msg = NULL;
+        int rc = sb_wire_recv(sock, true, &msg);
+        if (rc == -EAGAIN)
+            return;
+        if (rc < 0) {
+            sb_warn("dropped a malformed message on the %s socket", sock == b->frontends ? "frontend" : "worker");
+            continue;
+        }
+        handle(b, msg);
+        sb_wire_msg_destroy(&msg);
+    }
+}
+
+int sb_broker_run_once(sb_broker_t *b, int timeout_ms)
+{
+    if (b->stop || zsys_interrupted)
+        return -EINTR;
+    int64_t now = sb_mono_ms();
+    int64_t due = b->next_heartbeat < b->next_sweep ? b->next_heartbeat : b->next_sweep;
+    int64_t wait = b->need_dispatch ? 0 : due - now;
+    if (timeout_ms >= 0 && wait > timeout_ms)
+        wait = timeout_ms;
+    if (wait < 0)
+        wait = 0;
+    /* Not zpoller_terminated(): that is also set by an EINTR from any signal. */
+    (void)zpoller_wait(b->poller, (int)wait);
+    if (b->stop || zsys_interrupted)
+        return -EINTR;
+    /* Look at both sockets whatever woke us: zpoller reports only one. */
+    sb_broker_drain(b, b->frontends, sb_broker_on_frontend);
+    sb_broker_drain(b, b->workers, sb_broker_on_worker);
+    sb_broker_run_timers(b);
+    if (b->need_dispatch)
+        sb_broker_dispatch(b);
+    sb_broker_reap(b);
+    return 0;
+}
+
+int sb_broker_run(sb_broker_t *b)
+{
+    sb_info("broker running: frontends on %s, workers on %s, queue max %zu per model", b->frontend_endpoint,
+            b->worker_endpoint, b->queue_max);
+    while (sb_broker_run_once(b, SB_BROKER_SWEEP_MS) == 0)
+        ;
+    sb_info("broker stopping: %zu job(s) held, %zu worker(s)", sb_map_size(b->jobs),
+            sb_broker_registry_count(b->registry));
+    return 0;
+}
+
+void sb_broker_stop(sb_broker_t *b) { b->stop = 1; }
+
+/*
+ * Lifecycle.
+ */
+
+void sb_broker_config_init(sb_broker_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->queue_max = SB_BROKER_QUEUE_MAX_DEFAULT;
+    cfg->heartbeat_interval_ms = SB_HEARTBEAT_INTERVAL_MS;
+    cfg->heartbeat_liveness = SB_HEARTBEAT_LIVENESS;
+    cfg->deadline_grace_ms = -1;
+}
+
+/* A ROUTER that reports unroutable peers (ROUTER_MANDATORY) and never blocks
+ * the loop on a send (SNDTIMEO 0: a full pipe fails with EAGAIN). */
+static zsock_t *sb_broker_bind(const char *endpoint, int sndhwm, char **bound)
+{
+    zsock_t *s = zsock_new(ZMQ_ROUTER);
+    if (!s)
+        goto fail;
+    zsock_set_router_mandatory(s, 1);
+    zsock_set_sndtimeo(s, 0);
+    zsock_set_sndhwm(s, sndhwm);
+    zsock_set_maxmsgsize(s, (int)SB_MAX_FRAME_BYTES); /* per frame; over tcp/ipc only */
+    zsock_set_linger(s, 0);
+    if (zsock_bind(s, "%s", endpoint) < 0) {
+        sb_error("cannot bind %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    char *last = zsock_last_endpoint(s);
+    *bound = sb_xstrdup(last ? last : endpoint);
+    free(last);
+    return s;
+fail:
+    zsock_destroy(&s);
+    return NULL;
+}
+
+sb_broker_t *sb_broker_new(const sb_broker_config_t *cfg)
+{
+    sb_broker_t *b = sb_xcalloc(1, sizeof *b);
+    const char *fe = cfg->frontend_endpoint ? cfg->frontend_endpoint : SB_BROKER_FRONTEND_ENDPOINT_DEFAULT;
+    const char *we = cfg->worker_endpoint ? cfg->worker_endpoint : SB_BROKER_WORKER_ENDPOINT_DEFAULT;
+    b->queue_max = cfg->queue_max ? cfg->queue_max : SB_BROKER_QUEUE_MAX_DEFAULT;
+    b->heartbeat_ms = cfg->heartbeat_interval_ms > 0 ? cfg->heartbeat_interval_ms : SB_HEARTBEAT_INTERVAL_MS;
+    b->liveness = cfg->heartbeat_liveness > 0 ? cfg->heartbeat_liveness : SB_HEARTBEAT_LIVENESS;
+    b->grace_ms = cfg->deadline_grace_ms >= 0 ? cfg->deadline_grace_ms : SB_BROKER_DEADLINE_GRACE_MS;
+    b->frontends = sb_broker_bind(fe, SB_BROKER_FRONTEND_SNDHWM, &b->frontend_endpoint);
+    if (!b->frontends)
+        goto fail;
+    b->workers = sb_broker_bind(we, SB_BROKER_WORKER_SNDHWM, &b->worker_endpoint);
+    if (!b->workers)
+        goto fail;
+    b->poller = zpoller_new(b->frontends, b->workers, NULL);
+    if (!b->poller)
+        goto fail;
+    b->jobs = sb_map_new();
+    b->queues = sb_broker_queues_new(b->queue_max);
+    b->registry = sb_broker_registry_new();
+    int64_t now = sb_mono_ms();
+    b->next_heartbeat = now + b->heartbeat_ms;
+    b->next_sweep = now + SB_BROKER_SWEEP_MS;
+    b->next_stats = now + SB_BROKER_STATS_MS;
+    return b;
+fail:
+    sb_broker_destroy(&b);
+    return NULL;
+}
+
+const char *sb_broker_frontend_endpoint(const sb_broker_t *b) { return b->frontend_endpoint; }
+
+const char *sb_broker_worker_endpoint(const sb_broker_t *b) { return b->worker_endpoint; }
+
+static void sb_broker_free_job(const char *key, void *value, void *arg)
+{
+    sb_broker_job_t *job = value;
+    sb_broker_job_destroy(&job);
+}
+
+void sb_broker_destroy(sb_broker_t **pb)
+{
+    if (!pb || !*pb)
+        return;
+    sb_broker_t *b = *pb;
+    if (b->jobs) {
+        sb_map_foreach(b->jobs, sb_broker_free_job, NULL);
+        sb_map_destroy(&b->jobs);
+    }
+    sb_broker_queues_destroy(&b->queues);
+    sb_broker_registry_destroy(&b->registry);
+    zpoller_destroy(&b->poller);
+    zsock_destroy(&b->frontends);
+    zsock_destroy(&b->workers);
+    free(b->frontend_endpoint);
+    free(b->worker_endpoint);
+    free(b);
+    *pb = NULL;
+}
