@@ -35,7 +35,7 @@ int fe_params_only(const json_t *body, const char *const *allowed, const char *f
     return 0;
 }
 
-const char *fe_params_required_string(const json_t *body, const char *key, fe_error_t *err)
+json_t *fe_params_require(const json_t *body, const char *key, fe_error_t *err)
 {
     json_t *v = json_object_get(body, key);
     if (!v || json_is_null(v)) {
@@ -43,6 +43,14 @@ const char *fe_params_required_string(const json_t *body, const char *key, fe_er
                      "Missing required parameter: '%s'.", key);
         return NULL;
     }
+    return v;
+}
+
+const char *fe_params_required_string(const json_t *body, const char *key, fe_error_t *err)
+{
+    json_t *v = fe_params_require(body, key, err);
+    if (!v)
+        return NULL;
     if (!json_is_string(v) || json_string_length(v) == 0) {
         fe_params_invalid(err, key, "Invalid value for '%s': expected a non-empty string.", key);
         return NULL;

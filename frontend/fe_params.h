@@ -13,6 +13,9 @@
 /* Fails with "Unknown parameter: 'x'." (or fmt_unknown) for a key of body not in allowed (NULL-terminated). */
 int fe_params_only(const json_t *body, const char *const *allowed, const char *fmt_unknown, fe_error_t *err);
 
+/* Required field of any type: NULL with "Missing required parameter" when absent. */
+json_t *fe_params_require(const json_t *body, const char *key, fe_error_t *err);
+
 /* Required non-empty string. */
 const char *fe_params_required_string(const json_t *body, const char *key, fe_error_t *err);
 

@@ -249,12 +249,9 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     if (!model)
         return -1;
     r->model_id = sb_xstrdup(model);
-    json_t *messages = json_object_get(body, "messages");
-    if (!messages) {
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "missing_required_parameter", "messages",
-                     "Missing required parameter: 'messages'.");
+    json_t *messages = fe_params_require(body, "messages", err);
+    if (!messages)
         return -1;
-    }
     if (!json_is_array(messages) || json_array_size(messages) == 0) {
         fe_params_invalid(err, "messages", "Invalid value for 'messages': expected a non-empty array.");
         return -1;

@@ -213,12 +213,9 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     if (!model)
         return -1;
     r->model_id = sb_xstrdup(model);
-    json_t *input = json_object_get(body, "input");
-    if (!input) {
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "missing_required_parameter", "input",
-                     "Missing required parameter: 'input'.");
+    json_t *input = fe_params_require(body, "input", err);
+    if (!input)
         return -1;
-    }
     json_t *stream = fe_params_typed(body, "stream", FE_P_BOOL | FE_P_NULL, err);
     if (err->status)
         return -1;
