@@ -114,3 +114,21 @@ int sb_ctl_print_query(struct sb_ctldb *db, const char *sql, int nparams, const 
     PQclear(res);
     return 0;
 }
+
+int sb_ctl_insert_new(struct sb_ctldb *db, const struct sb_cli *cli, const char *what, const char *name,
+                      const char *hint, const char *sql, int nparams, const char *const *params)
+{
+    PGresult *res = sb_ctldb_exec(db, sql, nparams, params);
+    if (!res)
+        return -EIO;
+    int inserted = PQntuples(res);
+    PQclear(res);
+    if (inserted > 0)
+        return 1;
+    if (cli->if_not_exists) {
+        printf("%s %s already exists%s\n", what, name, hint);
+        return 0;
+    }
+    fprintf(stderr, "sbctl: %s '%s' already exists%s\n", what, name, hint);
+    return -EEXIST;
+}

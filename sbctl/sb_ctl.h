@@ -27,6 +27,13 @@ int sb_ctl_group_id(struct sb_ctldb *db, const char *name, char id[32]) SB_CTL_M
 /* Runs a SELECT and prints its result as a table; 0 or -EIO. */
 int sb_ctl_print_query(struct sb_ctldb *db, const char *sql, int nparams, const char *const *params) SB_CTL_MUSTCHECK;
 
+/* Runs an INSERT ... ON CONFLICT DO NOTHING RETURNING statement for a new
+ * WHAT named NAME. Returns 1 when the row was inserted; 0 when it existed and
+ * --if-not-exists accepts that (said on stdout); -EEXIST (said on stderr) or
+ * -EIO otherwise. hint follows both messages ("" for none). */
+int sb_ctl_insert_new(struct sb_ctldb *db, const struct sb_cli *cli, const char *what, const char *name,
+                      const char *hint, const char *sql, int nparams, const char *const *params) SB_CTL_MUSTCHECK;
+
 int sb_ctl_account_create(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_account_list(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_account_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled) SB_CTL_MUSTCHECK;

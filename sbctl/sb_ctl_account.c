@@ -9,22 +9,12 @@ int sb_ctl_account_create(struct sb_ctldb *db, const struct sb_cli *cli)
 {
     const char *name = cli->arg[0];
     const char *params[] = {name, cli->zdr ? "true" : "false"};
-    PGresult *res = sb_ctldb_exec(db,
-                                  "INSERT INTO accounts (name, zero_data_retention) VALUES ($1, $2::boolean) "
-                                  "ON CONFLICT (name) DO NOTHING RETURNING id",
-                                  2, params);
-    if (!res)
-        return -EIO;
-    int inserted = PQntuples(res);
-    PQclear(res);
-    if (inserted == 0) {
-        if (cli->if_not_exists) {
-            printf("account %s already exists\n", name);
-            return 0;
-        }
-        fprintf(stderr, "sbctl: account '%s' already exists\n", name);
-        return -EEXIST;
-    }
+    int rc = sb_ctl_insert_new(db, cli, "account", name, "",
+                               "INSERT INTO accounts (name, zero_data_retention) VALUES ($1, $2::boolean) "
+                               "ON CONFLICT (name) DO NOTHING RETURNING id",
+                               2, params);
+    if (rc <= 0)
+        return rc;
     printf("account %s created%s\n", name, cli->zdr ? " (zero data retention)" : "");
     return 0;
 }

@@ -11,20 +11,11 @@ int sb_ctl_group_create(struct sb_ctldb *db, const struct sb_cli *cli)
 {
     const char *name = cli->arg[0];
     const char *params[] = {name};
-    PGresult *res = sb_ctldb_exec(
-        db, "INSERT INTO token_groups (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id", 1, params);
-    if (!res)
-        return -EIO;
-    int inserted = PQntuples(res);
-    PQclear(res);
-    if (inserted == 0) {
-        if (cli->if_not_exists) {
-            printf("group %s already exists\n", name);
-            return 0;
-        }
-        fprintf(stderr, "sbctl: group '%s' already exists\n", name);
-        return -EEXIST;
-    }
+    int rc = sb_ctl_insert_new(db, cli, "group", name, "",
+                               "INSERT INTO token_groups (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id",
+                               1, params);
+    if (rc <= 0)
+        return rc;
     printf("group %s created (allows no model yet: sbctl group allow %s MODEL)\n", name, name);
     return 0;
 }

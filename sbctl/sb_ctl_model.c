@@ -64,22 +64,12 @@ int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli)
     if (sb_ctldb_run(db, "BEGIN", 0, NULL) != 0)
         goto fail;
     const char *params[] = {id, cli->provider, cli->base_url, cli->upstream_model};
-    res = sb_ctldb_exec(db,
-                        "INSERT INTO models (id, provider, base_url, upstream_model) VALUES ($1, $2, $3, $4) "
-                        "ON CONFLICT (id) DO NOTHING RETURNING id",
-                        4, params);
-    if (!res)
-        goto fail;
-    if (PQntuples(res) == 0) {
-        if (cli->if_not_exists) {
-            printf("model %s already exists (unchanged; use 'sbctl model set' to change it)\n", id);
-            rc = 0;
-        } else {
-            fprintf(stderr, "sbctl: model '%s' already exists (use 'sbctl model set' to change it)\n", id);
-            rc = -EEXIST;
-        }
-        goto fail; /* also ends the empty transaction */
-    }
+    rc = sb_ctl_insert_new(db, cli, "model", id, " (use 'sbctl model set' to change it)",
+                           "INSERT INTO models (id, provider, base_url, upstream_model) VALUES ($1, $2, $3, $4) "
+                           "ON CONFLICT (id) DO NOTHING RETURNING id",
+                           4, params);
+    if (rc <= 0)
+        goto fail; /* also ends the transaction; an existing model is left unchanged */
     rc = sb_ctl_model_update(db, cli);
     if (rc != 0)
         goto fail;
