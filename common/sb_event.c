@@ -1,6 +1,7 @@
 /* sb_event: constructors and classification of canonical events. */
 #include "sb_event.h"
 
+#include <limits.h>
 #include <string.h>
 
 static const char *const sb_event_names[] = {
@@ -13,6 +14,7 @@ static const char *const sb_event_names[] = {
     [SB_EV_USAGE] = "usage",
     [SB_EV_COMPLETED] = "completed",
     [SB_EV_ERROR] = "error",
+    [SB_EV_CHOICE_DONE] = "choice_done",
 };
 
 enum sb_event_type sb_event_type_of(const json_t *ev)
@@ -81,4 +83,22 @@ json_t *sb_event_error(int http_status, const char *kind, const char *code, cons
 {
     return json_pack("{s:s, s:i, s:s, s:s?, s:s}", "type", "error", "status", http_status, "kind", kind, "code", code,
                      "message", message ? message : "");
+}
+
+json_t *sb_event_choice_done(int choice, const char *status, const char *incomplete_reason)
+{
+    return json_pack("{s:s, s:i, s:s, s:s?}", "type", "choice_done", "choice", choice, "status", status,
+                     "incomplete_reason", incomplete_reason);
+}
+
+int sb_event_choice(const json_t *ev)
+{
+    const json_t *c = json_object_get(ev, "choice");
+    json_int_t k = json_is_integer(c) ? json_integer_value(c) : 0;
+    return k > 0 && k <= INT_MAX ? (int)k : 0;
+}
+
+void sb_event_set_choice(json_t *ev, int choice)
+{
+    json_object_set_new(ev, "choice", json_integer(choice));
 }

@@ -9,6 +9,8 @@
  *   {"type":"args_delta", "item_index":N, "delta":"..."}       function_call arguments
  *   {"type":"reasoning_delta", "item_index":N, "delta":"..."}
  *   {"type":"item_done", "item_index":N, "item":{...complete item...}}
+ *   {"type":"choice_done", "choice":K, "status":"completed"|"incomplete",
+ *        "incomplete_reason":"max_output_tokens"|"content_filter"|null}   not final
  *   {"type":"usage", "input_tokens":I, "output_tokens":O, "reasoning_tokens":R}
  *   {"type":"completed", "status":"completed"|"incomplete",
  *        "incomplete_reason":"max_output_tokens"|"content_filter"|null,
@@ -22,7 +24,18 @@
  *   {"type":"function_call","id":"fc_..","call_id":"call_..","name":"..",
  *    "arguments":"{...}","status":"completed"}
  *   {"type":"reasoning","id":"rs_..","summary":[],"content":[{"type":"reasoning_text","text":".."}]}
+ * Message content parts are {"type":"output_text","text","annotations":[]} or,
+ * when the model declined, {"type":"refusal","refusal":".."}.
  * A job's stream ends with exactly one final event (completed or error).
+ *
+ * Several choices (request.n > 1): item_added, text_delta, args_delta,
+ * reasoning_delta and item_done carry "choice":K (0-based; absent means 0,
+ * and single-choice jobs never carry it). item_index counts per choice, from
+ * 0 in each. Every choice ends with one choice_done before the job's final
+ * event (choices may interleave; only their own events are ordered). There is
+ * one usage event for the whole job (summed over choices), and the final
+ * completed has status "incomplete" when any choice was incomplete, with the
+ * first incomplete choice's reason.
  */
 #ifndef SB_EVENT_H
 #define SB_EVENT_H
@@ -41,6 +54,7 @@ enum sb_event_type {
     SB_EV_USAGE,
     SB_EV_COMPLETED,
     SB_EV_ERROR,
+    SB_EV_CHOICE_DONE, /* not final: one choice of an n > 1 job is over */
 };
 
 /*
@@ -73,5 +87,11 @@ json_t *sb_event_usage(int64_t input_tokens, int64_t output_tokens, int64_t reas
 json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model,
                            int64_t upstream_ms);
 json_t *sb_event_error(int http_status, const char *kind, const char *code, const char *message);
+json_t *sb_event_choice_done(int choice, const char *status, const char *incomplete_reason);
+
+/* The event's "choice" (0 when absent or not an integer). */
+int sb_event_choice(const json_t *ev);
+/* Tags an event with "choice":k. */
+void sb_event_set_choice(json_t *ev, int choice);
 
 #endif

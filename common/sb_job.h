@@ -9,7 +9,9 @@
  *   "account_id": 1,
  *   "route": {"provider": "openai-chat", "base_url": "http://127.0.0.1:18080/v1",
  *             "upstream_model": "...", "credential_ref": "ENV_VAR_NAME" | null,
- *             "timeout_ms": 60000},
+ *             "timeout_ms": 60000,
+ *             "capabilities": {"n": false, ...} },  the model record's capabilities;
+ *                                       may be absent or {}; a missing key means "supported"
  *   "request": {
  *     "instructions": "..." | null,
  *     "input": [ item, ... ],           normalized, see below
@@ -26,11 +28,24 @@
  * }
  * Absent optional fields mean "upstream default".
  *
+ * "n" (int >= 1, chat style only) asks for that many choices; events then
+ * carry "choice" (sb_event.h). When route.capabilities.n is false the worker
+ * makes n upstream calls without n and merges them.
+ *
+ * Strict structured output: with text.format json_schema "strict":true, or a
+ * function tool "strict":true, the worker checks the model's output text /
+ * arguments against the schema and retries the upstream call once before
+ * failing with 502 "invalid_structured_output".
+ *
  * Normalized input items (content is always an array of parts):
  *   {"type":"message","role":"system"|"developer"|"user"|"assistant",
  *    "content":[{"type":"input_text","text"} | {"type":"output_text","text"}
  *              | {"type":"input_image","image_url","detail"?}
- *              | {"type":"input_file","file_id"?,"file_data"?,"filename"?}]}
+ *              | {"type":"input_file","filename","file_data":"data:<mime>;base64,..."}
+ *              | {"type":"input_audio","input_audio":{"data":"<base64>","format":"wav"|"mp3"|..}}
+ *              | {"type":"refusal","refusal"}]}          refusal: assistant turns only
+ *   (the frontend resolves an input_file's file_id to filename + file_data
+ *   before the job is sent; a bare {"file_id"} is passed through as is)
  *   {"type":"function_call","call_id","name","arguments"}
  *   {"type":"function_call_output","call_id","output"}
  *   {"type":"reasoning", ...}

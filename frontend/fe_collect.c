@@ -10,19 +10,72 @@ void fe_collect_init(fe_collect_t *c)
 {
     memset(c, 0, sizeof *c);
     c->items = json_array();
+    c->more = json_array();
     c->upstream_ms = -1;
 }
 
 void fe_collect_free(fe_collect_t *c)
 {
     json_decref(c->items);
+    json_decref(c->more);
     c->items = NULL;
+    c->more = NULL;
 }
 
 static int64_t fe_collect_int(const json_t *ev, const char *k)
 {
     json_t *v = json_object_get(ev, k);
     return json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v) : 0;
+}
+
+/* Most choices a result holds (Chat Completions n is at most 16 here). */
+#define FE_COLLECT_MAX_CHOICES 128
+
+/* The state of choice k >= 1, created on first use; NULL for a hostile index. */
+static json_t *fe_collect_more(fe_collect_t *c, const json_t *ev)
+{
+    json_t *k = json_object_get(ev, "choice");
+    json_int_t i = json_is_integer(k) ? json_integer_value(k) : 0;
+    if (i <= 0 || i >= FE_COLLECT_MAX_CHOICES)
+        return NULL;
+    while (json_array_size(c->more) < (size_t)i)
+        json_array_append_new(c->more, json_pack("{s:[], s:s, s:s}", "items", "status", "completed", "reason", ""));
+    return json_array_get(c->more, (size_t)i - 1);
+}
+
+/* Drops holes left by items that never completed. */
+static void fe_collect_compact(json_t *items)
+{
+    for (size_t i = json_array_size(items); i-- > 0;)
+        if (json_is_null(json_array_get(items, i)))
+            json_array_remove(items, i);
+}
+
+const json_t *fe_collect_choice_items(const fe_collect_t *c, int choice)
+{
+    if (choice == 0)
+        return c->items;
+    json_t *st = json_array_get(c->more, (size_t)choice - 1);
+    static json_t *empty;
+    if (!empty)
+        empty = json_array(); /* one shared, never freed, never modified */
+    return st ? json_object_get(st, "items") : empty;
+}
+
+const char *fe_collect_choice_status(const fe_collect_t *c, int choice)
+{
+    if (choice == 0)
+        return c->choice0_status[0] ? c->choice0_status : c->status;
+    const char *s = json_string_value(json_object_get(json_array_get(c->more, (size_t)choice - 1), "status"));
+    return s ? s : "completed";
+}
+
+const char *fe_collect_choice_reason(const fe_collect_t *c, int choice)
+{
+    if (choice == 0)
+        return c->choice0_status[0] ? c->choice0_reason : c->incomplete_reason;
+    const char *s = json_string_value(json_object_get(json_array_get(c->more, (size_t)choice - 1), "reason"));
+    return s ? s : "";
 }
 
 bool fe_collect_event(fe_collect_t *c, const json_t *ev)
@@ -33,15 +86,31 @@ bool fe_collect_event(fe_collect_t *c, const json_t *ev)
     case SB_EV_ITEM_DONE: {
         json_t *item = json_object_get(ev, "item");
         json_t *idx = json_object_get(ev, "item_index");
-        if (!json_is_object(item))
+        json_t *more = fe_collect_more(c, ev);
+        json_t *items = more ? json_object_get(more, "items") : c->items;
+        if (!json_is_object(item) || (!more && json_integer_value(json_object_get(ev, "choice")) != 0))
             break;
         size_t i = json_is_integer(idx) && json_integer_value(idx) >= 0 ? (size_t)json_integer_value(idx)
-                                                                        : json_array_size(c->items);
+                                                                        : json_array_size(items);
         if (i > 4096)
             break; /* hostile index; items are dense and few */
-        while (json_array_size(c->items) <= i)
-            json_array_append_new(c->items, json_null());
-        json_array_set(c->items, i, item);
+        while (json_array_size(items) <= i)
+            json_array_append_new(items, json_null());
+        json_array_set(items, i, item);
+        break;
+    }
+    case SB_EV_CHOICE_DONE: {
+        const char *st = json_string_value(json_object_get(ev, "status"));
+        const char *why = json_string_value(json_object_get(ev, "incomplete_reason"));
+        st = st && !strcmp(st, "incomplete") ? "incomplete" : "completed";
+        json_t *more = fe_collect_more(c, ev);
+        if (more) {
+            json_object_set_new(more, "status", json_string(st));
+            json_object_set_new(more, "reason", json_string(why ? why : ""));
+        } else if (json_integer_value(json_object_get(ev, "choice")) == 0) {
+            snprintf(c->choice0_status, sizeof c->choice0_status, "%s", st);
+            snprintf(c->choice0_reason, sizeof c->choice0_reason, "%s", why ? why : "");
+        }
         break;
     }
     case SB_EV_USAGE:
@@ -70,10 +139,10 @@ bool fe_collect_event(fe_collect_t *c, const json_t *ev)
         break; /* deltas and item_added matter only to streaming renderers */
     }
     if (c->done) {
-        /* Drop holes left by items that never completed. */
-        for (size_t i = json_array_size(c->items); i-- > 0;)
-            if (json_is_null(json_array_get(c->items, i)))
-                json_array_remove(c->items, i);
+        fe_collect_compact(c->items);
+        size_t k;
+        json_t *more;
+        json_array_foreach(c->more, k, more) fe_collect_compact(json_object_get(more, "items"));
     }
     return c->done;
 }

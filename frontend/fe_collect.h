@@ -13,13 +13,16 @@
 #include "fe_error.h"
 
 typedef struct {
-    json_t *items; /* array of completed output items, by item_index */
+    json_t *items; /* array of completed output items of choice 0, by item_index */
+    json_t *more;  /* choices 1..n-1 (Chat Completions n): {"items":[...], "status", "reason"} by choice - 1 */
     int64_t input_tokens, output_tokens, reasoning_tokens;
     bool done;
     bool failed;               /* done with an error */
     fe_error_t error;          /* when failed */
     char status[16];           /* "completed" | "incomplete" */
     char incomplete_reason[32];
+    char choice0_status[16];   /* from choice_done for choice 0; "" if none came */
+    char choice0_reason[32];
     char model[128];           /* model that answered */
     int64_t upstream_ms;       /* -1 unknown */
 } fe_collect_t;
@@ -28,5 +31,12 @@ void fe_collect_init(fe_collect_t *c);
 void fe_collect_free(fe_collect_t *c);
 /* Applies one event; returns true when it was the final one. */
 bool fe_collect_event(fe_collect_t *c, const json_t *ev);
+
+/* Per choice (0 is the only one unless n > 1): its output items (borrowed,
+ * an empty array for a choice that produced nothing), its status
+ * ("completed" | "incomplete") and incomplete reason ("" if none). */
+const json_t *fe_collect_choice_items(const fe_collect_t *c, int choice);
+const char *fe_collect_choice_status(const fe_collect_t *c, int choice);
+const char *fe_collect_choice_reason(const fe_collect_t *c, int choice);
 
 #endif

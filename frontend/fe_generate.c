@@ -1,7 +1,13 @@
 /*
  * fe_generate: the pipeline shared by every generation endpoint, whatever its
- * style: parse -> model and permission -> stored context -> job on the
- * broker -> events collected -> stored -> rendered. Styles only translate.
+ * style: parse -> model and permission -> preparation (prompt template,
+ * stored context, feature and call-id checks, sealed reasoning, files) ->
+ * job on the broker -> events collected -> stored -> rendered. Styles only
+ * translate.
+ *
+ * Preparation is a list of steps run in order by fe_generate_continue; each
+ * asynchronous step marks itself done in r->prepared and calls
+ * fe_generate_continue again, or ends the request with an error.
  */
 #include "fe_generate.h"
 
@@ -9,14 +15,17 @@
 #include <string.h>
 
 #include "fe_body.h"
+#include "fe_features.h"
+#include "fe_files.h"
+#include "fe_items.h"
+#include "fe_prompt.h"
+#include "fe_reasoning.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_job.h"
 #include "sb_log.h"
 #include "sb_time.h"
-
-static void fe_generate_submit(fe_request_t *r);
 
 /* Deadline slack past the job's own deadline: the broker and worker answer
  * first in every normal case; this only catches a lost broker. */
@@ -31,40 +40,19 @@ static void fe_generate_on_deadline(evutil_socket_t fd, short what, void *arg)
     fe_request_failf(r, 504, SB_ERR_TIMEOUT, "timeout", NULL, "timeout: the request exceeded its deadline");
 }
 
-static void fe_generate_store_done(const PGresult *res, const char *err, void *arg)
+void fe_generate_stored(const PGresult *res, const char *err, void *arg)
 {
     fe_request_t *r = arg;
     if (!fe_request_release(r) || r->state == FE_REQ_DONE)
         return;
     json_t *body = json_object_get(r->style_state, "rendered");
     if (err) {
-        sb_error("storing response %s failed: %s", r->response_id, err);
+        sb_error("storing %s failed: %s", r->response_id, err);
         fe_request_failf(r, 500, SB_ERR_SERVER, "store_failed", NULL,
                          "The response was generated but could not be stored; retry the request");
         return;
     }
     fe_request_reply_json(r, 200, json_incref(body));
-}
-
-/* Stores the response (body, full context input, output) in one statement. */
-static void fe_generate_store(fe_request_t *r, json_t *rendered)
-{
-    json_object_set(r->style_state, "rendered", rendered);
-    char account[24], key_id[24];
-    snprintf(account, sizeof account, "%lld", (long long)json_integer_value(json_object_get(r->key, "account_id")));
-    snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
-    char *body = json_dumps(rendered, JSON_COMPACT);
-    char *input = json_dumps(json_object_get(r->canonical, "input"), JSON_COMPACT);
-    char *output = json_dumps(r->result.items, JSON_COMPACT);
-    const char *params[9] = {r->response_id, account, key_id, r->model_id,
-                             r->result.status[0] ? r->result.status : "completed",
-                             r->previous_response_id, body, input, output};
-    r->state = FE_REQ_STORING;
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_RESPONSE_SAVE, 9, params, fe_generate_store_done, r);
-    free(body);
-    free(input);
-    free(output);
 }
 
 static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
@@ -88,8 +76,11 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
         fe_request_failf(r, 500, SB_ERR_SERVER, NULL, NULL, "could not render the response");
         return;
     }
-    if (r->store && r->response_id[0]) {
-        fe_generate_store(r, rendered);
+    if (r->store && r->response_id[0] && r->style->store) {
+        json_object_set(r->style_state, "rendered", rendered);
+        r->state = FE_REQ_STORING;
+        fe_request_hold(r);
+        r->style->store(r, rendered);
         json_decref(rendered);
         return;
     }
@@ -100,25 +91,27 @@ static json_t *fe_generate_route(const fe_request_t *r)
 {
     const json_t *m = r->model;
     json_t *cred = json_object_get(m, "credential_ref");
-    return json_pack("{s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(m, "provider"), "base_url",
+    json_t *caps = json_object_get(m, "capabilities");
+    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(m, "provider"), "base_url",
                      json_object_get(m, "base_url"), "upstream_model", json_object_get(m, "upstream_model"),
-                     "credential_ref", cred ? cred : json_null(), "timeout_ms", json_object_get(m, "timeout_ms"));
+                     "credential_ref", cred ? cred : json_null(), "timeout_ms", json_object_get(m, "timeout_ms"),
+                     "capabilities", json_is_object(caps) ? caps : json_object());
 }
 
 static void fe_generate_submit(fe_request_t *r)
 {
-    if (r->context) {
-        /* Earlier turns first, then this request's input. */
-        json_t *input = json_copy(r->context);
-        json_array_extend(input, json_object_get(r->canonical, "input"));
-        json_object_set_new(r->canonical, "input", input);
-    }
+    /* The worker gets the full context with files and reasoning resolved;
+     * the canonical request keeps this request's own input for storage. */
+    json_t *request = json_copy(r->canonical);
+    json_object_set(request, "input", r->job_input);
+    if (r->n > 1)
+        json_object_set_new(request, "n", json_integer(r->n));
     json_t *timeout = json_object_get(r->model, "timeout_ms");
     int64_t timeout_ms = json_is_integer(timeout) && json_integer_value(timeout) > 0 ? json_integer_value(timeout)
                                                                                     : r->srv->cfg.default_timeout_ms;
     int64_t deadline = sb_now_ms() + timeout_ms;
     json_t *job = sb_job_new(r->request_id, r->model_id, (long long)json_integer_value(json_object_get(r->key, "account_id")),
-                             fe_generate_route(r), json_incref(r->canonical));
+                             fe_generate_route(r), request);
     r->state = FE_REQ_RUNNING;
     int rc = job ? fe_broker_submit(r->srv->broker, r->request_id, r->model_id, deadline, job, fe_generate_on_event, r)
                  : -1;
@@ -151,6 +144,59 @@ static void fe_generate_on_context(const PGresult *res, const char *err, void *a
         return;
     }
     r->context = items;
+    r->prepared |= FE_PREP_CONTEXT;
+    fe_generate_continue(r);
+}
+
+static void fe_generate_load_context(fe_request_t *r)
+{
+    char account[24];
+    fe_request_account(r, account, sizeof account);
+    const char *params[2] = {r->previous_response_id, account};
+    r->state = FE_REQ_PREPARE;
+    fe_request_hold(r);
+    fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
+}
+
+/* The synchronous checks on the whole context; builds r->job_input. */
+static int fe_generate_check(fe_request_t *r)
+{
+    fe_error_t err;
+    memset(&err, 0, sizeof err);
+    json_t *input = r->context ? json_deep_copy(r->context) : json_array();
+    json_t *own = json_deep_copy(json_object_get(r->canonical, "input"));
+    json_array_extend(input, own);
+    json_decref(own);
+    r->job_input = input;
+    if (fe_features_check(r, input, &err) < 0 || fe_items_check_calls(input, &err) < 0 ||
+        fe_reasoning_open_items(r, input, &err) < 0) {
+        fe_request_fail(r, &err);
+        return -1;
+    }
+    r->prepared |= FE_PREP_CHECKED;
+    return 0;
+}
+
+void fe_generate_continue(fe_request_t *r)
+{
+    if (r->state == FE_REQ_DONE)
+        return;
+    if (r->prompt_ref && !(r->prepared & FE_PREP_PROMPT)) {
+        r->state = FE_REQ_PREPARE;
+        fe_prompt_expand(r);
+        return;
+    }
+    if (r->previous_response_id && !(r->prepared & FE_PREP_CONTEXT)) {
+        fe_generate_load_context(r);
+        return;
+    }
+    if (!(r->prepared & FE_PREP_CHECKED) && fe_generate_check(r) < 0)
+        return;
+    if (!(r->prepared & FE_PREP_FILES)) {
+        r->state = FE_REQ_PREPARE;
+        fe_files_resolve(r); /* marks FE_PREP_FILES and continues, or fails */
+        return;
+    }
     fe_generate_submit(r);
 }
 
@@ -175,17 +221,7 @@ static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
         return;
     }
     r->model = json_incref(rec);
-    if (r->previous_response_id) {
-        char account[24];
-        snprintf(account, sizeof account, "%lld",
-                 (long long)json_integer_value(json_object_get(r->key, "account_id")));
-        const char *params[2] = {r->previous_response_id, account};
-        r->state = FE_REQ_CONTEXT;
-        fe_request_hold(r);
-        fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
-        return;
-    }
-    fe_generate_submit(r);
+    fe_generate_continue(r);
 }
 
 void fe_generate_start(fe_request_t *r)
@@ -202,8 +238,10 @@ void fe_generate_start(fe_request_t *r)
         fe_request_fail(r, &err);
         return;
     }
-    if (json_is_true(json_object_get(r->key, "zdr")))
-        r->store = false; /* zero-data-retention accounts are never stored */
+    if (json_is_true(json_object_get(r->key, "zdr"))) {
+        r->store = false;          /* zero-data-retention accounts are never stored */
+        r->seal_reasoning = true;  /* and get their reasoning back only sealed */
+    }
     r->state = FE_REQ_MODEL;
     fe_request_hold(r);
     fe_auth_lookup_model(r->srv->auth, r->model_id, fe_generate_on_model, r);

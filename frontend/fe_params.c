@@ -112,3 +112,30 @@ int fe_params_copy(const json_t *body, const char *key, int types, double lo, do
     json_object_set(dst, dst_key, v);
     return 0;
 }
+
+/* OpenAI's metadata rules: at most 16 pairs, keys up to 64 and string
+ * values up to 512 characters. */
+int fe_params_metadata(const json_t *body, json_t *c, fe_error_t *err)
+{
+    json_t *md = fe_params_typed(body, "metadata", FE_P_OBJECT | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    if (!json_is_object(md))
+        return 0;
+    if (json_object_size(md) > 16) {
+        fe_params_invalid(err, "metadata", "Invalid 'metadata': too many properties, expected at most 16.");
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(md, k, v)
+    {
+        if (strlen(k) > 64 || !json_is_string(v) || json_string_length(v) > 512) {
+            fe_params_invalid(err, "metadata", "Invalid 'metadata' entry '%.64s': keys are at most 64 characters, "
+                                               "values strings of at most 512.", k);
+            return -1;
+        }
+    }
+    json_object_set(c, "metadata", md);
+    return 0;
+}

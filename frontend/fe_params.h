@@ -31,6 +31,10 @@ json_t *fe_params_typed(const json_t *body, const char *key, int types, fe_error
 int fe_params_copy(const json_t *body, const char *key, int types, double lo, double hi, json_t *dst,
                    const char *dst_key, fe_error_t *err);
 
+/* Copies metadata (OpenAI's rules: at most 16 pairs, keys up to 64 and
+ * string values up to 512 characters) into dst. 0 or -1 with err. */
+int fe_params_metadata(const json_t *body, json_t *dst, fe_error_t *err);
+
 /* "Invalid type for 'x': expected ..." */
 void fe_params_invalid(fe_error_t *err, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

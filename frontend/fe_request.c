@@ -7,6 +7,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -53,6 +54,8 @@ static void fe_request_free(fe_request_t *r)
     json_decref(r->body);
     json_decref(r->canonical);
     json_decref(r->context);
+    json_decref(r->job_input);
+    json_decref(r->prompt_ref);
     json_decref(r->style_state);
     fe_collect_free(&r->result);
     free(r->model_id);
@@ -64,6 +67,11 @@ static void fe_request_free(fe_request_t *r)
 }
 
 void fe_request_hold(fe_request_t *r) { r->pending++; }
+
+void fe_request_account(const fe_request_t *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%lld", (long long)json_integer_value(json_object_get(r->key, "account_id")));
+}
 
 bool fe_request_release(fe_request_t *r)
 {
@@ -104,19 +112,18 @@ static void fe_request_log(fe_request_t *r)
 
 /* Sends the reply (if the client is still there), writes the log row, and
  * frees the request unless an asynchronous step still holds it. */
-static void fe_request_finish(fe_request_t *r, int status, json_t *body, int retry_after)
+static void fe_request_send(fe_request_t *r, int status, const char *content_type, const void *data, size_t len,
+                            int retry_after)
 {
-    if (r->state == FE_REQ_DONE) {
-        json_decref(body);
+    if (r->state == FE_REQ_DONE)
         return;
-    }
     r->state = FE_REQ_DONE;
     r->status = status;
     if (r->deadline)
         event_del(r->deadline);
     if (r->http) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
-        evhttp_add_header(h, "Content-Type", "application/json");
+        evhttp_add_header(h, "Content-Type", content_type);
         evhttp_add_header(h, "x-request-id", r->request_id);
         if (retry_after > 0) {
             char ra[16];
@@ -124,11 +131,8 @@ static void fe_request_finish(fe_request_t *r, int status, json_t *body, int ret
             evhttp_add_header(h, "Retry-After", ra);
         }
         struct evbuffer *buf = evbuffer_new();
-        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        if (text) {
-            evbuffer_add(buf, text, strlen(text));
-            free(text);
-        }
+        if (data && len)
+            evbuffer_add(buf, data, len);
         evhttp_send_reply(r->http, status, NULL, buf);
         evbuffer_free(buf);
         r->http = NULL;
@@ -137,14 +141,48 @@ static void fe_request_finish(fe_request_t *r, int status, json_t *body, int ret
         evhttp_connection_set_closecb(r->conn, NULL, NULL);
         r->conn = NULL;
     }
-    json_decref(body);
     fe_request_log(r);
     r->srv->active_requests--;
     if (r->pending == 0)
         fe_request_free(r);
 }
 
+static void fe_request_finish(fe_request_t *r, int status, json_t *body, int retry_after)
+{
+    char *text = body && r->state != FE_REQ_DONE ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    fe_request_send(r, status, "application/json", text, text ? strlen(text) : 0, retry_after);
+    free(text);
+}
+
 void fe_request_reply_json(fe_request_t *r, int status, json_t *body) { fe_request_finish(r, status, body, 0); }
+
+void fe_request_reply_raw(fe_request_t *r, int status, const char *content_type, const void *data, size_t len)
+{
+    fe_request_send(r, status, content_type, data, len, 0);
+}
+
+int fe_request_query_get(const fe_request_t *r, const char *name, char *buf, size_t len)
+{
+    const struct evhttp_uri *uri = r->http ? evhttp_request_get_evhttp_uri(r->http) : NULL;
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (!query)
+        return -1;
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    if (evhttp_parse_query_str(query, &q) != 0) {
+        evhttp_clear_headers(&q);
+        return -1;
+    }
+    const char *v = evhttp_find_header(&q, name);
+    int rc = -1;
+    if (v && strlen(v) < len) {
+        memcpy(buf, v, strlen(v) + 1);
+        rc = 0;
+    }
+    evhttp_clear_headers(&q);
+    return rc;
+}
 
 void fe_request_fail(fe_request_t *r, const fe_error_t *e)
 {
@@ -217,6 +255,7 @@ void fe_request_handle(struct evhttp_request *http, void *arg)
     r->start_us = sb_mono_us();
     r->start_ms = sb_now_ms();
     r->store = true;
+    r->n = 1;
     sb_id_new(r->request_id, sizeof r->request_id, "req_", 16);
     fe_collect_init(&r->result);
     srv->active_requests++;

@@ -31,6 +31,9 @@ typedef struct fe_style {
     int (*parse)(fe_request_t *r, json_t *body, fe_error_t *err);
     /* Successful result -> response body (new reference). */
     json_t *(*render)(fe_request_t *r);
+    /* Stores the rendered result (r->store is true): issues one database
+     * write whose callback is fe_generate_stored. NULL: nothing to store. */
+    void (*store)(fe_request_t *r, const json_t *rendered);
 } fe_style_t;
 
 /* What an endpoint does once the caller is authenticated. */
@@ -39,7 +42,7 @@ typedef void (*fe_endpoint_fn)(fe_request_t *r);
 enum fe_req_state {
     FE_REQ_AUTH,    /* looking up the key */
     FE_REQ_MODEL,   /* looking up the model and its route */
-    FE_REQ_CONTEXT, /* loading previous_response_id's context */
+    FE_REQ_PREPARE, /* loading what the job needs: prompt, stored context, files */
     FE_REQ_RUNNING, /* job submitted; events arriving */
     FE_REQ_STORING, /* writing the stored response before replying */
     FE_REQ_QUERY,   /* a database-backed endpoint (GET/DELETE, lists) */
@@ -64,11 +67,17 @@ struct fe_request {
     json_t *model;           /* model record, owned */
     char *model_id;
     json_t *body;            /* parsed request body, owned */
-    json_t *canonical;       /* canonical request (sb_job.h "request"), owned */
-    json_t *context;         /* previous response's items, owned */
+    json_t *canonical;       /* canonical request (sb_job.h "request"); its input is this request's own, owned */
+    json_t *context;         /* previous response's context and output items, owned */
+    json_t *job_input;       /* context + input as the worker gets it (files, reasoning resolved), owned */
+    json_t *prompt_ref;      /* the request's prompt {id, version, variables}, owned */
     char *previous_response_id;
     bool store;
     bool stream;
+    bool seal_reasoning;     /* return reasoning items with encrypted_content */
+    int n;                   /* choices asked for (Chat Completions n); 1 otherwise */
+    unsigned prepared;       /* FE_PREP_* steps done */
+    int list_limit;          /* list endpoints: the page size asked for */
     json_t *style_state;     /* per-style extras for rendering, owned */
 
     fe_collect_t result;
@@ -82,6 +91,11 @@ void fe_request_handle(struct evhttp_request *http, void *arg);
 
 /* Reply helpers: each ends the request (state DONE). body is stolen. */
 void fe_request_reply_json(fe_request_t *r, int status, json_t *body);
+/* A non-JSON body (file content); data is copied. */
+void fe_request_reply_raw(fe_request_t *r, int status, const char *content_type, const void *data, size_t len);
+
+/* Query-string parameter name (decoded) into buf: 0, or -1 when absent or too long. */
+int fe_request_query_get(const fe_request_t *r, const char *name, char *buf, size_t len);
 void fe_request_fail(fe_request_t *r, const fe_error_t *e);
 void fe_request_failf(fe_request_t *r, int status, const char *kind, const char *code, const char *param,
                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
@@ -93,5 +107,20 @@ bool fe_request_release(fe_request_t *r);
 
 /* Steps shared by generation endpoints (fe_generate.c). */
 void fe_generate_start(fe_request_t *r);
+/* A preparation step (prompt, context, files) finished: go on to the next
+ * one or submit the job. Steps that fail end the request themselves. */
+void fe_generate_continue(fe_request_t *r);
+/* Database callback for style->store writes. */
+void fe_generate_stored(const PGresult *res, const char *err, void *arg);
+
+/* The caller's account id as a decimal string (for SQL parameters). */
+void fe_request_account(const fe_request_t *r, char *buf, size_t len);
+
+enum {
+    FE_PREP_PROMPT = 1,  /* prompt template expanded */
+    FE_PREP_CONTEXT = 2, /* previous_response_id's items loaded */
+    FE_PREP_CHECKED = 4, /* features, call ids, reasoning checked; job_input built */
+    FE_PREP_FILES = 8,   /* file_id parts resolved to their content */
+};
 
 #endif

@@ -9,9 +9,8 @@
 #include "fe_request.h"
 
 typedef struct {
-    const char *method; /* "GET", "POST", "DELETE" */
-    const char *prefix; /* exact path, or prefix when has_arg */
-    bool has_arg;       /* prefix + one path segment */
+    const char *method;  /* "GET", "POST", "DELETE" */
+    const char *pattern; /* exact path; "{}" stands for one id segment */
     const fe_style_t *style;
     fe_endpoint_fn fn;
 } fe_route_t;
@@ -33,6 +32,17 @@ extern const fe_style_t fe_style_chat;
 /* Endpoints. */
 void fe_responses_get(fe_request_t *r);
 void fe_responses_delete(fe_request_t *r);
+void fe_responses_input_items(fe_request_t *r);
 void fe_models_list(fe_request_t *r);
+void fe_files_upload(fe_request_t *r);
+void fe_files_get(fe_request_t *r);
+void fe_files_content(fe_request_t *r);
+void fe_files_delete(fe_request_t *r);
+void fe_files_list(fe_request_t *r);
+void fe_chat_stored_get(fe_request_t *r);
+void fe_chat_stored_messages(fe_request_t *r);
+void fe_chat_stored_update(fe_request_t *r);
+void fe_chat_stored_delete(fe_request_t *r);
+void fe_chat_stored_list(fe_request_t *r);
 
 #endif

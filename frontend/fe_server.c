@@ -31,6 +31,7 @@ void fe_config_defaults(fe_config_t *cfg)
     cfg->db_conns = 4;
     cfg->read_timeout_s = 30;
     cfg->default_timeout_ms = 60000;
+    cfg->max_file_bytes = 16u * 1024u * 1024u;
 }
 
 static void fe_server_on_notify(const char *payload, void *arg)
@@ -45,6 +46,14 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     fe_server_t *s = sb_xcalloc(1, sizeof *s);
     s->base = base;
     s->cfg = *cfg;
+    s->cfg.reasoning_key = NULL; /* the secret is kept only in parsed form */
+    if (cfg->reasoning_key) {
+        if (sb_seal_key_parse(cfg->reasoning_key, &s->seal_key) != 0) {
+            snprintf(err, errlen, "the reasoning key must be 64 hex characters");
+            goto fail;
+        }
+        s->seal_ready = true;
+    }
     s->db = fe_db_new(base, cfg->pg_dsn, cfg->db_conns, fe_sql_statements, fe_sql_statement_count, err, errlen);
     if (!s->db)
         goto fail;
@@ -61,7 +70,10 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     s->reqlog = fe_reqlog_new(base, s->db, cfg->name);
 
     s->http = evhttp_new(base);
-    evhttp_set_max_body_size(s->http, (ev_ssize_t)cfg->max_body_bytes);
+    /* A file upload is a file plus a little multipart framing. */
+    size_t max_body = cfg->max_body_bytes > cfg->max_file_bytes + 65536 ? cfg->max_body_bytes
+                                                                         : cfg->max_file_bytes + 65536;
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)max_body);
     evhttp_set_max_headers_size(s->http, (ev_ssize_t)cfg->max_header_bytes);
     evhttp_set_timeout(s->http, cfg->read_timeout_s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT |
@@ -111,6 +123,7 @@ void fe_server_destroy(fe_server_t **ps)
     fe_db_destroy(&s->db);
     fe_reqlog_destroy(&s->reqlog);
     fe_auth_destroy(&s->auth);
+    sb_seal_key_wipe(&s->seal_key);
     free(s);
     *ps = NULL;
 }

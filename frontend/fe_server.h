@@ -14,6 +14,7 @@
 #include "fe_broker.h"
 #include "fe_db.h"
 #include "fe_reqlog.h"
+#include "sb_seal.h"
 
 typedef struct {
     const char *listen_host;
@@ -27,6 +28,8 @@ typedef struct {
     int db_conns;
     int read_timeout_s;   /* absolute limit for reading a request */
     int default_timeout_ms; /* job deadline when the model has none */
+    size_t max_file_bytes;  /* POST /v1/files: largest file accepted (413 above) */
+    const char *reasoning_key; /* 64 hex chars: the key sealing encrypted reasoning; NULL = off */
 } fe_config_t;
 
 typedef struct fe_server {
@@ -39,6 +42,8 @@ typedef struct fe_server {
     fe_reqlog_t *reqlog;
     int active_requests;
     bool draining;
+    sb_seal_key_t seal_key; /* valid when seal_ready */
+    bool seal_ready;
 } fe_server_t;
 
 /* Fills cfg with defaults. */

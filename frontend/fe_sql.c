@@ -32,22 +32,102 @@ const char fe_sql_reqlog_insert_sql[] =
     "  reasoning_tokens int, error text, stream boolean, frontend text) "
     "ON CONFLICT (request_id) DO NOTHING";
 
-/* $1 response id, $2 account id -> the response's context (input items, then
- * output items) as one JSON array; no row when absent or another account's. */
+/* $1 response id, $2 account id -> what a follow-up request inherits: the
+ * response's context, its own input, then its output, as one JSON array; no
+ * row when absent or another account's. */
 static const char fe_sql_response_context[] =
-    "SELECT COALESCE((SELECT jsonb_agg(i.item ORDER BY i.kind = 'output', i.seq) FROM response_items i "
-    "  WHERE i.response_id = r.id), '[]'::jsonb) FROM responses r WHERE r.id = $1 AND r.account_id = $2";
+    "SELECT COALESCE((SELECT jsonb_agg(i.item ORDER BY CASE i.kind WHEN 'context' THEN 0 WHEN 'input' THEN 1 "
+    "  ELSE 2 END, i.seq) FROM response_items i WHERE i.response_id = r.id), '[]'::jsonb) "
+    "FROM responses r WHERE r.id = $1 AND r.account_id = $2";
 
 /* $1 id, $2 account, $3 key, $4 model, $5 status, $6 previous id, $7 body,
- * $8 input items (JSON array), $9 output items (JSON array). One statement,
- * so the response and its items are stored atomically. */
+ * $8 inherited context, $9 this request's input, $10 output (JSON arrays).
+ * One statement, so the response and its items are stored atomically. */
 static const char fe_sql_response_save[] =
     "WITH r AS (INSERT INTO responses (id, account_id, key_id, model, status, previous_response_id, body) "
     "  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING id) "
     "INSERT INTO response_items (response_id, kind, seq, item) "
-    "SELECT r.id, 'input', x.ord - 1, x.item FROM r, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS x(item, ord) "
+    "SELECT r.id, 'context', x.ord - 1, x.item FROM r, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS x(item, ord) "
     "UNION ALL "
-    "SELECT r.id, 'output', y.ord - 1, y.item FROM r, jsonb_array_elements($9::jsonb) WITH ORDINALITY AS y(item, ord)";
+    "SELECT r.id, 'input', y.ord - 1, y.item FROM r, jsonb_array_elements($9::jsonb) WITH ORDINALITY AS y(item, ord) "
+    "UNION ALL "
+    "SELECT r.id, 'output', z.ord - 1, z.item FROM r, jsonb_array_elements($10::jsonb) WITH ORDINALITY AS z(item, ord)";
+
+/* $1 response id, $2 account -> the request's own input items (JSON array). */
+static const char fe_sql_response_input_items[] =
+    "SELECT COALESCE((SELECT jsonb_agg(i.item ORDER BY i.seq) FROM response_items i "
+    "  WHERE i.response_id = r.id AND i.kind = 'input'), '[]'::jsonb) "
+    "FROM responses r WHERE r.id = $1 AND r.account_id = $2";
+
+/* $1 prompt id, $2 account, $3 version or NULL (current) -> version, body. */
+static const char fe_sql_prompt_get[] =
+    "SELECT v.version, v.body FROM prompts p JOIN prompt_versions v ON v.prompt_id = p.id "
+    "WHERE p.id = $1 AND p.account_id = $2 AND v.version = COALESCE($3::int, p.current_version)";
+
+/* The file object as OpenAI returns it. */
+#define FE_SQL_FILE_JSON                                                                                        \
+    "json_build_object('id', f.id, 'object', 'file', 'bytes', f.bytes, 'created_at', "                          \
+    "  extract(epoch FROM f.created_at)::bigint, 'filename', f.filename, 'purpose', f.purpose, "               \
+    "  'status', 'processed', 'expires_at', NULL, 'status_details', NULL)"
+
+/* $1 id, $2 account, $3 filename, $4 purpose, $5 mime type, $6 content (base64). */
+static const char fe_sql_file_insert[] =
+    "WITH f AS (INSERT INTO files (id, account_id, filename, purpose, mime_type, bytes, content) "
+    "  SELECT $1, $2, $3, $4, $5, length(d.c), d.c FROM (SELECT decode($6, 'base64') AS c) d "
+    "  RETURNING *) SELECT " FE_SQL_FILE_JSON " FROM f";
+
+static const char fe_sql_file_get[] = "SELECT " FE_SQL_FILE_JSON " FROM files f WHERE f.id = $1 AND f.account_id = $2";
+
+/* $1 id, $2 account -> mime type, filename, content as base64 (one line). */
+static const char fe_sql_file_content[] =
+    "SELECT mime_type, filename, translate(encode(content, 'base64'), E'\\n', '') FROM files "
+    "WHERE id = $1 AND account_id = $2";
+
+static const char fe_sql_file_delete[] = "DELETE FROM files WHERE id = $1 AND account_id = $2 RETURNING id";
+
+/* $1 account, $2 limit + 1, $3 'asc'|'desc', $4 after id or NULL, $5 purpose or NULL -> file objects. */
+static const char fe_sql_file_list[] =
+    "SELECT COALESCE(json_agg(x.o ORDER BY x.n), '[]') FROM (SELECT " FE_SQL_FILE_JSON " AS o, "
+    "  row_number() OVER (ORDER BY CASE WHEN $3 = 'asc' THEN f.created_at END ASC, "
+    "    CASE WHEN $3 <> 'asc' THEN f.created_at END DESC, f.id) AS n "
+    "  FROM files f WHERE f.account_id = $1 AND ($5::text IS NULL OR f.purpose = $5) "
+    "  AND ($4::text IS NULL OR (CASE WHEN $3 = 'asc' THEN (f.created_at, f.id) > "
+    "      (SELECT a.created_at, a.id FROM files a WHERE a.id = $4 AND a.account_id = $1) "
+    "    ELSE (f.created_at, f.id) < (SELECT a.created_at, a.id FROM files a WHERE a.id = $4 AND a.account_id = $1) END)) "
+    "  ORDER BY n LIMIT $2::int) x";
+
+/* $1 account, $2 JSON array of file ids -> id, filename, mime type, base64 content. */
+static const char fe_sql_files_resolve[] =
+    "SELECT id, filename, mime_type, translate(encode(content, 'base64'), E'\\n', '') FROM files "
+    "WHERE account_id = $1 AND id IN (SELECT jsonb_array_elements_text($2::jsonb))";
+
+/* $1 id, $2 account, $3 key, $4 model, $5 body, $6 request messages, $7 metadata. */
+static const char fe_sql_chat_save[] =
+    "INSERT INTO chat_completions (id, account_id, key_id, model, body, messages, metadata) "
+    "VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, COALESCE($7::jsonb, '{}'::jsonb))";
+
+static const char fe_sql_chat_get[] = "SELECT body FROM chat_completions WHERE id = $1 AND account_id = $2";
+
+static const char fe_sql_chat_messages[] = "SELECT messages FROM chat_completions WHERE id = $1 AND account_id = $2";
+
+static const char fe_sql_chat_delete[] = "DELETE FROM chat_completions WHERE id = $1 AND account_id = $2 RETURNING id";
+
+/* $1 id, $2 account, $3 metadata object -> the updated body. */
+static const char fe_sql_chat_update[] =
+    "UPDATE chat_completions SET metadata = $3::jsonb, body = jsonb_set(body, '{metadata}', $3::jsonb) "
+    "WHERE id = $1 AND account_id = $2 RETURNING body";
+
+/* $1 account, $2 limit + 1, $3 'asc'|'desc', $4 after id or NULL, $5 model or NULL -> bodies. */
+static const char fe_sql_chat_list[] =
+    "SELECT COALESCE(json_agg(x.body ORDER BY x.n), '[]') FROM (SELECT c.body, "
+    "  row_number() OVER (ORDER BY CASE WHEN $3 = 'asc' THEN c.created_at END ASC, "
+    "    CASE WHEN $3 <> 'asc' THEN c.created_at END DESC, c.id) AS n "
+    "  FROM chat_completions c WHERE c.account_id = $1 AND ($5::text IS NULL OR c.model = $5) "
+    "  AND ($4::text IS NULL OR (CASE WHEN $3 = 'asc' THEN (c.created_at, c.id) > "
+    "      (SELECT a.created_at, a.id FROM chat_completions a WHERE a.id = $4 AND a.account_id = $1) "
+    "    ELSE (c.created_at, c.id) < (SELECT a.created_at, a.id FROM chat_completions a "
+    "      WHERE a.id = $4 AND a.account_id = $1) END)) "
+    "  ORDER BY n LIMIT $2::int) x";
 
 static const char fe_sql_response_get[] = "SELECT body FROM responses WHERE id = $1 AND account_id = $2";
 
@@ -62,5 +142,19 @@ const fe_db_stmt_t fe_sql_statements[] = {
     {FE_SQL_RESPONSE_SAVE, fe_sql_response_save},
     {FE_SQL_RESPONSE_GET, fe_sql_response_get},
     {FE_SQL_RESPONSE_DELETE, fe_sql_response_delete},
+    {FE_SQL_RESPONSE_INPUT_ITEMS, fe_sql_response_input_items},
+    {FE_SQL_PROMPT_GET, fe_sql_prompt_get},
+    {FE_SQL_FILE_INSERT, fe_sql_file_insert},
+    {FE_SQL_FILE_GET, fe_sql_file_get},
+    {FE_SQL_FILE_CONTENT, fe_sql_file_content},
+    {FE_SQL_FILE_DELETE, fe_sql_file_delete},
+    {FE_SQL_FILE_LIST, fe_sql_file_list},
+    {FE_SQL_FILES_RESOLVE, fe_sql_files_resolve},
+    {FE_SQL_CHAT_SAVE, fe_sql_chat_save},
+    {FE_SQL_CHAT_GET, fe_sql_chat_get},
+    {FE_SQL_CHAT_MESSAGES, fe_sql_chat_messages},
+    {FE_SQL_CHAT_DELETE, fe_sql_chat_delete},
+    {FE_SQL_CHAT_UPDATE, fe_sql_chat_update},
+    {FE_SQL_CHAT_LIST, fe_sql_chat_list},
 };
 const int fe_sql_statement_count = (int)(sizeof fe_sql_statements / sizeof fe_sql_statements[0]);

@@ -15,6 +15,20 @@
 #define FE_SQL_RESPONSE_SAVE "response_save"
 #define FE_SQL_RESPONSE_GET "response_get"
 #define FE_SQL_RESPONSE_DELETE "response_delete"
+#define FE_SQL_RESPONSE_INPUT_ITEMS "response_input_items"
+#define FE_SQL_PROMPT_GET "prompt_get"
+#define FE_SQL_FILE_INSERT "file_insert"
+#define FE_SQL_FILE_GET "file_get"
+#define FE_SQL_FILE_CONTENT "file_content"
+#define FE_SQL_FILE_DELETE "file_delete"
+#define FE_SQL_FILE_LIST "file_list"
+#define FE_SQL_FILES_RESOLVE "files_resolve"
+#define FE_SQL_CHAT_SAVE "chat_save"
+#define FE_SQL_CHAT_GET "chat_get"
+#define FE_SQL_CHAT_MESSAGES "chat_messages"
+#define FE_SQL_CHAT_DELETE "chat_delete"
+#define FE_SQL_CHAT_UPDATE "chat_update"
+#define FE_SQL_CHAT_LIST "chat_list"
 
 extern const fe_db_stmt_t fe_sql_statements[];
 extern const int fe_sql_statement_count;

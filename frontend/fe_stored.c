@@ -1,19 +1,16 @@
 /*
- * fe_stored: endpoints over stored objects: GET and DELETE
- * /v1/responses/{id} (scoped to the caller's account: another account's id
- * is a 404, exactly like a missing one) and GET /v1/models.
+ * fe_stored: endpoints over stored responses: GET and DELETE
+ * /v1/responses/{id}, GET /v1/responses/{id}/input_items (scoped to the
+ * caller's account: another account's id is a 404, exactly like a missing
+ * one), and GET /v1/models.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_list.h"
 #include "fe_router.h"
 #include "fe_sql.h"
 #include "sb_event.h"
-
-static void fe_stored_account(const fe_request_t *r, char *buf, size_t len)
-{
-    snprintf(buf, len, "%lld", (long long)json_integer_value(json_object_get(r->key, "account_id")));
-}
 
 static bool fe_stored_resume(fe_request_t *r, const char *err)
 {
@@ -61,7 +58,7 @@ static void fe_stored_on_delete(const PGresult *res, const char *err, void *arg)
 static void fe_stored_query(fe_request_t *r, const char *stmt, fe_db_cb cb)
 {
     char account[24];
-    fe_stored_account(r, account, sizeof account);
+    fe_request_account(r, account, sizeof account);
     const char *params[2] = {r->path_arg, account};
     r->state = FE_REQ_QUERY;
     fe_request_hold(r);
@@ -71,6 +68,42 @@ static void fe_stored_query(fe_request_t *r, const char *stmt, fe_db_cb cb)
 void fe_responses_get(fe_request_t *r) { fe_stored_query(r, FE_SQL_RESPONSE_GET, fe_stored_on_get); }
 
 void fe_responses_delete(fe_request_t *r) { fe_stored_query(r, FE_SQL_RESPONSE_DELETE, fe_stored_on_delete); }
+
+static void fe_stored_on_input_items(const PGresult *res, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_stored_resume(r, err))
+        return;
+    json_t *all = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
+    if (!all) {
+        fe_stored_not_found(r);
+        return;
+    }
+    fe_list_query_t q;
+    fe_error_t e;
+    if (fe_list_parse(r, 100, 20, "desc", &q, &e) < 0) { /* checked before the query; cannot fail here */
+        json_decref(all);
+        fe_request_fail(r, &e);
+        return;
+    }
+    json_t *page = fe_list_page(all, &q);
+    json_decref(all);
+    fe_list_reply(r, page, q.limit);
+}
+
+/* GET /v1/responses/{id}/input_items?limit&order&after&before: the items
+ * the request itself sent (not the context it inherited), newest first by
+ * default, as OpenAI's list endpoints page them. */
+void fe_responses_input_items(fe_request_t *r)
+{
+    fe_list_query_t q;
+    fe_error_t e;
+    if (fe_list_parse(r, 100, 20, "desc", &q, &e) < 0) {
+        fe_request_fail(r, &e);
+        return;
+    }
+    fe_stored_query(r, FE_SQL_RESPONSE_INPUT_ITEMS, fe_stored_on_input_items);
+}
 
 static void fe_stored_on_models(const PGresult *res, const char *err, void *arg)
 {

@@ -7,12 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_features.h"
+#include "fe_files.h"
+#include "fe_generate.h"
 #include "fe_params.h"
 #include "fe_request.h"
 #include "fe_router.h"
+#include "fe_sql.h"
+#include "fe_structured.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"
+#include "fe_items.h"
 
 static json_t *fe_chat_error_body(const fe_request_t *r, const fe_error_t *e) { return fe_error_openai_body(e); }
 
@@ -20,9 +26,52 @@ static const char *const fe_chat_params[] = {
     "model", "messages", "n", "response_format", "tools", "tool_choice", "functions", "function_call",
     "parallel_tool_calls", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "seed", "user",
     "metadata", "store", "reasoning_effort", "stream", "stream_options", "frequency_penalty", "presence_penalty",
-    "logprobs", "top_logprobs", "logit_bias", "service_tier", "prompt_cache_key", "safety_identifier", NULL};
+    "logprobs", "top_logprobs", "logit_bias", "service_tier", "prompt_cache_key", "safety_identifier",
+    "modalities", "audio", "verbosity", NULL};
 
-/* Text of a chat content value (string, or array of text parts) as canonical parts. */
+/* One chat content part as a canonical part: text, image_url, input_audio,
+ * file (user side) or refusal (assistant side). */
+static json_t *fe_chat_part(const json_t *p, bool assistant, const char *param, fe_error_t *err)
+{
+    const char *type = json_string_value(json_object_get(p, "type"));
+    const char *text_type = assistant ? "output_text" : "input_text";
+    if (type && !strcmp(type, "text") && json_is_string(json_object_get(p, "text")))
+        return json_pack("{s:s, s:O}", "type", text_type, "text", json_object_get(p, "text"));
+    if (type && !strcmp(type, "refusal") && assistant && json_is_string(json_object_get(p, "refusal")))
+        return json_pack("{s:s, s:O}", "type", "refusal", "refusal", json_object_get(p, "refusal"));
+    if (!assistant && type && !strcmp(type, "image_url")) {
+        json_t *iu = json_object_get(p, "image_url");
+        json_t *conv = json_pack("{s:s, s:O?, s:O?}", "type", "input_image", "image_url", json_object_get(iu, "url"),
+                                 "detail", json_object_get(iu, "detail"));
+        json_t *out = fe_items_normalize_part(conv, param, err);
+        json_decref(conv);
+        return out;
+    }
+    if (!assistant && type && !strcmp(type, "input_audio")) {
+        json_t *a = json_object_get(p, "input_audio");
+        const char *fmt = json_string_value(json_object_get(a, "format"));
+        if (!json_is_string(json_object_get(a, "data")) || !fmt || (strcmp(fmt, "wav") != 0 && strcmp(fmt, "mp3") != 0)) {
+            fe_params_invalid(err, param, "Invalid value for '%s.input_audio': expected {data: base64, format: 'wav' "
+                                          "or 'mp3'}.", param);
+            return NULL;
+        }
+        return json_pack("{s:s, s:{s:O, s:s}}", "type", "input_audio", "input_audio", "data",
+                         json_object_get(a, "data"), "format", fmt);
+    }
+    if (!assistant && type && !strcmp(type, "file")) {
+        json_t *f = json_object_get(p, "file");
+        json_t *conv = json_pack("{s:s, s:O?, s:O?, s:O?}", "type", "input_file", "file_id", json_object_get(f, "file_id"),
+                                 "file_data", json_object_get(f, "file_data"), "filename", json_object_get(f, "filename"));
+        json_t *out = fe_items_normalize_part(conv, param, err);
+        json_decref(conv);
+        return out;
+    }
+    fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
+                 "unsupported parameter: content part type '%.40s' in '%s'.", type ? type : "(none)", param);
+    return NULL;
+}
+
+/* A chat content value (string, or array of parts) as canonical parts. */
 static json_t *fe_chat_parts(const json_t *content, bool assistant, size_t i, fe_error_t *err)
 {
     const char *text_type = assistant ? "output_text" : "input_text";
@@ -44,24 +93,14 @@ static json_t *fe_chat_parts(const json_t *content, bool assistant, size_t i, fe
     json_t *p;
     json_array_foreach(content, j, p)
     {
-        const char *type = json_string_value(json_object_get(p, "type"));
-        if (type && !strcmp(type, "text") && json_is_string(json_object_get(p, "text"))) {
-            json_array_append_new(parts, json_pack("{s:s, s:O}", "type", text_type, "text", json_object_get(p, "text")));
-        } else if (type && !strcmp(type, "image_url") && !assistant &&
-                   json_is_string(json_object_get(json_object_get(p, "image_url"), "url"))) {
-            json_t *iu = json_object_get(p, "image_url");
-            json_t *part = json_pack("{s:s, s:O}", "type", "input_image", "image_url", json_object_get(iu, "url"));
-            if (json_is_string(json_object_get(iu, "detail")))
-                json_object_set(part, "detail", json_object_get(iu, "detail"));
-            json_array_append_new(parts, part);
-        } else if (type && !strcmp(type, "refusal") && assistant) {
-            json_array_append_new(parts, json_deep_copy(p));
-        } else {
+        char pparam[96];
+        snprintf(pparam, sizeof pparam, "%s[%zu]", param, j);
+        json_t *np = fe_chat_part(p, assistant, pparam, err);
+        if (!np) {
             json_decref(parts);
-            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
-                         "unsupported parameter: content part type '%.40s' in '%s'.", type ? type : "(none)", param);
             return NULL;
         }
+        json_array_append_new(parts, np);
     }
     return parts;
 }
@@ -149,7 +188,8 @@ static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *e
     return 0;
 }
 
-/* tools [{type:function, function:{...}}] and legacy functions -> canonical tools. */
+/* tools [{type:function, function:{...}}] and legacy functions -> canonical
+ * tools. Built-in tools are Responses-only. */
 static int fe_chat_tools(const json_t *body, json_t *c, fe_error_t *err)
 {
     json_t *tools = fe_params_typed(body, "tools", FE_P_ARRAY | FE_P_NULL, err);
@@ -161,54 +201,75 @@ static int fe_chat_tools(const json_t *body, json_t *c, fe_error_t *err)
     json_t *t;
     json_array_foreach(tools, i, t)
     {
-        json_t *fn = json_object_get(t, "function");
+        char param[48];
+        snprintf(param, sizeof param, "tools[%zu]", i);
         const char *type = json_string_value(json_object_get(t, "type"));
-        if (!type || strcmp(type, "function") != 0 || !json_is_string(json_object_get(fn, "name"))) {
+        json_t *nt = NULL;
+        if (type && !strcmp(type, "function") && json_is_object(json_object_get(t, "function"))) {
+            strncat(param, ".function", sizeof param - strlen(param) - 1);
+            nt = fe_structured_function(json_object_get(t, "function"), false, param, err); /* non-strict by default */
+        } else if (fe_features_builtin_tool(type)) {
+            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
+                         "unsupported parameter: the built-in tool '%.40s' is only supported in the Responses API.",
+                         type);
+        } else {
+            fe_params_invalid(err, param, "Invalid value for '%s': expected {\"type\":\"function\",\"function\":{...}}.",
+                              param);
+        }
+        if (!nt) {
             json_decref(out);
-            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "tools",
-                         "unsupported parameter: tools[%zu] must be {\"type\":\"function\",\"function\":{\"name\":...}}.",
-                         i);
             return -1;
         }
-        json_t *nt = json_pack("{s:s, s:O}", "type", "function", "name", json_object_get(fn, "name"));
-        json_t *strict = json_object_get(fn, "strict");
-        json_object_set_new(nt, "strict", json_boolean(json_is_true(strict))); /* non-strict by default */
-        if (json_object_get(fn, "description"))
-            json_object_set(nt, "description", json_object_get(fn, "description"));
-        if (json_object_get(fn, "parameters"))
-            json_object_set(nt, "parameters", json_object_get(fn, "parameters"));
         json_array_append_new(out, nt);
     }
     json_array_foreach(functions, i, t)
     {
-        if (!json_is_string(json_object_get(t, "name"))) {
+        char param[48];
+        snprintf(param, sizeof param, "functions[%zu]", i);
+        json_t *nt = fe_structured_function(t, false, param, err);
+        if (!nt) {
             json_decref(out);
-            fe_params_invalid(err, "functions", "Invalid value for 'functions[%zu]': a name is required.", i);
             return -1;
         }
-        json_t *nt = json_pack("{s:s, s:O, s:b}", "type", "function", "name", json_object_get(t, "name"), "strict", 0);
-        if (json_object_get(t, "description"))
-            json_object_set(nt, "description", json_object_get(t, "description"));
-        if (json_object_get(t, "parameters"))
-            json_object_set(nt, "parameters", json_object_get(t, "parameters"));
         json_array_append_new(out, nt);
     }
     if (json_array_size(out) > 0)
         json_object_set(c, "tools", out);
-    json_decref(out);
     json_t *choice = fe_params_typed(body, "tool_choice", FE_P_STRING | FE_P_OBJECT | FE_P_NULL, err);
-    if (err->status)
+    json_t *fcall = fe_params_typed(body, "function_call", FE_P_STRING | FE_P_OBJECT | FE_P_NULL, err);
+    if (err->status) {
+        json_decref(out);
         return -1;
-    if (json_is_string(choice))
-        json_object_set(c, "tool_choice", choice);
-    else if (json_is_object(choice)) {
-        json_t *name = json_object_get(json_object_get(choice, "function"), "name");
-        if (!json_is_string(name)) {
-            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': function.name is required.");
-            return -1;
-        }
-        json_object_set_new(c, "tool_choice", json_pack("{s:s, s:O}", "type", "function", "name", name));
     }
+    if (!choice)
+        choice = fcall; /* legacy: "none" | "auto" | {"name"} */
+    int rc = 0;
+    if (json_is_string(choice)) {
+        const char *s = json_string_value(choice);
+        if (strcmp(s, "none") != 0 && strcmp(s, "auto") != 0 && strcmp(s, "required") != 0) {
+            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', "
+                                                  "'required' or an object.");
+            rc = -1;
+        } else {
+            json_object_set(c, "tool_choice", choice);
+        }
+    } else if (json_is_object(choice)) {
+        json_t *name = json_object_get(json_object_get(choice, "function"), "name");
+        if (!name)
+            name = json_object_get(choice, "name");
+        bool found = false;
+        json_array_foreach(out, i, t) found |= json_is_string(name) && json_equal(json_object_get(t, "name"), name);
+        if (!found) {
+            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': function '%.64s' is not in "
+                                                  "'tools'.", json_is_string(name) ? json_string_value(name) : "");
+            rc = -1;
+        } else {
+            json_object_set_new(c, "tool_choice", json_pack("{s:s, s:O}", "type", "function", "name", name));
+        }
+    }
+    json_decref(out);
+    if (rc < 0)
+        return -1;
     return fe_params_copy(body, "parallel_tool_calls", FE_P_BOOL, 0, 0, c, "parallel_tool_calls", err);
 }
 
@@ -220,30 +281,111 @@ static int fe_chat_response_format(const json_t *body, json_t *c, fe_error_t *er
     if (!json_is_object(rf))
         return 0;
     const char *type = json_string_value(json_object_get(rf, "type"));
-    if (type && !strcmp(type, "text"))
-        return 0;
-    if (type && !strcmp(type, "json_object")) {
-        json_object_set_new(c, "text", json_pack("{s:{s:s}}", "format", "type", "json_object"));
-        return 0;
+    json_t *fmt;
+    if (type && !strcmp(type, "json_schema")) {
+        json_t *js = json_object_get(rf, "json_schema");
+        if (!json_is_object(js)) {
+            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "missing_required_parameter", "response_format.json_schema",
+                         "Missing required parameter: 'response_format.json_schema'.");
+            return -1;
+        }
+        json_t *flat = json_deep_copy(js);
+        json_object_set_new(flat, "type", json_string("json_schema"));
+        fmt = fe_structured_format(flat, "response_format.json_schema", err);
+        json_decref(flat);
+    } else {
+        fmt = fe_structured_format(rf, "response_format", err);
     }
-    json_t *js = json_object_get(rf, "json_schema");
-    if (type && !strcmp(type, "json_schema") && json_is_string(json_object_get(js, "name"))) {
-        json_t *fmt = json_pack("{s:s, s:O, s:b}", "type", "json_schema", "name", json_object_get(js, "name"), "strict",
-                                json_is_true(json_object_get(js, "strict")));
-        if (json_object_get(js, "schema"))
-            json_object_set(fmt, "schema", json_object_get(js, "schema"));
-        json_object_set_new(c, "text", json_pack("{s:o}", "format", fmt));
-        return 0;
+    if (!fmt)
+        return -1;
+    json_object_set_new(c, "text", json_pack("{s:o}", "format", fmt));
+    return 0;
+}
+
+/* Responses-only features and other styles' bodies get a clear 400. */
+static int fe_chat_foreign_params(const json_t *body, fe_error_t *err)
+{
+    static const struct {
+        const char *param, *why;
+    } foreign[] = {
+        {"input", "'input' belongs to the Responses API; Chat Completions takes 'messages'."},
+        {"contents", "'contents' belongs to Generate Content; Chat Completions takes 'messages'."},
+        {"instructions", "'instructions' belongs to the Responses API; send a system or developer message."},
+        {"previous_response_id", "'previous_response_id' belongs to the Responses API; Chat Completions keeps no "
+                                 "conversation state."},
+        {"web_search_options", "web search is only supported in the Responses API."},
+        {"reasoning", "reasoning summaries are only supported in the Responses API; use 'reasoning_effort'."},
+        {"text", "'text' belongs to the Responses API; use 'response_format'."},
+        {"include", "'include' belongs to the Responses API."},
+    };
+    for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
+        if (json_object_get(body, foreign[i].param)) {
+            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", foreign[i].param,
+                         "unsupported parameter: %s", foreign[i].why);
+            return -1;
+        }
     }
-    fe_params_invalid(err, "response_format",
-                      "Invalid value for 'response_format': expected type 'text', 'json_object' or 'json_schema' "
-                      "with json_schema.name.");
-    return -1;
+    return 0;
+}
+
+static int fe_chat_sampling(const json_t *body, json_t *c, fe_error_t *err)
+{
+    json_t *max = json_object_get(body, "max_completion_tokens") ? json_object_get(body, "max_completion_tokens")
+                                                                 : json_object_get(body, "max_tokens");
+    if (max && !json_is_null(max)) {
+        if (!json_is_integer(max) || json_integer_value(max) < 1) {
+            fe_params_invalid(err, json_object_get(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
+                              "Invalid value for 'max_tokens': expected a positive integer.");
+            return -1;
+        }
+        json_object_set(c, "max_output_tokens", max);
+    }
+    json_t *stop = fe_params_typed(body, "stop", FE_P_STRING | FE_P_ARRAY | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    if (json_is_array(stop)) {
+        size_t i;
+        json_t *s;
+        bool ok = json_array_size(stop) <= 4;
+        json_array_foreach(stop, i, s) ok = ok && json_is_string(s);
+        if (!ok) {
+            fe_params_invalid(err, "stop", "Invalid value for 'stop': expected a string or an array of at most 4 "
+                                           "strings.");
+            return -1;
+        }
+        if (json_array_size(stop) > 0)
+            json_object_set(c, "stop", stop);
+    } else if (json_is_string(stop)) {
+        json_object_set_new(c, "stop", json_pack("[O]", stop));
+    }
+    if (fe_params_copy(body, "temperature", FE_P_NUMBER, 0, 2, c, "temperature", err) < 0 ||
+        fe_params_copy(body, "top_p", FE_P_NUMBER, 0, 1, c, "top_p", err) < 0 ||
+        fe_params_copy(body, "seed", FE_P_INT, 0, 0, c, "seed", err) < 0 ||
+        fe_params_copy(body, "user", FE_P_STRING, 0, 0, c, "user", err) < 0 || fe_params_metadata(body, c, err) < 0)
+        return -1;
+    json_t *effort = fe_params_typed(body, "reasoning_effort", FE_P_STRING | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    if (json_is_string(effort)) {
+        static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+        bool ok = false;
+        for (size_t i = 0; i < sizeof efforts / sizeof efforts[0]; i++)
+            ok |= !strcmp(json_string_value(effort), efforts[i]);
+        if (!ok) {
+            fe_params_invalid(err, "reasoning_effort", "Invalid value: '%.40s'. Supported values are: 'none', "
+                                                       "'minimal', 'low', 'medium', 'high' and 'xhigh'.",
+                              json_string_value(effort));
+            return -1;
+        }
+        json_object_set_new(c, "reasoning", json_pack("{s:O}", "effort", effort));
+    }
+    return 0;
 }
 
 static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
 {
-    if (fe_params_only(body, fe_chat_params, "Unrecognized request argument supplied: %s", err) < 0)
+    if (fe_chat_foreign_params(body, err) < 0 ||
+        fe_params_only(body, fe_chat_params, "Unrecognized request argument supplied: %s", err) < 0)
         return -1;
     const char *model = fe_params_required_string(body, "model", err);
     if (!model)
@@ -257,7 +399,10 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     }
     json_t *stream = fe_params_typed(body, "stream", FE_P_BOOL | FE_P_NULL, err);
+    json_t *stream_options = fe_params_typed(body, "stream_options", FE_P_OBJECT | FE_P_NULL, err);
     json_t *n = fe_params_typed(body, "n", FE_P_INT | FE_P_NULL, err);
+    json_t *store = fe_params_typed(body, "store", FE_P_BOOL | FE_P_NULL, err);
+    json_t *modalities = fe_params_typed(body, "modalities", FE_P_ARRAY | FE_P_NULL, err);
     if (err->status)
         return -1;
     if (json_is_true(stream)) {
@@ -265,9 +410,30 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
                      "unsupported parameter: 'stream' is not available on this gateway yet.");
         return -1;
     }
-    if (json_is_integer(n) && json_integer_value(n) != 1) {
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "n",
-                     "unsupported parameter: 'n' other than 1 is not available on this gateway yet.");
+    if (json_is_object(stream_options)) {
+        fe_params_invalid(err, "stream_options", "The 'stream_options' parameter is only allowed when 'stream' is "
+                                                 "enabled.");
+        return -1;
+    }
+    if (json_is_integer(n) && (json_integer_value(n) < 1 || json_integer_value(n) > 16)) {
+        fe_params_invalid(err, "n", "Invalid value for 'n': expected an integer from 1 to 16.");
+        return -1;
+    }
+    r->n = json_is_integer(n) ? (int)json_integer_value(n) : 1;
+    size_t i;
+    json_t *m;
+    json_array_foreach(modalities, i, m)
+    {
+        if (!json_is_string(m) || strcmp(json_string_value(m), "text") != 0) {
+            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "modalities",
+                         "unsupported parameter: audio output is not supported on this gateway; audio input parts "
+                         "are.");
+            return -1;
+        }
+    }
+    if (json_object_get(body, "audio") && !json_is_null(json_object_get(body, "audio"))) {
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "audio",
+                     "unsupported parameter: audio output is not supported on this gateway; audio input parts are.");
         return -1;
     }
     json_t *c = json_object();
@@ -275,48 +441,36 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     json_t *items = json_array();
     json_object_set_new(c, "input", items);
     if (fe_chat_messages(messages, items, err) < 0 || fe_chat_tools(body, c, err) < 0 ||
-        fe_chat_response_format(body, c, err) < 0)
+        fe_chat_response_format(body, c, err) < 0 || fe_chat_sampling(body, c, err) < 0)
         return -1;
-    json_t *max = json_object_get(body, "max_completion_tokens") ? json_object_get(body, "max_completion_tokens")
-                                                                 : json_object_get(body, "max_tokens");
-    if (max && !json_is_null(max)) {
-        if (!json_is_integer(max) || json_integer_value(max) < 1) {
-            fe_params_invalid(err, "max_tokens", "Invalid value for 'max_tokens': expected a positive integer.");
-            return -1;
-        }
-        json_object_set(c, "max_output_tokens", max);
-    }
-    json_t *stop = fe_params_typed(body, "stop", FE_P_STRING | FE_P_ARRAY | FE_P_NULL, err);
-    if (err->status)
-        return -1;
-    if (json_is_string(stop))
-        json_object_set_new(c, "stop", json_pack("[O]", stop));
-    else if (json_is_array(stop))
-        json_object_set(c, "stop", stop);
-    if (fe_params_copy(body, "temperature", FE_P_NUMBER, 0, 2, c, "temperature", err) < 0 ||
-        fe_params_copy(body, "top_p", FE_P_NUMBER, 0, 1, c, "top_p", err) < 0 ||
-        fe_params_copy(body, "seed", FE_P_INT, 0, 0, c, "seed", err) < 0 ||
-        fe_params_copy(body, "user", FE_P_STRING, 0, 0, c, "user", err) < 0 ||
-        fe_params_copy(body, "metadata", FE_P_OBJECT, 0, 0, c, "metadata", err) < 0)
-        return -1;
-    json_t *effort = fe_params_typed(body, "reasoning_effort", FE_P_STRING | FE_P_NULL, err);
-    if (err->status)
-        return -1;
-    if (json_is_string(effort))
-        json_object_set_new(c, "reasoning", json_pack("{s:O}", "effort", effort));
-    /* Chat completions are not retrievable yet, so nothing is stored. */
-    r->store = false;
+    /* Stored by default, retrievable with GET /v1/chat/completions/{id}. */
+    if (json_is_false(store))
+        r->store = false;
+    sb_id_new(r->response_id, sizeof r->response_id, "chatcmpl-", 24);
     return 0;
 }
 
-static json_t *fe_chat_render(fe_request_t *r)
+/* Appends text to *dst (created on first use). */
+static void fe_chat_append(json_t **dst, const json_t *text)
 {
-    const fe_collect_t *res = &r->result;
+    if (!*dst)
+        *dst = json_string("");
+    size_t a = json_string_length(*dst), b = json_string_length(text);
+    char *buf = sb_xmalloc(a + b + 1);
+    memcpy(buf, json_string_value(*dst), a);
+    memcpy(buf + a, json_string_value(text), b);
+    json_string_setn(*dst, buf, a + b);
+    free(buf);
+}
+
+/* One choice from its canonical output items. */
+static json_t *fe_chat_choice(const fe_collect_t *res, int index)
+{
     json_t *tool_calls = json_array();
-    json_t *content = NULL, *refusal = NULL;
+    json_t *content = NULL, *refusal = NULL, *reasoning = NULL;
     size_t i;
     json_t *it;
-    json_array_foreach(res->items, i, it)
+    json_array_foreach(fe_collect_choice_items(res, index), i, it)
     {
         const char *type = json_string_value(json_object_get(it, "type"));
         if (type && !strcmp(type, "function_call")) {
@@ -330,40 +484,74 @@ static json_t *fe_chat_render(fe_request_t *r)
             json_array_foreach(json_object_get(it, "content"), j, p)
             {
                 const char *pt = json_string_value(json_object_get(p, "type"));
-                json_t *text = json_object_get(p, pt && !strcmp(pt, "refusal") ? "refusal" : "text");
-                if (!json_is_string(text))
-                    continue;
-                json_t **dst = pt && !strcmp(pt, "refusal") ? &refusal : &content;
-                if (!*dst)
-                    *dst = json_string("");
-                size_t a = json_string_length(*dst), b = json_string_length(text);
-                char *buf = sb_xmalloc(a + b + 1);
-                memcpy(buf, json_string_value(*dst), a);
-                memcpy(buf + a, json_string_value(text), b);
-                json_string_setn(*dst, buf, a + b);
-                free(buf);
+                bool is_refusal = pt && !strcmp(pt, "refusal");
+                json_t *text = json_object_get(p, is_refusal ? "refusal" : "text");
+                if (json_is_string(text))
+                    fe_chat_append(is_refusal ? &refusal : &content, text);
+            }
+        } else if (type && !strcmp(type, "reasoning")) {
+            size_t j;
+            json_t *p;
+            json_array_foreach(json_object_get(it, "content"), j, p)
+            {
+                json_t *text = json_object_get(p, "text");
+                if (json_is_string(text))
+                    fe_chat_append(&reasoning, text);
             }
         }
     }
+    const char *status = fe_collect_choice_status(res, index);
+    const char *why = fe_collect_choice_reason(res, index);
     const char *finish = json_array_size(tool_calls) > 0 ? "tool_calls"
-                         : !strcmp(res->status, "incomplete")
-                             ? (!strcmp(res->incomplete_reason, "content_filter") ? "content_filter" : "length")
-                             : "stop";
-    json_t *message = json_pack("{s:s, s:o, s:o}", "role", "assistant", "content", content ? content : json_null(),
-                                "refusal", refusal ? refusal : json_null());
+                         : !strcmp(status, "incomplete") ? (!strcmp(why, "content_filter") ? "content_filter" : "length")
+                                                         : "stop";
+    json_t *message = json_pack("{s:s, s:o, s:o, s:[]}", "role", "assistant", "content", content ? content : json_null(),
+                                "refusal", refusal ? refusal : json_null(), "annotations");
     if (json_array_size(tool_calls) > 0)
         json_object_set(message, "tool_calls", tool_calls);
+    if (reasoning) /* as OpenAI-compatible servers (vLLM, DeepSeek) return it */
+        json_object_set_new(message, "reasoning_content", reasoning);
     json_decref(tool_calls);
-    char id[SB_ID_MAX];
-    sb_id_new(id, sizeof id, "chatcmpl-", 16);
-    return json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:n, s:s}], s:{s:I, s:I, s:I, s:{s:i}, s:{s:I}}, s:n}", "id",
-                     id, "object", "chat.completion", "created", (json_int_t)(r->start_ms / 1000), "model",
-                     res->model[0] ? res->model : r->model_id, "choices", "index", 0, "message", message, "logprobs",
-                     "finish_reason", finish, "usage", "prompt_tokens", (json_int_t)res->input_tokens,
-                     "completion_tokens", (json_int_t)res->output_tokens, "total_tokens",
-                     (json_int_t)(res->input_tokens + res->output_tokens), "prompt_tokens_details", "cached_tokens", 0,
-                     "completion_tokens_details", "reasoning_tokens", (json_int_t)res->reasoning_tokens,
-                     "system_fingerprint");
+    return json_pack("{s:i, s:o, s:n, s:s}", "index", index, "message", message, "logprobs", "finish_reason", finish);
+}
+
+static json_t *fe_chat_render(fe_request_t *r)
+{
+    const fe_collect_t *res = &r->result;
+    json_t *choices = json_array();
+    for (int k = 0; k < r->n; k++)
+        json_array_append_new(choices, fe_chat_choice(res, k));
+    json_t *out = json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}, s:s, "
+                            "s:n}",
+                            "id", r->response_id, "object", "chat.completion", "created",
+                            (json_int_t)(r->start_ms / 1000), "model", res->model[0] ? res->model : r->model_id,
+                            "choices", choices, "usage", "prompt_tokens", (json_int_t)res->input_tokens,
+                            "completion_tokens", (json_int_t)res->output_tokens, "total_tokens",
+                            (json_int_t)(res->input_tokens + res->output_tokens), "prompt_tokens_details",
+                            "cached_tokens", 0, "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens",
+                            (json_int_t)res->reasoning_tokens, "audio_tokens", 0, "accepted_prediction_tokens", 0,
+                            "rejected_prediction_tokens", 0, "service_tier", "default", "system_fingerprint");
+    json_t *md = json_object_get(r->canonical, "metadata");
+    if (r->store)
+        json_object_set_new(out, "metadata", md ? json_incref(md) : json_object());
+    return out;
+}
+
+/* Stores the completion with the request's messages as sent. */
+static void fe_chat_store(fe_request_t *r, const json_t *rendered)
+{
+    char account[24], key_id[24];
+    fe_request_account(r, account, sizeof account);
+    snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
+    char *body = json_dumps(rendered, JSON_COMPACT);
+    char *messages = json_dumps(json_object_get(r->body, "messages"), JSON_COMPACT);
+    json_t *md = json_object_get(r->canonical, "metadata");
+    char *metadata = md ? json_dumps(md, JSON_COMPACT) : NULL;
+    const char *params[7] = {r->response_id, account, key_id, r->model_id, body, messages, metadata};
+    fe_db_query(r->srv->db, FE_SQL_CHAT_SAVE, 7, params, fe_generate_stored, r);
+    free(body);
+    free(messages);
+    free(metadata);
 }
 
 const fe_style_t fe_style_chat = {
@@ -372,4 +560,5 @@ const fe_style_t fe_style_chat = {
     .error_body = fe_chat_error_body,
     .parse = fe_chat_parse,
     .render = fe_chat_render,
+    .store = fe_chat_store,
 };

@@ -8,12 +8,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "fe_features.h"
+#include "fe_generate.h"
+#include "fe_items.h"
 #include "fe_params.h"
-#include "fe_router.h"
+#include "fe_prompt.h"
+#include "fe_reasoning.h"
 #include "fe_request.h"
 #include "fe_router.h"
-#include "sb_event.h"
+#include "fe_sql.h"
+#include "fe_structured.h"
 #include "sb_alloc.h"
+#include "sb_event.h"
 #include "sb_id.h"
 
 /* "Authorization: Bearer KEY" */
@@ -40,236 +46,252 @@ static const char *const fe_responses_params[] = {
     "model", "input", "instructions", "previous_response_id", "store", "include", "reasoning", "text", "tools",
     "tool_choice", "parallel_tool_calls", "stream", "max_output_tokens", "temperature", "top_p", "metadata", "user",
     "truncation", "service_tier", "safety_identifier", "prompt_cache_key", "max_tool_calls", "top_logprobs",
-    "background", "stream_options", NULL};
+    "background", "stream_options", "prompt", NULL};
 
-static bool fe_role_ok(const char *role)
+static const char *const fe_responses_includes[] = {
+    "reasoning.encrypted_content", "message.output_text.logprobs", "message.input_image.image_url",
+    "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
+    "code_interpreter_call.outputs", "computer_call_output.output.image_url", NULL};
+
+static bool fe_in_list(const char *s, const char *const *list)
 {
-    return role && (!strcmp(role, "user") || !strcmp(role, "assistant") || !strcmp(role, "system") ||
-                    !strcmp(role, "developer"));
+    for (size_t i = 0; s && list[i]; i++)
+        if (!strcmp(s, list[i]))
+            return true;
+    return false;
 }
 
-/* Normalises one content part; returns a new reference or NULL with err. */
-static json_t *fe_responses_part(const json_t *p, size_t i, size_t j, fe_error_t *err)
+static int fe_responses_unsupported(fe_error_t *err, const char *param, const char *why)
 {
-    const char *type = json_string_value(json_object_get(p, "type"));
-    char param[64];
-    snprintf(param, sizeof param, "input[%zu].content[%zu]", i, j);
-    if (!json_is_object(p) || !type) {
-        fe_params_invalid(err, param, "Invalid content part at '%s': expected an object with a 'type'.", param);
-        return NULL;
-    }
-    if (!strcmp(type, "input_text") || !strcmp(type, "output_text")) {
-        json_t *text = json_object_get(p, "text");
-        if (!json_is_string(text)) {
-            fe_params_invalid(err, param, "Missing required parameter: '%s.text'.", param);
-            return NULL;
-        }
-        return json_pack("{s:s, s:O}", "type", type, "text", text);
-    }
-    if (!strcmp(type, "input_image")) {
-        json_t *url = json_object_get(p, "image_url");
-        if (!json_is_string(url)) {
-            fe_params_invalid(err, param, "Missing required parameter: '%s.image_url'.", param);
-            return NULL;
-        }
-        json_t *out = json_pack("{s:s, s:O}", "type", "input_image", "image_url", url);
-        json_t *detail = json_object_get(p, "detail");
-        if (json_is_string(detail))
-            json_object_set(out, "detail", detail);
-        return out;
-    }
-    if (!strcmp(type, "refusal") && json_is_string(json_object_get(p, "refusal")))
-        return json_deep_copy(p);
-    fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
-                 "unsupported parameter: content part type '%.40s' is not supported yet.", type);
-    return NULL;
+    fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param, "unsupported parameter: %s", why);
+    return -1;
 }
 
-static json_t *fe_responses_message(const json_t *it, size_t i, fe_error_t *err)
+/* Parameters that exist elsewhere but not in this style get a clear 400. */
+static int fe_responses_foreign_params(const json_t *body, fe_error_t *err)
 {
-    const char *role = json_string_value(json_object_get(it, "role"));
-    char param[48];
-    snprintf(param, sizeof param, "input[%zu].role", i);
-    if (!fe_role_ok(role)) {
-        fe_params_invalid(err, param,
-                          "Invalid value for '%s': expected one of 'user', 'assistant', 'system', 'developer'.", param);
-        return NULL;
-    }
-    json_t *content = json_object_get(it, "content");
-    json_t *parts = json_array();
-    bool assistant = !strcmp(role, "assistant");
-    if (json_is_string(content)) {
-        json_array_append_new(parts, json_pack("{s:s, s:O}", "type", assistant ? "output_text" : "input_text",
-                                               "text", content));
-    } else if (json_is_array(content)) {
-        size_t j;
-        json_t *p;
-        json_array_foreach(content, j, p)
-        {
-            json_t *np = fe_responses_part(p, i, j, err);
-            if (!np) {
-                json_decref(parts);
-                return NULL;
-            }
-            json_array_append_new(parts, np);
-        }
-    } else {
-        json_decref(parts);
-        snprintf(param, sizeof param, "input[%zu].content", i);
-        fe_params_invalid(err, param, "Invalid type for '%s': expected a string or an array of content parts.",
-                          param);
-        return NULL;
-    }
-    json_t *out = json_pack("{s:s, s:s, s:o}", "type", "message", "role", role, "content", parts);
-    json_t *id = json_object_get(it, "id");
-    if (json_is_string(id))
-        json_object_set(out, "id", id);
-    return out;
+    if (json_object_get(body, "n"))
+        return fe_responses_unsupported(err, "n", "'n' is not supported in the Responses API: exactly one generation "
+                                                  "is returned per request (use Chat Completions for several choices).");
+    if (json_object_get(body, "modalities") || json_object_get(body, "audio"))
+        return fe_responses_unsupported(err, json_object_get(body, "audio") ? "audio" : "modalities",
+                                        "audio is not supported in the Responses API; use Chat Completions for audio.");
+    if (json_object_get(body, "messages"))
+        return fe_responses_unsupported(err, "messages",
+                                        "'messages' belongs to Chat Completions; the Responses API takes 'input'.");
+    if (json_object_get(body, "contents"))
+        return fe_responses_unsupported(err, "contents",
+                                        "'contents' belongs to Generate Content; the Responses API takes 'input'.");
+    return 0;
 }
 
-static json_t *fe_responses_item(const json_t *it, size_t i, fe_error_t *err)
+static int fe_responses_include(fe_request_t *r, const json_t *body, fe_error_t *err)
 {
-    char param[48];
-    snprintf(param, sizeof param, "input[%zu]", i);
-    if (!json_is_object(it)) {
-        fe_params_invalid(err, param, "Invalid type for '%s': expected an object.", param);
-        return NULL;
-    }
-    const char *type = json_string_value(json_object_get(it, "type"));
-    if (!type || !strcmp(type, "message"))
-        return fe_responses_message(it, i, err);
-    if (!strcmp(type, "function_call")) {
-        if (!json_is_string(json_object_get(it, "call_id")) || !json_is_string(json_object_get(it, "name")) ||
-            !json_is_string(json_object_get(it, "arguments"))) {
-            fe_params_invalid(err, param, "'%s' of type function_call needs string call_id, name and arguments.",
-                              param);
-            return NULL;
-        }
-        return json_deep_copy(it);
-    }
-    if (!strcmp(type, "function_call_output")) {
-        json_t *out = json_object_get(it, "output");
-        if (!json_is_string(json_object_get(it, "call_id")) || !(json_is_string(out) || json_is_array(out))) {
-            fe_params_invalid(err, param, "'%s' of type function_call_output needs a call_id and an output.", param);
-            return NULL;
-        }
-        return json_deep_copy(it);
-    }
-    if (!strcmp(type, "reasoning"))
-        return json_deep_copy(it);
-    fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
-                 "unsupported parameter: input item type '%.40s' is not supported yet.", type);
-    return NULL;
-}
-
-static json_t *fe_responses_input(const json_t *input, fe_error_t *err)
-{
-    if (json_is_string(input))
-        return json_pack("[{s:s, s:s, s:[{s:s, s:O}]}]", "type", "message", "role", "user", "content", "type",
-                         "input_text", "text", input);
-    if (!json_is_array(input)) {
-        fe_params_invalid(err, "input", "Invalid type for 'input': expected a string or an array of input items.");
-        return NULL;
-    }
-    json_t *items = json_array();
+    json_t *inc = fe_params_typed(body, "include", FE_P_ARRAY | FE_P_NULL, err);
+    if (err->status)
+        return -1;
     size_t i;
-    json_t *it;
-    json_array_foreach(input, i, it)
+    json_t *v;
+    json_array_foreach(inc, i, v)
     {
-        json_t *n = fe_responses_item(it, i, err);
-        if (!n) {
-            json_decref(items);
-            return NULL;
+        const char *s = json_string_value(v);
+        if (!fe_in_list(s, fe_responses_includes)) {
+            fe_params_invalid(err, "include", "Invalid value for 'include[%zu]': '%.60s' is not a supported value.", i,
+                              s ? s : "(not a string)");
+            return -1;
         }
-        json_array_append_new(items, n);
+        if (!strcmp(s, "reasoning.encrypted_content")) {
+            if (!r->srv->seal_ready)
+                return fe_responses_unsupported(err, "include",
+                                                "encrypted reasoning is not configured on this gateway.");
+            r->seal_reasoning = true;
+        }
     }
-    return items;
+    return 0;
 }
 
-/* Gives every input item an id, as OpenAI does for stored input items. */
-static void fe_responses_assign_ids(json_t *items)
+static int fe_responses_reasoning(const json_t *body, json_t *c, fe_error_t *err)
 {
-    size_t i;
-    json_t *it;
-    json_array_foreach(items, i, it)
-    {
-        if (json_is_string(json_object_get(it, "id")))
-            continue;
-        const char *type = json_string_value(json_object_get(it, "type"));
-        const char *prefix = !strcmp(type, "message") ? "msg_" : !strcmp(type, "function_call") ? "fc_"
-                             : !strcmp(type, "function_call_output")                           ? "fco_"
-                                                                                               : "item_";
-        char id[SB_ID_MAX];
-        sb_id_new(id, sizeof id, prefix, 24);
-        json_object_set_new(it, "id", json_string(id));
+    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", NULL};
+    static const char *const summaries[] = {"auto", "concise", "detailed", NULL};
+    json_t *reasoning = fe_params_typed(body, "reasoning", FE_P_OBJECT | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    if (!json_is_object(reasoning))
+        return 0;
+    json_t *effort = json_object_get(reasoning, "effort");
+    json_t *summary = json_object_get(reasoning, "summary");
+    if (!summary)
+        summary = json_object_get(reasoning, "generate_summary");
+    json_t *out = json_object();
+    if (effort && !json_is_null(effort)) {
+        if (!fe_in_list(json_string_value(effort), efforts)) {
+            json_decref(out);
+            fe_params_invalid(err, "reasoning.effort", "Invalid value for 'reasoning.effort': expected one of 'none', "
+                                                       "'minimal', 'low', 'medium', 'high', 'xhigh'.");
+            return -1;
+        }
+        json_object_set(out, "effort", effort);
     }
+    if (summary && !json_is_null(summary)) {
+        if (!fe_in_list(json_string_value(summary), summaries)) {
+            json_decref(out);
+            fe_params_invalid(err, "reasoning.summary", "Invalid value for 'reasoning.summary': expected one of "
+                                                        "'auto', 'concise', 'detailed'.");
+            return -1;
+        }
+        json_object_set(out, "summary", summary);
+    }
+    json_object_set_new(c, "reasoning", out);
+    return 0;
+}
+
+static int fe_responses_text(const json_t *body, json_t *c, fe_error_t *err)
+{
+    json_t *text = fe_params_typed(body, "text", FE_P_OBJECT | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    if (!json_is_object(text))
+        return 0;
+    json_t *out = json_object();
+    json_t *fmt = json_object_get(text, "format");
+    if (fmt && !json_is_null(fmt)) {
+        json_t *f = fe_structured_format(fmt, "text.format", err);
+        if (!f) {
+            json_decref(out);
+            return -1;
+        }
+        json_object_set_new(out, "format", f);
+    }
+    json_t *verbosity = json_object_get(text, "verbosity");
+    if (json_is_string(verbosity))
+        json_object_set(out, "verbosity", verbosity);
+    json_object_set_new(c, "text", out);
+    return 0;
+}
+
+static int fe_responses_tools(const json_t *body, json_t *c, fe_error_t *err)
+{
+    json_t *tools = fe_params_typed(body, "tools", FE_P_ARRAY | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    json_t *out = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t)
+    {
+        char param[32];
+        snprintf(param, sizeof param, "tools[%zu]", i);
+        const char *type = json_string_value(json_object_get(t, "type"));
+        json_t *nt = NULL;
+        if (type && !strcmp(type, "function")) {
+            nt = fe_structured_function(t, true, param, err); /* strict by default in this style */
+        } else if (fe_features_builtin_tool(type)) {
+            nt = json_deep_copy(t);
+        } else {
+            fe_params_invalid(err, param, "Invalid value for '%s.type': '%.40s' is not a supported tool type.", param,
+                              type ? type : "(none)");
+        }
+        if (!nt) {
+            json_decref(out);
+            return -1;
+        }
+        json_array_append_new(out, nt);
+    }
+    if (json_array_size(out) > 0)
+        json_object_set(c, "tools", out);
+    json_t *choice = fe_params_typed(body, "tool_choice", FE_P_STRING | FE_P_OBJECT | FE_P_NULL, err);
+    if (err->status) {
+        json_decref(out);
+        return -1;
+    }
+    int rc = 0;
+    if (json_is_string(choice)) {
+        const char *s = json_string_value(choice);
+        if (strcmp(s, "none") != 0 && strcmp(s, "auto") != 0 && strcmp(s, "required") != 0) {
+            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', "
+                                                  "'required' or an object.");
+            rc = -1;
+        } else {
+            json_object_set(c, "tool_choice", choice);
+        }
+    } else if (json_is_object(choice)) {
+        const char *type = json_string_value(json_object_get(choice, "type"));
+        const char *name = json_string_value(json_object_get(choice, "name"));
+        bool found = false;
+        json_array_foreach(out, i, t) found |= type && !strcmp(type, "function") && name &&
+                                               !strcmp(json_string_value(json_object_get(t, "name")), name);
+        if (type && strcmp(type, "function") != 0 && fe_features_builtin_tool(type)) {
+            json_object_set_new(c, "tool_choice", json_deep_copy(choice));
+        } else if (!found) {
+            fe_params_invalid(err, "tool_choice", "Tool choice '%.64s' not found in 'tools' parameter.",
+                              name ? name : "(no name)");
+            rc = -1;
+        } else {
+            json_object_set_new(c, "tool_choice", json_pack("{s:s, s:s}", "type", "function", "name", name));
+        }
+    }
+    json_decref(out);
+    return rc;
 }
 
 static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
 {
-    if (fe_params_only(body, fe_responses_params, "Unknown parameter: '%s'.", err) < 0)
+    if (fe_responses_foreign_params(body, err) < 0 ||
+        fe_params_only(body, fe_responses_params, "Unknown parameter: '%s'.", err) < 0)
         return -1;
     const char *model = fe_params_required_string(body, "model", err);
     if (!model)
         return -1;
     r->model_id = sb_xstrdup(model);
-    json_t *input = fe_params_require(body, "input", err);
-    if (!input)
-        return -1;
-    json_t *stream = fe_params_typed(body, "stream", FE_P_BOOL | FE_P_NULL, err);
+    json_t *prompt = fe_params_typed(body, "prompt", FE_P_OBJECT | FE_P_NULL, err);
     if (err->status)
         return -1;
-    if (json_is_true(stream)) {
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "stream",
-                     "unsupported parameter: 'stream' is not available on this gateway yet.");
-        return -1;
+    if (json_is_object(prompt)) {
+        if (fe_prompt_check_ref(prompt, err) < 0)
+            return -1;
+        r->prompt_ref = json_deep_copy(prompt);
     }
+    json_t *input = json_object_get(body, "input");
+    if (!r->prompt_ref && !(input = fe_params_require(body, "input", err)))
+        return -1;
+    json_t *stream = fe_params_typed(body, "stream", FE_P_BOOL | FE_P_NULL, err);
+    json_t *background = fe_params_typed(body, "background", FE_P_BOOL | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    if (json_is_true(stream))
+        return fe_responses_unsupported(err, "stream", "'stream' is not available on this gateway yet.");
+    if (json_is_true(background))
+        return fe_responses_unsupported(err, "background", "background responses are not available on this gateway.");
     json_t *c = json_object();
     r->canonical = c;
-    json_t *items = fe_responses_input(input, err);
+    json_t *items = input && !json_is_null(input) ? fe_items_normalize(input, "input", err) : json_array();
     if (!items)
         return -1;
-    fe_responses_assign_ids(items);
+    fe_items_assign_ids(items);
     json_object_set_new(c, "input", items);
     if (fe_params_copy(body, "instructions", FE_P_STRING, 0, 0, c, "instructions", err) < 0 ||
         fe_params_copy(body, "max_output_tokens", FE_P_INT, 1, 1e9, c, "max_output_tokens", err) < 0 ||
         fe_params_copy(body, "temperature", FE_P_NUMBER, 0, 2, c, "temperature", err) < 0 ||
         fe_params_copy(body, "top_p", FE_P_NUMBER, 0, 1, c, "top_p", err) < 0 ||
-        fe_params_copy(body, "metadata", FE_P_OBJECT, 0, 0, c, "metadata", err) < 0 ||
         fe_params_copy(body, "user", FE_P_STRING, 0, 0, c, "user", err) < 0 ||
         fe_params_copy(body, "parallel_tool_calls", FE_P_BOOL, 0, 0, c, "parallel_tool_calls", err) < 0 ||
-        fe_params_copy(body, "tool_choice", FE_P_STRING | FE_P_OBJECT, 0, 0, c, "tool_choice", err) < 0 ||
-        fe_params_copy(body, "reasoning", FE_P_OBJECT, 0, 0, c, "reasoning", err) < 0 ||
-        fe_params_copy(body, "text", FE_P_OBJECT, 0, 0, c, "text", err) < 0)
+        fe_params_copy(body, "max_tool_calls", FE_P_INT, 1, 1e6, c, "max_tool_calls", err) < 0 ||
+        fe_params_copy(body, "top_logprobs", FE_P_INT, 0, 20, c, "top_logprobs", err) < 0 ||
+        fe_params_metadata(body, c, err) < 0 || fe_responses_include(r, body, err) < 0 ||
+        fe_responses_reasoning(body, c, err) < 0 || fe_responses_text(body, c, err) < 0 ||
+        fe_responses_tools(body, c, err) < 0)
         return -1;
-    json_t *tools = fe_params_typed(body, "tools", FE_P_ARRAY | FE_P_NULL, err);
-    if (err->status)
-        return -1;
-    if (json_is_array(tools)) {
-        json_t *out = json_array();
-        size_t i;
-        json_t *t;
-        json_array_foreach(tools, i, t)
-        {
-            const char *type = json_string_value(json_object_get(t, "type"));
-            if (!type || strcmp(type, "function") != 0 || !json_is_string(json_object_get(t, "name"))) {
-                json_decref(out);
-                fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "tools",
-                             "unsupported parameter: tools[%zu] of type '%.40s' is not supported yet.", i,
-                             type ? type : "(none)");
-                return -1;
-            }
-            json_t *nt = json_deep_copy(t);
-            if (!json_object_get(nt, "strict"))
-                json_object_set_new(nt, "strict", json_true()); /* strict by default in this style */
-            json_array_append_new(out, nt);
-        }
-        json_object_set_new(c, "tools", out);
-    }
     json_t *store = fe_params_typed(body, "store", FE_P_BOOL | FE_P_NULL, err);
     json_t *prev = fe_params_typed(body, "previous_response_id", FE_P_STRING | FE_P_NULL, err);
+    json_t *truncation = fe_params_typed(body, "truncation", FE_P_STRING | FE_P_NULL, err);
     if (err->status)
         return -1;
+    if (json_is_string(truncation) && strcmp(json_string_value(truncation), "auto") != 0 &&
+        strcmp(json_string_value(truncation), "disabled") != 0) {
+        fe_params_invalid(err, "truncation", "Invalid value for 'truncation': expected 'auto' or 'disabled'.");
+        return -1;
+    }
     if (json_is_false(store))
         r->store = false;
     if (json_is_string(prev))
@@ -289,12 +311,14 @@ static json_t *fe_responses_render(fe_request_t *r)
     const fe_collect_t *res = &r->result;
     bool incomplete = !strcmp(res->status, "incomplete");
     json_t *reasoning = json_object_get(c, "reasoning");
-    json_t *effort = json_object_get(reasoning, "effort");
     json_t *text = json_object_get(c, "text");
     json_t *tool_choice = json_object_get(c, "tool_choice");
     json_t *tools = json_object_get(c, "tools");
     json_t *metadata = json_object_get(c, "metadata");
     json_t *ptc = json_object_get(c, "parallel_tool_calls");
+    json_t *output = r->seal_reasoning ? fe_reasoning_seal_items(r, res->items) : json_incref(res->items);
+    if (!output)
+        return NULL;
     long long now = (long long)time(NULL);
     json_t *out = json_object();
     json_object_set_new(out, "id", json_string(r->response_id));
@@ -310,19 +334,24 @@ static json_t *fe_responses_render(fe_request_t *r)
     json_object_set_new(out, "previous_response_id",
                         r->previous_response_id ? json_string(r->previous_response_id) : json_null());
     json_object_set_new(out, "instructions", fe_json_or_null(json_object_get(c, "instructions")));
-    json_object_set(out, "output", res->items);
+    json_object_set_new(out, "output", output);
     json_object_set_new(out, "error", json_null());
     json_object_set_new(out, "tools", tools ? json_incref(tools) : json_array());
     json_object_set_new(out, "tool_choice", tool_choice ? json_incref(tool_choice) : json_string("auto"));
-    json_object_set_new(out, "truncation", json_string("disabled"));
+    json_object_set_new(out, "truncation", json_string(json_is_string(json_object_get(body, "truncation"))
+                                                           ? json_string_value(json_object_get(body, "truncation"))
+                                                           : "disabled"));
     json_object_set_new(out, "parallel_tool_calls", ptc ? json_incref(ptc) : json_true());
-    json_object_set_new(out, "text", text ? json_incref(text) : json_pack("{s:{s:s}}", "format", "type", "text"));
+    json_object_set_new(out, "text", text && json_object_get(text, "format")
+                                         ? json_incref(text)
+                                         : json_pack("{s:{s:s}}", "format", "type", "text"));
     json_object_set_new(out, "top_p", fe_json_number_or(json_object_get(c, "top_p"), 1.0));
     json_object_set_new(out, "presence_penalty", json_real(0));
     json_object_set_new(out, "frequency_penalty", json_real(0));
-    json_object_set_new(out, "top_logprobs", json_integer(0));
+    json_object_set_new(out, "top_logprobs", json_integer(json_integer_value(json_object_get(c, "top_logprobs"))));
     json_object_set_new(out, "temperature", fe_json_number_or(json_object_get(c, "temperature"), 1.0));
-    json_object_set_new(out, "reasoning", json_pack("{s:O?, s:n}", "effort", effort, "summary"));
+    json_object_set_new(out, "reasoning", json_pack("{s:O?, s:O?}", "effort", json_object_get(reasoning, "effort"),
+                                                    "summary", json_object_get(reasoning, "summary")));
     json_object_set_new(out, "usage",
                         json_pack("{s:I, s:{s:i}, s:I, s:{s:I}, s:I}", "input_tokens", (json_int_t)res->input_tokens,
                                   "input_tokens_details", "cached_tokens", 0, "output_tokens",
@@ -330,7 +359,7 @@ static json_t *fe_responses_render(fe_request_t *r)
                                   (json_int_t)res->reasoning_tokens, "total_tokens",
                                   (json_int_t)(res->input_tokens + res->output_tokens)));
     json_object_set_new(out, "max_output_tokens", fe_json_or_null(json_object_get(c, "max_output_tokens")));
-    json_object_set_new(out, "max_tool_calls", fe_json_or_null(json_object_get(body, "max_tool_calls")));
+    json_object_set_new(out, "max_tool_calls", fe_json_or_null(json_object_get(c, "max_tool_calls")));
     json_object_set_new(out, "store", json_boolean(r->store));
     json_object_set_new(out, "background", json_false());
     json_object_set_new(out, "service_tier", json_string("default"));
@@ -338,7 +367,34 @@ static json_t *fe_responses_render(fe_request_t *r)
     json_object_set_new(out, "safety_identifier", fe_json_or_null(json_object_get(body, "safety_identifier")));
     json_object_set_new(out, "prompt_cache_key", fe_json_or_null(json_object_get(body, "prompt_cache_key")));
     json_object_set_new(out, "user", fe_json_or_null(json_object_get(c, "user")));
+    if (r->prompt_ref)
+        json_object_set_new(out, "prompt", json_pack("{s:O, s:O?, s:O?}", "id", json_object_get(r->prompt_ref, "id"),
+                                                     "version", json_object_get(r->prompt_ref, "version"), "variables",
+                                                     json_object_get(r->prompt_ref, "variables")));
     return out;
+}
+
+/* Stores the response: body, the inherited context, this request's input,
+ * and the output with reasoning in plain form (the stored copy is what
+ * previous_response_id chains from; sealing is only for what the client
+ * holds). One statement. */
+static void fe_responses_store(fe_request_t *r, const json_t *rendered)
+{
+    char account[24], key_id[24];
+    fe_request_account(r, account, sizeof account);
+    snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
+    char *body = json_dumps(rendered, JSON_COMPACT);
+    char *context = r->context ? json_dumps(r->context, JSON_COMPACT) : NULL;
+    char *input = json_dumps(json_object_get(r->canonical, "input"), JSON_COMPACT);
+    char *output = json_dumps(r->result.items, JSON_COMPACT);
+    const char *params[10] = {r->response_id, account, key_id, r->model_id,
+                              r->result.status[0] ? r->result.status : "completed",
+                              r->previous_response_id, body, context ? context : "[]", input, output};
+    fe_db_query(r->srv->db, FE_SQL_RESPONSE_SAVE, 10, params, fe_generate_stored, r);
+    free(body);
+    free(context);
+    free(input);
+    free(output);
 }
 
 const fe_style_t fe_style_responses = {
@@ -347,4 +403,5 @@ const fe_style_t fe_style_responses = {
     .error_body = fe_responses_error_body,
     .parse = fe_responses_parse,
     .render = fe_responses_render,
+    .store = fe_responses_store,
 };

@@ -53,12 +53,29 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     *(struct event **)arg = tick;
 }
 
+/* Reads a small secret file, trimming surrounding whitespace. */
+static int read_key_file(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, size - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    return n > 0 ? 0 : -1;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: sb-frontend [--listen HOST:PORT] [--broker ENDPOINT] [--pg DSN] [--name NAME]\n"
-            "                   [--max-body-bytes N] [--db-conns N] [--read-timeout S] [--drain-seconds S]\n"
-            "  SB_PG_DSN and SB_BROKER_FRONTEND_ENDPOINT are read from the environment when not given.\n");
+            "                   [--max-body-bytes N] [--max-file-bytes N] [--db-conns N] [--read-timeout S]\n"
+            "                   [--drain-seconds S] [--reasoning-key-file PATH]\n"
+            "  SB_PG_DSN and SB_BROKER_FRONTEND_ENDPOINT are read from the environment when not given.\n"
+            "  The reasoning key (64 hex characters) seals encrypted reasoning items; without it\n"
+            "  include=[\"reasoning.encrypted_content\"] is refused. SB_REASONING_KEY_FILE also names the file.\n");
 }
 
 int main(int argc, char **argv)
@@ -77,7 +94,9 @@ int main(int argc, char **argv)
         {"pg", required_argument, 0, 'p'},           {"name", required_argument, 0, 'n'},
         {"max-body-bytes", required_argument, 0, 'm'}, {"db-conns", required_argument, 0, 'd'},
         {"read-timeout", required_argument, 0, 't'}, {"drain-seconds", required_argument, 0, 's'},
+        {"max-file-bytes", required_argument, 0, 'f'}, {"reasoning-key-file", required_argument, 0, 'k'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
+    const char *key_file = getenv("SB_REASONING_KEY_FILE");
     int c;
     long v;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -108,6 +127,14 @@ int main(int argc, char **argv)
                 return usage(), 2;
             cfg.max_body_bytes = (size_t)v;
             break;
+        case 'f':
+            if (parse_int(optarg, 1, 1L << 30, &v) < 0)
+                return usage(), 2;
+            cfg.max_file_bytes = (size_t)v;
+            break;
+        case 'k':
+            key_file = optarg;
+            break;
         case 'd':
             if (parse_int(optarg, 1, 64, &v) < 0)
                 return usage(), 2;
@@ -128,10 +155,19 @@ int main(int argc, char **argv)
             return c == 'h' ? 0 : 2;
         }
     }
+    char reasoning_key[128] = "";
+    if (key_file && key_file[0]) {
+        if (read_key_file(key_file, reasoning_key, sizeof reasoning_key) < 0) {
+            sb_error("cannot read the reasoning key from %s", key_file);
+            return 1;
+        }
+        cfg.reasoning_key = reasoning_key;
+    }
     signal(SIGPIPE, SIG_IGN);
     base = event_base_new();
     char err[512] = "";
     server = fe_server_new(base, &cfg, err, sizeof err);
+    explicit_bzero(reasoning_key, sizeof reasoning_key);
     if (!server) {
         sb_error("start-up failed: %s", err);
         event_base_free(base);

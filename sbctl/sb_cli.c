@@ -25,6 +25,9 @@ struct sb_cli_spec {
     (SB_OPT_PROVIDER | SB_OPT_BASE_URL | SB_OPT_UPSTREAM_MODEL | SB_OPT_CREDENTIAL_REF | SB_OPT_CONTEXT_LENGTH |       \
      SB_OPT_MAX_OUTPUT_TOKENS | SB_OPT_TIMEOUT_MS | SB_OPT_CAPABILITIES)
 
+#define SB_PROMPT_BODY_OPTS (SB_OPT_INSTRUCTIONS | SB_OPT_BODY | SB_OPT_BODY_FILE)
+#define SB_PROMPT_BODY_HELP "(--instructions TEXT | --body JSON | --body-file PATH)"
+
 #define SB_MODEL_OPTS_HELP                                                                                             \
     "[--upstream-model NAME] [--credential-ref ENVVAR]\n"                                                              \
     "        [--context-length N] [--max-output-tokens N] [--timeout-ms N] [--capabilities JSON]"
@@ -62,6 +65,21 @@ static const struct sb_cli_spec sb_cli_specs[] = {
     {SB_CLI_MODEL_ENABLE, "model", "enable", 1, 1, 0, "ID", "enable a model"},
     {SB_CLI_MODEL_SET, "model", "set", 1, 1, SB_MODEL_OPTS, "ID [--provider P] [--base-url URL] " SB_MODEL_OPTS_HELP,
      "change a model's settings (only the options given; --credential-ref '' clears it)"},
+
+    {SB_CLI_PROMPT_CREATE, "prompt", "create", 0, 0,
+     SB_OPT_ACCOUNT | SB_OPT_NAME | SB_PROMPT_BODY_OPTS | SB_OPT_IF_NOT_EXISTS,
+     "--account NAME --name NAME " SB_PROMPT_BODY_HELP "\n        [--if-not-exists]",
+     "create a prompt template whose version 1 is BODY; prints only its id (pmpt_...)\n"
+     "      (--if-not-exists: print the id of the account's prompt of that name, body unchanged)"},
+    {SB_CLI_PROMPT_VERSION, "prompt", "version", 1, 1, SB_PROMPT_BODY_OPTS | SB_OPT_NO_SET_CURRENT,
+     "PROMPT_ID " SB_PROMPT_BODY_HELP " [--no-set-current]",
+     "add a version (the highest + 1) and make it current; prints only its number"},
+    {SB_CLI_PROMPT_SET_CURRENT, "prompt", "set-current", 2, 2, 0, "PROMPT_ID VERSION",
+     "make an existing version the one used when a request names none"},
+    {SB_CLI_PROMPT_LIST, "prompt", "list", 0, 0, SB_OPT_ACCOUNT, "[--account NAME]",
+     "list prompt templates: current version and number of versions"},
+    {SB_CLI_PROMPT_SHOW, "prompt", "show", 1, 1, SB_OPT_VERSION, "PROMPT_ID [--version N]",
+     "print a version's body as JSON (default: the current version)"},
 };
 
 #define SB_CLI_NSPECS (sizeof sb_cli_specs / sizeof sb_cli_specs[0])
@@ -87,11 +105,16 @@ static const struct sb_cli_opt sb_cli_opts[] = {
     {"--timeout-ms", SB_OPT_TIMEOUT_MS, true},
     {"--capabilities", SB_OPT_CAPABILITIES, true},
     {"--if-not-exists", SB_OPT_IF_NOT_EXISTS, false},
+    {"--instructions", SB_OPT_INSTRUCTIONS, true},
+    {"--body", SB_OPT_BODY, true},
+    {"--body-file", SB_OPT_BODY_FILE, true},
+    {"--no-set-current", SB_OPT_NO_SET_CURRENT, false},
+    {"--version", SB_OPT_VERSION, true},
 };
 
 #define SB_CLI_NOPTS (sizeof sb_cli_opts / sizeof sb_cli_opts[0])
 
-static const char *const sb_cli_groups[] = {"account", "group", "key", "model"};
+static const char *const sb_cli_groups[] = {"account", "group", "key", "model", "prompt"};
 
 __attribute__((format(printf, 3, 4))) static int sb_cli_fail(char *err, size_t errsz, const char *fmt, ...)
 {
@@ -250,6 +273,81 @@ bool sb_cli_valid_json_object(const char *s)
     return ok;
 }
 
+bool sb_cli_valid_prompt_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n <= 5 || n > SB_CLI_PROMPT_ID_MAX || strncmp(s, "pmpt_", 5) != 0)
+        return false;
+    for (size_t i = 5; i < n; i++)
+        if (!sb_cli_is_alnum(s[i]) && s[i] != '_' && s[i] != '-')
+            return false;
+    return true;
+}
+
+int sb_cli_check_prompt_body(const char *json, size_t len, char *err, size_t errsz)
+{
+    json_error_t jerr;
+    json_t *body = NULL;
+    int rc = -EINVAL;
+    if (len > SB_CLI_BODY_MAX) {
+        sb_cli_fail(err, errsz, "the body is larger than %d bytes", SB_CLI_BODY_MAX);
+        goto fail;
+    }
+    if (memchr(json, '\0', len)) {
+        sb_cli_fail(err, errsz, "the body contains a NUL byte");
+        goto fail;
+    }
+    /* Integers as reals: only the shape is checked here, and PostgreSQL's
+     * jsonb takes numbers bigger than jansson's json_int_t. */
+    body = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &jerr);
+    if (!body) {
+        sb_cli_fail(err, errsz, "not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+        goto fail;
+    }
+    if (!json_is_object(body)) {
+        sb_cli_fail(err, errsz, "expected a JSON object {\"instructions\": TEXT, \"input\": [ITEMS]}");
+        goto fail;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(body, key, val)
+    {
+        if (!strcmp(key, "instructions")) {
+            if (!json_is_string(val)) {
+                sb_cli_fail(err, errsz, "\"instructions\" must be a string");
+                goto fail;
+            }
+        } else if (!strcmp(key, "input")) {
+            if (!json_is_array(val)) {
+                sb_cli_fail(err, errsz, "\"input\" must be an array of input items");
+                goto fail;
+            }
+            size_t i;
+            json_t *item;
+            json_array_foreach(val, i, item)
+            {
+                if (!json_is_object(item)) {
+                    sb_cli_fail(err, errsz, "\"input\"[%zu] must be an object (an input item)", i);
+                    goto fail;
+                }
+            }
+        } else {
+            sb_cli_fail(err, errsz, "unknown key \"%.64s\" (a prompt body has only \"instructions\" and \"input\")",
+                        key);
+            goto fail;
+        }
+    }
+    if (!json_object_get(body, "instructions") && !json_object_get(body, "input")) {
+        sb_cli_fail(err, errsz, "the body needs \"instructions\", \"input\" or both");
+        goto fail;
+    }
+    rc = 0;
+
+fail:
+    json_decref(body);
+    return rc;
+}
+
 /* Parses a positive int option value; on failure writes the reason into err. */
 static int sb_cli_positive(const char *opt, const char *val, int *out, char *err, size_t errsz)
 {
@@ -325,8 +423,50 @@ static int sb_cli_set_opt(struct sb_cli *cli, const struct sb_cli_opt *o, const 
             return sb_cli_fail(err, errsz, "--capabilities: expected a JSON object, e.g. '{\"tools\":true}'");
         cli->capabilities = val;
         return 0;
+    case SB_OPT_INSTRUCTIONS: {
+        /* jsonb, like jansson, takes only UTF-8 strings. */
+        json_t *s = json_string(val);
+        bool ok = s != NULL;
+        json_decref(s);
+        if (!ok)
+            return sb_cli_fail(err, errsz, "--instructions: not valid UTF-8");
+        if (strlen(val) > SB_CLI_BODY_MAX)
+            return sb_cli_fail(err, errsz, "--instructions: longer than %d bytes", SB_CLI_BODY_MAX);
+        cli->instructions = val;
+        return 0;
+    }
+    case SB_OPT_BODY: {
+        char why[256];
+        if (sb_cli_check_prompt_body(val, strlen(val), why, sizeof why) != 0)
+            return sb_cli_fail(err, errsz, "--body: %s", why);
+        cli->body = val;
+        return 0;
+    }
+    case SB_OPT_BODY_FILE:
+        if (!*val)
+            return sb_cli_fail(err, errsz, "--body-file: empty path");
+        cli->body_file = val;
+        return 0;
+    case SB_OPT_NO_SET_CURRENT:
+        cli->no_set_current = true;
+        return 0;
+    case SB_OPT_VERSION:
+        return sb_cli_positive(o->name, val, &cli->version, err, errsz);
     }
     return sb_cli_fail(err, errsz, "internal error: unhandled option %s", o->name);
+}
+
+static int sb_cli_bad_prompt_id(const char *id, char *err, size_t errsz)
+{
+    return sb_cli_fail(err, errsz, "invalid prompt id '%s' (pmpt_..., see 'sbctl prompt list')", id);
+}
+
+/* prompt create/version take the new version's body from exactly one option. */
+static int sb_cli_check_body_source(const struct sb_cli *cli, const char *verb, char *err, size_t errsz)
+{
+    if (!!cli->instructions + !!cli->body + !!cli->body_file != 1)
+        return sb_cli_fail(err, errsz, "prompt %s: give exactly one of --instructions, --body, --body-file", verb);
+    return 0;
 }
 
 /* Per-command checks of positional arguments and required options. */
@@ -394,12 +534,36 @@ static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
             cli->upstream_model = cli->arg[0];
         }
         return 0;
+    case SB_CLI_PROMPT_CREATE:
+        if (!cli->account)
+            return sb_cli_fail(err, errsz, "prompt create: --account NAME is required");
+        if (!cli->name || !*cli->name)
+            return sb_cli_fail(err, errsz, "prompt create: --name NAME is required (not empty)");
+        return sb_cli_check_body_source(cli, "create", err, errsz);
+    case SB_CLI_PROMPT_VERSION:
+        if (!sb_cli_valid_prompt_id(cli->arg[0]))
+            return sb_cli_bad_prompt_id(cli->arg[0], err, errsz);
+        return sb_cli_check_body_source(cli, "version", err, errsz);
+    case SB_CLI_PROMPT_SET_CURRENT: {
+        if (!sb_cli_valid_prompt_id(cli->arg[0]))
+            return sb_cli_bad_prompt_id(cli->arg[0], err, errsz);
+        long long v;
+        if (sb_cli_parse_int(cli->arg[1], 1, INT_MAX, &v) != 0)
+            return sb_cli_fail(err, errsz, "invalid version '%s' (a positive integer)", cli->arg[1]);
+        cli->version = (int)v;
+        return 0;
+    }
+    case SB_CLI_PROMPT_SHOW:
+        if (!sb_cli_valid_prompt_id(cli->arg[0]))
+            return sb_cli_bad_prompt_id(cli->arg[0], err, errsz);
+        return 0;
     case SB_CLI_HELP:
     case SB_CLI_MIGRATE:
     case SB_CLI_ACCOUNT_LIST:
     case SB_CLI_GROUP_LIST:
     case SB_CLI_KEY_LIST:
     case SB_CLI_MODEL_LIST:
+    case SB_CLI_PROMPT_LIST:
         return 0;
     }
     return 0;
@@ -512,6 +676,15 @@ static void sb_cli_usage_one(FILE *out, const struct sb_cli_spec *s)
     fprintf(out, "      %s\n", s->summary);
 }
 
+/* The body format, after the prompt commands' usage and in the overview. */
+static void sb_cli_usage_prompt_body(FILE *out)
+{
+    fprintf(out, "\nA prompt body is a JSON object {\"instructions\": TEXT, \"input\": [ITEMS]} with either\n"
+                 "key or both; ITEMS are Responses input items. Texts may hold {{name}} placeholders\n"
+                 "(name: A-Z a-z 0-9 _), filled from the request's prompt.variables. --instructions\n"
+                 "TEXT is short for {\"instructions\": TEXT}; --body-file - reads standard input.\n");
+}
+
 void sb_cli_usage(FILE *out, const char *group, const char *verb)
 {
     if (verb) {
@@ -519,11 +692,14 @@ void sb_cli_usage(FILE *out, const char *group, const char *verb)
         if (s) {
             fprintf(out, "usage:\n");
             sb_cli_usage_one(out, s);
+            if (s->opts & SB_PROMPT_BODY_OPTS)
+                sb_cli_usage_prompt_body(out);
             return;
         }
     }
     if (!group) {
-        fprintf(out, "sbctl: administer a Switchboard gateway (accounts, token groups, API keys, models).\n\n"
+        fprintf(out, "sbctl: administer a Switchboard gateway (accounts, token groups, API keys, models,\n"
+                     "prompt templates).\n\n"
                      "Connects with the libpq connection string in SB_PG_DSN, or libpq's own PG*\n"
                      "variables when SB_PG_DSN is unset. Exit status: 0 ok, 1 error, 2 usage error.\n\n"
                      "commands:\n");
@@ -536,6 +712,8 @@ void sb_cli_usage(FILE *out, const char *group, const char *verb)
             continue;
         sb_cli_usage_one(out, s);
     }
+    if (!group || !strcmp(group, "prompt"))
+        sb_cli_usage_prompt_body(out);
     if (!group)
         fprintf(out, "\n'sbctl COMMAND --help' shows one command's usage. migrate finds schema/ via\n"
                      "--dir, then SB_SCHEMA_DIR, then ../../schema from the executable, then the\n"

@@ -36,6 +36,11 @@ enum sb_cli_cmd {
     SB_CLI_MODEL_DISABLE,
     SB_CLI_MODEL_ENABLE,
     SB_CLI_MODEL_SET,
+    SB_CLI_PROMPT_CREATE,
+    SB_CLI_PROMPT_VERSION,
+    SB_CLI_PROMPT_SET_CURRENT,
+    SB_CLI_PROMPT_LIST,
+    SB_CLI_PROMPT_SHOW,
 };
 
 /* Options a command may accept (bit mask in its spec). */
@@ -54,6 +59,11 @@ enum sb_cli_opt_bit {
     SB_OPT_TIMEOUT_MS = 1u << 11,
     SB_OPT_CAPABILITIES = 1u << 12,
     SB_OPT_IF_NOT_EXISTS = 1u << 13,
+    SB_OPT_INSTRUCTIONS = 1u << 14,
+    SB_OPT_BODY = 1u << 15,
+    SB_OPT_BODY_FILE = 1u << 16,
+    SB_OPT_NO_SET_CURRENT = 1u << 17,
+    SB_OPT_VERSION = 1u << 18,
 };
 
 #define SB_CLI_MAX_ARGS 2
@@ -61,6 +71,8 @@ enum sb_cli_opt_bit {
 #define SB_CLI_MODEL_MAX 200 /* model ids, upstream model names */
 #define SB_CLI_LABEL_MAX 200 /* key labels (--name) */
 #define SB_CLI_URL_MAX 2048
+#define SB_CLI_PROMPT_ID_MAX 80       /* "pmpt_" + suffix (sbctl makes 32 hex digits) */
+#define SB_CLI_BODY_MAX (1024 * 1024) /* a prompt version's body, in bytes */
 
 struct sb_cli {
     enum sb_cli_cmd cmd;
@@ -70,12 +82,13 @@ struct sb_cli {
     const char *arg[SB_CLI_MAX_ARGS]; /* positional arguments */
     int nargs;
     long long key_id; /* key disable/enable/set-group: arg[0] parsed */
+    int version;      /* prompt set-current: arg[1] parsed; prompt show: --version (0 = current) */
 
     unsigned given; /* sb_cli_opt_bit of every option present */
     const char *dir;
     const char *account;
     const char *group;
-    const char *name; /* key label */
+    const char *name; /* key label; prompt name */
     const char *provider;
     const char *base_url;
     const char *upstream_model;
@@ -84,8 +97,15 @@ struct sb_cli {
     int context_length;         /* > 0 when given */
     int max_output_tokens;
     int timeout_ms;
+    /* A prompt version's body: exactly one of these for prompt create/version.
+     * body is already checked with sb_cli_check_prompt_body; body_file is only
+     * a path ("-" = stdin), read and checked by the command. */
+    const char *instructions;
+    const char *body;
+    const char *body_file;
     bool zdr;
     bool if_not_exists;
+    bool no_set_current;
 };
 
 /*
@@ -120,5 +140,16 @@ bool sb_cli_valid_url(const char *s);
 bool sb_cli_valid_provider(const char *s);
 /* A JSON object (duplicate keys rejected). */
 bool sb_cli_valid_json_object(const char *s);
+/* A prompt id: "pmpt_" then 1.. of [A-Za-z0-9_-], up to SB_CLI_PROMPT_ID_MAX. */
+bool sb_cli_valid_prompt_id(const char *s);
+
+/*
+ * Checks a prompt version's body, len bytes of JSON (need not be
+ * NUL-terminated): an object with only the keys "instructions" (a string) and
+ * "input" (an array of objects, the Responses input items), at least one of
+ * them, no duplicate keys, at most SB_CLI_BODY_MAX bytes. Returns 0, or
+ * -EINVAL with a one-line reason in err.
+ */
+int sb_cli_check_prompt_body(const char *json, size_t len, char *err, size_t errsz) SB_CLI_MUSTCHECK;
 
 #endif

@@ -66,6 +66,16 @@ int sb_ctl_run(struct sb_ctldb *db, const struct sb_cli *cli)
         return sb_ctl_model_set_enabled(db, cli, true);
     case SB_CLI_MODEL_SET:
         return sb_ctl_model_set(db, cli);
+    case SB_CLI_PROMPT_CREATE:
+        return sb_ctl_prompt_create(db, cli);
+    case SB_CLI_PROMPT_VERSION:
+        return sb_ctl_prompt_version(db, cli);
+    case SB_CLI_PROMPT_SET_CURRENT:
+        return sb_ctl_prompt_set_current(db, cli);
+    case SB_CLI_PROMPT_LIST:
+        return sb_ctl_prompt_list(db, cli);
+    case SB_CLI_PROMPT_SHOW:
+        return sb_ctl_prompt_show(db, cli);
     }
     fprintf(stderr, "sbctl: internal error: unhandled command %d\n", (int)cli->cmd);
     return -EINVAL;

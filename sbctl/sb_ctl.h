@@ -1,12 +1,14 @@
 /*
  * sb_ctl: sbctl's commands. sb_ctl_run dispatches a parsed command line to one
  * sb_ctl_<area>_<verb> function (one file per area: account, group, key,
- * model). Every function returns 0 or a negative errno-style code after
+ * model, prompt). Every function returns 0 or a negative errno-style code after
  * printing the reason to stderr: -ENOENT for a name or id that does not
  * exist, -EEXIST for a duplicate, -EIO for a database error.
  *
  * Output: listings are aligned tables with a header line on stdout; changes
- * print one confirmation line on stdout; "key create" prints only the secret.
+ * print one confirmation line on stdout; "key create" prints only the secret,
+ * "prompt create" only the prompt id, "prompt version" only the new number,
+ * "prompt show" only the body JSON.
  * Key hashes are never selected, so they cannot be printed.
  */
 #ifndef SB_CTL_H
@@ -52,5 +54,11 @@ int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTC
 int sb_ctl_model_list(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_model_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled) SB_CTL_MUSTCHECK;
 int sb_ctl_model_set(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+
+int sb_ctl_prompt_create(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_prompt_version(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_prompt_set_current(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_prompt_list(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_prompt_show(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 
 #endif

@@ -12,17 +12,32 @@
  *   function_call items          -> tool_calls on an assistant message
  *   function_call_output items   -> {"role":"tool"} messages
  *   reasoning items              -> dropped (chat cannot take them back)
- * Chat response -> canonical events: an optional reasoning item (vLLM and
- * DeepSeek-style "reasoning_content"), the message item, one function_call
- * item per tool call, usage, completed.
+ *   input_image / input_audio    -> image_url / input_audio parts
+ *   input_file                   -> a "text" part "<filename>:\n<content>" for
+ *                                   text files (text/..., application/json, or
+ *                                   .txt/.md/.csv/.json as octet-stream), else
+ *                                   a "file" part (PDFs): chat upstreams take
+ *                                   no other file types
+ *   refusal parts (assistant)    -> the assistant message's "refusal"
+ *   text.format, reasoning.effort -> response_format, reasoning_effort
+ *   n                            -> n, unless route.capabilities.n is false
+ * metadata is never sent.
+ * Chat response -> canonical events: per choice an optional reasoning item
+ * ("reasoning_content" of vLLM and DeepSeek, "reasoning" of newer vLLM), the
+ * message item (output_text and/or refusal), one function_call item per tool
+ * call; with several choices each tagged "choice" and closed by choice_done;
+ * then usage, completed.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "provider.h"
 #include "sb_alloc.h"
+#include "sb_base64.h"
 #include "sb_event.h"
 #include "sb_id.h"
 #include "sb_job.h"
@@ -45,31 +60,33 @@ static json_t *sb_chat_invalid(const char *fmt, ...)
 }
 
 /* True when every part is text, so the content can be one plain string (the
- * only form some compatible servers accept for system/assistant turns). */
-static bool sb_chat_parts_all_text(const json_t *parts)
+ * only form some compatible servers accept for system/assistant turns).
+ * Canonical parts are input_text/output_text, chat parts "text". */
+static bool sb_chat_parts_all_text(const json_t *parts, bool chat)
 {
     size_t i;
     const json_t *part;
     json_array_foreach (parts, i, part) {
         const char *t = json_string_value(json_object_get(part, "type"));
-        if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) ||
-            !json_is_string(json_object_get(part, "text")))
+        bool text = t && (chat ? !strcmp(t, "text") : (!strcmp(t, "input_text") || !strcmp(t, "output_text")));
+        if (!text || !json_is_string(json_object_get(part, "text")))
             return false;
     }
     return true;
 }
 
-/* Joins text parts with "\n", as vLLM itself joins an array of text parts. */
-static json_t *sb_chat_join_text(const json_t *parts)
+/* Joins the `key` strings of parts with "\n", as vLLM itself joins an
+ * array of text parts. */
+static json_t *sb_chat_join(const json_t *parts, const char *key)
 {
     size_t total = 0, i;
     const json_t *part;
     json_array_foreach (parts, i, part)
-        total += json_string_length(json_object_get(part, "text")) + 1;
+        total += json_string_length(json_object_get(part, key)) + 1;
     char *buf = sb_xmalloc(total + 1);
     size_t pos = 0;
     json_array_foreach (parts, i, part) {
-        const json_t *t = json_object_get(part, "text");
+        const json_t *t = json_object_get(part, key);
         if (i > 0)
             buf[pos++] = '\n';
         memcpy(buf + pos, json_string_value(t), json_string_length(t));
@@ -80,10 +97,100 @@ static json_t *sb_chat_join_text(const json_t *parts)
     return s;
 }
 
-/* Canonical content parts -> chat content (string or array of parts). */
-static int sb_chat_content(const json_t *parts, json_t **out, json_t **err)
+/* Splits "data:<mime>[;param..];base64,<payload>". mime is lower-cased into
+ * a buffer of mimesz. Returns 0, or -EINVAL when url is not a base64 data URL. */
+static int sb_chat_data_url(const char *url, char *mime, size_t mimesz, const char **payload)
+{
+    if (strncasecmp(url, "data:", 5))
+        return -EINVAL;
+    const char *comma = strchr(url + 5, ',');
+    if (!comma || comma - (url + 5) < 7 || strncasecmp(comma - 7, ";base64", 7))
+        return -EINVAL;
+    size_t n = strcspn(url + 5, ";,");
+    if (n >= mimesz)
+        n = 0; /* too long to be a MIME type we care about */
+    for (size_t i = 0; i < n; i++)
+        mime[i] = (char)tolower((unsigned char)url[5 + i]);
+    mime[n] = '\0';
+    *payload = comma + 1;
+    return 0;
+}
+
+static bool sb_chat_has_suffix(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), m = strlen(suffix);
+    return n >= m && !strcasecmp(name + n - m, suffix);
+}
+
+/* Whether a file is text the model should read inline: chat upstreams take
+ * only PDFs (and not all of them that) as file parts. */
+static bool sb_chat_is_text_file(const char *mime, const char *filename)
+{
+    if (!strncmp(mime, "text/", 5) || !strcmp(mime, "application/json"))
+        return true;
+    if (*mime && strcmp(mime, "application/octet-stream"))
+        return false;
+    static const char *const exts[] = {".txt", ".md", ".csv", ".json"};
+    for (size_t i = 0; filename && i < sizeof exts / sizeof exts[0]; i++)
+        if (sb_chat_has_suffix(filename, exts[i]))
+            return true;
+    return false;
+}
+
+/* An input_file part -> a chat "file" part, or for a text file a "text" part
+ * "<filename>:\n<content>". */
+static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
+{
+    const json_t *data = json_object_get(part, "file_data");
+    const char *filename = json_string_value(json_object_get(part, "filename"));
+    char mime[128];
+    const char *payload;
+    if (json_is_string(data) && sb_chat_data_url(json_string_value(data), mime, sizeof mime, &payload) == 0 &&
+        sb_chat_is_text_file(mime, filename)) {
+        const char *name = filename && *filename ? filename : "file";
+        size_t n;
+        char *bytes = (char *)sb_base64_decode(payload, strlen(payload), &n);
+        if (!bytes) {
+            *err = sb_chat_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
+            return NULL;
+        }
+        size_t name_len = strlen(name);
+        char *text = sb_xmalloc(name_len + 2 + n);
+        memcpy(text, name, name_len);
+        memcpy(text + name_len, ":\n", 2);
+        memcpy(text + name_len + 2, bytes, n);
+        json_t *t = json_stringn(text, name_len + 2 + n); /* NULL unless valid UTF-8 */
+        free(text);
+        free(bytes);
+        if (!t) {
+            *err = sb_chat_invalid("input_file '%s' (content part %zu) is not UTF-8 text", name, index);
+            return NULL;
+        }
+        return json_pack("{s:s, s:o}", "type", "text", "text", t);
+    }
+    json_t *file = json_object();
+    static const char *const keys[] = {"file_id", "file_data", "filename"};
+    for (size_t k = 0; k < 3; k++) {
+        const json_t *v = json_object_get(part, keys[k]);
+        if (json_is_string(v))
+            json_object_set(file, keys[k], (json_t *)v);
+    }
+    if (json_object_size(file) == 0) {
+        json_decref(file);
+        *err = sb_chat_invalid("input_file (content part %zu) has neither file_data nor file_id", index);
+        return NULL;
+    }
+    return json_pack("{s:s, s:o}", "type", "file", "file", file);
+}
+
+/* Canonical content parts -> chat content (string or array of parts). For an
+ * assistant turn, refusal parts are collected into *refusal (a string, or
+ * NULL when none); elsewhere (refusal == NULL) they are refused. */
+static int sb_chat_content(const json_t *parts, json_t **out, json_t **refusal, json_t **err)
 {
     *out = NULL;
+    if (refusal)
+        *refusal = NULL;
     if (json_is_string(parts)) { /* not normalized, but unambiguous */
         *out = json_copy((json_t *)parts);
         return 0;
@@ -92,11 +199,12 @@ static int sb_chat_content(const json_t *parts, json_t **out, json_t **err)
         *err = sb_chat_invalid("message content must be an array of parts");
         return -EINVAL;
     }
-    if (sb_chat_parts_all_text(parts)) {
-        *out = sb_chat_join_text(parts);
+    if (sb_chat_parts_all_text(parts, false)) { /* the common case, without a copy of each part */
+        *out = sb_chat_join(parts, "text");
         return 0;
     }
     json_t *arr = json_array();
+    json_t *refusals = json_array();
     size_t i;
     const json_t *part;
     json_array_foreach (parts, i, part) {
@@ -121,14 +229,25 @@ static int sb_chat_content(const json_t *parts, json_t **out, json_t **err)
                 json_object_set(img, "detail", (json_t *)detail);
             o = json_pack("{s:s, s:o}", "type", "image_url", "image_url", img);
         } else if (t && !strcmp(t, "input_file")) {
-            json_t *file = json_object();
-            static const char *const keys[] = {"file_id", "file_data", "filename"};
-            for (size_t k = 0; k < 3; k++) {
-                const json_t *v = json_object_get(part, keys[k]);
-                if (json_is_string(v))
-                    json_object_set(file, keys[k], (json_t *)v);
+            if (!(o = sb_chat_file_part(part, i, err)))
+                goto fail;
+        } else if (t && !strcmp(t, "input_audio")) {
+            const json_t *audio = json_object_get(part, "input_audio");
+            const json_t *data = json_object_get(audio, "data");
+            const json_t *format = json_object_get(audio, "format");
+            if (!json_is_string(data) || !json_is_string(format)) {
+                *err = sb_chat_invalid("input_audio (content part %zu) needs input_audio.data and .format", i);
+                goto fail;
             }
-            o = json_pack("{s:s, s:o}", "type", "file", "file", file);
+            o = json_pack("{s:s, s:{s:O, s:O}}", "type", "input_audio", "input_audio", "data", data, "format", format);
+        } else if (t && !strcmp(t, "refusal") && refusal) {
+            const json_t *r = json_object_get(part, "refusal");
+            if (!json_is_string(r)) {
+                *err = sb_chat_invalid("refusal part %zu has no refusal text", i);
+                goto fail;
+            }
+            json_array_append(refusals, (json_t *)part);
+            continue;
         } else {
             *err =
                 sb_chat_invalid("content part type '%s' is not supported by provider " SB_CHAT_KIND, t ? t : "(none)");
@@ -136,10 +255,22 @@ static int sb_chat_content(const json_t *parts, json_t **out, json_t **err)
         }
         json_array_append_new(arr, o);
     }
-    *out = arr;
+    if (json_array_size(refusals) > 0)
+        *refusal = sb_chat_join(refusals, "refusal");
+    json_decref(refusals);
+    if (json_array_size(arr) == 0 && refusal && *refusal) { /* only a refusal */
+        json_decref(arr);
+        *out = json_null();
+    } else if (sb_chat_parts_all_text(arr, true)) { /* text files made it all text */
+        *out = sb_chat_join(arr, "text");
+        json_decref(arr);
+    } else {
+        *out = arr;
+    }
     return 0;
 fail:
     json_decref(arr);
+    json_decref(refusals);
     return -EINVAL;
 }
 
@@ -151,12 +282,12 @@ static int sb_chat_tool_output(const json_t *output, json_t **out, json_t **err)
         return 0;
     }
     if (json_is_array(output)) {
-        if (!sb_chat_parts_all_text(output)) {
+        if (!sb_chat_parts_all_text(output, false)) {
             *err = sb_chat_invalid(
                 "function_call_output with non-text content is not supported by provider " SB_CHAT_KIND);
             return -EINVAL;
         }
-        *out = sb_chat_join_text(output);
+        *out = sb_chat_join(output, "text");
         return 0;
     }
     if (!output || json_is_null(output)) {
@@ -238,10 +369,13 @@ static json_t *sb_chat_messages(const json_t *request, json_t **err)
                 *err = sb_chat_invalid("input item %zu has an unsupported role", i);
                 goto fail;
             }
-            json_t *content;
-            if (sb_chat_content(json_object_get(item, "content"), &content, err) < 0)
+            bool assistant = !strcmp(role, "assistant");
+            json_t *content, *refusal = NULL;
+            if (sb_chat_content(json_object_get(item, "content"), &content, assistant ? &refusal : NULL, err) < 0)
                 goto fail;
             last = json_pack("{s:s, s:o}", "role", role, "content", content);
+            if (refusal)
+                json_object_set_new(last, "refusal", refusal);
             json_array_append_new(messages, last);
         } else if (!strcmp(type, "function_call")) {
             if (sb_chat_add_tool_call(messages, &last, item, err) < 0)
@@ -446,6 +580,15 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
         sb_chat_copy(body, request, "n", "n", SB_WANT_INTEGER, err) < 0 ||
         sb_chat_copy(body, request, "user", "user", SB_WANT_STRING, err) < 0)
         goto fail;
+    const json_t *n = json_object_get(body, "n");
+    if (n && json_integer_value(n) < 1) {
+        *err = sb_chat_invalid("request.n must be at least 1");
+        goto fail;
+    }
+    /* An upstream that cannot do n (the worker then fans out, one call per
+     * choice) must not see it at all: some reject even n=1. */
+    if (json_is_false(json_object_get(json_object_get(sb_job_route(job), "capabilities"), "n")))
+        json_object_del(body, "n");
     const json_t *effort = json_object_get(json_object_get(request, "reasoning"), "effort");
     if (json_is_string(effort))
         json_object_set(body, "reasoning_effort", (json_t *)effort);
@@ -580,29 +723,34 @@ static bool sb_chat_is_quota(const json_t *root)
     return (code && !strcmp(code, "insufficient_quota")) || (type && !strcmp(type, "insufficient_quota"));
 }
 
-static void sb_chat_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
+/* finish_reason -> the canonical status and incomplete_reason. */
+static void sb_chat_finish(const json_t *choice, const char **status, const char **reason)
 {
-    json_t *out = json_array(); /* events of a good response; appended only at the end */
-    json_t *final = NULL;
-    json_t *root = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
-    if (resp->status < 200 || resp->status >= 300) {
-        final = sb_provider_error_for_status(resp->status, sb_provider_error_message(root), sb_chat_is_quota(root),
-                                             resp->retry_after);
-        goto done;
+    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    *status = "completed";
+    *reason = NULL;
+    if (finish && !strcmp(finish, "length")) {
+        *status = "incomplete";
+        *reason = "max_output_tokens";
+    } else if (finish && !strcmp(finish, "content_filter")) {
+        *status = "incomplete";
+        *reason = "content_filter";
     }
-    if (!json_is_object(root)) {
-        final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned malformed JSON");
-        goto done;
-    }
-    const json_t *choice = json_array_get(json_object_get(root, "choices"), 0);
+}
+
+/* Appends one choice's items to out: reasoning, message, tool calls, with
+ * item indices from 0. Returns 0, or -EINVAL with *final set. */
+static int sb_chat_emit_choice(json_t *out, const json_t *root, const json_t *choice, json_t **final)
+{
     const json_t *message = json_object_get(choice, "message");
     if (!json_is_object(message)) {
         /* Some proxies answer 200 with an error body. */
         const char *m = sb_provider_error_message(root);
-        final = sb_provider_error_for_status(502, m ? m : "upstream response has no choices", false, -1);
-        goto done;
+        *final = sb_provider_error_for_status(502, m ? m : "upstream response has no choices", false, -1);
+        return -EINVAL;
     }
     int index = 0;
+    /* "reasoning_content": vLLM (older) and DeepSeek; "reasoning": newer vLLM. */
     const json_t *reasoning = json_object_get(message, "reasoning_content");
     if (!json_is_string(reasoning))
         reasoning = json_object_get(message, "reasoning");
@@ -626,9 +774,58 @@ static void sb_chat_parse_response(const json_t *job, const sb_provider_response
     const json_t *tc;
     json_array_foreach (tool_calls, i, tc) {
         if (sb_chat_emit_tool_call(out, index++, tc) < 0) {
-            final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a malformed tool call");
-            goto done;
+            *final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a malformed tool call");
+            return -EINVAL;
         }
+    }
+    return 0;
+}
+
+/*
+ * One choice: its items, usage, completed. Several (the job asked for n > 1,
+ * or the upstream sent more than one anyway): each choice's items tagged
+ * with "choice" (item indices restart at 0 per choice) and followed by its
+ * choice_done; then usage and one completed, incomplete if any choice was.
+ */
+static void sb_chat_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
+{
+    json_t *out = json_array(); /* events of a good response; appended only at the end */
+    json_t *final = NULL;
+    json_t *root = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
+    if (resp->status < 200 || resp->status >= 300) {
+        final = sb_provider_error_for_status(resp->status, sb_provider_error_message(root), sb_chat_is_quota(root),
+                                             resp->retry_after);
+        goto done;
+    }
+    if (!json_is_object(root)) {
+        final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned malformed JSON");
+        goto done;
+    }
+    const json_t *choices = json_object_get(root, "choices");
+    size_t n_choices = json_is_array(choices) ? json_array_size(choices) : 0;
+    bool multi = n_choices > 1 || json_integer_value(json_object_get(sb_job_request(job), "n")) > 1;
+    const char *status = "completed", *reason = NULL;
+    if (n_choices == 0) {
+        const char *m = sb_provider_error_message(root);
+        final = sb_provider_error_for_status(502, m ? m : "upstream response has no choices", false, -1);
+        goto done;
+    }
+    for (size_t k = 0; k < n_choices; k++) {
+        const json_t *choice = json_array_get(choices, k);
+        size_t first = json_array_size(out);
+        if (sb_chat_emit_choice(out, root, choice, &final) < 0)
+            goto done;
+        const char *st, *re;
+        sb_chat_finish(choice, &st, &re);
+        if (!strcmp(st, "incomplete") && !reason) {
+            status = st;
+            reason = re;
+        }
+        if (!multi)
+            break;
+        for (size_t i = first; i < json_array_size(out); i++)
+            sb_event_set_choice(json_array_get(out, i), (int)k);
+        json_array_append_new(out, sb_event_choice_done((int)k, st, re));
     }
 
     const json_t *usage = json_object_get(root, "usage");
@@ -638,16 +835,6 @@ static void sb_chat_parse_response(const json_t *job, const sb_provider_response
         json_array_append_new(out, sb_event_usage(json_integer_value(json_object_get(usage, "prompt_tokens")),
                                                   json_integer_value(json_object_get(usage, "completion_tokens")),
                                                   reasoning_tokens));
-    }
-
-    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
-    const char *status = "completed", *reason = NULL;
-    if (finish && !strcmp(finish, "length")) {
-        status = "incomplete";
-        reason = "max_output_tokens";
-    } else if (finish && !strcmp(finish, "content_filter")) {
-        status = "incomplete";
-        reason = "content_filter";
     }
     json_array_extend(events, out);
     json_array_append_new(events, sb_event_completed(status, reason, json_string_value(json_object_get(job, "model")),

@@ -141,7 +141,9 @@ static void sb_upstream_on_event(evutil_socket_t fd, short what, void *arg)
     int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     curl_multi_socket_action(up->multi, fd, action, &up->running);
     sb_upstream_check_done(up);
-    if (up->running <= 0)
+    /* `running` predates the on_done callbacks, which may have started new
+     * transfers (and curl armed the timer for them): keep it then. */
+    if (up->running <= 0 && up->active == 0)
         evtimer_del(up->timer);
 }
 

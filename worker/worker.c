@@ -3,12 +3,25 @@
  * the life of each job, from JOB to its one final EVENT.
  *
  * A job's path: sb_worker_on_job() validates it, builds the upstream request
- * with its provider adapter and starts the transfer (state UPSTREAM). Body
- * bytes go through the job's sb_provider_parser; when the transfer ends,
- * sb_wjob_on_done() turns the outcome into events and sb_wjob_end() sends
- * them, the last one final (state DONE). A DONE job is freed by the reap
- * event, after the callback that ended it has returned: the upstream and zmq
- * callbacks that end jobs are never left holding a freed job.
+ * with its provider adapter and starts its call(s) (state UPSTREAM). Body
+ * bytes go through each call's sb_provider_parser; when a transfer ends,
+ * sb_wcall_on_done() turns the outcome into events and sb_wcall_on_final()
+ * passes them on; sb_wjob_end() sends the job's final event (state DONE). A
+ * DONE job is freed by the reap event, after the callback that ended it has
+ * returned: the upstream and zmq callbacks that end jobs are never left
+ * holding a freed job.
+ *
+ * A job has one upstream call, except a fan-out: n > 1 choices from an
+ * upstream that cannot do n (route.capabilities.n false) is n concurrent
+ * calls without n, whose events are tagged with their choice and merged (one
+ * usage, a choice_done each, one completed). The first call to fail fails the
+ * job and cancels the rest.
+ *
+ * Strict structured output (strict.h): a call's events are held until its
+ * final event and checked; valid output is passed on, invalid output retries
+ * the call once (the same request, a fresh timeout cut to the job's deadline)
+ * and then fails the job with 502 invalid_structured_output. Jobs without
+ * strict schemas pass events on as they come, as before.
  */
 #include "worker.h"
 
@@ -32,6 +45,7 @@
 #include "sb_time.h"
 #include "sb_wire.h"
 #include "sb_zsock_ev.h"
+#include "strict.h"
 #include "upstream.h"
 
 #define SB_WORKER_DEFAULT_CREDITS 64
@@ -43,15 +57,40 @@
 #define SB_WORKER_HWM 100000
 /* How long queued events may take to leave at destroy. */
 #define SB_WORKER_CLOSE_LINGER_MS 1000
+/* Most upstream calls one fanned-out job may make (OpenAI's own limit on n). */
+#define SB_WORKER_MAX_FANOUT 128
+/* Upstream attempts per call when strict output does not validate. */
+#define SB_WORKER_STRICT_ATTEMPTS 2
 
 /* A job's life. Jobs in the `jobs` table are NEW or UPSTREAM. */
 enum sb_wjob_state {
     SB_WJOB_NEW,      /* received; being validated, its request built */
-    SB_WJOB_UPSTREAM, /* the upstream transfer is running */
+    SB_WJOB_UPSTREAM, /* its upstream call(s) are running (a strict retry included) */
     SB_WJOB_DONE,     /* final event sent (or job abandoned); waits for the reap */
 };
 
 static const char *const sb_wjob_state_names[] = {"new", "upstream", "done"};
+
+struct sb_wjob;
+
+/*
+ * One upstream call of a job: the job's only one, or one choice of a fan-out.
+ * A call is running while it has an xfer (its first attempt, or the retry);
+ * it is over once its final event has been passed on or has ended the job.
+ */
+typedef struct sb_wcall {
+    struct sb_wjob *j;
+    int choice;  /* the choice it produces in a fan-out, else -1 (events go on untagged) */
+    int attempt; /* 1, then 2 on the strict-output retry */
+    sb_provider_parser_t *parser;
+    sb_upstream_xfer_t *xfer; /* borrowed from upstream while running */
+    /* The attempt's events not yet passed on. For the plain case (one call,
+     * nothing strict) the job's own `events`, so nothing is moved. */
+    json_t *events;
+    int64_t timeout_ms;  /* this attempt's total upstream timeout */
+    int64_t upstream_ms; /* summed over attempts */
+    int feed_error;      /* why the parser refused the body, or 0 */
+} sb_wcall_t;
 
 typedef struct sb_wjob {
     sb_worker_t *w;
@@ -59,11 +98,21 @@ typedef struct sb_wjob {
     char job_id[SB_JOB_ID_MAX + 1];
     json_t *job; /* the decoded job body; NULL if it would not decode */
     const sb_provider_t *provider;
-    sb_provider_parser_t *parser;
-    sb_upstream_xfer_t *xfer; /* borrowed from upstream while UPSTREAM */
-    json_t *events;           /* events produced and not yet sent */
-    int64_t timeout_ms;       /* the total upstream timeout chosen */
-    int feed_error;           /* why the parser refused the body, or 0 */
+    json_t *fanout_job;        /* a fan-out's calls send this: job without request.n; else NULL */
+    const json_t *call_job;    /* what the calls send: job or fanout_job */
+    sb_strict_t *strict;       /* the strict schemas; NULL: events are not held */
+    sb_provider_request_t req; /* built once; kept while a call may still (re)start */
+    long long deadline_ms;     /* absolute epoch ms, 0 = none */
+    sb_wcall_t *calls;
+    int n_calls;
+    int calls_open; /* calls not over yet */
+    json_t *events; /* events passed on and not yet sent */
+    /* A fan-out's merge of its calls' usage and completed events. */
+    bool have_usage;
+    int64_t usage_in, usage_out, usage_reasoning;
+    const char *incomplete_reason; /* the first incomplete choice's (static string), or NULL */
+    bool incomplete;
+    int64_t upstream_ms; /* the slowest call's */
     struct sb_wjob *next_reap;
 } sb_wjob_t;
 
@@ -160,9 +209,17 @@ static void sb_wjob_set_state(sb_wjob_t *j, enum sb_wjob_state state)
 
 static void sb_wjob_free(sb_wjob_t *j)
 {
-    sb_upstream_cancel(j->w->upstream, &j->xfer);
-    sb_provider_parser_destroy(&j->parser);
+    for (int i = 0; i < j->n_calls; i++) {
+        sb_wcall_t *c = &j->calls[i];
+        sb_upstream_cancel(j->w->upstream, &c->xfer);
+        sb_provider_parser_destroy(&c->parser);
+        json_decref(c->events);
+    }
+    free(j->calls);
+    sb_strict_destroy(&j->strict);
+    sb_provider_request_clear(&j->req);
     json_decref(j->events);
+    json_decref(j->fanout_job);
     json_decref(j->job);
     free(j);
 }
@@ -200,7 +257,8 @@ static void sb_wjob_flush_partial(sb_wjob_t *j)
 static void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
 {
     sb_worker_t *w = j->w;
-    sb_upstream_cancel(w->upstream, &j->xfer);
+    for (int i = 0; i < j->n_calls; i++)
+        sb_upstream_cancel(w->upstream, &j->calls[i].xfer);
     if (send) {
         if (final)
             json_array_append_new(j->events, final);
@@ -256,50 +314,6 @@ static json_t *sb_wjob_error(int status, const char *kind, const char *fmt, ...)
     return ev;
 }
 
-/* Upstream body bytes: buffered (or, streaming, translated) by the parser. */
-static int sb_wjob_on_data(long status, const char *data, size_t len, void *arg)
-{
-    sb_wjob_t *j = arg;
-    int rc = sb_provider_parser_feed(j->parser, status, data, len, j->events);
-    if (rc < 0) {
-        j->feed_error = rc;
-        return rc;
-    }
-    sb_wjob_flush_partial(j);
-    return 0;
-}
-
-static void sb_wjob_on_done(const sb_upstream_result_t *res, void *arg)
-{
-    sb_wjob_t *j = arg;
-    j->xfer = NULL; /* upstream frees it when we return */
-    json_t *final = NULL;
-    switch (res->outcome) {
-    case SB_UPSTREAM_OK: {
-        sb_provider_response_t resp = {
-            .status = res->status, .retry_after = res->retry_after, .upstream_ms = res->elapsed_ms};
-        sb_provider_parser_finish(j->parser, &resp, j->events);
-        break;
-    }
-    case SB_UPSTREAM_TIMEOUT:
-        final = sb_wjob_error(504, SB_ERR_TIMEOUT, "timeout: upstream did not answer within %lld ms",
-                              (long long)j->timeout_ms);
-        break;
-    case SB_UPSTREAM_CONNECT_FAILED:
-        final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream connection failed");
-        break;
-    case SB_UPSTREAM_ABORTED:
-        final = j->feed_error == -E2BIG
-                    ? sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response too large")
-                    : sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response could not be parsed");
-        break;
-    case SB_UPSTREAM_FAILED:
-        final = sb_wjob_error(502, SB_ERR_UPSTREAM, "upstream request failed: %s", res->detail);
-        break;
-    }
-    sb_wjob_finish(j, final);
-}
-
 /* The upstream timeout: the route's, cut to what is left before the job's
  * deadline (absolute epoch ms, 0 = none). <= 0 means already too late. */
 static int64_t sb_wjob_timeout(const json_t *job, long long deadline_ms)
@@ -315,13 +329,255 @@ static int64_t sb_wjob_timeout(const json_t *job, long long deadline_ms)
     return timeout;
 }
 
-/* Takes a NEW job from its body to a running transfer, or to DONE with an
- * error event. */
+/*
+ * Calls.
+ */
+
+static int sb_wcall_on_data(long status, const char *data, size_t len, void *arg);
+static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg);
+
+/* Starts (or restarts, for the retry) a call's transfer with a fresh parser
+ * and a timeout cut to the job's deadline. Returns 0, or a negative code with
+ * *err set to the job's final error event. */
+static int sb_wcall_start(sb_wcall_t *c, json_t **err)
+{
+    sb_wjob_t *j = c->j;
+    c->timeout_ms = sb_wjob_timeout(j->job, j->deadline_ms);
+    if (c->timeout_ms <= 0) {
+        *err = sb_event_error(504, SB_ERR_TIMEOUT, NULL,
+                              c->attempt == 1 ? "timeout: the job's deadline passed before it reached the upstream"
+                                              : "timeout: the job's deadline passed before the retry could start");
+        return -ETIMEDOUT;
+    }
+    sb_provider_parser_destroy(&c->parser);
+    c->parser = sb_provider_parser_new(j->provider, j->call_job);
+    c->feed_error = 0;
+    sb_upstream_cbs_t cbs = {.on_data = sb_wcall_on_data, .on_done = sb_wcall_on_done};
+    if (sb_upstream_start(j->w->upstream, &j->req, c->timeout_ms, j->w->connect_timeout_ms, &cbs, c, &c->xfer) < 0) {
+        *err = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream request could not be started");
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Moves a call's events, up to its first final one, to the job and sends
+ * them. In a fan-out they are tagged with the call's choice and usage is
+ * summed into the job instead (sent once, at the end); anything the upstream
+ * sent for other choices (it was not asked for any) is dropped. */
+static void sb_wcall_pass(sb_wcall_t *c)
+{
+    sb_wjob_t *j = c->j;
+    if (c->events != j->events) {
+        size_t n = 0;
+        json_t *ev;
+        while (n < json_array_size(c->events) && !sb_event_is_final(ev = json_array_get(c->events, n))) {
+            n++;
+            if (c->choice >= 0) {
+                enum sb_event_type t = sb_event_type_of(ev);
+                if (t == SB_EV_USAGE) {
+                    j->have_usage = true;
+                    j->usage_in += json_integer_value(json_object_get(ev, "input_tokens"));
+                    j->usage_out += json_integer_value(json_object_get(ev, "output_tokens"));
+                    j->usage_reasoning += json_integer_value(json_object_get(ev, "reasoning_tokens"));
+                    continue;
+                }
+                if (t == SB_EV_CHOICE_DONE || sb_event_choice(ev) > 0)
+                    continue;
+                sb_event_set_choice(ev, c->choice);
+            }
+            json_array_append(j->events, ev);
+        }
+        if (n == json_array_size(c->events))
+            json_array_clear(c->events);
+        else
+            for (; n > 0; n--)
+                json_array_remove(c->events, 0);
+    }
+    sb_wjob_flush_partial(j);
+}
+
+/* Takes the first final event out of a call's events, dropping anything
+ * after it; a missing one becomes a 502. Returns it (new reference). */
+static json_t *sb_wcall_take_final(sb_wcall_t *c)
+{
+    size_t n = json_array_size(c->events), i = 0;
+    while (i < n && !sb_event_is_final(json_array_get(c->events, i)))
+        i++;
+    if (i == n) {
+        sb_error("job %s: provider produced no final event", c->j->job_id);
+        return sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response could not be translated");
+    }
+    json_t *final = json_incref(json_array_get(c->events, i));
+    while (json_array_size(c->events) > i)
+        json_array_remove(c->events, i);
+    return final;
+}
+
+/* A strict call's attempt ended with `final` (completed): checks its output.
+ * Returns 0 when valid. When not: 1 after restarting the call for its next
+ * attempt, or -1 with *err set to the job's final error (no attempt left, or
+ * the retry could not start). */
+static int sb_wcall_check(sb_wcall_t *c, const json_t *final, json_t **err)
+{
+    sb_wjob_t *j = c->j;
+    char what[160], why[512];
+    if (sb_strict_check(j->strict, c->events, final, what, sizeof what, why, sizeof why) == 0)
+        return 0;
+    char choice[32] = "";
+    if (c->choice >= 0)
+        snprintf(choice, sizeof choice, " (choice %d)", c->choice);
+    json_array_clear(c->events); /* invalid output goes nowhere */
+    if (c->attempt < SB_WORKER_STRICT_ATTEMPTS) {
+        /* `what` names a schema, never the output. */
+        sb_warn("job %s: model output%s did not match %s on attempt %d; retrying", j->job_id, choice, what, c->attempt);
+        c->attempt++;
+        return sb_wcall_start(c, err) == 0 ? 1 : -1;
+    }
+    sb_warn("job %s: model output%s did not match %s after %d attempts", j->job_id, choice, what, c->attempt);
+    char *msg = sb_xasprintf("The model's output did not match %s after %d attempts: %s", what, c->attempt, why);
+    *err = sb_event_error(502, SB_ERR_UPSTREAM, "invalid_structured_output", msg);
+    free(msg);
+    return -1;
+}
+
+/*
+ * A call's attempt is over and its final event is in c->events: validate
+ * (strict), retry, or pass the events on; then end the job when this was its
+ * last call (or its final is an error, which ends a fan-out at once).
+ */
+static void sb_wcall_on_final(sb_wcall_t *c)
+{
+    sb_wjob_t *j = c->j;
+    json_t *final = sb_wcall_take_final(c);
+    if (sb_event_type_of(final) == SB_EV_COMPLETED) {
+        c->upstream_ms += json_integer_value(json_object_get(final, "upstream_ms"));
+        json_t *err = NULL;
+        int rc = j->strict ? sb_wcall_check(c, final, &err) : 0;
+        if (rc > 0) { /* retrying */
+            json_decref(final);
+            return;
+        }
+        if (rc < 0) {
+            json_decref(final);
+            final = err;
+        }
+    }
+    j->calls_open--;
+    if (sb_event_type_of(final) == SB_EV_ERROR) {
+        if (c->events != j->events)
+            json_array_clear(c->events); /* held (unsent) output of a failed call goes nowhere */
+        sb_wjob_finish(j, final);        /* cancels the other calls of a fan-out */
+        return;
+    }
+    sb_wcall_pass(c);
+    if (c->choice < 0) {
+        json_object_set_new(final, "upstream_ms", json_integer(c->upstream_ms));
+        sb_wjob_finish(j, final);
+        return;
+    }
+    /* One choice of a fan-out. */
+    const char *status = json_string_value(json_object_get(final, "status"));
+    const char *reason = NULL;
+    if (status && !strcmp(status, "incomplete")) {
+        const char *r = json_string_value(json_object_get(final, "incomplete_reason"));
+        reason = r && !strcmp(r, "max_output_tokens") ? "max_output_tokens"
+                 : r && !strcmp(r, "content_filter")  ? "content_filter"
+                                                      : NULL;
+        if (!j->incomplete) {
+            j->incomplete = true;
+            j->incomplete_reason = reason;
+        }
+    } else {
+        status = "completed";
+    }
+    json_array_append_new(j->events, sb_event_choice_done(c->choice, status, reason));
+    json_decref(final);
+    if (c->upstream_ms > j->upstream_ms)
+        j->upstream_ms = c->upstream_ms;
+    sb_wjob_flush_partial(j);
+    if (j->calls_open > 0)
+        return;
+    if (j->have_usage)
+        json_array_append_new(j->events, sb_event_usage(j->usage_in, j->usage_out, j->usage_reasoning));
+    sb_wjob_finish(j, sb_event_completed(j->incomplete ? "incomplete" : "completed", j->incomplete_reason,
+                                         json_string_value(json_object_get(j->job, "model")), j->upstream_ms));
+}
+
+/* Upstream body bytes: buffered (or, streaming, translated) by the parser;
+ * what it produces goes on at once unless the job's output is held. */
+static int sb_wcall_on_data(long status, const char *data, size_t len, void *arg)
+{
+    sb_wcall_t *c = arg;
+    int rc = sb_provider_parser_feed(c->parser, status, data, len, c->events);
+    if (rc < 0) {
+        c->feed_error = rc;
+        return rc;
+    }
+    if (!c->j->strict)
+        sb_wcall_pass(c);
+    return 0;
+}
+
+static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg)
+{
+    sb_wcall_t *c = arg;
+    c->xfer = NULL; /* upstream frees it when we return */
+    json_t *final = NULL;
+    switch (res->outcome) {
+    case SB_UPSTREAM_OK: {
+        sb_provider_response_t resp = {
+            .status = res->status, .retry_after = res->retry_after, .upstream_ms = res->elapsed_ms};
+        sb_provider_parser_finish(c->parser, &resp, c->events);
+        break;
+    }
+    case SB_UPSTREAM_TIMEOUT:
+        final = sb_wjob_error(504, SB_ERR_TIMEOUT, "timeout: upstream did not answer within %lld ms",
+                              (long long)c->timeout_ms);
+        break;
+    case SB_UPSTREAM_CONNECT_FAILED:
+        final = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream connection failed");
+        break;
+    case SB_UPSTREAM_ABORTED:
+        final = c->feed_error == -E2BIG
+                    ? sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response too large")
+                    : sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response could not be parsed");
+        break;
+    case SB_UPSTREAM_FAILED:
+        final = sb_wjob_error(502, SB_ERR_UPSTREAM, "upstream request failed: %s", res->detail);
+        break;
+    }
+    if (final)
+        json_array_append_new(c->events, final);
+    sb_wcall_on_final(c);
+}
+
+/*
+ * Job start.
+ */
+
+/* How many upstream calls the job needs: request.n when it asks for several
+ * choices of an upstream that cannot do n, else 1. Returns 0 with *err set
+ * when n is out of range for a fan-out. */
+static int sb_wjob_fanout(const json_t *job, json_t **err)
+{
+    const json_t *n = json_object_get(sb_job_request(job), "n");
+    const json_t *caps = json_object_get(sb_job_route(job), "capabilities");
+    if (!json_is_integer(n) || json_integer_value(n) <= 1 || !json_is_false(json_object_get(caps, "n")))
+        return 1; /* a bad n is the adapter's to refuse */
+    if (json_integer_value(n) > SB_WORKER_MAX_FANOUT) {
+        *err = sb_wjob_error(400, SB_ERR_INVALID_REQUEST, "request.n must be at most %d for this model",
+                             SB_WORKER_MAX_FANOUT);
+        return 0;
+    }
+    return (int)json_integer_value(n);
+}
+
+/* Takes a NEW job from its body to running calls, or to DONE with an error
+ * event. */
 static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline_ms)
 {
     sb_worker_t *w = j->w;
     json_t *err = NULL;
-    sb_provider_request_t req = {0};
     if (w->state != SB_WORKER_ACTIVE) {
         err = sb_event_error(503, SB_ERR_OVERLOADED, NULL, "worker is shutting down");
         goto fail;
@@ -345,30 +601,48 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
         err = sb_wjob_error(501, SB_ERR_SERVER, "provider kind '%s' is not supported", kind);
         goto fail;
     }
-    if (j->provider->build_request(j->job, &req, &err) < 0) {
+    /* The frontend checks schemas too, but a worker trusts no job. */
+    if (sb_strict_new(sb_job_request(j->job), &j->strict, &err) < 0)
+        goto fail;
+    int n_calls = sb_wjob_fanout(j->job, &err);
+    if (n_calls == 0)
+        goto fail;
+    j->call_job = j->job;
+    if (n_calls > 1) { /* a shallow copy: only request.n differs */
+        json_t *request = json_copy((json_t *)sb_job_request(j->job));
+        json_object_del(request, "n");
+        j->fanout_job = json_copy(j->job);
+        json_object_set_new(j->fanout_job, "request", request);
+        j->call_job = j->fanout_job;
+    }
+    if (j->provider->build_request(j->call_job, &j->req, &err) < 0) {
         if (!err)
             err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not build the upstream request");
         goto fail;
     }
-    j->timeout_ms = sb_wjob_timeout(j->job, deadline_ms);
-    if (j->timeout_ms <= 0) {
-        err = sb_event_error(504, SB_ERR_TIMEOUT, NULL,
-                             "timeout: the job's deadline passed before it reached the upstream");
-        goto fail;
+    j->deadline_ms = deadline_ms;
+    j->calls = sb_xcalloc((size_t)n_calls, sizeof *j->calls);
+    j->n_calls = n_calls;
+    for (int i = 0; i < n_calls; i++) {
+        sb_wcall_t *c = &j->calls[i];
+        c->j = j;
+        c->choice = n_calls > 1 ? i : -1;
+        c->attempt = 1;
+        c->events = (n_calls == 1 && !j->strict) ? json_incref(j->events) : json_array();
     }
-    j->parser = sb_provider_parser_new(j->provider, j->job);
-    sb_upstream_cbs_t cbs = {.on_data = sb_wjob_on_data, .on_done = sb_wjob_on_done};
-    if (sb_upstream_start(w->upstream, &req, j->timeout_ms, w->connect_timeout_ms, &cbs, j, &j->xfer) < 0) {
-        err = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream request could not be started");
-        goto fail;
+    for (int i = 0; i < n_calls; i++) {
+        if (sb_wcall_start(&j->calls[i], &err) < 0)
+            goto fail; /* ending the job cancels the calls already started */
+        j->calls_open++;
     }
-    sb_provider_request_clear(&req);
-    sb_debug("job %s: %s %s, timeout %lld ms", j->job_id, kind, json_string_value(json_object_get(j->job, "model")),
-             (long long)j->timeout_ms);
+    if (!j->strict) /* no retry will need it; curl has its own copy */
+        sb_provider_request_clear(&j->req);
+    sb_debug("job %s: %s %s, %d call(s), timeout %lld ms%s", j->job_id, kind,
+             json_string_value(json_object_get(j->job, "model")), n_calls, (long long)j->calls[0].timeout_ms,
+             j->strict ? ", strict output" : "");
     sb_wjob_set_state(j, SB_WJOB_UPSTREAM);
     return;
 fail:
-    sb_provider_request_clear(&req);
     sb_wjob_finish(j, err);
 }
 

@@ -2,10 +2,13 @@
  * worker: one worker process's session with the broker and its jobs.
  *
  * It holds a DEALER connected to the broker's worker endpoint, announces
- * itself with READY, heartbeats, and turns each JOB into one upstream HTTP
+ * itself with READY, heartbeats, and turns each JOB into an upstream HTTP
  * request (through a provider adapter, provider.h) whose answer goes back as
- * canonical EVENT messages, the last one marked final. Many jobs run at once
- * on the caller's one libevent loop; nothing here blocks or starts a thread.
+ * canonical EVENT messages, the last one marked final. A job makes more than
+ * one request in two cases: n choices from an upstream that cannot do n (one
+ * request per choice, merged), and strict structured output that fails its
+ * schema (one retry; strict.h). Many jobs run at once on the caller's one
+ * libevent loop; nothing here blocks or starts a thread.
  *
  * The caller owns the event_base and runs it; curl_global_init must have been
  * called. Tests drive the same library against a fake broker and upstream.

@@ -101,6 +101,14 @@ sb_secret_file() {
     (umask 077 && sb_random_secret >"$f.tmp" && mv "$f.tmp" "$f")
 }
 
+# Writes a 256-bit key as 64 hex characters to FILE unless it exists (mode 600):
+# the key frontends seal encrypted reasoning with (all instances share it).
+sb_key_file() {
+    local f=$1
+    [[ -s $f ]] && return 0
+    (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$f.tmp" && mv "$f.tmp" "$f")
+}
+
 # True when something accepts TCP connections on 127.0.0.1:PORT.
 sb_port_busy() {
     (: <>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -566,8 +574,9 @@ sb_start_frontend() {
     [[ -n ${SB_BROKER_FRONTEND_ENDPOINT:-} ]] || { sb_die "broker not started (sb_start_broker)"; return 1; }
     [[ -n ${SB_PG_DSN:-} ]] || { sb_die "SB_PG_DSN unset (sb_pg_start)"; return 1; }
     ! sb_port_busy "$port" || { sb_die "port $port is in use (another stack? deploy/local/down, or set SB_PORT)"; return 1; }
+    sb_key_file "$SB_VAR/reasoning.key" || return 1
     sb_spawn "frontend$k" "$SB_BUILD_DIR/bin/sb-frontend" --listen "127.0.0.1:$port" \
-        --broker "$SB_BROKER_FRONTEND_ENDPOINT" --name "fe$k" "${extra[@]}"
+        --broker "$SB_BROKER_FRONTEND_ENDPOINT" --name "fe$k" --reasoning-key-file "$SB_VAR/reasoning.key" "${extra[@]}"
 }
 
 # GET /v1/models with the dev key on PORT; the key goes to curl on stdin.

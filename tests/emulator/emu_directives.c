@@ -51,6 +51,15 @@ static int apply_directive(const char *s, size_t len, struct sb_emu_directives *
         d->length = true;
     } else if (NAME_IS("malformed") && !val) {
         d->malformed = true;
+    } else if (NAME_IS("refuse") && !val) {
+        d->refuse = true;
+    } else if (NAME_IS("schema_violation") && !val) {
+        d->violate = true;
+    } else if (NAME_IS("schema_violation_once") && val) {
+        if (vlen == 0 || vlen > SB_EMU_TAG_MAX)
+            goto bad_value;
+        memcpy(d->violate_tag, val, vlen);
+        d->violate_tag[vlen] = '\0';
     } else if (NAME_IS("status") && val) {
         if (parse_long(val, vlen, 400, 599, &v) < 0)
             goto bad_value;

@@ -1,10 +1,12 @@
 /*
  * emu_internal: what the emulator's modules share. emu_server.c owns the HTTP
  * server, connection tracking and the life of each request; every protocol
- * file (emu_openai_chat.c, later emu_openai_responses.c, emu_anthropic.c,
- * emu_gemini.c) only turns a parsed request (struct sb_emu_call) into a reply
- * description (struct sb_emu_reply), which the server then delivers: at once,
- * after a delay, as a stream of SSE events, or never (hang).
+ * file (emu_openai_chat.c with its validator emu_openai_chat_check.c, later
+ * emu_openai_responses.c, emu_anthropic.c, emu_gemini.c) only turns a parsed
+ * request (struct sb_emu_call) into a reply description (struct
+ * sb_emu_reply), which the server then delivers: at once, after a delay, as a
+ * stream of SSE events, or never (hang). emu_schema_gen.c (JSON Schema
+ * instances) and emu_media.c (images, audio, files) serve every protocol.
  */
 #ifndef SB_EMU_INTERNAL_H
 #define SB_EMU_INTERNAL_H
@@ -62,6 +64,8 @@ void sb_emu_reply_chunk(struct sb_emu_reply *r, const char *data);
 
 struct sb_emu;
 
+#define SB_EMU_MAX_CHOICES 8 /* n */
+
 struct sb_emu_call {
     struct sb_emu *emu;         /* borrowed */
     struct evhttp_request *req; /* borrowed */
@@ -78,7 +82,17 @@ const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name)
 /* The configured required key, or NULL when auth is off. */
 const char *sb_emu_required_key(const struct sb_emu *emu);
 
+/*
+ * [[emu:schema_violation_once=TAG]]: true the first time this emulator sees
+ * tag (and remembers it), false afterwards. The oldest tags are forgotten past
+ * SB_EMU_MAX_TAGS.
+ */
+#define SB_EMU_MAX_TAGS 4096
+bool sb_emu_tag_first_use(struct sb_emu *emu, const char *tag);
+
 /* ---- directives (emu_directives.c) ----------------------------------------- */
+
+#define SB_EMU_TAG_MAX 128
 
 struct sb_emu_directives {
     int status;         /* 400..599, or 0 */
@@ -90,6 +104,9 @@ struct sb_emu_directives {
     int chunk_delay_ms; /* streaming: pause between chunks, or -1 */
     long hang_after;    /* streaming: hold open after N chunks, or -1 */
     long drop_after;    /* streaming: drop the connection after N chunks, or -1 */
+    bool refuse;        /* content null, message.refusal set */
+    bool violate;       /* structured output / generated arguments violate the schema */
+    char violate_tag[SB_EMU_TAG_MAX + 1]; /* schema_violation_once=TAG: violate on TAG's first use */
 };
 
 struct sb_emu_tool_call {
@@ -121,6 +138,49 @@ size_t sb_emu_count_words(const char *s);
 /* Byte length of the prefix of s holding its first n words (no trailing space). */
 size_t sb_emu_words_prefix(const char *s, size_t n);
 
+/* ---- JSON Schema (emu_schema_gen.c) ------------------------------------------ */
+
+/*
+ * A new value satisfying schema (borrowed; "$ref"s resolve against it), with
+ * text in the first free-form string and "emu" in the others. Never NULL.
+ */
+json_t *sb_emu_schema_instance(const json_t *schema, const char *text);
+/*
+ * Takes instance and returns a value that violates schema: the first required
+ * property removed, an extra property where additionalProperties is false, or
+ * a value of a wrong type. NULL when the schema constrains nothing a JSON value
+ * could break (the caller then answers with text that is not JSON).
+ */
+json_t *sb_emu_schema_violate(const json_t *schema, json_t *instance /* stolen */);
+/* OpenAI strict mode: 0, or -EINVAL with "In context=(...), ..." in err. */
+int sb_emu_schema_strict_check(const json_t *schema, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* ---- media (emu_media.c) ------------------------------------------------------ */
+
+/* Standard base64 (padding optional). *out is owned and NUL-terminated. 0 or -EINVAL. */
+int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
+    __attribute__((warn_unused_result));
+
+struct sb_emu_data_url {
+    char mime[128];   /* lower-cased, parameters dropped; "" if none */
+    bool base64;      /* ";base64" before the comma */
+    const char *data; /* borrowed: the text after the comma */
+    size_t data_len;
+};
+/* Splits "data:<mime>[;params][;base64],<data>". 0, or -EINVAL if url is not a data URL. */
+int sb_emu_data_url_parse(const char *url, struct sb_emu_data_url *out) __attribute__((warn_unused_result));
+
+/*
+ * The acknowledgement of one (validated) user content part that the reply
+ * appends after the echo ("[image: ...]", "[audio: ...]", "[file: ...]"), or
+ * NULL for a text part; adds the part's prompt-token cost to *tokens. Owned.
+ */
+char *sb_emu_part_ack(const json_t *part, long long *tokens);
+
+/* Code points in UTF-8 s; byte length of its first n code points. */
+size_t sb_emu_utf8_length(const char *s);
+size_t sb_emu_utf8_prefix(const char *s, size_t n);
+
 /* ---- journal (emu_journal.c) ------------------------------------------------ */
 
 struct sb_emu_journal;
@@ -141,6 +201,15 @@ void sb_emu_openai_error(struct sb_emu_reply *r, int status, const char *message
                          const char *param, const char *code);
 /* OpenAI's 401 for a missing or wrong bearer key; returns true if it replied. */
 bool sb_emu_openai_check_auth(struct sb_emu_call *call);
+/* 400 invalid_request_error with a formatted message (param/code may be NULL). Always returns false. */
+bool sb_emu_openai_invalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/*
+ * Validates a Chat Completions request like the real API (emu_openai_chat_check.c):
+ * Content-Type, body, every parameter, messages, content parts, tools, formats.
+ * Returns false when it replied with a 400.
+ */
+bool sb_emu_openai_chat_check(struct sb_emu_call *call);
 
 void sb_emu_openai_chat_handle(struct sb_emu_call *call);   /* POST /v1/chat/completions */
 void sb_emu_openai_models_handle(struct sb_emu_call *call); /* GET /v1/models */

@@ -2,15 +2,16 @@
  * emu_openai_chat: OpenAI Chat Completions (POST /v1/chat/completions) and the
  * OpenAI model list (GET /v1/models).
  *
- * The request is validated the way the real API does it (types, roles,
- * content part shapes, tool message ordering, unknown parameters), with
- * OpenAI's error body and messages modelled on the real ones, so a gateway
- * that builds a malformed upstream request fails its test here rather than in
- * production. The reply is deterministic: "You said: <last user text>", a
- * CALL directive's tool calls, or "Tool result: <tool content>"; see main.c.
+ * The request is first validated the way the real API does it
+ * (emu_openai_chat_check.c). The reply is deterministic, a function of the
+ * request and the directives in its last user message: "You said: <last user
+ * text>" with an acknowledgement of each attachment, "Tool result: <tool
+ * content>", a CALL directive's tool calls, a call forced by tool_choice with
+ * arguments generated from the tool's schema, structured output generated from
+ * response_format, or a refusal; plus n choices, reasoning_content, stop and
+ * length cuts, logprobs, usage. Everything is described at the top of main.c.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,9 @@
 #include "sb_alloc.h"
 #include "sb_id.h"
 
-#define PARAM_MAX 96
 #define MSG_MAX 512
+#define REFUSAL_TEXT "I'm sorry, I can't help with that."
+#define NOT_JSON_PREFIX "This is not JSON: "
 
 /* ---- errors ---------------------------------------------------------------------- */
 
@@ -47,575 +49,7 @@ bool sb_emu_openai_check_auth(struct sb_emu_call *call)
     return true;
 }
 
-/* 400 invalid_request_error with a formatted message. Always returns false. */
-static bool invalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool invalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, ...)
-{
-    char msg[MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    sb_emu_openai_error(&call->reply, 400, msg, "invalid_request_error", param, code);
-    return false;
-}
-
-static const char *type_phrase(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a decimal";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "an unknown type";
-}
-
-enum want { W_STRING, W_BOOL, W_INT, W_NUMBER, W_OBJECT, W_ARRAY };
-
-static bool is_type(const json_t *v, enum want w)
-{
-    switch (w) {
-    case W_STRING: return json_is_string(v);
-    case W_BOOL: return json_is_boolean(v);
-    case W_INT: return json_is_integer(v);
-    case W_NUMBER: return json_is_number(v);
-    case W_OBJECT: return json_is_object(v);
-    case W_ARRAY: return json_is_array(v);
-    }
-    return false;
-}
-
-static const char *want_phrase(enum want w)
-{
-    static const char *names[] = {"a string", "a boolean", "an integer", "a number", "an object", "an array"};
-    return names[w];
-}
-
-static bool check_type(struct sb_emu_call *call, const json_t *v, const char *param, enum want w)
-{
-    if (is_type(v, w))
-        return true;
-    return invalid(call, param, "invalid_type", "Invalid type for '%s': expected %s, but got %s instead.", param,
-                   want_phrase(w), type_phrase(v));
-}
-
-/* Optional parameter: absent or null is fine; otherwise type and range. */
-static bool check_opt_number(struct sb_emu_call *call, const char *name, enum want w, double min, double max)
-{
-    json_t *v = json_object_get(call->json, name);
-    if (!v || json_is_null(v))
-        return true;
-    if (!check_type(call, v, name, w))
-        return false;
-    double d = json_number_value(v);
-    const char *kind = w == W_INT ? "integer" : "decimal";
-    if (d < min)
-        return invalid(call, name, w == W_INT ? "integer_below_min_value" : "decimal_below_min_value",
-                       "Invalid '%s': %s below minimum value. Expected a value >= %g, but got %g instead.", name,
-                       kind, min, d);
-    if (d > max)
-        return invalid(call, name, w == W_INT ? "integer_above_max_value" : "decimal_above_max_value",
-                       "Invalid '%s': %s above maximum value. Expected a value <= %g, but got %g instead.", name,
-                       kind, max, d);
-    return true;
-}
-
-static bool check_opt_type(struct sb_emu_call *call, const char *name, enum want w)
-{
-    json_t *v = json_object_get(call->json, name);
-    if (!v || json_is_null(v))
-        return true;
-    return check_type(call, v, name, w);
-}
-
-static bool missing(struct sb_emu_call *call, const char *param)
-{
-    return invalid(call, param, "missing_required_parameter", "Missing required parameter: '%s'.", param);
-}
-
-/* ---- request validation ---------------------------------------------------------- */
-
-static const char *const known_params[] = {
-    "model", "messages", "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
-    "max_completion_tokens", "max_tokens", "metadata", "modalities", "n", "parallel_tool_calls", "prediction",
-    "presence_penalty", "prompt_cache_key", "reasoning_effort", "response_format", "safety_identifier", "seed",
-    "service_tier", "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools",
-    "top_logprobs", "top_p", "user", "verbosity", "web_search_options", NULL};
-
-static bool in_list(const char *s, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(s, *list))
-            return true;
-    return false;
-}
-
-/* Validates one content part of a message with the given role. */
-static bool check_part(struct sb_emu_call *call, const char *role, const json_t *part, size_t mi, size_t pi)
-{
-    char param[PARAM_MAX];
-    snprintf(param, sizeof param, "messages[%zu].content[%zu]", mi, pi);
-    if (!check_type(call, part, param, W_OBJECT))
-        return false;
-    json_t *type = json_object_get(part, "type");
-    snprintf(param, sizeof param, "messages[%zu].content[%zu].type", mi, pi);
-    if (!type)
-        return missing(call, param);
-    if (!check_type(call, type, param, W_STRING))
-        return false;
-    const char *t = json_string_value(type);
-
-    bool is_user = !strcmp(role, "user"), is_assistant = !strcmp(role, "assistant");
-    const char *field = NULL;
-    enum want w = W_STRING;
-    if (!strcmp(t, "text")) {
-        field = "text";
-    } else if (!strcmp(t, "image_url") && is_user) {
-        field = "image_url";
-        w = W_OBJECT;
-    } else if (!strcmp(t, "input_audio") && is_user) {
-        field = "input_audio";
-        w = W_OBJECT;
-    } else if (!strcmp(t, "file") && is_user) {
-        field = "file";
-        w = W_OBJECT;
-    } else if (!strcmp(t, "refusal") && is_assistant) {
-        field = "refusal";
-    } else if (is_user) {
-        return invalid(call, param, "invalid_value",
-                       "Invalid value: '%.64s'. Supported values are: 'text', 'image_url', 'input_audio', and "
-                       "'file'.",
-                       t);
-    } else if (is_assistant) {
-        return invalid(call, param, "invalid_value",
-                       "Invalid value: '%.64s'. Supported values are: 'text' and 'refusal'.", t);
-    } else {
-        return invalid(call, param, "invalid_value", "Invalid value: '%.64s'. Supported values are: 'text'.", t);
-    }
-    json_t *v = json_object_get(part, field);
-    snprintf(param, sizeof param, "messages[%zu].content[%zu].%s", mi, pi, field);
-    if (!v)
-        return missing(call, param);
-    if (!check_type(call, v, param, w))
-        return false;
-
-    if (!strcmp(t, "image_url")) {
-        json_t *url = json_object_get(v, "url");
-        snprintf(param, sizeof param, "messages[%zu].content[%zu].image_url.url", mi, pi);
-        if (!url)
-            return missing(call, param);
-        if (!check_type(call, url, param, W_STRING))
-            return false;
-    } else if (!strcmp(t, "input_audio")) {
-        json_t *data = json_object_get(v, "data"), *format = json_object_get(v, "format");
-        snprintf(param, sizeof param, "messages[%zu].content[%zu].input_audio.data", mi, pi);
-        if (!data)
-            return missing(call, param);
-        if (!check_type(call, data, param, W_STRING))
-            return false;
-        snprintf(param, sizeof param, "messages[%zu].content[%zu].input_audio.format", mi, pi);
-        if (!format)
-            return missing(call, param);
-        if (!check_type(call, format, param, W_STRING))
-            return false;
-        const char *f = json_string_value(format);
-        if (strcmp(f, "wav") && strcmp(f, "mp3"))
-            return invalid(call, param, "invalid_value",
-                           "Invalid value: '%.32s'. Supported values are: 'wav' and 'mp3'.", f);
-    }
-    return true;
-}
-
-static bool check_content(struct sb_emu_call *call, const char *role, const json_t *content, size_t mi)
-{
-    char param[PARAM_MAX];
-    snprintf(param, sizeof param, "messages[%zu].content", mi);
-    if (json_is_string(content))
-        return true;
-    if (!json_is_array(content))
-        return invalid(call, param, "invalid_type",
-                       "Invalid type for '%s': expected one of a string or array of objects, but got %s instead.",
-                       param, type_phrase(content));
-    if (json_array_size(content) == 0)
-        return invalid(call, param, "empty_array",
-                       "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty "
-                       "array instead.",
-                       param);
-    size_t pi;
-    json_t *part;
-    json_array_foreach(content, pi, part) {
-        if (!check_part(call, role, part, mi, pi))
-            return false;
-    }
-    return true;
-}
-
-static bool check_tool_calls(struct sb_emu_call *call, const json_t *tcs, size_t mi)
-{
-    char param[PARAM_MAX];
-    snprintf(param, sizeof param, "messages[%zu].tool_calls", mi);
-    if (!check_type(call, tcs, param, W_ARRAY))
-        return false;
-    size_t ti;
-    json_t *tc;
-    json_array_foreach(tcs, ti, tc) {
-        snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu]", mi, ti);
-        if (!check_type(call, tc, param, W_OBJECT))
-            return false;
-        static const char *const fields[] = {"id", "type", "function"};
-        for (size_t f = 0; f < 3; f++) {
-            json_t *v = json_object_get(tc, fields[f]);
-            snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu].%s", mi, ti, fields[f]);
-            if (!v)
-                return missing(call, param);
-            if (!check_type(call, v, param, f == 2 ? W_OBJECT : W_STRING))
-                return false;
-        }
-        const char *type = json_string_value(json_object_get(tc, "type"));
-        if (strcmp(type, "function"))
-            return invalid(call, param, "invalid_value", "Invalid value: '%.64s'. Supported values are: 'function'.",
-                           type);
-        json_t *fn = json_object_get(tc, "function");
-        static const char *const ffields[] = {"name", "arguments"};
-        for (size_t f = 0; f < 2; f++) {
-            json_t *v = json_object_get(fn, ffields[f]);
-            snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu].function.%s", mi, ti, ffields[f]);
-            if (!v)
-                return missing(call, param);
-            if (!check_type(call, v, param, W_STRING))
-                return false;
-        }
-    }
-    return true;
-}
-
-/* Properties each role may carry; anything else is rejected like the real API does. */
-static bool check_message_keys(struct sb_emu_call *call, const char *role, const json_t *m, size_t mi)
-{
-    static const char *const sys_keys[] = {"role", "content", "name", NULL};
-    static const char *const assistant_keys[] = {"role", "content", "name", "refusal", "tool_calls",
-                                                 "function_call", "audio", NULL};
-    /* "name" on tool messages is legacy but still accepted upstream. */
-    static const char *const tool_keys[] = {"role", "content", "tool_call_id", "name", NULL};
-    const char *const *allowed = sys_keys;
-    if (!strcmp(role, "assistant"))
-        allowed = assistant_keys;
-    else if (!strcmp(role, "tool"))
-        allowed = tool_keys;
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)m, key, v) {
-        if (!in_list(key, allowed)) {
-            return invalid(call, NULL, NULL, "Additional properties are not allowed ('%.64s' was unexpected) - "
-                           "'messages.%zu'", key, mi);
-        }
-    }
-    return true;
-}
-
-static bool check_message(struct sb_emu_call *call, const json_t *m, size_t mi)
-{
-    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", "function", NULL};
-    char param[PARAM_MAX];
-    snprintf(param, sizeof param, "messages[%zu]", mi);
-    if (!check_type(call, m, param, W_OBJECT))
-        return false;
-    json_t *role = json_object_get(m, "role");
-    snprintf(param, sizeof param, "messages[%zu].role", mi);
-    if (!role)
-        return missing(call, param);
-    if (!check_type(call, role, param, W_STRING))
-        return false;
-    const char *r = json_string_value(role);
-    if (!in_list(r, roles))
-        return invalid(call, param, "invalid_value",
-                       "Invalid value: '%.64s'. Supported values are: 'system', 'assistant', 'user', 'function', "
-                       "'tool', and 'developer'.",
-                       r);
-    if (!check_message_keys(call, r, m, mi))
-        return false;
-
-    json_t *name = json_object_get(m, "name");
-    snprintf(param, sizeof param, "messages[%zu].name", mi);
-    if (name && !check_type(call, name, param, W_STRING))
-        return false;
-
-    json_t *content = json_object_get(m, "content");
-    snprintf(param, sizeof param, "messages[%zu].content", mi);
-    if (!strcmp(r, "assistant")) {
-        json_t *tcs = json_object_get(m, "tool_calls");
-        json_t *fc = json_object_get(m, "function_call");
-        if (tcs && !json_is_null(tcs) && !check_tool_calls(call, tcs, mi))
-            return false;
-        if ((!content || json_is_null(content))) {
-            if ((tcs && !json_is_null(tcs)) || (fc && !json_is_null(fc)))
-                return true;
-            return missing(call, param);
-        }
-        return check_content(call, r, content, mi);
-    }
-    if (!strcmp(r, "function")) {
-        if (!name) {
-            snprintf(param, sizeof param, "messages[%zu].name", mi);
-            return missing(call, param);
-        }
-        if (!content || json_is_null(content))
-            return true;
-        return check_type(call, content, param, W_STRING);
-    }
-    if (!content || json_is_null(content))
-        return missing(call, param);
-    if (!check_content(call, r, content, mi))
-        return false;
-    if (!strcmp(r, "tool")) {
-        json_t *id = json_object_get(m, "tool_call_id");
-        snprintf(param, sizeof param, "messages[%zu].tool_call_id", mi);
-        if (!id)
-            return missing(call, param);
-        if (!check_type(call, id, param, W_STRING))
-            return false;
-    }
-    return true;
-}
-
-/* Does this assistant message's tool_calls contain id? */
-static bool tool_calls_have_id(const json_t *assistant, const char *id)
-{
-    size_t i;
-    json_t *tc;
-    json_array_foreach(json_object_get(assistant, "tool_calls"), i, tc) {
-        const char *tid = json_string_value(json_object_get(tc, "id"));
-        if (tid && !strcmp(tid, id))
-            return true;
-    }
-    return false;
-}
-
-/* Tool messages must answer the tool_calls of the assistant message before them, and every tool call must be answered. */
-static bool check_tool_sequence(struct sb_emu_call *call, const json_t *messages)
-{
-    size_t n = json_array_size(messages);
-    char param[PARAM_MAX];
-    for (size_t i = 0; i < n; i++) {
-        json_t *m = json_array_get(messages, i);
-        const char *role = json_string_value(json_object_get(m, "role"));
-        if (!strcmp(role, "tool")) {
-            size_t j = i;
-            while (j > 0 && !strcmp(json_string_value(json_object_get(json_array_get(messages, j - 1), "role")),
-                                    "tool"))
-                j--;
-            json_t *prev = j > 0 ? json_array_get(messages, j - 1) : NULL;
-            json_t *tcs = prev ? json_object_get(prev, "tool_calls") : NULL;
-            snprintf(param, sizeof param, "messages.[%zu].role", i);
-            if (!prev || strcmp(json_string_value(json_object_get(prev, "role")), "assistant") ||
-                !json_is_array(tcs) || json_array_size(tcs) == 0)
-                return invalid(call, param, NULL,
-                               "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-                               "message with 'tool_calls'.");
-            const char *id = json_string_value(json_object_get(m, "tool_call_id"));
-            if (!tool_calls_have_id(prev, id))
-                return invalid(call, param, NULL,
-                               "Invalid parameter: 'tool_call_id' of '%.64s' not found in 'tool_calls' of previous "
-                               "message.",
-                               id);
-        } else if (!strcmp(role, "assistant") && json_is_array(json_object_get(m, "tool_calls"))) {
-            size_t k;
-            json_t *tc;
-            json_array_foreach(json_object_get(m, "tool_calls"), k, tc) {
-                const char *id = json_string_value(json_object_get(tc, "id"));
-                bool answered = false;
-                for (size_t j = i + 1; j < n; j++) {
-                    json_t *t = json_array_get(messages, j);
-                    if (strcmp(json_string_value(json_object_get(t, "role")), "tool"))
-                        break;
-                    const char *tid = json_string_value(json_object_get(t, "tool_call_id"));
-                    if (tid && !strcmp(tid, id))
-                        answered = true;
-                }
-                if (!answered) {
-                    snprintf(param, sizeof param, "messages.[%zu].role", i);
-                    return invalid(call, param, NULL,
-                                   "An assistant message with 'tool_calls' must be followed by tool messages "
-                                   "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-                                   "response messages: %.64s",
-                                   id);
-                }
-            }
-        }
-    }
-    return true;
-}
-
-static bool valid_name_chars(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 64)
-        return false;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
-              *s == '-'))
-            return false;
-    return true;
-}
-
-static bool check_tools(struct sb_emu_call *call)
-{
-    json_t *tools = json_object_get(call->json, "tools");
-    json_t *choice = json_object_get(call->json, "tool_choice");
-    json_t *parallel = json_object_get(call->json, "parallel_tool_calls");
-    bool have_tools = tools && !json_is_null(tools);
-    if (!have_tools) {
-        if (choice && !json_is_null(choice))
-            return invalid(call, "tool_choice", NULL,
-                           "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
-                           "specified.");
-        if (parallel && !json_is_null(parallel))
-            return invalid(call, "parallel_tool_calls", NULL,
-                           "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when "
-                           "'tools' are specified.");
-        return true;
-    }
-    if (!check_type(call, tools, "tools", W_ARRAY))
-        return false;
-    char param[PARAM_MAX];
-    size_t i;
-    json_t *t;
-    json_array_foreach(tools, i, t) {
-        snprintf(param, sizeof param, "tools[%zu]", i);
-        if (!check_type(call, t, param, W_OBJECT))
-            return false;
-        json_t *type = json_object_get(t, "type");
-        snprintf(param, sizeof param, "tools[%zu].type", i);
-        if (!type)
-            return missing(call, param);
-        if (!check_type(call, type, param, W_STRING))
-            return false;
-        if (!strcmp(json_string_value(type), "custom"))
-            continue;
-        if (strcmp(json_string_value(type), "function"))
-            return invalid(call, param, "invalid_value",
-                           "Invalid value: '%.64s'. Supported values are: 'function' and 'custom'.",
-                           json_string_value(type));
-        json_t *fn = json_object_get(t, "function");
-        snprintf(param, sizeof param, "tools[%zu].function", i);
-        if (!fn)
-            return missing(call, param);
-        if (!check_type(call, fn, param, W_OBJECT))
-            return false;
-        json_t *name = json_object_get(fn, "name");
-        snprintf(param, sizeof param, "tools[%zu].function.name", i);
-        if (!name)
-            return missing(call, param);
-        if (!check_type(call, name, param, W_STRING))
-            return false;
-        if (!valid_name_chars(json_string_value(name)))
-            return invalid(call, param, "invalid_value",
-                           "Invalid '%s': string does not match pattern. Expected a string that matches the "
-                           "pattern '^[a-zA-Z0-9_-]{1,64}$'.",
-                           param);
-        json_t *params = json_object_get(fn, "parameters");
-        snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
-        if (params && !check_type(call, params, param, W_OBJECT))
-            return false;
-    }
-    if (choice && !json_is_null(choice)) {
-        if (json_is_string(choice)) {
-            const char *c = json_string_value(choice);
-            if (strcmp(c, "none") && strcmp(c, "auto") && strcmp(c, "required"))
-                return invalid(call, "tool_choice", "invalid_value",
-                               "Invalid value: '%.64s'. Supported values are: 'none', 'auto', and 'required'.", c);
-        } else if (!json_is_object(choice)) {
-            return check_type(call, choice, "tool_choice", W_OBJECT);
-        }
-    }
-    return check_opt_type(call, "parallel_tool_calls", W_BOOL);
-}
-
-/* Everything but the messages' content: top-level parameters, their types and ranges. */
-static bool check_params(struct sb_emu_call *call)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(call->json, key, v) {
-        if (!in_list(key, known_params))
-            return invalid(call, NULL, NULL, "Unrecognized request argument supplied: %.64s", key);
-    }
-    json_t *model = json_object_get(call->json, "model");
-    if (!model)
-        return missing(call, "model");
-    if (!check_type(call, model, "model", W_STRING))
-        return false;
-    if (json_string_length(model) == 0)
-        return invalid(call, "model", "invalid_value", "Invalid 'model': empty string. Expected a non-empty model id.");
-    json_t *messages = json_object_get(call->json, "messages");
-    if (!messages)
-        return missing(call, "messages");
-    if (!check_type(call, messages, "messages", W_ARRAY))
-        return false;
-    if (json_array_size(messages) == 0)
-        return invalid(call, "messages", "empty_array",
-                       "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty "
-                       "array instead.");
-
-    if (!check_opt_type(call, "stream", W_BOOL) || !check_opt_type(call, "stream_options", W_OBJECT) ||
-        !check_opt_number(call, "n", W_INT, 1, 128) || !check_opt_number(call, "max_tokens", W_INT, 1, 1e9) ||
-        !check_opt_number(call, "max_completion_tokens", W_INT, 1, 1e9) ||
-        !check_opt_number(call, "temperature", W_NUMBER, 0, 2) || !check_opt_number(call, "top_p", W_NUMBER, 0, 1) ||
-        !check_opt_number(call, "presence_penalty", W_NUMBER, -2, 2) ||
-        !check_opt_number(call, "frequency_penalty", W_NUMBER, -2, 2) ||
-        !check_opt_number(call, "top_logprobs", W_INT, 0, 20) || !check_opt_type(call, "logprobs", W_BOOL) ||
-        !check_opt_type(call, "seed", W_INT) || !check_opt_type(call, "user", W_STRING) ||
-        !check_opt_type(call, "metadata", W_OBJECT) || !check_opt_type(call, "store", W_BOOL) ||
-        !check_opt_type(call, "response_format", W_OBJECT) || !check_opt_type(call, "logit_bias", W_OBJECT))
-        return false;
-
-    json_t *stream = json_object_get(call->json, "stream");
-    json_t *sopts = json_object_get(call->json, "stream_options");
-    if (sopts && !json_is_null(sopts) && !json_is_true(stream))
-        return invalid(call, "stream_options", NULL,
-                       "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
-    json_t *stop = json_object_get(call->json, "stop");
-    if (stop && !json_is_null(stop) && !json_is_string(stop)) {
-        if (!json_is_array(stop) || json_array_size(stop) > 4)
-            return invalid(call, "stop", "invalid_type",
-                           "Invalid type for 'stop': expected a string or an array of at most 4 strings.");
-        size_t i;
-        json_t *s;
-        json_array_foreach(stop, i, s) {
-            if (!json_is_string(s))
-                return invalid(call, "stop", "invalid_type",
-                               "Invalid type for 'stop': expected a string or an array of at most 4 strings.");
-        }
-    }
-    json_t *rf = json_object_get(call->json, "response_format");
-    if (rf && json_is_object(rf)) {
-        const char *t = json_string_value(json_object_get(rf, "type"));
-        if (!t)
-            return missing(call, "response_format.type");
-        if (strcmp(t, "text") && strcmp(t, "json_object") && strcmp(t, "json_schema"))
-            return invalid(call, "response_format.type", "invalid_value",
-                           "Invalid value: '%.64s'. Supported values are: 'text', 'json_object', and 'json_schema'.",
-                           t);
-    }
-    if (!check_tools(call))
-        return false;
-
-    size_t i;
-    json_t *m;
-    json_array_foreach(messages, i, m) {
-        if (!check_message(call, m, i))
-            return false;
-    }
-    return check_tool_sequence(call, messages);
-}
-
-/* ---- reply ------------------------------------------------------------------------ */
+/* ---- request text ------------------------------------------------------------------ */
 
 /* The text of a message: a string content, or its text parts joined by one space. Owned. */
 static char *message_text(const json_t *m)
@@ -642,39 +76,152 @@ static char *message_text(const json_t *m)
     return out;
 }
 
-static bool tools_have(const json_t *tools, const char *name)
+/*
+ * The acknowledgements of a user message's attachments joined by one space
+ * ("" if none; owned), adding their prompt-token cost to *tokens. Called for
+ * every user message (for usage); only the last one's text is kept.
+ */
+static char *message_acks(const json_t *m, long long *tokens)
+{
+    char *out = sb_xstrdup("");
+    json_t *content = json_object_get(m, "content");
+    size_t i;
+    json_t *part;
+    json_array_foreach(content, i, part) {
+        char *ack = sb_emu_part_ack(part, tokens);
+        if (!ack)
+            continue;
+        char *joined = sb_xasprintf("%s%s%s", out, *out ? " " : "", ack);
+        free(out);
+        free(ack);
+        out = joined;
+    }
+    return out;
+}
+
+static const json_t *find_tool(const json_t *tools, const char *name)
 {
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t) {
         const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
         if (n && !strcmp(n, name))
-            return true;
+            return t;
     }
-    return false;
+    return NULL;
 }
+
+/* The function tool_choice forces ("required": the first function tool), or NULL. */
+static const char *forced_tool(const json_t *body)
+{
+    json_t *choice = json_object_get(body, "tool_choice");
+    if (json_is_string(choice) && !strcmp(json_string_value(choice), "required")) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(json_object_get(body, "tools"), i, t) {
+            const char *name = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+            if (name && !strcmp(json_string_value(json_object_get(t, "type")), "function"))
+                return name;
+        }
+        return NULL;
+    }
+    const char *type = json_string_value(json_object_get(choice, "type"));
+    if (type && !strcmp(type, "function"))
+        return json_string_value(json_object_get(json_object_get(choice, "function"), "name"));
+    return NULL;
+}
+
+/* ---- the answer ---------------------------------------------------------------------- */
+
+struct chat_choice {
+    char *content; /* owned; NULL with tool calls or a refusal */
+    char *refusal; /* owned; NULL unless refused */
+    const char *finish_reason;
+};
 
 /* What the emulated model answers, before it is serialised (one shape for stream and non-stream). */
 struct chat_answer {
     const char *model;
     char id[SB_ID_MAX];
     long long created;
-    size_t n;                       /* choices */
-    char *content;                  /* owned; NULL with tool calls */
-    struct sb_emu_tool_call *calls; /* owned */
+    const char *service_tier;
+    size_t n;
+    struct chat_choice choices[SB_EMU_MAX_CHOICES];
+    char *reasoning;                /* owned; NULL unless reasoning_effort asks for it */
+    struct sb_emu_tool_call *calls; /* owned; the same calls in every choice */
     size_t ncalls;
     char (*call_ids)[SB_ID_MAX]; /* owned, ncalls entries */
-    const char *finish_reason;
-    long long prompt_tokens, completion_tokens;
+    bool logprobs;
+    bool top_logprobs; /* top_logprobs >= 1: each entry lists its own token */
+    long long prompt_tokens, completion_tokens, reasoning_tokens;
 };
+
+static void answer_free(struct chat_answer *a)
+{
+    for (size_t k = 0; k < SB_EMU_MAX_CHOICES; k++) {
+        free(a->choices[k].content);
+        free(a->choices[k].refusal);
+    }
+    free(a->reasoning);
+    sb_emu_tool_calls_free(&a->calls, a->ncalls);
+    free(a->call_ids);
+}
+
+/* Compact JSON text of v (stolen); NULL v gives text that is not JSON. Owned. */
+static char *json_text(json_t *v, const char *text)
+{
+    if (!v)
+        return sb_xasprintf(NOT_JSON_PREFIX "%s", text);
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+    json_decref(v);
+    return s ? s : sb_xstrdup("null");
+}
+
+/*
+ * Structured output for response_format json_object / json_schema: text goes
+ * into the first free-form string. violate: break the schema on purpose.
+ */
+static char *structured_output(const json_t *rf, const char *text, bool violate)
+{
+    json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+    if (!json_is_object(schema)) /* json_object, or json_schema without a schema */
+        return json_text(violate ? NULL : json_pack("{s:s}", "echo", text), text);
+    json_t *inst = sb_emu_schema_instance(schema, text);
+    if (violate)
+        inst = sb_emu_schema_violate(schema, inst);
+    return json_text(inst, text);
+}
+
+/* Cuts s before the earliest stop sequence; true if it did. */
+static bool apply_stop(char *s, const json_t *stop)
+{
+    char *cut = NULL;
+    if (json_is_string(stop) && json_string_length(stop) > 0)
+        cut = strstr(s, json_string_value(stop));
+    size_t i;
+    json_t *st;
+    json_array_foreach(stop, i, st) {
+        if (json_string_length(st) == 0)
+            continue;
+        char *p = strstr(s, json_string_value(st));
+        if (p && (!cut || p < cut))
+            cut = p;
+    }
+    if (cut)
+        *cut = '\0';
+    return cut != NULL;
+}
+
+/* ---- serialisation ------------------------------------------------------------------ */
 
 static json_t *usage_json(const struct chat_answer *a)
 {
-    return json_pack("{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:i, s:i, s:i, s:i}}", "prompt_tokens",
+    return json_pack("{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}", "prompt_tokens",
                      (json_int_t)a->prompt_tokens, "completion_tokens", (json_int_t)a->completion_tokens,
                      "total_tokens", (json_int_t)(a->prompt_tokens + a->completion_tokens), "prompt_tokens_details",
-                     "cached_tokens", 0, "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens", 0,
-                     "audio_tokens", 0, "accepted_prediction_tokens", 0, "rejected_prediction_tokens", 0);
+                     "cached_tokens", 0, "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens",
+                     (json_int_t)a->reasoning_tokens, "audio_tokens", 0, "accepted_prediction_tokens", 0,
+                     "rejected_prediction_tokens", 0);
 }
 
 static json_t *tool_calls_json(const struct chat_answer *a)
@@ -685,44 +232,6 @@ static json_t *tool_calls_json(const struct chat_answer *a)
                                              "function", "name", a->calls[i].name, "arguments",
                                              a->calls[i].arguments));
     return arr;
-}
-
-static void reply_complete(struct sb_emu_reply *rep, const struct chat_answer *a)
-{
-    json_t *choices = json_array();
-    for (size_t i = 0; i < a->n; i++) {
-        json_t *msg = json_pack("{s:s, s:s?, s:n, s:[]}", "role", "assistant", "content", a->content, "refusal",
-                                "annotations");
-        if (a->ncalls)
-            json_object_set_new(msg, "tool_calls", tool_calls_json(a));
-        json_array_append_new(choices, json_pack("{s:I, s:o, s:n, s:s}", "index", (json_int_t)i, "message", msg,
-                                                 "logprobs", "finish_reason", a->finish_reason));
-    }
-    json_t *body = json_pack("{s:s, s:s, s:I, s:s, s:o, s:o, s:s, s:n}", "id", a->id, "object", "chat.completion",
-                             "created", (json_int_t)a->created, "model", a->model, "choices", choices, "usage",
-                             usage_json(a), "service_tier", "default", "system_fingerprint");
-    sb_emu_reply_json(rep, 200, body);
-    json_decref(body);
-}
-
-static json_t *chunk_json(const struct chat_answer *a, json_t *choices /* stolen */, bool with_usage_null)
-{
-    json_t *c = json_pack("{s:s, s:s, s:I, s:s, s:s, s:n, s:o}", "id", a->id, "object", "chat.completion.chunk",
-                          "created", (json_int_t)a->created, "model", a->model, "service_tier", "default",
-                          "system_fingerprint", "choices", choices);
-    if (with_usage_null)
-        json_object_set_new(c, "usage", json_null());
-    return c;
-}
-
-static void push_delta(struct sb_emu_reply *rep, const struct chat_answer *a, size_t index, json_t *delta,
-                       const char *finish, bool usage_null)
-{
-    json_t *choice = json_pack("{s:I, s:o, s:n, s:s?}", "index", (json_int_t)index, "delta", delta, "logprobs",
-                               "finish_reason", finish);
-    json_t *chunk = chunk_json(a, json_pack("[o]", choice), usage_null);
-    sb_emu_reply_sse_json(rep, chunk);
-    json_decref(chunk);
 }
 
 /* Length of the next streamed piece of s: leading whitespace plus one word. */
@@ -736,6 +245,86 @@ static size_t next_word_piece(const char *s)
     return i;
 }
 
+/* One logprobs entry: the piece is the token, logprob 0 (the emulator is certain). */
+static json_t *logprob_entry(const char *p, size_t len, bool top)
+{
+    json_t *bytes = json_array();
+    for (size_t i = 0; i < len; i++)
+        json_array_append_new(bytes, json_integer((unsigned char)p[i]));
+    json_t *e = json_pack("{s:s%, s:f, s:o}", "token", p, len, "logprob", 0.0, "bytes", bytes);
+    json_t *tops = json_array();
+    if (top)
+        json_array_append_new(tops, json_deep_copy(e));
+    json_object_set_new(e, "top_logprobs", tops);
+    return e;
+}
+
+/* choices[].logprobs for text (content or refusal) sent whole or as one piece. */
+static json_t *logprobs_json(const struct chat_answer *a, const char *text, size_t len, bool refusal, bool whole)
+{
+    json_t *list = json_array();
+    if (whole) {
+        const char *p = text;
+        while (*p) {
+            size_t l = next_word_piece(p);
+            json_array_append_new(list, logprob_entry(p, l, a->top_logprobs));
+            p += l;
+        }
+    } else {
+        json_array_append_new(list, logprob_entry(text, len, a->top_logprobs));
+    }
+    return refusal ? json_pack("{s:n, s:o}", "content", "refusal", list)
+                   : json_pack("{s:o, s:n}", "content", list, "refusal");
+}
+
+static void reply_complete(struct sb_emu_reply *rep, const struct chat_answer *a)
+{
+    json_t *choices = json_array();
+    for (size_t i = 0; i < a->n; i++) {
+        const struct chat_choice *c = &a->choices[i];
+        json_t *msg = json_pack("{s:s, s:s?}", "role", "assistant", "content", c->content);
+        if (a->reasoning)
+            json_object_set_new(msg, "reasoning_content", json_string(a->reasoning));
+        json_object_set_new(msg, "refusal", c->refusal ? json_string(c->refusal) : json_null());
+        json_object_set_new(msg, "annotations", json_array());
+        if (a->ncalls)
+            json_object_set_new(msg, "tool_calls", tool_calls_json(a));
+        json_t *lp = json_null();
+        if (a->logprobs && (c->content || c->refusal)) {
+            json_decref(lp);
+            lp = c->refusal ? logprobs_json(a, c->refusal, 0, true, true)
+                            : logprobs_json(a, c->content, 0, false, true);
+        }
+        json_array_append_new(choices, json_pack("{s:I, s:o, s:o, s:s}", "index", (json_int_t)i, "message", msg,
+                                                 "logprobs", lp, "finish_reason", c->finish_reason));
+    }
+    json_t *body = json_pack("{s:s, s:s, s:I, s:s, s:o, s:o, s:s, s:n}", "id", a->id, "object", "chat.completion",
+                             "created", (json_int_t)a->created, "model", a->model, "choices", choices, "usage",
+                             usage_json(a), "service_tier", a->service_tier, "system_fingerprint");
+    sb_emu_reply_json(rep, 200, body);
+    json_decref(body);
+}
+
+static json_t *chunk_json(const struct chat_answer *a, json_t *choices /* stolen */, bool with_usage_null)
+{
+    json_t *c = json_pack("{s:s, s:s, s:I, s:s, s:s, s:n, s:o}", "id", a->id, "object", "chat.completion.chunk",
+                          "created", (json_int_t)a->created, "model", a->model, "service_tier", a->service_tier,
+                          "system_fingerprint", "choices", choices);
+    if (with_usage_null)
+        json_object_set_new(c, "usage", json_null());
+    return c;
+}
+
+static void push_delta(struct sb_emu_reply *rep, const struct chat_answer *a, size_t index, json_t *delta,
+                       json_t *logprobs /* stolen; NULL = null */, const char *finish, bool usage_null)
+{
+    json_t *choice = json_pack("{s:I, s:o, s:o, s:s?}", "index", (json_int_t)index, "delta", delta, "logprobs",
+                               logprobs ? logprobs : json_null(), "finish_reason", finish);
+    json_t *chunk = chunk_json(a, json_pack("[o]", choice), usage_null);
+    sb_emu_reply_sse_json(rep, chunk);
+    json_decref(chunk);
+}
+
 /* Length of the next piece of JSON arguments: up to 8 bytes, never splitting a UTF-8 sequence. */
 static size_t next_args_piece(const char *s)
 {
@@ -747,40 +336,64 @@ static size_t next_args_piece(const char *s)
     return i;
 }
 
+/* Streams text word by word as delta.<field>; with logprobs on content/refusal. */
+static void stream_text(struct sb_emu_reply *rep, const struct chat_answer *a, size_t index, const char *field,
+                        const char *text, bool include_usage)
+{
+    bool is_refusal = !strcmp(field, "refusal");
+    bool with_lp = a->logprobs && (is_refusal || !strcmp(field, "content"));
+    const char *p = text;
+    while (*p) {
+        size_t len = next_word_piece(p);
+        push_delta(rep, a, index, json_pack("{s:s%}", field, p, len),
+                   with_lp ? logprobs_json(a, p, len, is_refusal, false) : NULL, NULL, include_usage);
+        p += len;
+    }
+}
+
 static void reply_stream(struct sb_emu_reply *rep, const struct chat_answer *a, bool include_usage)
 {
     rep->status = 200;
     rep->stream = true;
     rep->content_type = "text/event-stream; charset=utf-8";
     for (size_t i = 0; i < a->n; i++) {
-        if (a->ncalls == 0) {
+        const struct chat_choice *c = &a->choices[i];
+        bool role_sent = true;
+        if (c->refusal)
+            push_delta(rep, a, i, json_pack("{s:s, s:n, s:s}", "role", "assistant", "content", "refusal", ""), NULL,
+                       NULL, include_usage);
+        else if (a->ncalls == 0)
             push_delta(rep, a, i, json_pack("{s:s, s:s, s:n}", "role", "assistant", "content", "", "refusal"), NULL,
+                       NULL, include_usage);
+        else if (a->reasoning)
+            push_delta(rep, a, i, json_pack("{s:s, s:n, s:n}", "role", "assistant", "content", "refusal"), NULL, NULL,
                        include_usage);
-            const char *p = a->content;
-            while (*p) {
-                size_t len = next_word_piece(p);
-                push_delta(rep, a, i, json_pack("{s:s%}", "content", p, len), NULL, include_usage);
-                p += len;
-            }
-        }
+        else
+            role_sent = false; /* the first tool call delta carries the role */
+        if (a->reasoning)
+            stream_text(rep, a, i, "reasoning_content", a->reasoning, include_usage);
+        if (c->refusal)
+            stream_text(rep, a, i, "refusal", c->refusal, include_usage);
+        else if (c->content)
+            stream_text(rep, a, i, "content", c->content, include_usage);
         for (size_t k = 0; k < a->ncalls; k++) {
             json_t *head = json_pack("[{s:I, s:s, s:s, s:{s:s, s:s}}]", "index", (json_int_t)k, "id", a->call_ids[k],
                                      "type", "function", "function", "name", a->calls[k].name, "arguments", "");
-            json_t *delta = k == 0 ? json_pack("{s:s, s:n, s:o, s:n}", "role", "assistant", "content", "tool_calls",
-                                               head, "refusal")
-                                   : json_pack("{s:o}", "tool_calls", head);
-            push_delta(rep, a, i, delta, NULL, include_usage);
+            json_t *delta = k == 0 && !role_sent ? json_pack("{s:s, s:n, s:o, s:n}", "role", "assistant", "content",
+                                                             "tool_calls", head, "refusal")
+                                                 : json_pack("{s:o}", "tool_calls", head);
+            push_delta(rep, a, i, delta, NULL, NULL, include_usage);
             const char *p = a->calls[k].arguments;
             while (*p) {
                 size_t len = next_args_piece(p);
                 push_delta(rep, a, i,
                            json_pack("{s:[{s:I, s:{s:s%}}]}", "tool_calls", "index", (json_int_t)k, "function",
                                      "arguments", p, len),
-                           NULL, include_usage);
+                           NULL, NULL, include_usage);
                 p += len;
             }
         }
-        push_delta(rep, a, i, json_object(), a->finish_reason, include_usage);
+        push_delta(rep, a, i, json_object(), NULL, c->finish_reason, include_usage);
     }
     if (include_usage) {
         json_t *chunk = chunk_json(a, json_array(), false);
@@ -789,13 +402,6 @@ static void reply_stream(struct sb_emu_reply *rep, const struct chat_answer *a, 
         json_decref(chunk);
     }
     sb_emu_reply_chunk(rep, "data: [DONE]\n\n");
-}
-
-static void answer_free(struct chat_answer *a)
-{
-    free(a->content);
-    sb_emu_tool_calls_free(&a->calls, a->ncalls);
-    free(a->call_ids);
 }
 
 static void status_error(struct sb_emu_reply *rep, int status)
@@ -812,39 +418,84 @@ static void status_error(struct sb_emu_reply *rep, int status)
     }
 }
 
+/* ---- the handler ------------------------------------------------------------------------ */
+
+/*
+ * Whether this reply breaks its schema: [[emu:schema_violation]] always,
+ * [[emu:schema_violation_once=TAG]] on TAG's first use. Asked at most once per
+ * request, and only when there is a schema to break, so a tag is spent only
+ * on a reply that actually violated.
+ */
+static bool want_violation(struct sb_emu_call *call, const struct sb_emu_directives *d)
+{
+    if (d->violate)
+        return true;
+    return d->violate_tag[0] && sb_emu_tag_first_use(call->emu, d->violate_tag);
+}
+
+/* Tool calls from a CALL directive (1), forced by tool_choice (1), or none (0); -1 after replying 400. */
+static int make_tool_calls(struct sb_emu_call *call, struct chat_answer *a, const char *clean, bool after_tool,
+                           const struct sb_emu_directives *d)
+{
+    char err[MSG_MAX];
+    json_t *tools = json_object_get(call->json, "tools");
+    int have = 0;
+    if (!after_tool) {
+        have = sb_emu_directives_calls(clean, &a->calls, &a->ncalls, err, sizeof err);
+        if (have < 0) {
+            sb_emu_openai_invalid(call, "messages", NULL, "%s", err);
+            return -1;
+        }
+        for (size_t k = 0; k < a->ncalls; k++) {
+            if (!find_tool(tools, a->calls[k].name)) {
+                sb_emu_openai_invalid(call, "tools", NULL,
+                                      "CALL directive: function '%.64s' is not among the request's tools",
+                                      a->calls[k].name);
+                return -1;
+            }
+        }
+    }
+    const char *forced = have ? NULL : forced_tool(call->json);
+    if (forced) {
+        json_t *params = json_object_get(json_object_get(find_tool(tools, forced), "function"), "parameters");
+        /* No parameters: no arguments ({}), and breaking them means arguments that are not JSON. */
+        json_t *args = json_is_object(params) ? sb_emu_schema_instance(params, clean) : json_object();
+        if (want_violation(call, d)) {
+            if (json_is_object(params)) {
+                args = sb_emu_schema_violate(params, args);
+            } else {
+                json_decref(args);
+                args = NULL;
+            }
+        }
+        a->calls = sb_xcalloc(1, sizeof *a->calls);
+        a->ncalls = 1;
+        a->calls[0].name = sb_xstrdup(forced);
+        a->calls[0].arguments = json_text(args, clean);
+        have = 1;
+    }
+    if (!have)
+        return 0;
+    a->call_ids = sb_xcalloc(a->ncalls, sizeof *a->call_ids);
+    for (size_t k = 0; k < a->ncalls; k++)
+        sb_id_new(a->call_ids[k], sizeof a->call_ids[k], "call_", 12);
+    return 1;
+}
+
 void sb_emu_openai_chat_handle(struct sb_emu_call *call)
 {
     struct sb_emu_reply *rep = &call->reply;
     struct chat_answer a = {0};
-    char *user_text = NULL, *clean = NULL;
+    char *user_text = NULL, *clean = NULL, *acks = NULL, *tool_text = NULL;
     char err[MSG_MAX];
 
     if (sb_emu_openai_check_auth(call))
         return;
-    const char *ct = sb_emu_call_header(call, "Content-Type");
-    if (!ct || strncasecmp(ct, "application/json", 16) != 0 || (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
-        invalid(call, NULL, NULL,
-                "Invalid Content-Type header (%.64s), expected application/json. (HINT: The OpenAI API expects a "
-                "JSON payload.)",
-                ct ? ct : "none");
-        return;
-    }
-    if (!call->json) {
-        invalid(call, NULL, NULL,
-                "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your "
-                "HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid "
-                "JSON.)");
-        return;
-    }
-    if (!json_is_object(call->json)) {
-        invalid(call, NULL, "invalid_type", "Invalid type for body: expected an object, but got %s instead.",
-                type_phrase(call->json));
-        return;
-    }
-    if (!check_params(call))
+    if (!sb_emu_openai_chat_check(call))
         return;
 
-    json_t *messages = json_object_get(call->json, "messages");
+    json_t *body = call->json;
+    json_t *messages = json_object_get(body, "messages");
     size_t nmsg = json_array_size(messages);
     json_t *last = json_array_get(messages, nmsg - 1);
     json_t *last_user = NULL;
@@ -854,15 +505,18 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
         char *t = message_text(m);
         prompt += 4 + (long long)sb_emu_count_words(t);
         free(t);
-        if (!strcmp(json_string_value(json_object_get(m, "role")), "user"))
+        if (!strcmp(json_string_value(json_object_get(m, "role")), "user")) {
             last_user = m;
+            free(acks);
+            acks = message_acks(m, &prompt);
+        }
     }
 
     /* Directives come from the last user message, whichever message is last. */
     struct sb_emu_directives d;
     user_text = last_user ? message_text(last_user) : sb_xstrdup("");
     if (sb_emu_directives_parse(user_text, &d, &clean, err, sizeof err) < 0) {
-        invalid(call, "messages", NULL, "%s", err);
+        sb_emu_openai_invalid(call, "messages", NULL, "%s", err);
         goto done;
     }
     rep->delay_ms = d.latency_ms;
@@ -872,7 +526,7 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
         status_error(rep, d.status);
         goto done;
     }
-    bool stream = json_is_true(json_object_get(call->json, "stream"));
+    bool stream = json_is_true(json_object_get(body, "stream"));
     if (d.malformed) {
         rep->status = 200;
         if (stream) {
@@ -886,64 +540,86 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
         goto done;
     }
 
-    a.model = json_string_value(json_object_get(call->json, "model"));
+    a.model = json_string_value(json_object_get(body, "model"));
     sb_id_new(a.id, sizeof a.id, "chatcmpl-", 15);
     a.created = (long long)time(NULL);
-    json_t *n = json_object_get(call->json, "n");
+    json_t *n = json_object_get(body, "n");
     a.n = json_is_integer(n) ? (size_t)json_integer_value(n) : 1;
-    a.finish_reason = "stop";
+    const char *tier = json_string_value(json_object_get(body, "service_tier"));
+    a.service_tier = tier && strcmp(tier, "auto") ? tier : "default";
+    a.logprobs = json_is_true(json_object_get(body, "logprobs"));
+    json_t *top = json_object_get(body, "top_logprobs");
+    a.top_logprobs = json_is_integer(top) && json_integer_value(top) > 0;
     a.prompt_tokens = prompt;
+    const char *effort = json_string_value(json_object_get(body, "reasoning_effort"));
+    if (effort && strcmp(effort, "none"))
+        a.reasoning = sb_xasprintf("Reasoning (%s) about: %s", effort, clean);
 
-    const char *last_role = json_string_value(json_object_get(last, "role"));
-    int have_calls = 0;
-    if (strcmp(last_role, "tool") != 0) {
-        have_calls = sb_emu_directives_calls(clean, &a.calls, &a.ncalls, err, sizeof err);
-        if (have_calls < 0) {
-            invalid(call, "messages", NULL, "%s", err);
-            goto done;
+    bool after_tool = !strcmp(json_string_value(json_object_get(last, "role")), "tool");
+    long long completion = 0;
+    if (d.refuse) {
+        for (size_t k = 0; k < a.n; k++) {
+            a.choices[k].refusal = sb_xstrdup(REFUSAL_TEXT);
+            a.choices[k].finish_reason = "stop";
+            completion += (long long)sb_emu_count_words(REFUSAL_TEXT);
         }
-    }
-    if (have_calls > 0) {
-        json_t *tools = json_object_get(call->json, "tools");
-        for (size_t k = 0; k < a.ncalls; k++) {
-            if (!json_is_array(tools) || !tools_have(tools, a.calls[k].name)) {
-                invalid(call, "tools", NULL, "CALL directive: function '%.64s' is not among the request's tools",
-                        a.calls[k].name);
-                goto done;
+    } else {
+        int calls = make_tool_calls(call, &a, clean, after_tool, &d);
+        if (calls < 0)
+            goto done;
+        if (calls > 0) {
+            long long per_choice = 0;
+            for (size_t k = 0; k < a.ncalls; k++)
+                per_choice += 1 + (long long)sb_emu_count_words(a.calls[k].arguments);
+            for (size_t k = 0; k < a.n; k++)
+                a.choices[k].finish_reason = "tool_calls";
+            completion = per_choice * (long long)a.n;
+        } else {
+            json_t *rf = json_object_get(body, "response_format");
+            const char *rf_type = json_string_value(json_object_get(rf, "type"));
+            bool structured = rf_type && strcmp(rf_type, "text");
+            bool violate = structured && want_violation(call, &d);
+            if (after_tool)
+                tool_text = message_text(last);
+            json_t *mt = json_object_get(body, "max_completion_tokens");
+            if (!json_is_integer(mt))
+                mt = json_object_get(body, "max_tokens");
+            for (size_t k = 0; k < a.n; k++) {
+                struct chat_choice *c = &a.choices[k];
+                char suffix[32] = "";
+                if (k > 0)
+                    snprintf(suffix, sizeof suffix, " #%zu", k);
+                if (structured) {
+                    char *text = sb_xasprintf("%s%s", clean, suffix);
+                    c->content = structured_output(rf, text, violate);
+                    free(text);
+                } else if (after_tool) {
+                    c->content = sb_xasprintf("Tool result: %s%s", tool_text, suffix);
+                } else {
+                    c->content = sb_xasprintf("You said: %s%s%s%s", clean, *clean && *acks ? " " : "", acks, suffix);
+                }
+                c->finish_reason = "stop";
+                apply_stop(c->content, json_object_get(body, "stop"));
+                size_t words = sb_emu_count_words(c->content);
+                size_t limit = d.length ? 1 : words;
+                if (json_is_integer(mt) && (size_t)json_integer_value(mt) < limit)
+                    limit = (size_t)json_integer_value(mt);
+                if (d.length || limit < words) {
+                    c->content[sb_emu_words_prefix(c->content, limit)] = '\0';
+                    c->finish_reason = "length";
+                }
+                completion += (long long)sb_emu_count_words(c->content);
             }
         }
-        a.call_ids = sb_xcalloc(a.ncalls, sizeof *a.call_ids);
-        long long per_choice = 0;
-        for (size_t k = 0; k < a.ncalls; k++) {
-            sb_id_new(a.call_ids[k], sizeof a.call_ids[k], "call_", 12);
-            per_choice += 1 + (long long)sb_emu_count_words(a.calls[k].arguments);
-        }
-        a.finish_reason = "tool_calls";
-        a.completion_tokens = per_choice * (long long)a.n;
-    } else {
-        if (!strcmp(last_role, "tool")) {
-            char *t = message_text(last);
-            a.content = sb_xasprintf("Tool result: %s", t);
-            free(t);
-        } else {
-            a.content = sb_xasprintf("You said: %s", clean);
-        }
-        size_t words = sb_emu_count_words(a.content);
-        json_t *mt = json_object_get(call->json, "max_completion_tokens");
-        if (!json_is_integer(mt))
-            mt = json_object_get(call->json, "max_tokens");
-        size_t limit = d.length ? 1 : words;
-        if (json_is_integer(mt) && (size_t)json_integer_value(mt) < limit)
-            limit = (size_t)json_integer_value(mt);
-        if (d.length || limit < words) {
-            a.content[sb_emu_words_prefix(a.content, limit)] = '\0';
-            a.finish_reason = "length";
-        }
-        a.completion_tokens = (long long)sb_emu_count_words(a.content) * (long long)a.n;
     }
+    if (a.reasoning) {
+        a.reasoning_tokens = (long long)sb_emu_count_words(a.reasoning) * (long long)a.n;
+        completion += a.reasoning_tokens;
+    }
+    a.completion_tokens = completion;
 
     if (stream) {
-        json_t *sopts = json_object_get(call->json, "stream_options");
+        json_t *sopts = json_object_get(body, "stream_options");
         bool include_usage = json_is_true(json_object_get(sopts, "include_usage"));
         reply_stream(rep, &a, include_usage);
         rep->chunk_delay_ms = d.chunk_delay_ms > 0 ? d.chunk_delay_ms : 0;
@@ -957,6 +633,8 @@ done:
     answer_free(&a);
     free(user_text);
     free(clean);
+    free(acks);
+    free(tool_text);
 }
 
 /* ---- GET /v1/models ------------------------------------------------------------- */

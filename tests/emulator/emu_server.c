@@ -70,6 +70,9 @@ struct sb_emu {
     struct sb_emu_stats stats;
     uint64_t journal_seq;
     bool closing;
+    /* Tags seen by [[emu:schema_violation_once=TAG]]: a ring, oldest forgotten first. */
+    char *tags[SB_EMU_MAX_TAGS];
+    size_t ntags, tag_next;
 };
 
 static void set_nodelay(evutil_socket_t fd)
@@ -153,6 +156,20 @@ const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name)
 const char *sb_emu_required_key(const struct sb_emu *emu)
 {
     return emu->require_key;
+}
+
+/* A linear scan: at most SB_EMU_MAX_TAGS short strings, once per request that carries a tag. */
+bool sb_emu_tag_first_use(struct sb_emu *emu, const char *tag)
+{
+    for (size_t i = 0; i < emu->ntags; i++)
+        if (!strcmp(emu->tags[i], tag))
+            return false;
+    free(emu->tags[emu->tag_next]);
+    emu->tags[emu->tag_next] = sb_xstrdup(tag);
+    emu->tag_next = (emu->tag_next + 1) % SB_EMU_MAX_TAGS;
+    if (emu->ntags < SB_EMU_MAX_TAGS)
+        emu->ntags++;
+    return true;
 }
 
 /* ---- connection tracking ------------------------------------------------------- */
@@ -706,6 +723,8 @@ void sb_emu_destroy(struct sb_emu **emup)
     while (emu->reqs)
         req_free(emu->reqs);
     sb_emu_journal_destroy(&emu->journal);
+    for (size_t i = 0; i < emu->ntags; i++)
+        free(emu->tags[i]);
     free(emu->conn_by_fd);
     free(emu->require_key);
     free(emu);

@@ -108,3 +108,18 @@ export function assertOpenAIError(res, status, { code, type } = {}) {
   if (code !== undefined) assert.equal(e.code, code);
   if (type !== undefined) assert.equal(e.type, type);
 }
+
+// A model routed to the emulator, created once per id (idempotent), with the
+// given upstream model name and capabilities object.
+export function ensureModel(id, { upstream = 'emu-model', capabilities = {} } = {}) {
+  sbctl('model', 'add', id, '--if-not-exists', '--provider', 'openai-chat', '--base-url', `${cfg.emu}/v1`,
+    '--upstream-model', upstream, '--credential-ref', 'SB_EMU_UPSTREAM_KEY');
+  sbctl('model', 'set', id, '--upstream-model', upstream, '--capabilities', JSON.stringify(capabilities));
+  return id;
+}
+
+// The emulator's journal entries whose body contains marker, oldest first.
+export async function upstreamRequestsContaining(marker) {
+  const reqs = await upstreamRequests();
+  return reqs.filter((r) => JSON.stringify(r.body ?? null).includes(marker));
+}

@@ -56,10 +56,14 @@ static json_t *build(const json_t *job, sb_provider_request_t *req, json_t **err
 }
 
 /* The body sent for `request`; checks it against `expected`. */
-#define CHECK_BODY(request, expected) check_body((request), (expected), __FILE__, __LINE__)
-static void check_body(const char *request, const char *expected, const char *file, int line)
+#define CHECK_BODY(request, expected) check_body((request), NULL, (expected), __FILE__, __LINE__)
+/* The same with route.capabilities set to `caps` (a JSON text). */
+#define CHECK_BODY_CAPS(request, caps, expected) check_body((request), (caps), (expected), __FILE__, __LINE__)
+static void check_body(const char *request, const char *caps, const char *expected, const char *file, int line)
 {
     json_t *job = job_with(request);
+    if (caps)
+        json_object_set_new((json_t *)json_object_get(job, "route"), "capabilities", J(caps));
     sb_provider_request_t req;
     json_t *err;
     json_t *body = build(job, &req, &err);
@@ -237,6 +241,100 @@ static void test_request_tools_and_format(void)
                "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[]}");
 }
 
+/* n goes through unless the route says the upstream cannot do it (the
+ * worker then fans out); a route with capabilities that say nothing of n, or
+ * say true, keeps it. */
+static void test_request_n(void)
+{
+    CHECK_BODY("{\"input\":[],\"n\":3}", "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[],\"n\":3}");
+    CHECK_BODY_CAPS("{\"input\":[],\"n\":3}", "{\"n\":true}",
+                    "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[],\"n\":3}");
+    CHECK_BODY_CAPS("{\"input\":[],\"n\":3}", "{}", "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[],\"n\":3}");
+    CHECK_BODY_CAPS("{\"input\":[],\"n\":3}", "{\"n\":false,\"vision\":true}",
+                    "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[]}");
+    CHECK_BODY_CAPS("{\"input\":[],\"n\":1}", "{\"n\":false}",
+                    "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[]}");
+}
+
+/* json_schema with a description, reasoning effort, and what never goes up
+ * (metadata). */
+static void test_request_format_and_effort(void)
+{
+    CHECK_BODY("{\"input\":[],\"metadata\":{\"team\":\"x\"},\"reasoning\":{\"effort\":\"high\"},"
+               "\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"person\",\"description\":\"A person\","
+               "\"schema\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"
+               "\"required\":[\"name\"],\"additionalProperties\":false},\"strict\":true}}}",
+               "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[],\"reasoning_effort\":\"high\","
+               "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"person\","
+               "\"description\":\"A person\",\"schema\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":"
+               "\"string\"}},\"required\":[\"name\"],\"additionalProperties\":false},\"strict\":true}}}");
+    CHECK_BODY("{\"input\":[],\"reasoning\":{\"effort\":\"none\"}}",
+               "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[],\"reasoning_effort\":\"none\"}");
+}
+
+static void test_request_files_and_audio(void)
+{
+    /* Text files become text parts (here with the text around them, so the
+     * content collapses to one string); a PDF stays a file part. */
+    CHECK_BODY(
+        "{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":["
+        "{\"type\":\"input_text\",\"text\":\"Summarize:\"},"
+        "{\"type\":\"input_file\",\"filename\":\"notes.txt\","
+        "\"file_data\":\"data:text/plain;base64,aGVsbG8Kd29ybGQ=\"},"
+        "{\"type\":\"input_file\",\"filename\":\"a.json\",\"file_data\":\"data:application/json;base64,eyJhIjoxfQ==\"},"
+        "{\"type\":\"input_file\",\"filename\":\"README.MD\","
+        "\"file_data\":\"data:application/octet-stream;base64,IyBUaXRsZQ==\"},"
+        "{\"type\":\"input_file\",\"filename\":\"t.csv\",\"file_data\":\"data:text/csv;charset=utf-8;base64,"
+        "aGVsbG8Kd29ybGQ=\"}]}]}",
+        "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":"
+        "\"Summarize:\\nnotes.txt:\\nhello\\nworld\\na.json:\\n{\\\"a\\\":1}\\nREADME.MD:\\n# Title\\n"
+        "t.csv:\\nhello\\nworld\"}]}");
+    CHECK_BODY(
+        "{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":["
+        "{\"type\":\"input_text\",\"text\":\"Read these\"},"
+        "{\"type\":\"input_file\",\"filename\":\"paper.pdf\","
+        "\"file_data\":\"data:application/pdf;base64,JVBERi0xLjQ=\"},"
+        "{\"type\":\"input_file\",\"filename\":\"blob.bin\","
+        "\"file_data\":\"data:application/octet-stream;base64,//4AYmlu\"},"
+        "{\"type\":\"input_file\",\"filename\":\"n.txt\",\"file_data\":\"data:text/plain;base64,aGVsbG8Kd29ybGQ=\"},"
+        "{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"UklGRg==\",\"format\":\"wav\"}}]}]}",
+        "{\"model\":\"llama-3\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":["
+        "{\"type\":\"text\",\"text\":\"Read these\"},"
+        "{\"type\":\"file\",\"file\":{\"filename\":\"paper.pdf\",\"file_data\":\"data:application/pdf;base64,"
+        "JVBERi0xLjQ=\"}},"
+        "{\"type\":\"file\",\"file\":{\"filename\":\"blob.bin\",\"file_data\":\"data:application/octet-stream;base64,"
+        "//4AYmlu\"}},"
+        "{\"type\":\"text\",\"text\":\"n.txt:\\nhello\\nworld\"},"
+        "{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"UklGRg==\",\"format\":\"wav\"}}]}]}");
+    CHECK_REFUSED("{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_file\","
+                  "\"filename\":\"x.txt\",\"file_data\":\"data:text/plain;base64,@@@\"}]}]}",
+                  400, "input_file 'x.txt' (content part 0) has malformed base64 file_data");
+    CHECK_REFUSED("{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_file\","
+                  "\"filename\":\"x.txt\",\"file_data\":\"data:text/plain;base64,//4AYmlu\"}]}]}",
+                  400, "input_file 'x.txt' (content part 0) is not UTF-8 text");
+    CHECK_REFUSED("{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_audio\","
+                  "\"input_audio\":{\"data\":\"UklGRg==\"}}]}]}",
+                  400, "input_audio (content part 0) needs input_audio.data and .format");
+}
+
+/* Refusal parts of assistant turns go into the message's refusal field. */
+static void test_request_refusal(void)
+{
+    CHECK_BODY(
+        "{\"input\":["
+        "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"q\"}]},"
+        "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"refusal\",\"refusal\":\"No.\"}]},"
+        "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Partly\"},"
+        "{\"type\":\"refusal\",\"refusal\":\"not all\"}]}]}",
+        "{\"model\":\"llama-3\",\"stream\":false,\"messages\":["
+        "{\"role\":\"user\",\"content\":\"q\"},"
+        "{\"role\":\"assistant\",\"content\":null,\"refusal\":\"No.\"},"
+        "{\"role\":\"assistant\",\"content\":\"Partly\",\"refusal\":\"not all\"}]}");
+    CHECK_REFUSED("{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"refusal\","
+                  "\"refusal\":\"x\"}]}]}",
+                  400, "content part type 'refusal' is not supported by provider openai-chat");
+}
+
 static void test_request_refused(void)
 {
     CHECK_REFUSED("{\"input\":[{\"type\":\"web_search_call\"}]}", 400,
@@ -251,6 +349,8 @@ static void test_request_refused(void)
                   "function_call items need call_id and name");
     CHECK_REFUSED("{\"input\":[],\"temperature\":\"hot\"}", 400, "request.temperature has the wrong type");
     CHECK_REFUSED("{\"input\":\"hi\"}", 400, "request.input must be an array of items");
+    CHECK_REFUSED("{\"input\":[],\"n\":0}", 400, "request.n must be at least 1");
+    CHECK_REFUSED("{\"input\":[],\"n\":\"2\"}", 400, "request.n has the wrong type");
 
     json_t *job = job_with("{\"input\":[]}");
     json_object_del((json_t *)json_object_get(job, "route"), "upstream_model");
@@ -289,9 +389,10 @@ static void normalize_ids(json_t *events)
     }
 }
 
-static json_t *parse(long status, const char *body, long retry_after)
+/* The events for a response to a job with this request (a JSON text). */
+static json_t *parse_for(const char *request, long status, const char *body, long retry_after)
 {
-    json_t *job = job_with("{\"input\":[]}");
+    json_t *job = job_with(request);
     json_t *events = json_array();
     sb_provider_response_t resp = {
         .status = status, .body = body, .body_len = strlen(body), .retry_after = retry_after, .upstream_ms = 42};
@@ -299,6 +400,11 @@ static json_t *parse(long status, const char *body, long retry_after)
     json_decref(job);
     normalize_ids(events);
     return events;
+}
+
+static json_t *parse(long status, const char *body, long retry_after)
+{
+    return parse_for("{\"input\":[]}", status, body, retry_after);
 }
 
 #define CHECK_EVENTS(status, body, expected) check_events((status), (body), -1, (expected), __FILE__, __LINE__)
@@ -427,6 +533,96 @@ static void test_response_finish_reasons(void)
                  "\"model\":\"public-model\",\"upstream_ms\":42}]");
 }
 
+#define CHECK_EVENTS_FOR(request, body, expected) check_events_for((request), (body), (expected), __FILE__, __LINE__)
+static void check_events_for(const char *request, const char *body, const char *expected, const char *file, int line)
+{
+    json_t *events = parse_for(request, 200, body, -1);
+    check_json(events, expected, file, line);
+    json_decref(events);
+}
+
+static void test_response_reasoning_and_refusal(void)
+{
+    /* Newer vLLM says "reasoning"; with a refusal the message carries it. */
+    CHECK_EVENTS(200,
+                 "{\"choices\":[{\"message\":{\"reasoning\":\"hmm\",\"content\":null,\"refusal\":\"No.\"},"
+                 "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":9,"
+                 "\"completion_tokens_details\":{\"reasoning_tokens\":7}}}",
+                 "[{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_\","
+                 "\"summary\":[],\"content\":[]}},"
+                 "{\"type\":\"reasoning_delta\",\"item_index\":0,\"delta\":\"hmm\"},"
+                 "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_\","
+                 "\"summary\":[],\"content\":[{\"type\":\"reasoning_text\",\"text\":\"hmm\"}]}},"
+                 "{\"type\":\"item_added\",\"item_index\":1,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
+                 "\"role\":\"assistant\",\"status\":\"in_progress\",\"content\":[]}},"
+                 "{\"type\":\"item_done\",\"item_index\":1,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
+                 "\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"refusal\","
+                 "\"refusal\":\"No.\"}]}},"
+                 "{\"type\":\"usage\",\"input_tokens\":3,\"output_tokens\":9,\"reasoning_tokens\":7},"
+                 "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
+                 "\"model\":\"public-model\",\"upstream_ms\":42}]");
+    /* reasoning_content wins over reasoning when both are there. */
+    json_t *events = parse(200,
+                           "{\"choices\":[{\"message\":{\"reasoning_content\":\"a\",\"reasoning\":\"b\","
+                           "\"content\":\"x\"},\"finish_reason\":\"stop\"}]}",
+                           -1);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(events, 1), "delta")), "a");
+    json_decref(events);
+}
+
+/* n choices: each tagged, item indices from 0 per choice, a choice_done
+ * each, one usage, and an incomplete final when one choice was cut. */
+static void test_response_choices(void)
+{
+    CHECK_EVENTS_FOR(
+        "{\"input\":[],\"n\":3}",
+        "{\"choices\":[{\"index\":0,\"message\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"},"
+        "{\"index\":1,\"message\":{\"reasoning_content\":\"r\",\"content\":\"Hi #1\"},\"finish_reason\":\"length\"},"
+        "{\"index\":2,\"message\":{\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+        "\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}],"
+        "\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":12}}",
+        "[{\"type\":\"item_added\",\"choice\":0,\"item_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
+        "\"role\":\"assistant\",\"status\":\"in_progress\",\"content\":[]}},"
+        "{\"type\":\"text_delta\",\"choice\":0,\"item_index\":0,\"content_index\":0,\"delta\":\"Hi\"},"
+        "{\"type\":\"item_done\",\"choice\":0,\"item_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
+        "\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\","
+        "\"text\":\"Hi\",\"annotations\":[]}]}},"
+        "{\"type\":\"choice_done\",\"choice\":0,\"status\":\"completed\",\"incomplete_reason\":null},"
+        "{\"type\":\"item_added\",\"choice\":1,\"item_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_\","
+        "\"summary\":[],\"content\":[]}},"
+        "{\"type\":\"reasoning_delta\",\"choice\":1,\"item_index\":0,\"delta\":\"r\"},"
+        "{\"type\":\"item_done\",\"choice\":1,\"item_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_\","
+        "\"summary\":[],\"content\":[{\"type\":\"reasoning_text\",\"text\":\"r\"}]}},"
+        "{\"type\":\"item_added\",\"choice\":1,\"item_index\":1,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
+        "\"role\":\"assistant\",\"status\":\"in_progress\",\"content\":[]}},"
+        "{\"type\":\"text_delta\",\"choice\":1,\"item_index\":1,\"content_index\":0,\"delta\":\"Hi #1\"},"
+        "{\"type\":\"item_done\",\"choice\":1,\"item_index\":1,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
+        "\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\","
+        "\"text\":\"Hi #1\",\"annotations\":[]}]}},"
+        "{\"type\":\"choice_done\",\"choice\":1,\"status\":\"incomplete\",\"incomplete_reason\":"
+        "\"max_output_tokens\"},"
+        "{\"type\":\"item_added\",\"choice\":2,\"item_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_\","
+        "\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"\",\"status\":\"in_progress\"}},"
+        "{\"type\":\"args_delta\",\"choice\":2,\"item_index\":0,\"delta\":\"{}\"},"
+        "{\"type\":\"item_done\",\"choice\":2,\"item_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_\","
+        "\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\",\"status\":\"completed\"}},"
+        "{\"type\":\"choice_done\",\"choice\":2,\"status\":\"completed\",\"incomplete_reason\":null},"
+        "{\"type\":\"usage\",\"input_tokens\":4,\"output_tokens\":12,\"reasoning_tokens\":0},"
+        "{\"type\":\"completed\",\"status\":\"incomplete\",\"incomplete_reason\":\"max_output_tokens\","
+        "\"model\":\"public-model\",\"upstream_ms\":42}]");
+    /* n asked for but one choice came back: still tagged, with its choice_done. */
+    CHECK_EVENTS_FOR("{\"input\":[],\"n\":2}",
+                     "{\"choices\":[{\"message\":{\"content\":\"\"},\"finish_reason\":\"stop\"}]}",
+                     "[{\"type\":\"choice_done\",\"choice\":0,\"status\":\"completed\",\"incomplete_reason\":null},"
+                     "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
+                     "\"model\":\"public-model\",\"upstream_ms\":42}]");
+    /* A bad choice anywhere fails the response. */
+    CHECK_EVENTS_FOR("{\"input\":[],\"n\":2}",
+                     "{\"choices\":[{\"message\":{\"content\":\"a\"},\"finish_reason\":\"stop\"},{\"index\":1}]}",
+                     "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\","
+                     "\"code\":null,\"message\":\"upstream response has no choices\"}]");
+}
+
 static void test_response_errors(void)
 {
     CHECK_EVENTS(400, "{\"error\":{\"message\":\"Invalid 'messages[0].role'\",\"type\":\"invalid_request_error\"}}",
@@ -479,10 +675,16 @@ int main(void)
     test_request_roles_and_content();
     test_request_tool_calls();
     test_request_tools_and_format();
+    test_request_n();
+    test_request_format_and_effort();
+    test_request_files_and_audio();
+    test_request_refusal();
     test_request_refused();
     test_response_text();
     test_response_tool_calls();
     test_response_finish_reasons();
+    test_response_reasoning_and_refusal();
+    test_response_choices();
     test_response_errors();
     return sb_test_finish("provider_openai_chat");
 }

@@ -7,6 +7,17 @@
  * The fake upstream picks its behaviour from the request's "model":
  *   fast       200 at once          slow300   200 after 300 ms
  *   hang       never answers        ratelimit 429 with Retry-After: 3
+ * and for structured output and choices ("<kind>_<tag>": the tag keeps each
+ * test's request count apart):
+ *   json_ok      content {"name":"Ann","age":30}
+ *   json_bad     content {"name":"Ann","age":"thirty"} (violates the schema)
+ *   json_once_*  json_bad for the first request of that model, then json_ok
+ *   json_hang_*  json_bad for the first request, then never answers
+ *   tool_once_*  a get_weather call with {"city":5} first, then {"city":"Paris"}
+ *   refuse       a refusal
+ *   multi        honours n: n choices, choice k >= 1 says "Hello #k"
+ *   single_*     400 for n != 1; else "Hello <request number>" after 100 ms
+ *   single_fail  the second request gets 500, the others never answer
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -17,6 +28,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -47,6 +59,7 @@ typedef struct {
     int64_t recv_us, reply_us;
     evutil_socket_t fd; /* the request's connection */
     int peer_port;      /* the client's port: equal ports, same connection */
+    char *reply;        /* body of a delayed 200, owned */
 } srv_rec_t;
 
 static struct evhttp *srv;
@@ -72,7 +85,109 @@ static void srv_reply(srv_rec_t *r, int code, const char *body)
 
 static void srv_on_delay(evutil_socket_t fd, short what, void *arg)
 {
-    srv_reply(arg, 200, srv_ok_body);
+    srv_rec_t *r = arg;
+    srv_reply(r, 200, r->reply ? r->reply : srv_ok_body);
+}
+
+/* How many requests for this model the server has seen, this one included. */
+static int srv_count(const char *model)
+{
+    int n = 0;
+    for (int i = 0; i < srv_n; i++)
+        n += !strcmp(srv_recs[i].model, model);
+    return n;
+}
+
+/* A chat completion with `choices` (stolen) and usage prompt 5 / completion 2
+ * per choice; returns the body (owned). */
+static char *srv_completion(json_t *choices)
+{
+    size_t n = json_array_size(choices);
+    json_t *body = json_pack("{s:s, s:s, s:o, s:{s:i, s:i}}", "id", "chatcmpl-x", "object", "chat.completion",
+                             "choices", choices, "usage", "prompt_tokens", 5, "completion_tokens", (int)(2 * n));
+    char *s = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    return s;
+}
+
+static json_t *srv_choice(int index, const char *content)
+{
+    return json_pack("{s:i, s:{s:s, s:s}, s:s}", "index", index, "message", "role", "assistant", "content", content,
+                     "finish_reason", "stop");
+}
+
+static void srv_reply_choice(srv_rec_t *r, const char *content)
+{
+    char *body = srv_completion(json_pack("[o]", srv_choice(0, content)));
+    srv_reply(r, 200, body);
+    free(body);
+}
+
+static const char *const srv_json_ok = "{\"name\":\"Ann\",\"age\":30}";
+static const char *const srv_json_bad = "{\"name\":\"Ann\",\"age\":\"thirty\"}";
+
+static void srv_reply_tool(srv_rec_t *r, const char *args)
+{
+    json_t *choice = json_pack("{s:i, s:{s:s, s:n, s:[{s:s, s:s, s:{s:s, s:s}}]}, s:s}", "index", 0, "message", "role",
+                               "assistant", "content", "tool_calls", "id", "call_1", "type", "function", "function",
+                               "name", "get_weather", "arguments", args, "finish_reason", "tool_calls");
+    char *body = srv_completion(json_pack("[o]", choice));
+    srv_reply(r, 200, body);
+    free(body);
+}
+
+/* The structured-output and choices models (see the top of the file).
+ * Returns false for a model it does not know. */
+static bool srv_structured(srv_rec_t *r)
+{
+    const char *m = r->model;
+    int nth = srv_count(m);
+    if (!strcmp(m, "json_ok")) {
+        srv_reply_choice(r, srv_json_ok);
+    } else if (!strcmp(m, "json_bad")) {
+        srv_reply_choice(r, srv_json_bad);
+    } else if (!strncmp(m, "json_once_", 10)) {
+        srv_reply_choice(r, nth == 1 ? srv_json_bad : srv_json_ok);
+    } else if (!strncmp(m, "json_hang_", 10)) {
+        if (nth == 1)
+            srv_reply_choice(r, srv_json_bad);
+    } else if (!strncmp(m, "tool_once_", 10)) {
+        srv_reply_tool(r, nth == 1 ? "{\"city\":5}" : "{\"city\":\"Paris\"}");
+    } else if (!strcmp(m, "refuse")) {
+        json_t *choice = json_pack("{s:i, s:{s:s, s:n, s:s}, s:s}", "index", 0, "message", "role", "assistant",
+                                   "content", "refusal", "I can't help with that.", "finish_reason", "stop");
+        char *body = srv_completion(json_pack("[o]", choice));
+        srv_reply(r, 200, body);
+        free(body);
+    } else if (!strcmp(m, "multi")) {
+        json_int_t n = json_integer_value(json_object_get(r->body, "n"));
+        json_t *choices = json_array();
+        for (int k = 0; k < (n > 0 ? n : 1); k++) {
+            char text[32];
+            snprintf(text, sizeof text, k ? "Hello #%d" : "Hello", k);
+            json_array_append_new(choices, srv_choice(k, text));
+        }
+        char *body = srv_completion(choices);
+        srv_reply(r, 200, body);
+        free(body);
+    } else if (!strcmp(m, "single_fail")) {
+        if (nth == 2)
+            srv_reply(r, 500, "{\"error\":{\"message\":\"boom\"}}");
+    } else if (!strncmp(m, "single_", 7)) {
+        const json_t *n = json_object_get(r->body, "n");
+        if (n && json_integer_value(n) != 1) {
+            srv_reply(r, 400, "{\"error\":{\"message\":\"n must be 1 for this model\"}}");
+            return true;
+        }
+        char text[32];
+        snprintf(text, sizeof text, "Hello %d", nth);
+        r->reply = srv_completion(json_pack("[o]", srv_choice(0, text)));
+        struct timeval tv = {0, 100000};
+        event_base_once(base, -1, EV_TIMEOUT, srv_on_delay, r, &tv);
+    } else {
+        return false;
+    }
+    return true;
 }
 
 /* evhttp does not watch a connection while its request waits for an answer,
@@ -119,6 +234,8 @@ static void srv_on_request(struct evhttp_request *req, void *arg)
         srv_reply(r, 429, "{\"error\":{\"message\":\"Rate limit reached for requests\",\"type\":\"requests\"}}");
     } else if (!strcmp(r->model, "hang")) {
         /* answered (or freed) at teardown */
+    } else if (srv_structured(r)) {
+        /* answered (or not) there */
     } else {
         srv_reply(r, 404, "{\"error\":{\"message\":\"no such model\"}}");
     }
@@ -142,6 +259,7 @@ static void srv_stop(void)
         if (srv_recs[i].req) /* frees a request whose connection is gone */
             srv_reply(&srv_recs[i], 200, srv_ok_body);
         json_decref(srv_recs[i].body);
+        free(srv_recs[i].reply);
     }
     evhttp_free(srv);
 }
@@ -149,6 +267,8 @@ static void srv_stop(void)
 /*
  * Fake broker.
  */
+
+#define SB_TEST_MAX_EVENTS 1024
 
 typedef struct {
     char job_id[64];
@@ -163,7 +283,7 @@ static zframe_t *worker_id; /* routing id of the worker's latest READY */
 static int readies, heartbeats;
 static json_t *last_ready;
 static bool broker_silent;
-static got_event_t events[256];
+static got_event_t events[SB_TEST_MAX_EVENTS];
 static int n_events;
 
 static void broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
@@ -185,7 +305,7 @@ static void broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         }
         break;
     case SB_CMD_EVENT: {
-        got_event_t *g = &events[n_events++ % 256];
+        got_event_t *g = &events[n_events++ % SB_TEST_MAX_EVENTS];
         snprintf(g->job_id, sizeof g->job_id, "%s", sb_wire_header_str(m, "job_id") ?: "");
         g->final = sb_wire_header_bool(m, "final");
         g->ev = NULL;
@@ -259,7 +379,7 @@ static void run_for(int ms)
 
 static const got_event_t *final_of(const char *job_id)
 {
-    for (int i = 0; i < n_events && i < 256; i++)
+    for (int i = 0; i < n_events && i < SB_TEST_MAX_EVENTS; i++)
         if (!strcmp(events[i].job_id, job_id) && events[i].final)
             return &events[i];
     return NULL;
@@ -268,7 +388,7 @@ static const got_event_t *final_of(const char *job_id)
 static int count_events(const char *job_id)
 {
     int n = 0;
-    for (int i = 0; i < n_events && i < 256; i++)
+    for (int i = 0; i < n_events && i < SB_TEST_MAX_EVENTS; i++)
         n += !strcmp(events[i].job_id, job_id);
     return n;
 }
@@ -555,6 +675,315 @@ static void test_forced_stop(sb_worker_t *w)
     CHECK(run_until(rec_closed, &srv_recs[want - 1], 3000));
 }
 
+/*
+ * Strict structured output and choices.
+ */
+
+static const char *const person_schema =
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"}},"
+    "\"required\":[\"name\",\"age\"],\"additionalProperties\":false}";
+
+static json_t *J(const char *text)
+{
+    json_t *v = json_loads(text, 0, NULL);
+    CHECK(v != NULL);
+    return v;
+}
+
+/* A job for `model` whose request asks for text.format json_schema 'person'. */
+static json_t *make_format_job(const char *model, bool strict)
+{
+    json_t *job = make_job("openai-chat", model, srv_port, NULL);
+    json_object_set_new((json_t *)sb_job_request(job), "text",
+                        json_pack("{s:{s:s, s:s, s:o, s:b}}", "format", "type", "json_schema", "name", "person",
+                                  "schema", J(person_schema), "strict", strict));
+    return job;
+}
+
+/* Sets request.n and route.capabilities (a JSON text, or NULL for none). */
+static void set_n(json_t *job, int n, const char *caps)
+{
+    json_object_set_new((json_t *)sb_job_request(job), "n", json_integer(n));
+    if (caps)
+        json_object_set_new((json_t *)sb_job_route(job), "capabilities", J(caps));
+}
+
+/* The events of job_id in arrival order (borrowed, in a new array). */
+static json_t *job_events(const char *job_id)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < n_events && i < SB_TEST_MAX_EVENTS; i++)
+        if (!strcmp(events[i].job_id, job_id))
+            json_array_append(arr, events[i].ev);
+    return arr;
+}
+
+/* The output text of the first message item_done of job_id for choice k. */
+static const char *job_text(const char *job_id, int k)
+{
+    for (int i = 0; i < n_events && i < SB_TEST_MAX_EVENTS; i++) {
+        const json_t *ev = events[i].ev;
+        if (strcmp(events[i].job_id, job_id) || sb_event_type_of(ev) != SB_EV_ITEM_DONE || sb_event_choice(ev) != k)
+            continue;
+        const json_t *item = json_object_get(ev, "item");
+        if (!strcmp(json_string_value(json_object_get(item, "type")) ?: "", "message"))
+            return json_string_value(json_object_get(json_array_get(json_object_get(item, "content"), 0), "text"));
+    }
+    return NULL;
+}
+
+static void check_completed(const char *job_id)
+{
+    const got_event_t *g = final_of(job_id);
+    CHECK(g && sb_event_type_of(g->ev) == SB_EV_COMPLETED);
+    if (g && sb_event_type_of(g->ev) != SB_EV_COMPLETED) {
+        char *d = json_dumps(g->ev, JSON_COMPACT);
+        fprintf(stderr, "  job %s final: %s\n", job_id, d);
+        free(d);
+    }
+}
+
+static void test_strict_valid(void)
+{
+    int first = srv_n;
+    send_job("job_sv", make_format_job("json_ok", true), 0);
+    CHECK(run_until(has_final, "job_sv", 3000));
+    check_completed("job_sv");
+    CHECK_INT(srv_n, first + 1);
+    CHECK_INT(count_events("job_sv"), 5);
+    CHECK_STR(job_text("job_sv", 0), srv_json_ok);
+    /* What the upstream saw. */
+    json_t *rf = json_object_get(srv_recs[first].body, "response_format");
+    CHECK_STR(json_string_value(json_object_get(rf, "type")), "json_schema");
+    CHECK(json_is_true(json_object_get(json_object_get(rf, "json_schema"), "strict")));
+
+    /* Not strict: a violation passes through untouched, with no retry. */
+    first = srv_n;
+    send_job("job_nonstrict", make_format_job("json_bad", false), 0);
+    CHECK(run_until(has_final, "job_nonstrict", 3000));
+    check_completed("job_nonstrict");
+    CHECK_INT(srv_n, first + 1);
+    CHECK_STR(job_text("job_nonstrict", 0), srv_json_bad);
+
+    /* A refusal is the model declining, not a violation. */
+    first = srv_n;
+    send_job("job_refuse", make_format_job("refuse", true), 0);
+    CHECK(run_until(has_final, "job_refuse", 3000));
+    check_completed("job_refuse");
+    CHECK_INT(srv_n, first + 1);
+}
+
+static void test_strict_retry(void)
+{
+    int first = srv_n;
+    send_job("job_once", make_format_job("json_once_a", true), sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_once", 3000));
+    check_completed("job_once");
+    CHECK_INT(srv_n, first + 2); /* the upstream saw 2 requests */
+    /* Only the second attempt's events reached the broker. */
+    CHECK_INT(count_events("job_once"), 5);
+    CHECK_STR(job_text("job_once", 0), srv_json_ok);
+    if (srv_n == first + 2)
+        CHECK(json_equal(srv_recs[first].body, srv_recs[first + 1].body));
+}
+
+static void test_strict_fail(void)
+{
+    int first = srv_n;
+    send_job("job_bad", make_format_job("json_bad", true), 0);
+    CHECK(run_until(has_final, "job_bad", 3000));
+    check_final_error("job_bad", 502, "upstream_error",
+                      "The model's output did not match the JSON schema 'person' after 2 attempts: "
+                      "$.age: expected integer, got string");
+    const got_event_t *g = final_of("job_bad");
+    CHECK(g && !strcmp(json_string_value(json_object_get(g->ev, "code")) ?: "", "invalid_structured_output"));
+    CHECK(g && strstr(json_string_value(json_object_get(g->ev, "message")) ?: "", "age"));
+    run_for(50);
+    CHECK_INT(srv_n, first + 2); /* exactly 2 upstream requests */
+}
+
+static void test_strict_tool(void)
+{
+    json_t *tool = J("{\"type\":\"function\",\"name\":\"get_weather\",\"strict\":true,\"parameters\":{"
+                     "\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],"
+                     "\"additionalProperties\":false}}");
+    int first = srv_n;
+    json_t *job = make_job("openai-chat", "tool_once_b", srv_port, NULL);
+    json_object_set_new((json_t *)sb_job_request(job), "tools", json_pack("[O]", tool));
+    send_job("job_tool_once", job, 0);
+    CHECK(run_until(has_final, "job_tool_once", 3000));
+    check_completed("job_tool_once");
+    CHECK_INT(srv_n, first + 2);
+    json_t *evs = job_events("job_tool_once");
+    const json_t *done = json_array_get(evs, 2);
+    CHECK(sb_event_type_of(done) == SB_EV_ITEM_DONE);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(done, "item"), "arguments")), "{\"city\":\"Paris\"}");
+    json_decref(evs);
+
+    /* The same tool without strict: bad arguments pass through. */
+    json_object_set_new(tool, "strict", json_false());
+    first = srv_n;
+    job = make_job("openai-chat", "tool_once_c", srv_port, NULL);
+    json_object_set_new((json_t *)sb_job_request(job), "tools", json_pack("[O]", tool));
+    send_job("job_tool_loose", job, 0);
+    CHECK(run_until(has_final, "job_tool_loose", 3000));
+    check_completed("job_tool_loose");
+    CHECK_INT(srv_n, first + 1);
+    json_decref(tool);
+}
+
+/* An unusable strict schema is refused before any upstream request. */
+static void test_strict_unusable(void)
+{
+    int first = srv_n;
+    json_t *job = make_format_job("json_ok", true);
+    json_object_set_new(json_object_get(json_object_get((json_t *)sb_job_request(job), "text"), "format"), "schema",
+                        J("{\"type\":\"string\",\"pattern\":\"(?=x)\"}")); /* lookahead: unsupported */
+    send_job("job_unusable", job, 0);
+    CHECK(run_until(has_final, "job_unusable", 3000));
+    check_final_error("job_unusable", 400, "invalid_request",
+                      "text.format.schema 'person' is not a usable JSON Schema: ");
+    run_for(20);
+    CHECK_INT(srv_n, first);
+}
+
+/* Cancelling while the retry is upstream stops it. */
+static void test_strict_cancel_retry(sb_worker_t *w)
+{
+    int first = srv_n, want = srv_n + 2;
+    send_job("job_retry_cancel", make_format_job("json_hang_c", true), 0);
+    CHECK(run_until(has_requests, &want, 3000));
+    run_for(20);
+    CHECK_INT(sb_worker_inflight(w), 1);
+    CHECK(!has_final("job_retry_cancel"));
+    broker_send(SB_CMD_CANCEL, json_pack("{s:s}", "job_id", "job_retry_cancel"), NULL);
+    CHECK(run_until(has_final, "job_retry_cancel", 3000));
+    check_final_error("job_retry_cancel", 499, "cancelled", "job cancelled");
+    CHECK(run_until(rec_closed, &srv_recs[first + 1], 3000));
+    CHECK_INT(sb_worker_inflight(w), 0);
+    run_for(50);
+    CHECK_INT(srv_n, first + 2);
+
+    /* And the retry keeps to the job's deadline. */
+    first = srv_n;
+    send_job("job_retry_deadline", make_format_job("json_hang_d", true), sb_now_ms() + 400);
+    CHECK(run_until(has_final, "job_retry_deadline", 3000));
+    check_final_error("job_retry_deadline", 504, "timeout", "timeout: upstream did not answer within ");
+    CHECK_INT(srv_n, first + 2);
+    CHECK(run_until(rec_closed, &srv_recs[first + 1], 3000));
+}
+
+/* An upstream that can do n gets one request with n. */
+static void test_n_native(void)
+{
+    int first = srv_n;
+    json_t *job = make_job("openai-chat", "multi", srv_port, NULL);
+    set_n(job, 2, "{\"n\":true}");
+    send_job("job_native_n", job, 0);
+    CHECK(run_until(has_final, "job_native_n", 3000));
+    check_completed("job_native_n");
+    CHECK_INT(srv_n, first + 1);
+    CHECK_INT(json_integer_value(json_object_get(srv_recs[first].body, "n")), 2);
+    CHECK_STR(job_text("job_native_n", 0), "Hello");
+    CHECK_STR(job_text("job_native_n", 1), "Hello #1");
+}
+
+/* capabilities {"n":false}: n concurrent requests without n, merged. */
+static void test_fanout(void)
+{
+    int first = srv_n;
+    json_t *job = make_job("openai-chat", "single_a", srv_port, NULL);
+    set_n(job, 3, "{\"n\":false}");
+    send_job("job_fan", job, 0);
+    CHECK(run_until(has_final, "job_fan", 3000));
+    check_completed("job_fan");
+    CHECK_INT(srv_n, first + 3);
+    int64_t last_recv = 0, first_reply = INT64_MAX;
+    for (int i = first; i < srv_n; i++) {
+        CHECK(json_object_get(srv_recs[i].body, "n") == NULL);
+        if (srv_recs[i].recv_us > last_recv)
+            last_recv = srv_recs[i].recv_us;
+        if (srv_recs[i].reply_us < first_reply)
+            first_reply = srv_recs[i].reply_us;
+    }
+    CHECK(last_recv < first_reply); /* concurrent */
+
+    /* Choices 0..2, each with its items (index 0) and a choice_done; one
+     * usage summed over the calls; the final last. */
+    json_t *evs = job_events("job_fan");
+    int done[3] = {0}, usage = 0;
+    bool text_seen[3] = {false};
+    size_t i;
+    json_t *ev;
+    json_array_foreach (evs, i, ev) {
+        enum sb_event_type t = sb_event_type_of(ev);
+        int k = sb_event_choice(ev);
+        CHECK(k >= 0 && k < 3);
+        if (k < 0 || k > 2)
+            continue;
+        if (t == SB_EV_ITEM_ADDED || t == SB_EV_TEXT_DELTA || t == SB_EV_ITEM_DONE) {
+            CHECK(json_is_integer(json_object_get(ev, "choice")));
+            CHECK_INT(json_integer_value(json_object_get(ev, "item_index")), 0);
+            CHECK(!done[k]);
+            text_seen[k] |= t == SB_EV_TEXT_DELTA;
+        } else if (t == SB_EV_CHOICE_DONE) {
+            done[k]++;
+            CHECK_STR(json_string_value(json_object_get(ev, "status")), "completed");
+        } else if (t == SB_EV_USAGE) {
+            usage++;
+            CHECK_INT(json_integer_value(json_object_get(ev, "input_tokens")), 15);
+            CHECK_INT(json_integer_value(json_object_get(ev, "output_tokens")), 6);
+        }
+        CHECK((t == SB_EV_COMPLETED) == (i == json_array_size(evs) - 1));
+    }
+    for (int k = 0; k < 3; k++) {
+        CHECK_INT(done[k], 1);
+        CHECK(text_seen[k]);
+        CHECK(job_text("job_fan", k) && !strncmp(job_text("job_fan", k), "Hello ", 6));
+    }
+    CHECK_INT(usage, 1);
+    CHECK_INT(json_array_size(evs), 3 * 4 + 2);
+    json_decref(evs);
+
+    /* Without the capability flag the same model refuses n (one request). */
+    first = srv_n;
+    job = make_job("openai-chat", "single_b", srv_port, NULL);
+    set_n(job, 3, NULL);
+    send_job("job_fan_nocap", job, 0);
+    CHECK(run_until(has_final, "job_fan_nocap", 3000));
+    check_final_error("job_fan_nocap", 400, "invalid_request", "n must be 1 for this model");
+    CHECK_INT(srv_n, first + 1);
+}
+
+/* One failing call fails the job and cancels the others. */
+static void test_fanout_fail(void)
+{
+    int first = srv_n;
+    json_t *job = make_job("openai-chat", "single_fail", srv_port, NULL);
+    set_n(job, 3, "{\"n\":false}");
+    send_job("job_fan_fail", job, 0);
+    CHECK(run_until(has_final, "job_fan_fail", 3000));
+    check_final_error("job_fan_fail", 500, "upstream_error", "boom");
+    CHECK_INT(srv_n, first + 3);
+    for (int i = first; i < first + 3; i++)
+        if (srv_recs[i].req) /* the two left hanging */
+            CHECK(run_until(rec_closed, &srv_recs[i], 3000));
+}
+
+/* Validation applies to each call of a fan-out: one bad choice retries alone. */
+static void test_fanout_strict(void)
+{
+    int first = srv_n;
+    json_t *job = make_format_job("json_once_fan", true);
+    set_n(job, 3, "{\"n\":false}");
+    send_job("job_fan_strict", job, 0);
+    CHECK(run_until(has_final, "job_fan_strict", 3000));
+    check_completed("job_fan_strict");
+    CHECK_INT(srv_n, first + 4);
+    for (int k = 0; k < 3; k++)
+        CHECK_STR(job_text("job_fan_strict", k), srv_json_ok);
+}
+
 int main(void)
 {
     zsys_handler_set(NULL);
@@ -589,6 +1018,16 @@ int main(void)
     test_unreachable();
     test_upstream_errors();
     test_bad_jobs();
+    test_strict_valid();
+    test_strict_retry();
+    test_strict_fail();
+    test_strict_tool();
+    test_strict_unusable();
+    test_strict_cancel_retry(w);
+    test_n_native();
+    test_fanout();
+    test_fanout_fail();
+    test_fanout_strict();
     test_reconnect();
     test_drain(w);
     sb_worker_destroy(&w);
@@ -605,7 +1044,7 @@ int main(void)
     sb_worker_config_t bad = {.endpoint = "nonsense://x"};
     CHECK(sb_worker_new(&bad, base) == NULL);
 
-    for (int i = 0; i < n_events && i < 256; i++)
+    for (int i = 0; i < n_events && i < SB_TEST_MAX_EVENTS; i++)
         json_decref(events[i].ev);
     json_decref(last_ready);
     zframe_destroy(&worker_id);

@@ -1,0 +1,1876 @@
+/*
+ * sb_jschema: compile once, validate many times.
+ *
+ * sb_jschema_new() deep-copies the schema, walks every subschema once to
+ * type-check the keywords it knows, resolves each $ref to a pointer into the
+ * copy (map: ref string -> json_t *), and compiles each pattern (map: pattern
+ * string -> regex_t). It then rejects $ref cycles that consume no input (a
+ * cycle through $ref/anyOf alone), which would otherwise recurse forever.
+ * Validation walks the schema JSON directly and only looks things up.
+ *
+ * Patterns are ECMA-262. glibc's regcomp cannot take ranges of non-ASCII
+ * characters in a UTF-8 locale, so every character set (., \d, [...], ...) is
+ * turned into a set of code point ranges and emitted as byte-level ERE over
+ * UTF-8 ("[a-z]|[\xc3][\x80-\xbf]|..."), compiled and run under the "C"
+ * locale. Since the subject strings are valid UTF-8 (jansson guarantees it)
+ * and every emitted atom starts at a lead byte, this matches per code point.
+ */
+#include "sb_jschema.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sb_alloc.h"
+#include "sb_map.h"
+
+/* Upper bound on a pattern's ERE size once counted repetitions are expanded
+ * (glibc copies the repeated subtree): keeps regcomp time and memory bounded
+ * for schemas from untrusted requests. */
+#define SB_JSCHEMA_RX_MAX_EXPANDED (1u << 20)
+#define SB_JSCHEMA_PATH_MAX 512
+/* Length of the reason kept from a failed anyOf branch. */
+#define SB_JSCHEMA_BRANCH_ERR 256
+#ifndef SB_JSCHEMA_NMATCH
+#define SB_JSCHEMA_NMATCH 1
+#endif
+
+struct sb_jschema {
+    json_t *root;     /* owned deep copy of the schema */
+    sb_map_t *regex;  /* pattern -> regex_t * (owned) */
+    sb_map_t *refs;   /* $ref string -> json_t * inside root (borrowed) */
+    locale_t cloc;    /* "C" locale for regcomp/regexec; (locale_t)0 if no pattern */
+};
+
+static void sb_jschema_errf(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void sb_jschema_errf(char *err, size_t errsz, const char *fmt, ...)
+{
+    if (!err || !errsz)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errsz, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- small helpers ---------------------------------------------------- */
+
+struct sb_jschema_buf {
+    char *p;
+    size_t len, cap;
+};
+
+static void sb_jschema_buf_addn(struct sb_jschema_buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->p = sb_xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_jschema_buf_adds(struct sb_jschema_buf *b, const char *s)
+{
+    sb_jschema_buf_addn(b, s, strlen(s));
+}
+
+static void sb_jschema_buf_addc(struct sb_jschema_buf *b, char c)
+{
+    sb_jschema_buf_addn(b, &c, 1);
+}
+
+/* A path for messages, built by push/pop around recursion; silently
+ * truncated if it does not fit. */
+struct sb_jschema_path {
+    char buf[SB_JSCHEMA_PATH_MAX];
+    size_t len;
+};
+
+static size_t sb_jschema_path_push(struct sb_jschema_path *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static size_t sb_jschema_path_push(struct sb_jschema_path *p, const char *fmt, ...)
+{
+    size_t old = p->len;
+    size_t room = sizeof p->buf - old;
+    if (room > 1) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(p->buf + old, room, fmt, ap);
+        va_end(ap);
+        p->len = (n < 0) ? old : ((size_t)n >= room ? sizeof p->buf - 1 : old + (size_t)n);
+        p->buf[p->len] = '\0';
+    }
+    return old;
+}
+
+static void sb_jschema_path_pop(struct sb_jschema_path *p, size_t old)
+{
+    p->len = old;
+    p->buf[old] = '\0';
+}
+
+/* Appends an instance path step for object key k: ".name" for identifiers,
+ * otherwise ["k"] with JSON escaping. */
+static size_t sb_jschema_path_key(struct sb_jschema_path *p, const char *k)
+{
+    int ident = (*k != '\0') && !(*k >= '0' && *k <= '9');
+    for (const char *c = k; *c && ident; c++)
+        ident = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_';
+    if (ident)
+        return sb_jschema_path_push(p, ".%s", k);
+    size_t old = sb_jschema_path_push(p, "[\"");
+    for (const unsigned char *c = (const unsigned char *)k; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            sb_jschema_path_push(p, "\\%c", *c);
+        else if (*c < 0x20)
+            sb_jschema_path_push(p, "\\u%04x", *c);
+        else
+            sb_jschema_path_push(p, "%c", *c);
+    }
+    sb_jschema_path_push(p, "\"]");
+    return old;
+}
+
+/* Appends a JSON pointer step ("/k" with ~0 ~1) for schema locations. */
+static size_t sb_jschema_path_ptr(struct sb_jschema_path *p, const char *k)
+{
+    size_t old = sb_jschema_path_push(p, "/");
+    for (const char *c = k; *c; c++) {
+        if (*c == '~')
+            sb_jschema_path_push(p, "~0");
+        else if (*c == '/')
+            sb_jschema_path_push(p, "~1");
+        else
+            sb_jschema_path_push(p, "%c", *c);
+    }
+    return old;
+}
+
+/* The path as shown in a message: a long one keeps its head and tail, so the
+ * reason after it is never cut off by the message size. */
+static const char *sb_jschema_path_show(const struct sb_jschema_path *p, char out[160])
+{
+    if (p->len < 160)
+        return p->buf;
+    snprintf(out, 160, "%.60s...%s", p->buf, p->buf + p->len - 90);
+    return out;
+}
+
+static void sb_jschema_ptr_key(const void *ptr, char key[32])
+{
+    snprintf(key, 32, "%p", ptr);
+}
+
+/* ---- numbers ---------------------------------------------------------- */
+
+static int sb_jschema_is_integral(double d)
+{
+    if (!isfinite(d))
+        return 0;
+    if (d >= 9007199254740992.0 || d <= -9007199254740992.0)
+        return 1; /* every double beyond 2^53 is an integer */
+    return (double)(long long)d == d;
+}
+
+/* Exact comparison of an integer with a double (no rounding of i). */
+static int sb_jschema_cmp_int_real(json_int_t i, double d)
+{
+    if (d >= 9223372036854775808.0)
+        return -1;
+    if (d < -9223372036854775808.0)
+        return 1;
+    json_int_t t = (json_int_t)d; /* truncates toward zero; exact here */
+    if ((double)t > d)
+        t--; /* now floor(d) */
+    if (i < t)
+        return -1;
+    if (i > t)
+        return 1;
+    return d > (double)t ? -1 : 0;
+}
+
+/* Numeric comparison across integer/real: 1 == 1.0. Both must be numbers. */
+static int sb_jschema_num_cmp(const json_t *a, const json_t *b)
+{
+    if (json_is_integer(a) && json_is_integer(b)) {
+        json_int_t x = json_integer_value(a), y = json_integer_value(b);
+        return x < y ? -1 : x > y;
+    }
+    if (json_is_real(a) && json_is_real(b)) {
+        double x = json_real_value(a), y = json_real_value(b);
+        return x < y ? -1 : x > y;
+    }
+    if (json_is_integer(a))
+        return sb_jschema_cmp_int_real(json_integer_value(a), json_real_value(b));
+    return -sb_jschema_cmp_int_real(json_integer_value(b), json_real_value(a));
+}
+
+/* Shortest "%g" form that reads back as the same double. */
+static void sb_jschema_fmt_num(const json_t *n, char *buf, size_t sz)
+{
+    if (json_is_integer(n)) {
+        snprintf(buf, sz, "%" JSON_INTEGER_FORMAT, json_integer_value(n));
+        return;
+    }
+    double d = json_real_value(n);
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sz, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d)
+            return;
+    }
+}
+
+/* JSON equality for enum/const: numbers by value, objects by key set. */
+static int sb_jschema_equal(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return sb_jschema_num_cmp(a, b) == 0;
+    if (json_typeof(a) != json_typeof(b))
+        return 0;
+    switch (json_typeof(a)) {
+    case JSON_STRING:
+        return json_string_length(a) == json_string_length(b) &&
+               memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
+    case JSON_ARRAY: {
+        size_t n = json_array_size(a);
+        if (n != json_array_size(b))
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            if (!sb_jschema_equal(json_array_get(a, i), json_array_get(b, i)))
+                return 0;
+        return 1;
+    }
+    case JSON_OBJECT: {
+        if (json_object_size(a) != json_object_size(b))
+            return 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)a, k, v) {
+            const json_t *w = json_object_get(b, k);
+            if (!w || !sb_jschema_equal(v, w))
+                return 0;
+        }
+        return 1;
+    }
+    default:
+        return 1; /* true, false, null: same type is equal */
+    }
+}
+
+/* A non-negative integer keyword value (1.0 counts), clamped to UINT64_MAX. */
+static int sb_jschema_count(const json_t *v, uint64_t *out)
+{
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        *out = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_real(v) && json_real_value(v) >= 0 && sb_jschema_is_integral(json_real_value(v))) {
+        double d = json_real_value(v);
+        *out = d >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)d;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- ECMA-262 pattern -> byte-level POSIX ERE -------------------------- */
+
+/* A set of code points as [lo, hi] ranges. */
+struct sb_jschema_cset {
+    uint32_t (*r)[2];
+    size_t n, cap;
+};
+
+static void sb_jschema_cset_add(struct sb_jschema_cset *s, uint32_t lo, uint32_t hi)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 8;
+        s->r = sb_xrealloc(s->r, s->cap * sizeof *s->r);
+    }
+    s->r[s->n][0] = lo;
+    s->r[s->n][1] = hi;
+    s->n++;
+}
+
+static int sb_jschema_cset_cmp(const void *a, const void *b)
+{
+    const uint32_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Sorts and merges overlapping or adjacent ranges. */
+static void sb_jschema_cset_norm(struct sb_jschema_cset *s)
+{
+    if (s->n < 2)
+        return;
+    qsort(s->r, s->n, sizeof *s->r, sb_jschema_cset_cmp);
+    size_t o = 0;
+    for (size_t i = 1; i < s->n; i++) {
+        if (s->r[i][0] <= s->r[o][1] + 1) {
+            if (s->r[i][1] > s->r[o][1])
+                s->r[o][1] = s->r[i][1];
+        } else {
+            o++;
+            s->r[o][0] = s->r[i][0];
+            s->r[o][1] = s->r[i][1];
+        }
+    }
+    s->n = o + 1;
+}
+
+/* Complement over [0, 0x10FFFF]. */
+static void sb_jschema_cset_invert(struct sb_jschema_cset *s)
+{
+    sb_jschema_cset_norm(s);
+    struct sb_jschema_cset t = {0};
+    uint32_t next = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->r[i][0] > next)
+            sb_jschema_cset_add(&t, next, s->r[i][0] - 1);
+        next = s->r[i][1] + 1;
+    }
+    if (next <= 0x10FFFF)
+        sb_jschema_cset_add(&t, next, 0x10FFFF);
+    free(s->r);
+    *s = t;
+}
+
+/* Removes [lo, hi] from a normalised set. */
+static void sb_jschema_cset_remove(struct sb_jschema_cset *s, uint32_t lo, uint32_t hi)
+{
+    struct sb_jschema_cset t = {0};
+    for (size_t i = 0; i < s->n; i++) {
+        uint32_t a = s->r[i][0], b = s->r[i][1];
+        if (b < lo || a > hi) {
+            sb_jschema_cset_add(&t, a, b);
+            continue;
+        }
+        if (a < lo)
+            sb_jschema_cset_add(&t, a, lo - 1);
+        if (b > hi)
+            sb_jschema_cset_add(&t, hi + 1, b);
+    }
+    free(s->r);
+    *s = t;
+}
+
+/* Adds the ECMA class escape c (one of dDwWsS) to s. */
+static void sb_jschema_cset_class(struct sb_jschema_cset *s, char c)
+{
+    static const uint32_t digit[][2] = {{'0', '9'}};
+    static const uint32_t word[][2] = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+    static const uint32_t space[][2] = {{0x09, 0x0D}, {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680},
+                                        {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
+                                        {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+    const uint32_t(*tab)[2];
+    size_t n;
+    switch (c | 0x20) {
+    case 'd':
+        tab = digit, n = sizeof digit / sizeof *digit;
+        break;
+    case 'w':
+        tab = word, n = sizeof word / sizeof *word;
+        break;
+    default:
+        tab = space, n = sizeof space / sizeof *space;
+        break;
+    }
+    struct sb_jschema_cset t = {0};
+    for (size_t i = 0; i < n; i++)
+        sb_jschema_cset_add(&t, tab[i][0], tab[i][1]);
+    if (c >= 'A' && c <= 'Z')
+        sb_jschema_cset_invert(&t);
+    for (size_t i = 0; i < t.n; i++)
+        sb_jschema_cset_add(s, t.r[i][0], t.r[i][1]);
+    free(t.r);
+}
+
+struct sb_jschema_rx {
+    const char *pat;                  /* source, for messages */
+    const unsigned char *p, *end;     /* cursor in the source */
+    struct sb_jschema_buf out;        /* ERE being built */
+    int groups;                       /* groups emitted so far (ERE numbering) */
+    int src_total, src_open;          /* capture groups in the source: all / opened */
+    int *src_map;                     /* source group n -> ERE group number */
+    char *err;
+    size_t errsz;
+};
+
+static int sb_jschema_rx_fail(struct sb_jschema_rx *x, const char *what)
+{
+    sb_jschema_errf(x->err, x->errsz, "pattern \"%s\": %s", x->pat, what);
+    return -EINVAL;
+}
+
+/* Decodes one UTF-8 code point (input is valid UTF-8 from jansson, but a
+ * malformed byte is still rejected rather than trusted). */
+static int sb_jschema_rx_utf8(struct sb_jschema_rx *x, uint32_t *cp)
+{
+    const unsigned char *p = x->p;
+    unsigned n = p[0] < 0x80 ? 0 : p[0] >= 0xF0 ? 3 : p[0] >= 0xE0 ? 2 : p[0] >= 0xC0 ? 1 : 4;
+    if (n == 4 || (size_t)(x->end - p) <= n)
+        return sb_jschema_rx_fail(x, "invalid UTF-8");
+    uint32_t c = n == 0 ? p[0] : (uint32_t)(p[0] & (0x3F >> n));
+    for (unsigned i = 1; i <= n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return sb_jschema_rx_fail(x, "invalid UTF-8");
+        c = (c << 6) | (p[i] & 0x3F);
+    }
+    x->p += n + 1;
+    *cp = c;
+    return 0;
+}
+
+static int sb_jschema_utf8_encode(uint32_t c, unsigned char b[4])
+{
+    if (c < 0x80) {
+        b[0] = (unsigned char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        b[0] = (unsigned char)(0xC0 | (c >> 6));
+        b[1] = (unsigned char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        b[0] = (unsigned char)(0xE0 | (c >> 12));
+        b[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        b[2] = (unsigned char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    b[0] = (unsigned char)(0xF0 | (c >> 18));
+    b[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+    b[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+    b[3] = (unsigned char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* Emits the ASCII members of in[] as one bracket expression (or a plain
+ * character), placing ] - ^ [ where POSIX reads them literally. A set with
+ * NUL is written negated, since NUL cannot appear in the pattern text. */
+static void sb_jschema_rx_ascii(struct sb_jschema_buf *o, const unsigned char in[128])
+{
+    int neg = in[0];
+    unsigned char m[128];
+    for (int c = 0; c < 128; c++)
+        m[c] = (unsigned char)(neg ? !in[c] : in[c]);
+    m[0] = 0;
+    int rb = m[']'], dash = m['-'], caret = m['^'], lb = m['['];
+    m[']'] = m['-'] = m['^'] = m['['] = 0;
+    int any = 0;
+    for (int c = 1; c < 128; c++)
+        any |= m[c];
+    if (!neg && !rb && !any && !lb) {
+        sb_jschema_buf_adds(o, caret && dash ? "[-^]" : caret ? "\\^" : "-");
+        return;
+    }
+    sb_jschema_buf_adds(o, neg ? "[^" : "[");
+    if (rb)
+        sb_jschema_buf_addc(o, ']');
+    if (neg)
+        sb_jschema_buf_adds(o, "\x80-\xff");
+    for (int c = 1; c < 128;) {
+        if (!m[c]) {
+            c++;
+            continue;
+        }
+        int e = c;
+        while (e + 1 < 128 && m[e + 1])
+            e++;
+        sb_jschema_buf_addc(o, (char)c);
+        if (e - c >= 2)
+            sb_jschema_buf_addc(o, '-');
+        if (e > c)
+            sb_jschema_buf_addc(o, (char)e);
+        c = e + 1;
+    }
+    if (lb)
+        sb_jschema_buf_addc(o, '[');
+    if (caret)
+        sb_jschema_buf_addc(o, '^');
+    if (dash)
+        sb_jschema_buf_addc(o, '-');
+    sb_jschema_buf_addc(o, ']');
+}
+
+/* Emits [lo, hi] (same UTF-8 length class, >= 0x80) as alternatives of byte
+ * sequences, splitting until each continuation byte spans a full range. */
+static void sb_jschema_rx_utf8_range(struct sb_jschema_buf *o, uint32_t lo, uint32_t hi)
+{
+    static const uint32_t edge[] = {0x7F, 0x7FF, 0xFFFF};
+    for (int i = 0; i < 3; i++) {
+        if (lo <= edge[i] && edge[i] < hi) {
+            sb_jschema_rx_utf8_range(o, lo, edge[i]);
+            sb_jschema_rx_utf8_range(o, edge[i] + 1, hi);
+            return;
+        }
+    }
+    unsigned char a[4], b[4];
+    int n = sb_jschema_utf8_encode(lo, a);
+    for (int i = 1; i < n; i++) {
+        uint32_t m = (1u << (6 * i)) - 1;
+        if ((lo & ~m) != (hi & ~m)) {
+            if ((lo & m) != 0) {
+                sb_jschema_rx_utf8_range(o, lo, lo | m);
+                sb_jschema_rx_utf8_range(o, (lo | m) + 1, hi);
+                return;
+            }
+            if ((hi & m) != m) {
+                sb_jschema_rx_utf8_range(o, lo, (hi & ~m) - 1);
+                sb_jschema_rx_utf8_range(o, hi & ~m, hi);
+                return;
+            }
+        }
+    }
+    sb_jschema_utf8_encode(hi, b);
+    if (o->len && o->p[o->len - 1] != '(')
+        sb_jschema_buf_addc(o, '|');
+    for (int i = 0; i < n; i++) {
+        char r[5] = {'[', (char)a[i], '-', (char)b[i], ']'};
+        if (a[i] == b[i])
+            sb_jschema_buf_addc(o, (char)a[i]);
+        else
+            sb_jschema_buf_addn(o, r, 5);
+    }
+}
+
+/* Emits a character set as one ERE atom; consumes (frees) s. */
+static void sb_jschema_rx_set(struct sb_jschema_rx *x, struct sb_jschema_cset *s)
+{
+    sb_jschema_cset_norm(s);
+    sb_jschema_cset_remove(s, 0xD800, 0xDFFF); /* never present in UTF-8 */
+    unsigned char in[128] = {0};
+    int ascii = 0, wide = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        for (uint32_t c = s->r[i][0]; c <= s->r[i][1] && c < 128; c++)
+            in[c] = 1, ascii = 1;
+        wide |= s->r[i][1] >= 0x80;
+    }
+    if (!ascii && !wide) {
+        sb_jschema_buf_adds(&x->out, "(x^)"); /* empty set: never matches */
+        x->groups++;
+    } else if (!wide) {
+        sb_jschema_rx_ascii(&x->out, in);
+    } else {
+        sb_jschema_buf_addc(&x->out, '(');
+        x->groups++;
+        if (ascii)
+            sb_jschema_rx_ascii(&x->out, in);
+        for (size_t i = 0; i < s->n; i++)
+            if (s->r[i][1] >= 0x80)
+                sb_jschema_rx_utf8_range(&x->out, s->r[i][0] < 0x80 ? 0x80 : s->r[i][0], s->r[i][1]);
+        sb_jschema_buf_addc(&x->out, ')');
+    }
+    free(s->r);
+    s->r = NULL;
+    s->n = s->cap = 0;
+}
+
+static int sb_jschema_hex(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+        return (c | 0x20) - 'a' + 10;
+    return -1;
+}
+
+/* Reads n hex digits at x->p into *v; returns 0, or -1 leaving x->p alone. */
+static int sb_jschema_rx_hexn(struct sb_jschema_rx *x, int n, uint32_t *v)
+{
+    if (x->end - x->p < n)
+        return -1;
+    uint32_t r = 0;
+    for (int i = 0; i < n; i++) {
+        int h = sb_jschema_hex(x->p[i]);
+        if (h < 0)
+            return -1;
+        r = r * 16 + (uint32_t)h;
+    }
+    x->p += n;
+    *v = r;
+    return 0;
+}
+
+/* What an escape (after the backslash) stands for. */
+enum sb_jschema_esc {
+    SB_JSCHEMA_ESC_CHAR,  /* *cp is a literal code point */
+    SB_JSCHEMA_ESC_CLASS, /* *cp is one of dDwWsS */
+    SB_JSCHEMA_ESC_WORDB, /* \b or \B outside a class: *cp is 'b' or 'B' */
+    SB_JSCHEMA_ESC_BACKREF /* *cp is the group number */
+};
+
+static int sb_jschema_rx_escape(struct sb_jschema_rx *x, int in_class, uint32_t *cp, enum sb_jschema_esc *kind)
+{
+    if (x->p >= x->end)
+        return sb_jschema_rx_fail(x, "trailing backslash");
+    *kind = SB_JSCHEMA_ESC_CHAR;
+    unsigned char c = *x->p;
+    if (c >= 0x80)
+        return sb_jschema_rx_utf8(x, cp); /* identity escape of a non-ASCII char */
+    x->p++;
+    switch (c) {
+    case 'd': case 'D': case 'w': case 'W': case 's': case 'S':
+        *kind = SB_JSCHEMA_ESC_CLASS;
+        *cp = c;
+        return 0;
+    case 'b':
+        if (in_class) {
+            *cp = 0x08;
+            return 0;
+        }
+        /* fall through */
+    case 'B':
+        if (in_class) {
+            *cp = 'B';
+            return 0;
+        }
+        *kind = SB_JSCHEMA_ESC_WORDB;
+        *cp = c;
+        return 0;
+    case 'n': *cp = '\n'; return 0;
+    case 'r': *cp = '\r'; return 0;
+    case 't': *cp = '\t'; return 0;
+    case 'f': *cp = '\f'; return 0;
+    case 'v': *cp = '\v'; return 0;
+    case 'c':
+        if (x->p < x->end && ((*x->p | 0x20) >= 'a' && (*x->p | 0x20) <= 'z')) {
+            *cp = *x->p++ % 32u;
+            return 0;
+        }
+        return sb_jschema_rx_fail(x, "invalid \\c escape");
+    case 'x':
+        if (sb_jschema_rx_hexn(x, 2, cp) < 0)
+            *cp = 'x'; /* Annex B: not an escape after all */
+        return 0;
+    case 'u':
+        if (x->p < x->end && *x->p == '{')
+            return sb_jschema_rx_fail(x, "\\u{...} escapes are not supported");
+        if (sb_jschema_rx_hexn(x, 4, cp) < 0) {
+            *cp = 'u';
+            return 0;
+        }
+        if (*cp >= 0xD800 && *cp <= 0xDBFF && x->end - x->p >= 6 && x->p[0] == '\\' && x->p[1] == 'u') {
+            const unsigned char *save = x->p;
+            uint32_t lo;
+            x->p += 2;
+            if (sb_jschema_rx_hexn(x, 4, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF)
+                *cp = 0x10000 + ((*cp - 0xD800) << 10) + (lo - 0xDC00);
+            else
+                x->p = save;
+        }
+        return 0;
+    case 'p': case 'P':
+        return sb_jschema_rx_fail(x, "Unicode property escapes (\\p) are not supported");
+    case 'k':
+        return sb_jschema_rx_fail(x, "named backreferences (\\k) are not supported");
+    case '0':
+        if (x->p < x->end && *x->p >= '0' && *x->p <= '9')
+            return sb_jschema_rx_fail(x, "octal escapes are not supported");
+        *cp = 0;
+        return 0;
+    default:
+        break;
+    }
+    if (c >= '1' && c <= '9') {
+        if (in_class)
+            return sb_jschema_rx_fail(x, "octal escapes are not supported");
+        uint32_t n = c - '0';
+        while (x->p < x->end && *x->p >= '0' && *x->p <= '9' && n < 100000)
+            n = n * 10 + (*x->p++ - '0');
+        *kind = SB_JSCHEMA_ESC_BACKREF;
+        *cp = n;
+        return 0;
+    }
+    *cp = c; /* identity escape: \. \/ \- ... */
+    return 0;
+}
+
+/* Parses a class body after '[' into s. */
+static int sb_jschema_rx_class(struct sb_jschema_rx *x, struct sb_jschema_cset *s)
+{
+    int neg = 0;
+    if (x->p < x->end && *x->p == '^') {
+        neg = 1;
+        x->p++;
+    }
+    while (x->p < x->end && *x->p != ']') {
+        uint32_t a, b;
+        enum sb_jschema_esc ka = SB_JSCHEMA_ESC_CHAR, kb = SB_JSCHEMA_ESC_CHAR;
+        int rc;
+        if (*x->p == '\\') {
+            x->p++;
+            rc = sb_jschema_rx_escape(x, 1, &a, &ka);
+        } else {
+            rc = sb_jschema_rx_utf8(x, &a);
+        }
+        if (rc)
+            return rc;
+        if (x->end - x->p >= 2 && x->p[0] == '-' && x->p[1] != ']') {
+            x->p++;
+            if (*x->p == '\\') {
+                x->p++;
+                rc = sb_jschema_rx_escape(x, 1, &b, &kb);
+            } else {
+                rc = sb_jschema_rx_utf8(x, &b);
+            }
+            if (rc)
+                return rc;
+            if (ka == SB_JSCHEMA_ESC_CHAR && kb == SB_JSCHEMA_ESC_CHAR) {
+                if (a > b)
+                    return sb_jschema_rx_fail(x, "range out of order in character class");
+                sb_jschema_cset_add(s, a, b);
+                continue;
+            }
+            /* Annex B: "[\d-x]" is \d, '-', 'x' */
+            sb_jschema_cset_add(s, '-', '-');
+            if (kb == SB_JSCHEMA_ESC_CLASS)
+                sb_jschema_cset_class(s, (char)b);
+            else
+                sb_jschema_cset_add(s, b, b);
+        }
+        if (ka == SB_JSCHEMA_ESC_CLASS)
+            sb_jschema_cset_class(s, (char)a);
+        else
+            sb_jschema_cset_add(s, a, a);
+    }
+    if (x->p >= x->end)
+        return sb_jschema_rx_fail(x, "unterminated character class");
+    x->p++; /* ']' */
+    if (neg)
+        sb_jschema_cset_invert(s);
+    return 0;
+}
+
+/* Parses "{n}", "{n,}", "{n,m}" at p; returns its length or 0 if p does not
+ * start a quantifier (then '{' is a literal, Annex B). */
+static size_t sb_jschema_rx_braces(const unsigned char *p, const unsigned char *end, uint32_t *lo, uint32_t *hi)
+{
+    const unsigned char *q = p + 1;
+    uint64_t a = 0, b;
+    if (q >= end || *q < '0' || *q > '9')
+        return 0;
+    while (q < end && *q >= '0' && *q <= '9')
+        a = a < 1000000 ? a * 10 + (*q++ - '0') : (q++, a);
+    b = a;
+    if (q < end && *q == ',') {
+        q++;
+        if (q < end && *q >= '0' && *q <= '9') {
+            b = 0;
+            while (q < end && *q >= '0' && *q <= '9')
+                b = b < 1000000 ? b * 10 + (*q++ - '0') : (q++, b);
+        } else {
+            b = UINT32_MAX; /* unbounded */
+        }
+    }
+    if (q >= end || *q != '}')
+        return 0;
+    *lo = (uint32_t)a;
+    *hi = (uint32_t)b;
+    return (size_t)(q + 1 - p);
+}
+
+static int sb_jschema_rx_is_quant(const unsigned char *p, const unsigned char *end)
+{
+    uint32_t lo, hi;
+    return p < end && (*p == '*' || *p == '+' || *p == '?' || (*p == '{' && sb_jschema_rx_braces(p, end, &lo, &hi)));
+}
+
+/* Emits a literal code point as an atom. A multi-byte character is grouped
+ * when a quantifier follows, so the quantifier covers all its bytes. */
+static void sb_jschema_rx_literal(struct sb_jschema_rx *x, uint32_t c)
+{
+    if (c == 0 || (c >= 0xD800 && c <= 0xDFFF)) {
+        struct sb_jschema_cset s = {0};
+        sb_jschema_cset_add(&s, c, c);
+        sb_jschema_rx_set(x, &s);
+        return;
+    }
+    if (c < 0x80) {
+        if (strchr(".[\\()*+?{|^$", (int)c))
+            sb_jschema_buf_addc(&x->out, '\\');
+        if (c == ']' || c == '}')
+            sb_jschema_buf_addc(&x->out, '[');
+        sb_jschema_buf_addc(&x->out, (char)c);
+        if (c == ']' || c == '}')
+            sb_jschema_buf_addc(&x->out, ']');
+        return;
+    }
+    unsigned char b[4];
+    int n = sb_jschema_utf8_encode(c, b);
+    int wrap = sb_jschema_rx_is_quant(x->p, x->end);
+    if (wrap) {
+        sb_jschema_buf_addc(&x->out, '(');
+        x->groups++;
+    }
+    sb_jschema_buf_addn(&x->out, (const char *)b, (size_t)n);
+    if (wrap)
+        sb_jschema_buf_addc(&x->out, ')');
+}
+
+/* Counts capturing groups in the source ("(" not followed by "?", and
+ * "(?<name>"), skipping escapes and classes. */
+static int sb_jschema_rx_count_groups(const unsigned char *p, const unsigned char *end)
+{
+    int n = 0, in_class = 0;
+    for (; p < end; p++) {
+        if (*p == '\\') {
+            p++;
+            continue;
+        }
+        if (in_class) {
+            in_class = *p != ']';
+            continue;
+        }
+        if (*p == '[') {
+            in_class = 1;
+            if (p + 1 < end && p[1] == '^')
+                p++;
+        } else if (*p == '(') {
+            if (p + 1 >= end || p[1] != '?')
+                n++;
+            else if (end - p >= 4 && p[2] == '<' && p[3] != '=' && p[3] != '!')
+                n++;
+        }
+    }
+    return n;
+}
+
+/* Translates pattern (len bytes, no NUL) into an ERE in *out (caller frees). */
+static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, char *err, size_t errsz)
+{
+    struct sb_jschema_rx x = {.pat = pattern, .p = (const unsigned char *)pattern,
+                              .end = (const unsigned char *)pattern + len, .err = err, .errsz = errsz};
+    /* Expanded-size estimate: size of the current sequence per open group,
+     * and of the last atom (what a quantifier would repeat). */
+    uint64_t stack[64];
+    int depth = 0;
+    uint64_t cur = 0, atom = 0;
+    int rc = 0;
+    x.src_total = sb_jschema_rx_count_groups(x.p, x.end);
+    x.src_map = sb_xcalloc((size_t)x.src_total + 1, sizeof *x.src_map);
+    sb_jschema_buf_adds(&x.out, "");
+    while (x.p < x.end) {
+        size_t before = x.out.len;
+        unsigned char c = *x.p;
+        int is_atom = 1;
+        if (c == '\\') {
+            uint32_t cp;
+            enum sb_jschema_esc kind;
+            x.p++;
+            if ((rc = sb_jschema_rx_escape(&x, 0, &cp, &kind)))
+                goto done;
+            if (kind == SB_JSCHEMA_ESC_CLASS) {
+                struct sb_jschema_cset s = {0};
+                sb_jschema_cset_class(&s, (char)cp);
+                sb_jschema_rx_set(&x, &s);
+            } else if (kind == SB_JSCHEMA_ESC_WORDB) {
+                /* glibc's \b / \B in the C locale use [A-Za-z0-9_], as ECMA */
+                sb_jschema_buf_adds(&x.out, cp == 'b' ? "\\b" : "\\B");
+                is_atom = 0;
+            } else if (kind == SB_JSCHEMA_ESC_BACKREF) {
+                if (cp == 0 || (int)cp > x.src_total) {
+                    rc = sb_jschema_rx_fail(&x, "backreference to a group that does not exist");
+                    goto done;
+                }
+                if ((int)cp > x.src_open) {
+                    rc = sb_jschema_rx_fail(&x, "forward backreferences are not supported");
+                    goto done;
+                }
+                int g = x.src_map[cp];
+                if (g > 9) {
+                    rc = sb_jschema_rx_fail(&x, "backreference past \\9 (after translation) is not supported");
+                    goto done;
+                }
+                char br[3] = {'\\', (char)('0' + g), '\0'};
+                sb_jschema_buf_adds(&x.out, br);
+            } else {
+                sb_jschema_rx_literal(&x, cp);
+            }
+        } else if (c == '.') {
+            struct sb_jschema_cset s = {0};
+            x.p++;
+            sb_jschema_cset_add(&s, '\n', '\n');
+            sb_jschema_cset_add(&s, '\r', '\r');
+            sb_jschema_cset_add(&s, 0x2028, 0x2029);
+            sb_jschema_cset_invert(&s);
+            sb_jschema_rx_set(&x, &s);
+        } else if (c == '[') {
+            struct sb_jschema_cset s = {0};
+            x.p++;
+            rc = sb_jschema_rx_class(&x, &s);
+            if (rc) {
+                free(s.r);
+                goto done;
+            }
+            sb_jschema_rx_set(&x, &s);
+        } else if (c == '(') {
+            x.p++;
+            if (x.p < x.end && *x.p == '?') {
+                if (x.end - x.p >= 2 && x.p[1] == ':') {
+                    x.p += 2;
+                    x.groups++;
+                } else if (x.end - x.p >= 3 && x.p[1] == '<' && x.p[2] != '=' && x.p[2] != '!') {
+                    const unsigned char *q = x.p + 2;
+                    while (q < x.end && *q != '>')
+                        q++;
+                    if (q >= x.end) {
+                        rc = sb_jschema_rx_fail(&x, "unterminated group name");
+                        goto done;
+                    }
+                    x.p = q + 1;
+                    x.src_map[++x.src_open] = ++x.groups;
+                } else {
+                    rc = sb_jschema_rx_fail(&x, "lookahead/lookbehind assertions are not supported");
+                    goto done;
+                }
+            } else {
+                x.src_map[++x.src_open] = ++x.groups;
+            }
+            sb_jschema_buf_addc(&x.out, '(');
+            if (depth == (int)(sizeof stack / sizeof *stack)) {
+                rc = sb_jschema_rx_fail(&x, "groups nested too deeply");
+                goto done;
+            }
+            stack[depth++] = cur;
+            cur = 0;
+            continue;
+        } else if (c == ')') {
+            x.p++;
+            sb_jschema_buf_addc(&x.out, ')');
+            if (depth == 0) {
+                rc = sb_jschema_rx_fail(&x, "unmatched ')'");
+                goto done;
+            }
+            atom = cur + 2;
+            cur = stack[--depth] + atom;
+            continue;
+        } else if (c == '|') {
+            x.p++;
+            sb_jschema_buf_addc(&x.out, '|');
+            cur++;
+            atom = 0;
+            continue;
+        } else if (c == '^' || c == '$') {
+            /* GNU's buffer anchors: glibc lets ^ and $ also match next to a
+             * newline the pattern itself consumed ("
+^"), even without
+             * REG_NEWLINE; ECMA (no m flag) anchors only at the ends. */
+            x.p++;
+            sb_jschema_buf_adds(&x.out, c == '^' ? "\\`" : "\\'");
+            is_atom = 0;
+        } else if (c == '*' || c == '+' || c == '?' || (c == '{' && sb_jschema_rx_is_quant(x.p, x.end))) {
+            uint32_t lo = 0, hi = 1;
+            if (c == '{') {
+                size_t n = sb_jschema_rx_braces(x.p, x.end, &lo, &hi);
+                if (lo > RE_DUP_MAX || (hi != UINT32_MAX && hi > RE_DUP_MAX)) {
+                    rc = sb_jschema_rx_fail(&x, "repetition count too large");
+                    goto done;
+                }
+                if (hi < lo) {
+                    rc = sb_jschema_rx_fail(&x, "numbers out of order in {} quantifier");
+                    goto done;
+                }
+                sb_jschema_buf_addn(&x.out, (const char *)x.p, n);
+                x.p += n;
+            } else {
+                x.p++;
+                sb_jschema_buf_addc(&x.out, (char)c);
+                hi = c == '+' ? 2 : 1; /* glibc expands a+ to aa* */
+            }
+            if (x.p < x.end && *x.p == '?')
+                x.p++; /* lazy: same match/no-match answer as greedy */
+            uint64_t times = hi == UINT32_MAX ? (uint64_t)lo + 1 : (hi ? hi : 1);
+            cur += atom * (times - 1) + (x.out.len - before);
+            atom = 0;
+            if (cur > SB_JSCHEMA_RX_MAX_EXPANDED) {
+                rc = sb_jschema_rx_fail(&x, "pattern too large once repetitions are expanded");
+                goto done;
+            }
+            continue;
+        } else {
+            uint32_t cp;
+            if ((rc = sb_jschema_rx_utf8(&x, &cp)))
+                goto done;
+            sb_jschema_rx_literal(&x, cp);
+        }
+        atom = is_atom ? x.out.len - before : 0;
+        cur += x.out.len - before;
+    }
+    if (depth) {
+        rc = sb_jschema_rx_fail(&x, "missing ')'");
+        goto done;
+    }
+    *out = x.out.p;
+    x.out.p = NULL;
+done:
+    free(x.out.p);
+    free(x.src_map);
+    return rc;
+}
+
+/* ---- compile ---------------------------------------------------------- */
+
+struct sb_jschema_work {
+    const json_t *target;
+    const char *ref; /* inside s->root */
+};
+
+struct sb_jschema_cc {
+    sb_jschema_t *s;
+    sb_map_t *seen; /* "%p" of schema objects already walked (and, later, cycle state) */
+    struct sb_jschema_work *work;
+    size_t nwork, capwork;
+    struct sb_jschema_path path; /* JSON pointer of the schema being walked */
+    char *err;
+    size_t errsz;
+};
+
+static int sb_jschema_cc_fail(struct sb_jschema_cc *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sb_jschema_cc_fail(struct sb_jschema_cc *c, const char *fmt, ...)
+{
+    if (c->err && c->errsz) {
+        char show[160];
+        int n = snprintf(c->err, c->errsz, "schema at #%s: ", sb_jschema_path_show(&c->path, show));
+        if (n >= 0 && (size_t)n < c->errsz) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(c->err + n, c->errsz - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -EINVAL;
+}
+
+static const char *const sb_jschema_types[] = {"null", "boolean", "object", "array", "number", "string", "integer"};
+
+static int sb_jschema_type_known(const json_t *t)
+{
+    if (!json_is_string(t))
+        return 0;
+    for (size_t i = 0; i < sizeof sb_jschema_types / sizeof *sb_jschema_types; i++)
+        if (!strcmp(json_string_value(t), sb_jschema_types[i]))
+            return 1;
+    return 0;
+}
+
+/* Resolves a local $ref ("#", "" or "#/json/pointer", %-encoded) in root. */
+static int sb_jschema_resolve(struct sb_jschema_cc *c, const char *ref, const json_t **out)
+{
+    if (ref[0] != '#' && ref[0] != '\0')
+        return sb_jschema_cc_fail(c, "$ref \"%s\": only local references (\"#...\") are supported", ref);
+    const char *frag = ref[0] ? ref + 1 : ref;
+    if (*frag == '\0') {
+        *out = c->s->root;
+        return 0;
+    }
+    if (*frag != '/')
+        return sb_jschema_cc_fail(c, "$ref \"%s\": anchors / $id fragments are not supported", ref);
+    /* percent-decode the fragment */
+    size_t n = strlen(frag);
+    char *dec = sb_xmalloc(n + 1), *d = dec;
+    int rc = 0;
+    for (const char *p = frag; *p; p++) {
+        if (*p == '%') {
+            int h1 = sb_jschema_hex(p[1]), h2 = h1 < 0 ? -1 : sb_jschema_hex(p[2]);
+            if (h2 < 0 || (h1 == 0 && h2 == 0)) {
+                rc = sb_jschema_cc_fail(c, "$ref \"%s\": bad %%-escape", ref);
+                goto done;
+            }
+            *d++ = (char)(h1 * 16 + h2);
+            p += 2;
+        } else {
+            *d++ = *p;
+        }
+    }
+    *d = '\0';
+    const json_t *cur = c->s->root;
+    for (char *tok = dec + 1;; ) {
+        char *slash = strchr(tok, '/');
+        if (slash)
+            *slash = '\0';
+        /* unescape ~1 -> '/', ~0 -> '~' in place */
+        char *w = tok;
+        for (char *r = tok; *r; r++) {
+            if (*r == '~') {
+                if (r[1] != '0' && r[1] != '1') {
+                    rc = sb_jschema_cc_fail(c, "$ref \"%s\": bad ~-escape in JSON pointer", ref);
+                    goto done;
+                }
+                *w++ = r[1] == '0' ? '~' : '/';
+                r++;
+            } else {
+                *w++ = *r;
+            }
+        }
+        *w = '\0';
+        const json_t *next = NULL;
+        if (json_is_object(cur)) {
+            next = json_object_get(cur, tok);
+        } else if (json_is_array(cur) && tok[0] >= '0' && tok[0] <= '9' && (tok[0] != '0' || !tok[1])) {
+            char *e;
+            unsigned long long i = strtoull(tok, &e, 10);
+            if (!*e && i < json_array_size(cur))
+                next = json_array_get(cur, (size_t)i);
+        }
+        if (!next) {
+            rc = sb_jschema_cc_fail(c, "$ref \"%s\": target not found", ref);
+            goto done;
+        }
+        cur = next;
+        if (!slash)
+            break;
+        tok = slash + 1;
+    }
+    *out = cur;
+done:
+    free(dec);
+    return rc;
+}
+
+static int sb_jschema_cc_pattern(struct sb_jschema_cc *c, const json_t *v)
+{
+    const char *pat = json_string_value(v);
+    if (strlen(pat) != json_string_length(v))
+        return sb_jschema_cc_fail(c, "'pattern' contains a NUL character");
+    if (sb_map_get(c->s->regex, pat))
+        return 0;
+    char *ere = NULL;
+    char msg[256];
+    if (sb_jschema_rx_translate(pat, strlen(pat), &ere, msg, sizeof msg))
+        return sb_jschema_cc_fail(c, "%s", msg);
+    if (!c->s->cloc) {
+        c->s->cloc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        if (!c->s->cloc) {
+            free(ere);
+            return sb_jschema_cc_fail(c, "cannot create the C locale for regex matching");
+        }
+    }
+    regex_t *re = sb_xmalloc(sizeof *re);
+    locale_t old = uselocale(c->s->cloc);
+    int rc = regcomp(re, ere, REG_EXTENDED);
+    uselocale(old);
+    free(ere);
+    if (rc) {
+        regerror(rc, re, msg, sizeof msg);
+        free(re);
+        return sb_jschema_cc_fail(c, "pattern \"%s\": %s", pat, msg);
+    }
+    sb_map_put(c->s->regex, pat, re);
+    return 0;
+}
+
+static int sb_jschema_cc_ref(struct sb_jschema_cc *c, const char *ref)
+{
+    if (sb_map_get(c->s->refs, ref))
+        return 0;
+    const json_t *target = NULL;
+    int rc = sb_jschema_resolve(c, ref, &target);
+    if (rc)
+        return rc;
+    sb_map_put(c->s->refs, ref, (void *)target);
+    if (c->nwork == c->capwork) {
+        c->capwork = c->capwork ? c->capwork * 2 : 8;
+        c->work = sb_xrealloc(c->work, c->capwork * sizeof *c->work);
+    }
+    c->work[c->nwork++] = (struct sb_jschema_work){target, ref};
+    return 0;
+}
+
+static int sb_jschema_cc_schema(struct sb_jschema_cc *c, const json_t *sch, int depth);
+
+/* Walks a keyword whose value is an object of schemas ($defs, properties). */
+static int sb_jschema_cc_schema_map(struct sb_jschema_cc *c, const json_t *sch, const char *kw, int depth)
+{
+    const json_t *m = json_object_get(sch, kw);
+    if (!m)
+        return 0;
+    if (!json_is_object(m))
+        return sb_jschema_cc_fail(c, "'%s' must be an object", kw);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v) {
+        size_t old = sb_jschema_path_ptr(&c->path, kw);
+        sb_jschema_path_ptr(&c->path, k);
+        int rc = sb_jschema_cc_schema(c, v, depth + 1);
+        sb_jschema_path_pop(&c->path, old);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int sb_jschema_cc_sub(struct sb_jschema_cc *c, const json_t *v, const char *kw, int depth)
+{
+    size_t old = sb_jschema_path_ptr(&c->path, kw);
+    int rc = sb_jschema_cc_schema(c, v, depth + 1);
+    sb_jschema_path_pop(&c->path, old);
+    return rc;
+}
+
+/* Checks one schema object's keywords and walks its subschemas. */
+static int sb_jschema_cc_schema(struct sb_jschema_cc *c, const json_t *sch, int depth)
+{
+    if (json_is_boolean(sch))
+        return 0;
+    if (!json_is_object(sch))
+        return sb_jschema_cc_fail(c, "a schema must be an object or a boolean");
+    if (depth > SB_JSCHEMA_MAX_DEPTH)
+        return sb_jschema_cc_fail(c, "schema nested deeper than %d levels", SB_JSCHEMA_MAX_DEPTH);
+    char key[32];
+    sb_jschema_ptr_key(sch, key);
+    if (sb_map_get(c->seen, key))
+        return 0;
+    sb_map_put(c->seen, key, (void *)1);
+
+    const json_t *v;
+    int rc;
+    if ((v = json_object_get(sch, "type"))) {
+        int ok = sb_jschema_type_known(v);
+        if (json_is_array(v)) {
+            ok = 1;
+            for (size_t i = 0; i < json_array_size(v); i++)
+                ok &= sb_jschema_type_known(json_array_get(v, i));
+        }
+        if (!ok)
+            return sb_jschema_cc_fail(c, "'type' must be a type name or an array of type names");
+    }
+    if ((v = json_object_get(sch, "required"))) {
+        int ok = json_is_array(v);
+        for (size_t i = 0; ok && i < json_array_size(v); i++)
+            ok = json_is_string(json_array_get(v, i));
+        if (!ok)
+            return sb_jschema_cc_fail(c, "'required' must be an array of strings");
+    }
+    if ((v = json_object_get(sch, "enum")) && !json_is_array(v))
+        return sb_jschema_cc_fail(c, "'enum' must be an array");
+    static const char *const counts[] = {"minLength", "maxLength", "minItems", "maxItems"};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        uint64_t n;
+        if ((v = json_object_get(sch, counts[i])) && sb_jschema_count(v, &n))
+            return sb_jschema_cc_fail(c, "'%s' must be a non-negative integer", counts[i]);
+    }
+    static const char *const bounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+    for (size_t i = 0; i < sizeof bounds / sizeof *bounds; i++) {
+        if ((v = json_object_get(sch, bounds[i])) && !json_is_number(v))
+            return sb_jschema_cc_fail(c, "'%s' must be a number%s", bounds[i],
+                                      json_is_boolean(v) ? " (the draft-4 boolean form is not supported)" : "");
+    }
+    if ((v = json_object_get(sch, "pattern"))) {
+        if (!json_is_string(v))
+            return sb_jschema_cc_fail(c, "'pattern' must be a string");
+        if ((rc = sb_jschema_cc_pattern(c, v)))
+            return rc;
+    }
+    if ((v = json_object_get(sch, "$id")) && depth > 0 && (!json_is_string(v) || json_string_value(v)[0] != '#'))
+        return sb_jschema_cc_fail(c, "'$id' in a subschema (a base URI change) is not supported");
+    if (json_object_get(sch, "$dynamicRef") || json_object_get(sch, "$recursiveRef"))
+        return sb_jschema_cc_fail(c, "$dynamicRef / $recursiveRef are not supported");
+    if ((v = json_object_get(sch, "$ref"))) {
+        if (!json_is_string(v))
+            return sb_jschema_cc_fail(c, "'$ref' must be a string");
+        if ((rc = sb_jschema_cc_ref(c, json_string_value(v))))
+            return rc;
+    }
+    if ((rc = sb_jschema_cc_schema_map(c, sch, "properties", depth)) ||
+        (rc = sb_jschema_cc_schema_map(c, sch, "$defs", depth)) ||
+        (rc = sb_jschema_cc_schema_map(c, sch, "definitions", depth)))
+        return rc;
+    if ((v = json_object_get(sch, "additionalProperties")) && (rc = sb_jschema_cc_sub(c, v, "additionalProperties", depth)))
+        return rc;
+    if ((v = json_object_get(sch, "items"))) {
+        if (json_is_array(v))
+            return sb_jschema_cc_fail(c, "array-form 'items' (tuple validation) is not supported");
+        if ((rc = sb_jschema_cc_sub(c, v, "items", depth)))
+            return rc;
+    }
+    if ((v = json_object_get(sch, "anyOf"))) {
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            return sb_jschema_cc_fail(c, "'anyOf' must be a non-empty array");
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            size_t old = sb_jschema_path_push(&c->path, "/anyOf/%zu", i);
+            rc = sb_jschema_cc_schema(c, json_array_get(v, i), depth + 1);
+            sb_jschema_path_pop(&c->path, old);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* Depth-first search over the edges that do not consume input ($ref and
+ * anyOf); reaching a schema that is still on the stack is a cycle. State in
+ * c->seen under "c%p": 1 on the stack, 2 done. */
+static int sb_jschema_cc_cycle(struct sb_jschema_cc *c, const json_t *sch, const char *via, int depth)
+{
+    if (!json_is_object(sch))
+        return 0;
+    char key[40];
+    key[0] = 'c';
+    sb_jschema_ptr_key(sch, key + 1);
+    intptr_t st = (intptr_t)sb_map_get(c->seen, key);
+    if (st == 2)
+        return 0;
+    if (st == 1)
+        return sb_jschema_cc_fail(c, "$ref cycle: \"%s\" leads back to a schema being applied, without consuming input",
+                                  via);
+    if (depth > SB_JSCHEMA_MAX_DEPTH)
+        return sb_jschema_cc_fail(c, "chain of $ref/anyOf deeper than %d levels", SB_JSCHEMA_MAX_DEPTH);
+    sb_map_put(c->seen, key, (void *)1);
+    const json_t *v = json_object_get(sch, "$ref");
+    int rc = 0;
+    if (json_is_string(v))
+        rc = sb_jschema_cc_cycle(c, sb_map_get(c->s->refs, json_string_value(v)), json_string_value(v), depth + 1);
+    v = json_object_get(sch, "anyOf");
+    for (size_t i = 0; !rc && i < json_array_size(v); i++)
+        rc = sb_jschema_cc_cycle(c, json_array_get(v, i), "anyOf", depth + 1);
+    sb_map_put(c->seen, key, (void *)2);
+    return rc;
+}
+
+static void sb_jschema_free_regex(const char *key, void *value, void *arg)
+{
+    (void)key;
+    (void)arg;
+    regfree(value);
+    free(value);
+}
+
+sb_jschema_t *sb_jschema_new(const json_t *schema, char *err, size_t errsz)
+{
+    sb_jschema_errf(err, errsz, "%s", "");
+    if (!schema) {
+        sb_jschema_errf(err, errsz, "no schema");
+        return NULL;
+    }
+    sb_jschema_t *s = sb_xcalloc(1, sizeof *s);
+    s->root = json_deep_copy(schema);
+    s->regex = sb_map_new();
+    s->refs = sb_map_new();
+    struct sb_jschema_cc c = {.s = s, .seen = sb_map_new(), .err = err, .errsz = errsz};
+    if (!s->root) {
+        sb_jschema_errf(err, errsz, "cannot copy the schema");
+        goto fail;
+    }
+    if (sb_jschema_cc_schema(&c, s->root, 0))
+        goto fail;
+    /* Walk $ref targets not reached through the tree (e.g. "#/x/y" into an
+     * unknown keyword); each may add more. */
+    for (size_t i = 0; i < c.nwork; i++) {
+        sb_jschema_path_pop(&c.path, 0);
+        sb_jschema_path_push(&c.path, "%s", c.work[i].ref[0] == '#' ? c.work[i].ref + 1 : "");
+        if (sb_jschema_cc_schema(&c, c.work[i].target, 1))
+            goto fail;
+    }
+    for (size_t i = 0; i < c.nwork; i++) {
+        sb_jschema_path_pop(&c.path, 0);
+        sb_jschema_path_push(&c.path, "%s", c.work[i].ref[0] == '#' ? c.work[i].ref + 1 : "");
+        if (sb_jschema_cc_cycle(&c, c.work[i].target, c.work[i].ref, 0))
+            goto fail;
+    }
+    sb_map_destroy(&c.seen);
+    free(c.work);
+    return s;
+fail:
+    sb_map_destroy(&c.seen);
+    free(c.work);
+    sb_jschema_destroy(&s);
+    return NULL;
+}
+
+void sb_jschema_destroy(sb_jschema_t **ps)
+{
+    if (!ps || !*ps)
+        return;
+    sb_jschema_t *s = *ps;
+    if (s->regex) {
+        sb_map_foreach(s->regex, sb_jschema_free_regex, NULL);
+        sb_map_destroy(&s->regex);
+    }
+    sb_map_destroy(&s->refs);
+    if (s->cloc)
+        freelocale(s->cloc);
+    json_decref(s->root);
+    free(s);
+    *ps = NULL;
+}
+
+/* ---- validate --------------------------------------------------------- */
+
+struct sb_jschema_vc {
+    const sb_jschema_t *s;
+    struct sb_jschema_path path; /* instance path, "$..." */
+    char *err;
+    size_t errsz;
+    size_t fail_len; /* path length where the reported failure happened */
+    long steps;
+};
+
+static int sb_jschema_vc_fail(struct sb_jschema_vc *v, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sb_jschema_vc_fail(struct sb_jschema_vc *v, int rc, const char *fmt, ...)
+{
+    v->fail_len = v->path.len;
+    if (v->err && v->errsz) {
+        char show[160];
+        int n = snprintf(v->err, v->errsz, "%s: ", sb_jschema_path_show(&v->path, show));
+        if (n >= 0 && (size_t)n < v->errsz) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(v->err + n, v->errsz - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return rc;
+}
+
+static const char *sb_jschema_type_of(const json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    default: return "null";
+    }
+}
+
+static int sb_jschema_type_match(const char *t, const json_t *j)
+{
+    switch (t[0]) {
+    case 'n':
+        return t[1] == 'u' && t[2] == 'l' ? json_is_null(j) : json_is_number(j);
+    case 'b': return json_is_boolean(j);
+    case 'o': return json_is_object(j);
+    case 'a': return json_is_array(j);
+    case 's': return json_is_string(j);
+    case 'i': return json_is_integer(j) || (json_is_real(j) && sb_jschema_is_integral(json_real_value(j)));
+    default: return 0;
+    }
+}
+
+static int sb_jschema_v_schema(struct sb_jschema_vc *v, const json_t *sch, const json_t *inst, int depth);
+
+static int sb_jschema_v_type(struct sb_jschema_vc *v, const json_t *t, const json_t *inst)
+{
+    if (json_is_string(t)) {
+        if (sb_jschema_type_match(json_string_value(t), inst))
+            return 0;
+        return sb_jschema_vc_fail(v, -1, "expected %s, got %s", json_string_value(t), sb_jschema_type_of(inst));
+    }
+    size_t n = json_array_size(t);
+    for (size_t i = 0; i < n; i++)
+        if (sb_jschema_type_match(json_string_value(json_array_get(t, i)), inst))
+            return 0;
+    char want[128] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < sizeof want; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == n ? " or " : ", ";
+        int w = snprintf(want + len, sizeof want - len, "%s%s", sep, json_string_value(json_array_get(t, i)));
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return sb_jschema_vc_fail(v, -1, "expected %s, got %s", n ? want : "no type at all", sb_jschema_type_of(inst));
+}
+
+static int sb_jschema_v_string(struct sb_jschema_vc *v, const json_t *sch, const json_t *inst)
+{
+    const char *str = json_string_value(inst);
+    size_t bytes = json_string_length(inst);
+    const json_t *k;
+    uint64_t lim;
+    if (json_object_get(sch, "minLength") || json_object_get(sch, "maxLength")) {
+        uint64_t cps = 0;
+        for (size_t i = 0; i < bytes; i++)
+            cps += ((unsigned char)str[i] & 0xC0) != 0x80;
+        if ((k = json_object_get(sch, "minLength")) && sb_jschema_count(k, &lim) == 0 && cps < lim)
+            return sb_jschema_vc_fail(v, -1, "string length %llu is less than minLength %llu", (unsigned long long)cps,
+                                      (unsigned long long)lim);
+        if ((k = json_object_get(sch, "maxLength")) && sb_jschema_count(k, &lim) == 0 && cps > lim)
+            return sb_jschema_vc_fail(v, -1, "string length %llu is greater than maxLength %llu",
+                                      (unsigned long long)cps, (unsigned long long)lim);
+    }
+    if ((k = json_object_get(sch, "pattern"))) {
+        const regex_t *re = sb_map_get(v->s->regex, json_string_value(k));
+        regmatch_t m[SB_JSCHEMA_NMATCH] = {{.rm_so = 0, .rm_eo = (regoff_t)bytes}};
+        locale_t old = uselocale(v->s->cloc);
+        int rc = regexec(re, str, SB_JSCHEMA_NMATCH, m, REG_STARTEND);
+        uselocale(old);
+        if (rc == REG_NOMATCH)
+            return sb_jschema_vc_fail(v, -1, "string does not match pattern \"%s\"", json_string_value(k));
+        if (rc)
+            return sb_jschema_vc_fail(v, -ENOMEM, "regexec failed for pattern \"%s\"", json_string_value(k));
+    }
+    return 0;
+}
+
+static int sb_jschema_v_number(struct sb_jschema_vc *v, const json_t *sch, const json_t *inst)
+{
+    static const struct {
+        const char *kw;
+        int bad_lo, bad_hi; /* cmp(instance, limit) in [bad_lo, bad_hi] fails */
+        const char *what;
+    } rules[] = {
+        {"minimum", -1, -1, "less than minimum"},
+        {"exclusiveMinimum", -1, 0, "not greater than exclusiveMinimum"},
+        {"maximum", 1, 1, "greater than maximum"},
+        {"exclusiveMaximum", 0, 1, "not less than exclusiveMaximum"},
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
+        const json_t *k = json_object_get(sch, rules[i].kw);
+        if (!k)
+            continue;
+        int cmp = sb_jschema_num_cmp(inst, k);
+        if (cmp >= rules[i].bad_lo && cmp <= rules[i].bad_hi) {
+            char a[40], b[40];
+            sb_jschema_fmt_num(inst, a, sizeof a);
+            sb_jschema_fmt_num(k, b, sizeof b);
+            return sb_jschema_vc_fail(v, -1, "%s is %s %s", a, rules[i].what, b);
+        }
+    }
+    return 0;
+}
+
+static int sb_jschema_v_array(struct sb_jschema_vc *v, const json_t *sch, const json_t *inst, int depth)
+{
+    size_t n = json_array_size(inst);
+    const json_t *k;
+    uint64_t lim;
+    if ((k = json_object_get(sch, "minItems")) && sb_jschema_count(k, &lim) == 0 && n < lim)
+        return sb_jschema_vc_fail(v, -1, "array has %zu items, fewer than minItems %llu", n, (unsigned long long)lim);
+    if ((k = json_object_get(sch, "maxItems")) && sb_jschema_count(k, &lim) == 0 && n > lim)
+        return sb_jschema_vc_fail(v, -1, "array has %zu items, more than maxItems %llu", n, (unsigned long long)lim);
+    if ((k = json_object_get(sch, "items"))) {
+        for (size_t i = 0; i < n; i++) {
+            size_t old = sb_jschema_path_push(&v->path, "[%zu]", i);
+            int rc = sb_jschema_v_schema(v, k, json_array_get(inst, i), depth + 1);
+            sb_jschema_path_pop(&v->path, old);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int sb_jschema_v_object(struct sb_jschema_vc *v, const json_t *sch, const json_t *inst, int depth)
+{
+    const json_t *req = json_object_get(sch, "required");
+    for (size_t i = 0; i < json_array_size(req); i++) {
+        const char *name = json_string_value(json_array_get(req, i));
+        if (!json_object_get(inst, name))
+            return sb_jschema_vc_fail(v, -1, "missing required property \"%s\"", name);
+    }
+    const json_t *props = json_object_get(sch, "properties");
+    const json_t *addl = json_object_get(sch, "additionalProperties");
+    if (!props && !addl)
+        return 0;
+    const char *k;
+    json_t *val;
+    json_object_foreach((json_t *)inst, k, val) {
+        const json_t *sub = props ? json_object_get(props, k) : NULL;
+        if (!sub && !addl)
+            continue;
+        size_t old = sb_jschema_path_key(&v->path, k);
+        int rc;
+        if (!sub && json_is_false(addl))
+            rc = sb_jschema_vc_fail(v, -1, "additional property not allowed (additionalProperties is false)");
+        else
+            rc = sb_jschema_v_schema(v, sub ? sub : addl, val, depth + 1);
+        sb_jschema_path_pop(&v->path, old);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The first branch that passes wins. On failure the reason reported is the
+ * one from the branch that failed deepest in the instance, which is usually
+ * the branch the value was meant for. */
+static int sb_jschema_v_anyof(struct sb_jschema_vc *v, const json_t *any, const json_t *inst, int depth)
+{
+    char best[SB_JSCHEMA_BRANCH_ERR] = "", tmp[SB_JSCHEMA_BRANCH_ERR];
+    size_t best_len = 0, best_i = 0;
+    char *err = v->err;
+    size_t errsz = v->errsz;
+    int rc = -1;
+    for (size_t i = 0; i < json_array_size(any); i++) {
+        tmp[0] = '\0';
+        v->err = err ? tmp : NULL;
+        v->errsz = err ? sizeof tmp : 0;
+        v->fail_len = 0;
+        rc = sb_jschema_v_schema(v, json_array_get(any, i), inst, depth + 1);
+        if (rc != -1) {
+            v->err = err;
+            v->errsz = errsz;
+            if (rc != 0)
+                sb_jschema_errf(err, errsz, "%s", tmp); /* a limit was hit: report it as is */
+            return rc;
+        }
+        if (i == 0 || v->fail_len > best_len) {
+            memcpy(best, tmp, sizeof best);
+            best_len = v->fail_len;
+            best_i = i;
+        }
+    }
+    v->err = err;
+    v->errsz = errsz;
+    rc = sb_jschema_vc_fail(v, -1, "value matches no anyOf branch (branch %zu: %s)", best_i, best);
+    if (best_len > v->fail_len)
+        v->fail_len = best_len;
+    return rc;
+}
+
+/* Applies one schema to one instance; 0 valid, -1 invalid, or a negative
+ * errno when a limit was hit. Keywords are checked type first so the most
+ * basic mismatch is the one reported. */
+static int sb_jschema_v_schema(struct sb_jschema_vc *v, const json_t *sch, const json_t *inst, int depth)
+{
+    if (++v->steps > SB_JSCHEMA_MAX_STEPS)
+        return sb_jschema_vc_fail(v, -E2BIG, "validation needed more than %ld steps", (long)SB_JSCHEMA_MAX_STEPS);
+    if (depth > SB_JSCHEMA_MAX_DEPTH)
+        return sb_jschema_vc_fail(v, -ELOOP, "nesting deeper than %d schema levels", SB_JSCHEMA_MAX_DEPTH);
+    if (json_is_true(sch))
+        return 0;
+    if (!json_is_object(sch))
+        return sb_jschema_vc_fail(v, -1, "no value is allowed here (schema is false)");
+    const json_t *k;
+    int rc = 0;
+    if ((k = json_object_get(sch, "type")) && (rc = sb_jschema_v_type(v, k, inst)))
+        return rc;
+    if ((k = json_object_get(sch, "enum"))) {
+        size_t i, n = json_array_size(k);
+        for (i = 0; i < n && !sb_jschema_equal(json_array_get(k, i), inst); i++)
+            ;
+        if (i == n)
+            return sb_jschema_vc_fail(v, -1, "value is not one of the enum values");
+    }
+    if ((k = json_object_get(sch, "const")) && !sb_jschema_equal(k, inst))
+        return sb_jschema_vc_fail(v, -1, "value does not equal the const value");
+    switch (json_typeof(inst)) {
+    case JSON_STRING: rc = sb_jschema_v_string(v, sch, inst); break;
+    case JSON_INTEGER:
+    case JSON_REAL: rc = sb_jschema_v_number(v, sch, inst); break;
+    case JSON_ARRAY: rc = sb_jschema_v_array(v, sch, inst, depth); break;
+    case JSON_OBJECT: rc = sb_jschema_v_object(v, sch, inst, depth); break;
+    default: break;
+    }
+    if (rc)
+        return rc;
+    if ((k = json_object_get(sch, "anyOf")) && (rc = sb_jschema_v_anyof(v, k, inst, depth)))
+        return rc;
+    if ((k = json_object_get(sch, "$ref")))
+        rc = sb_jschema_v_schema(v, sb_map_get(v->s->refs, json_string_value(k)), inst, depth + 1);
+    return rc;
+}
+
+int sb_jschema_validate(const sb_jschema_t *s, const json_t *instance, char *err, size_t errsz)
+{
+    if (!s || !instance) {
+        sb_jschema_errf(err, errsz, "no schema or no instance");
+        return -EINVAL;
+    }
+    struct sb_jschema_vc v = {.s = s, .err = err, .errsz = errsz};
+    sb_jschema_path_push(&v.path, "$");
+    sb_jschema_errf(err, errsz, "%s", "");
+    return sb_jschema_v_schema(&v, s->root, instance, 0);
+}
+
+/* ---- OpenAI strict mode ----------------------------------------------- */
+
+/* The context is rendered like the Python tuple OpenAI prints:
+ * (), ('items',), ('properties', 'name'), ('anyOf', 0). */
+struct sb_jschema_sc {
+    char ctx[SB_JSCHEMA_PATH_MAX]; /* "'properties', 'name'" */
+    size_t len;
+    int n;
+    char *err;
+    size_t errsz;
+};
+
+static size_t sb_jschema_sc_push(struct sb_jschema_sc *c, const char *key, long idx)
+{
+    size_t old = c->len;
+    struct sb_jschema_path p;
+    memcpy(p.buf, c->ctx, c->len + 1);
+    p.len = c->len;
+    if (c->n)
+        sb_jschema_path_push(&p, ", ");
+    if (!key) {
+        sb_jschema_path_push(&p, "%ld", idx);
+    } else {
+        /* Python repr: single quotes unless the text has ' and no " */
+        char q = strchr(key, '\'') && !strchr(key, '"') ? '"' : '\'';
+        sb_jschema_path_push(&p, "%c", q);
+        for (const unsigned char *k = (const unsigned char *)key; *k; k++) {
+            if (*k == q || *k == '\\')
+                sb_jschema_path_push(&p, "\\%c", *k);
+            else if (*k == '\n')
+                sb_jschema_path_push(&p, "\\n");
+            else if (*k < 0x20)
+                sb_jschema_path_push(&p, "\\x%02x", *k);
+            else
+                sb_jschema_path_push(&p, "%c", *k);
+        }
+        sb_jschema_path_push(&p, "%c", q);
+    }
+    memcpy(c->ctx, p.buf, p.len + 1);
+    c->len = p.len;
+    c->n++;
+    return old;
+}
+
+static void sb_jschema_sc_pop(struct sb_jschema_sc *c, size_t old)
+{
+    c->len = old;
+    c->ctx[old] = '\0';
+    c->n--;
+}
+
+static int sb_jschema_sc_fail(struct sb_jschema_sc *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int sb_jschema_sc_fail(struct sb_jschema_sc *c, const char *fmt, ...)
+{
+    if (c->err && c->errsz) {
+        int n = snprintf(c->err, c->errsz, "Invalid schema: In context=(%s%s), ", c->ctx, c->n == 1 ? "," : "");
+        if (n >= 0 && (size_t)n < c->errsz) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(c->err + n, c->errsz - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -EINVAL;
+}
+
+static int sb_jschema_sc_schema(struct sb_jschema_sc *c, const json_t *sch, int depth);
+
+static int sb_jschema_sc_sub(struct sb_jschema_sc *c, const json_t *sch, const char *k1, const char *k2, long idx,
+                             int depth)
+{
+    size_t old = sb_jschema_sc_push(c, k1, 0);
+    if (k2 || idx >= 0)
+        sb_jschema_sc_push(c, k2, idx);
+    int rc = sb_jschema_sc_schema(c, sch, depth + 1);
+    if (k2 || idx >= 0)
+        c->n--;
+    sb_jschema_sc_pop(c, old);
+    return rc;
+}
+
+static int sb_jschema_sc_has_type(const json_t *t, const char *name)
+{
+    if (json_is_string(t))
+        return !strcmp(json_string_value(t), name);
+    for (size_t i = 0; i < json_array_size(t); i++)
+        if (json_is_string(json_array_get(t, i)) && !strcmp(json_string_value(json_array_get(t, i)), name))
+            return 1;
+    return 0;
+}
+
+static int sb_jschema_sc_schema(struct sb_jschema_sc *c, const json_t *sch, int depth)
+{
+    static const char *const allowed[] = {
+        "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "items", "$ref",
+        "$defs", "definitions", "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
+        "exclusiveMaximum", "minItems", "maxItems", "title", "description", "$comment", "$schema"};
+    if (!json_is_object(sch))
+        return sb_jschema_sc_fail(c, "schema must be a JSON Schema object, got %s.",
+                                  json_is_boolean(sch) ? "a boolean schema" : sb_jschema_type_of(sch));
+    if (depth > SB_JSCHEMA_MAX_DEPTH)
+        return sb_jschema_sc_fail(c, "schema is nested deeper than %d levels.", SB_JSCHEMA_MAX_DEPTH);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)sch, k, v) {
+        size_t i = 0;
+        while (i < sizeof allowed / sizeof *allowed && strcmp(k, allowed[i]))
+            i++;
+        if (i == sizeof allowed / sizeof *allowed)
+            return sb_jschema_sc_fail(c, "'%s' is not permitted.", k);
+    }
+    const json_t *type = json_object_get(sch, "type");
+    if (!type && !json_object_get(sch, "anyOf") && !json_object_get(sch, "$ref") && !json_object_get(sch, "enum") &&
+        !json_object_get(sch, "const"))
+        return sb_jschema_sc_fail(c, "schema must have a 'type' key.");
+    const json_t *props = json_object_get(sch, "properties");
+    if (sb_jschema_sc_has_type(type, "object") || props) {
+        const json_t *addl = json_object_get(sch, "additionalProperties");
+        if (!json_is_false(addl))
+            return sb_jschema_sc_fail(c, "'additionalProperties' is required to be supplied and to be false.");
+        const json_t *req = json_object_get(sch, "required");
+        if (props && !json_is_object(props))
+            return sb_jschema_sc_fail(c, "'properties' must be an object.");
+        if (req && !json_is_array(req))
+            return sb_jschema_sc_fail(c, "'required' must be an array.");
+        json_object_foreach((json_t *)props, k, v) {
+            size_t i = 0;
+            while (i < json_array_size(req) &&
+                   !(json_is_string(json_array_get(req, i)) && !strcmp(json_string_value(json_array_get(req, i)), k)))
+                i++;
+            if (i == json_array_size(req))
+                return sb_jschema_sc_fail(c,
+                                          "'required' is required to be supplied and to be an array including every "
+                                          "key in properties. Missing '%s'.",
+                                          k);
+        }
+        for (size_t i = 0; i < json_array_size(req); i++) {
+            const json_t *r = json_array_get(req, i);
+            if (!json_is_string(r) || !json_object_get(props, json_string_value(r)))
+                return sb_jschema_sc_fail(c, "Extra required key '%s' supplied.",
+                                          json_is_string(r) ? json_string_value(r) : "?");
+        }
+    }
+    int rc;
+    json_object_foreach((json_t *)props, k, v) {
+        if ((rc = sb_jschema_sc_sub(c, v, "properties", k, -1, depth)))
+            return rc;
+    }
+    static const char *const maps[] = {"$defs", "definitions"};
+    for (size_t m = 0; m < 2; m++) {
+        const json_t *defs = json_object_get(sch, maps[m]);
+        if (defs && !json_is_object(defs))
+            return sb_jschema_sc_fail(c, "'%s' must be an object.", maps[m]);
+        json_object_foreach((json_t *)defs, k, v) {
+            if ((rc = sb_jschema_sc_sub(c, v, maps[m], k, -1, depth)))
+                return rc;
+        }
+    }
+    if ((v = json_object_get(sch, "items")) && (rc = sb_jschema_sc_sub(c, v, "items", NULL, -1, depth)))
+        return rc;
+    const json_t *any = json_object_get(sch, "anyOf");
+    for (size_t i = 0; i < json_array_size(any); i++)
+        if ((rc = sb_jschema_sc_sub(c, json_array_get(any, i), "anyOf", NULL, (long)i, depth)))
+            return rc;
+    return 0;
+}
+
+int sb_jschema_check_strict(const json_t *schema, char *err, size_t errsz)
+{
+    struct sb_jschema_sc c = {.err = err, .errsz = errsz};
+    sb_jschema_errf(err, errsz, "%s", "");
+    const json_t *type = json_is_object(schema) ? json_object_get(schema, "type") : NULL;
+    if (!json_is_string(type) || strcmp(json_string_value(type), "object")) {
+        sb_jschema_errf(err, errsz, "Invalid schema: schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%s\"'.",
+                        json_is_string(type) ? json_string_value(type) : "None");
+        return -EINVAL;
+    }
+    int rc = sb_jschema_sc_schema(&c, schema, 0);
+    if (rc)
+        return rc;
+    char msg[256];
+    sb_jschema_t *s = sb_jschema_new(schema, msg, sizeof msg);
+    if (!s) {
+        sb_jschema_errf(err, errsz, "Invalid schema: %s", msg);
+        return -EINVAL;
+    }
+    sb_jschema_destroy(&s);
+    return 0;
+}

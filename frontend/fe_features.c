@@ -1,0 +1,100 @@
+/* fe_features: capability rules (see fe_features.h). */
+#include "fe_features.h"
+
+#include <string.h>
+
+#include "fe_items.h"
+#include "sb_event.h"
+
+static const char *const fe_builtin_tools[] = {"web_search", "web_search_preview", "file_search", "code_interpreter",
+                                               "image_generation", "mcp", "computer_use", "computer_use_preview",
+                                               "local_shell", NULL};
+
+bool fe_features_builtin_tool(const char *type)
+{
+    for (size_t i = 0; type && fe_builtin_tools[i]; i++)
+        if (!strcmp(type, fe_builtin_tools[i]))
+            return true;
+    return false;
+}
+
+/* Absent or anything but false: allowed. */
+static bool fe_features_allows(const json_t *caps, const char *name) { return !json_is_false(json_object_get(caps, name)); }
+
+static int fe_features_refuse(fe_error_t *err, const fe_request_t *r, const char *param, const char *what)
+{
+    fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
+                 "unsupported parameter: %s is not supported with the model '%.100s'.", what, r->model_id);
+    return -1;
+}
+
+struct fe_features_parts {
+    bool image, file, audio;
+};
+
+static bool fe_features_scan_part(json_t *part, void *arg)
+{
+    struct fe_features_parts *seen = arg;
+    const char *type = json_string_value(json_object_get(part, "type"));
+    if (!type)
+        return true;
+    if (!strcmp(type, "input_image"))
+        seen->image = true;
+    else if (!strcmp(type, "input_file"))
+        seen->file = true;
+    else if (!strcmp(type, "input_audio"))
+        seen->audio = true;
+    return true;
+}
+
+int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err)
+{
+    const json_t *c = r->canonical;
+    const json_t *caps = json_object_get(r->model, "capabilities");
+    const char *param_tools = "tools";
+    json_t *tools = json_object_get(c, "tools");
+    bool function_tools = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t)
+    {
+        const char *type = json_string_value(json_object_get(t, "type"));
+        if (type && !strcmp(type, "function")) {
+            function_tools = true;
+        } else if (!json_is_true(json_object_get(caps, type ? type : ""))) {
+            char what[96];
+            snprintf(what, sizeof what, "the built-in tool '%.40s'", type ? type : "");
+            return fe_features_refuse(err, r, param_tools, what);
+        }
+    }
+    if (function_tools && !fe_features_allows(caps, "tools"))
+        return fe_features_refuse(err, r, param_tools, "tool calling");
+
+    const char *format = json_string_value(json_object_get(json_object_get(json_object_get(c, "text"), "format"), "type"));
+    if (format && strcmp(format, "text") != 0 && !fe_features_allows(caps, "structured_output"))
+        return fe_features_refuse(err, r, !strcmp(r->style->name, "chat") ? "response_format" : "text.format",
+                                  "structured output");
+
+    json_t *effort = json_object_get(json_object_get(c, "reasoning"), "effort");
+    const char *effort_param = !strcmp(r->style->name, "chat") ? "reasoning_effort" : "reasoning.effort";
+    if (json_is_string(effort) && !fe_features_allows(caps, "reasoning"))
+        return fe_features_refuse(err, r, effort_param, "reasoning");
+    json_t *family = json_object_get(caps, "reasoning_family_version");
+    const char *choice = json_string_value(json_object_get(c, "tool_choice"));
+    if (function_tools && json_is_string(effort) && !strcmp(json_string_value(effort), "none") &&
+        json_is_number(family) && json_number_value(family) >= 5.4 && !(choice && !strcmp(choice, "none")))
+        return fe_features_refuse(err, r, effort_param,
+                                  "tool calling with reasoning effort 'none' (this reasoning model needs effort "
+                                  "'minimal' or higher to call tools)");
+
+    struct fe_features_parts seen = {0};
+    fe_items_foreach_part(input, fe_features_scan_part, &seen);
+    const char *msg_param = !strcmp(r->style->name, "chat") ? "messages" : "input";
+    if (seen.image && !fe_features_allows(caps, "vision"))
+        return fe_features_refuse(err, r, msg_param, "image input (vision)");
+    if (seen.file && !fe_features_allows(caps, "files"))
+        return fe_features_refuse(err, r, msg_param, "file input");
+    if (seen.audio && !fe_features_allows(caps, "audio"))
+        return fe_features_refuse(err, r, msg_param, "audio input");
+    return 0;
+}

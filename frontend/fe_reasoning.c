@@ -1,0 +1,91 @@
+/* fe_reasoning: sealed reasoning items (see fe_reasoning.h). */
+#include "fe_reasoning.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sb_event.h"
+#include "sb_log.h"
+#include "sb_seal.h"
+
+/* The seal's associated data: the owner, and what the blob is. */
+static void fe_reasoning_context(const fe_request_t *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "acct:%lld|reasoning", (long long)json_integer_value(json_object_get(r->key, "account_id")));
+}
+
+static bool fe_reasoning_is(const json_t *it)
+{
+    const char *type = json_string_value(json_object_get(it, "type"));
+    return type && !strcmp(type, "reasoning");
+}
+
+int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *err)
+{
+    char ctx[64];
+    fe_reasoning_context(r, ctx, sizeof ctx);
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        const char *token = json_string_value(json_object_get(it, "encrypted_content"));
+        if (!fe_reasoning_is(it) || !token)
+            continue;
+        const char *id = json_string_value(json_object_get(it, "id"));
+        if (!r->srv->seal_ready) {
+            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "input",
+                         "unsupported parameter: encrypted reasoning is not configured on this gateway.");
+            return -1;
+        }
+        void *plain = NULL;
+        size_t len = 0;
+        json_t *opened = NULL;
+        if (sb_seal_open(&r->srv->seal_key, ctx, token, &plain, &len) == 0)
+            opened = json_loadb(plain, len, 0, NULL);
+        free(plain);
+        const char *opened_id = json_string_value(json_object_get(opened, "id"));
+        if (!fe_reasoning_is(opened) || (id && opened_id && strcmp(id, opened_id) != 0)) {
+            json_decref(opened);
+            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_encrypted_content", "input",
+                         "The encrypted content for item %.64s could not be verified.", id ? id : "(no id)");
+            return -1;
+        }
+        json_array_set_new(items, i, opened);
+    }
+    return 0;
+}
+
+json_t *fe_reasoning_seal_items(const fe_request_t *r, const json_t *items)
+{
+    char ctx[64];
+    fe_reasoning_context(r, ctx, sizeof ctx);
+    json_t *out = json_array();
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        if (!fe_reasoning_is(it)) {
+            json_array_append(out, it);
+            continue;
+        }
+        if (!r->srv->seal_ready) {
+            sb_error("reasoning sealing asked for but no reasoning key is configured");
+            json_decref(out);
+            return NULL;
+        }
+        char *plain = json_dumps(it, JSON_COMPACT);
+        char *token = plain ? sb_seal(&r->srv->seal_key, ctx, plain, strlen(plain)) : NULL;
+        free(plain);
+        if (!token) {
+            json_decref(out);
+            return NULL;
+        }
+        json_t *summary = json_object_get(it, "summary");
+        json_t *sealed = json_pack("{s:s, s:O, s:o, s:s}", "type", "reasoning", "id", json_object_get(it, "id"),
+                                   "summary", json_is_array(summary) ? json_incref(summary) : json_array(),
+                                   "encrypted_content", token);
+        free(token);
+        json_array_append_new(out, sealed);
+    }
+    return out;
+}
