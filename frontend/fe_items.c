@@ -15,15 +15,38 @@ static bool fe_items_role_ok(const char *role)
                     !strcmp(role, "developer"));
 }
 
+/* A data URL "data:<mime>;base64,<payload>" whose MIME type starts with
+ * mime_prefix and whose payload is non-empty, well-formed base64. */
+static bool fe_items_data_url_ok(const char *url, const char *mime_prefix)
+{
+    if (strncmp(url, "data:", 5) != 0 || strncmp(url + 5, mime_prefix, strlen(mime_prefix)) != 0)
+        return false;
+    const char *b64 = strstr(url, ";base64,");
+    if (!b64)
+        return false;
+    const char *p = b64 + 8;
+    size_t n = strlen(p), pad = 0;
+    if (n == 0 || n % 4 != 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '=' && i >= n - 2) {
+            pad++;
+            continue;
+        }
+        if (pad || !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+                     c == '/'))
+            return false;
+    }
+    return true;
+}
+
 /* An image URL the upstreams accept: http(s), or a base64 data URL of an image. */
 static bool fe_items_image_url_ok(const char *url)
 {
     if (!strncmp(url, "https://", 8) || !strncmp(url, "http://", 7))
         return strlen(url) > 8;
-    if (strncmp(url, "data:image/", 11) != 0)
-        return false;
-    const char *b64 = strstr(url, ";base64,");
-    return b64 && b64[8] != '\0';
+    return fe_items_data_url_ok(url, "image/");
 }
 
 static json_t *fe_items_image_part(const json_t *p, const char *param, fe_error_t *err)
@@ -72,7 +95,7 @@ static json_t *fe_items_file_part(const json_t *p, const char *param, fe_error_t
         return json_pack("{s:s, s:O}", "type", "input_file", "file_id", file_id);
     if (json_is_string(data)) {
         const char *d = json_string_value(data);
-        if (strncmp(d, "data:", 5) != 0 || !strstr(d, ";base64,") || !json_is_string(filename)) {
+        if (!fe_items_data_url_ok(d, "") || !json_is_string(filename)) {
             fe_params_invalid(err, param,
                               "Invalid file at '%s': file_data must be a base64 data URL "
                               "(data:<mime>;base64,...) and filename is required with it.",

@@ -358,8 +358,28 @@ static int fe_chat_sampling(const json_t *body, json_t *c, fe_error_t *err)
     } else if (json_is_string(stop)) {
         json_object_set_new(c, "stop", json_pack("[O]", stop));
     }
+    json_t *logprobs = fe_params_typed(body, "logprobs", FE_P_BOOL | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    /* Not carried through the gateway: refused rather than silently dropped. */
+    static const char *const unsupported[] = {"top_logprobs", "logit_bias"};
+    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
+        json_t *v = json_object_get(body, unsupported[i]);
+        if (v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0)) {
+            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", unsupported[i],
+                         "unsupported parameter: '%s' is not available on this gateway.", unsupported[i]);
+            return -1;
+        }
+    }
+    if (json_is_true(logprobs)) {
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "logprobs",
+                     "unsupported parameter: 'logprobs' is not available on this gateway.");
+        return -1;
+    }
     if (fe_params_copy(body, "temperature", FE_P_NUMBER, 0, 2, c, "temperature", err) < 0 ||
         fe_params_copy(body, "top_p", FE_P_NUMBER, 0, 1, c, "top_p", err) < 0 ||
+        fe_params_copy(body, "frequency_penalty", FE_P_NUMBER, -2, 2, c, "frequency_penalty", err) < 0 ||
+        fe_params_copy(body, "presence_penalty", FE_P_NUMBER, -2, 2, c, "presence_penalty", err) < 0 ||
         fe_params_copy(body, "seed", FE_P_INT, 0, 0, c, "seed", err) < 0 ||
         fe_params_copy(body, "user", FE_P_STRING, 0, 0, c, "user", err) < 0 || fe_params_metadata(body, c, err) < 0)
         return -1;

@@ -18,7 +18,7 @@
  *                                   .txt/.md/.csv/.json as octet-stream), else
  *                                   a "file" part (PDFs): chat upstreams take
  *                                   no other file types
- *   refusal parts (assistant)    -> the assistant message's "refusal"
+ *   refusal parts (assistant)    -> assistant content parts {"type":"refusal"}
  *   text.format, reasoning.effort -> response_format, reasoning_effort
  *   n                            -> n, unless route.capabilities.n is false
  * metadata is never sent.
@@ -183,14 +183,11 @@ static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
     return json_pack("{s:s, s:o}", "type", "file", "file", file);
 }
 
-/* Canonical content parts -> chat content (string or array of parts). For an
- * assistant turn, refusal parts are collected into *refusal (a string, or
- * NULL when none); elsewhere (refusal == NULL) they are refused. */
-static int sb_chat_content(const json_t *parts, json_t **out, json_t **refusal, json_t **err)
+/* Canonical content parts -> chat content (string or array of parts).
+ * Refusal parts are kept only in an assistant turn (assistant true). */
+static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, json_t **err)
 {
     *out = NULL;
-    if (refusal)
-        *refusal = NULL;
     if (json_is_string(parts)) { /* not normalized, but unambiguous */
         *out = json_copy((json_t *)parts);
         return 0;
@@ -204,7 +201,6 @@ static int sb_chat_content(const json_t *parts, json_t **out, json_t **refusal, 
         return 0;
     }
     json_t *arr = json_array();
-    json_t *refusals = json_array();
     size_t i;
     const json_t *part;
     json_array_foreach (parts, i, part) {
@@ -240,14 +236,15 @@ static int sb_chat_content(const json_t *parts, json_t **out, json_t **refusal, 
                 goto fail;
             }
             o = json_pack("{s:s, s:{s:O, s:O}}", "type", "input_audio", "input_audio", "data", data, "format", format);
-        } else if (t && !strcmp(t, "refusal") && refusal) {
+        } else if (t && !strcmp(t, "refusal") && assistant) {
             const json_t *r = json_object_get(part, "refusal");
             if (!json_is_string(r)) {
                 *err = sb_chat_invalid("refusal part %zu has no refusal text", i);
                 goto fail;
             }
-            json_array_append(refusals, (json_t *)part);
-            continue;
+            /* Kept in place as an assistant content part, as the API takes it:
+             * a message whose only content is a refusal is still a message. */
+            o = json_pack("{s:s, s:O}", "type", "refusal", "refusal", r);
         } else {
             *err =
                 sb_chat_invalid("content part type '%s' is not supported by provider " SB_CHAT_KIND, t ? t : "(none)");
@@ -255,13 +252,7 @@ static int sb_chat_content(const json_t *parts, json_t **out, json_t **refusal, 
         }
         json_array_append_new(arr, o);
     }
-    if (json_array_size(refusals) > 0)
-        *refusal = sb_chat_join(refusals, "refusal");
-    json_decref(refusals);
-    if (json_array_size(arr) == 0 && refusal && *refusal) { /* only a refusal */
-        json_decref(arr);
-        *out = json_null();
-    } else if (sb_chat_parts_all_text(arr, true)) { /* text files made it all text */
+    if (sb_chat_parts_all_text(arr, true)) { /* text files made it all text */
         *out = sb_chat_join(arr, "text");
         json_decref(arr);
     } else {
@@ -270,7 +261,6 @@ static int sb_chat_content(const json_t *parts, json_t **out, json_t **refusal, 
     return 0;
 fail:
     json_decref(arr);
-    json_decref(refusals);
     return -EINVAL;
 }
 
@@ -370,12 +360,10 @@ static json_t *sb_chat_messages(const json_t *request, json_t **err)
                 goto fail;
             }
             bool assistant = !strcmp(role, "assistant");
-            json_t *content, *refusal = NULL;
-            if (sb_chat_content(json_object_get(item, "content"), &content, assistant ? &refusal : NULL, err) < 0)
+            json_t *content;
+            if (sb_chat_content(json_object_get(item, "content"), &content, assistant, err) < 0)
                 goto fail;
             last = json_pack("{s:s, s:o}", "role", role, "content", content);
-            if (refusal)
-                json_object_set_new(last, "refusal", refusal);
             json_array_append_new(messages, last);
         } else if (!strcmp(type, "function_call")) {
             if (sb_chat_add_tool_call(messages, &last, item, err) < 0)
@@ -575,6 +563,8 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
     if (sb_chat_copy(body, request, "max_output_tokens", "max_tokens", SB_WANT_INTEGER, err) < 0 ||
         sb_chat_copy(body, request, "temperature", "temperature", SB_WANT_NUMBER, err) < 0 ||
         sb_chat_copy(body, request, "top_p", "top_p", SB_WANT_NUMBER, err) < 0 ||
+        sb_chat_copy(body, request, "frequency_penalty", "frequency_penalty", SB_WANT_NUMBER, err) < 0 ||
+        sb_chat_copy(body, request, "presence_penalty", "presence_penalty", SB_WANT_NUMBER, err) < 0 ||
         sb_chat_copy(body, request, "stop", "stop", SB_WANT_STOP, err) < 0 ||
         sb_chat_copy(body, request, "seed", "seed", SB_WANT_INTEGER, err) < 0 ||
         sb_chat_copy(body, request, "n", "n", SB_WANT_INTEGER, err) < 0 ||

@@ -317,7 +317,8 @@ static void test_request_files_and_audio(void)
                   400, "input_audio (content part 0) needs input_audio.data and .format");
 }
 
-/* Refusal parts of assistant turns go into the message's refusal field. */
+/* Refusal parts of assistant turns stay content parts (the API rejects an
+ * assistant message with null content and no tool calls). */
 static void test_request_refusal(void)
 {
     CHECK_BODY(
@@ -328,8 +329,9 @@ static void test_request_refusal(void)
         "{\"type\":\"refusal\",\"refusal\":\"not all\"}]}]}",
         "{\"model\":\"llama-3\",\"stream\":false,\"messages\":["
         "{\"role\":\"user\",\"content\":\"q\"},"
-        "{\"role\":\"assistant\",\"content\":null,\"refusal\":\"No.\"},"
-        "{\"role\":\"assistant\",\"content\":\"Partly\",\"refusal\":\"not all\"}]}");
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"refusal\",\"refusal\":\"No.\"}]},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"Partly\"},"
+        "{\"type\":\"refusal\",\"refusal\":\"not all\"}]}]}");
     CHECK_REFUSED("{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"refusal\","
                   "\"refusal\":\"x\"}]}]}",
                   400, "content part type 'refusal' is not supported by provider openai-chat");
