@@ -240,7 +240,7 @@ void fe_generate_start(fe_request_t *r)
     }
     if (json_is_true(json_object_get(r->key, "zdr"))) {
         r->store = false;          /* zero-data-retention accounts are never stored */
-        r->seal_reasoning = true;  /* and get their reasoning back only sealed */
+        r->seal_reasoning = r->srv->seal_ready; /* and get their reasoning back sealed */
     }
     r->state = FE_REQ_MODEL;
     fe_request_hold(r);

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "fe_features.h"
 #include "fe_params.h"
 #include "sb_event.h"
 #include "sb_jschema.h"
@@ -134,4 +135,39 @@ json_t *fe_structured_function(const json_t *fn, bool strict_default, const char
     if (json_is_string(desc))
         json_object_set(out, "description", desc);
     return out;
+}
+
+int fe_structured_tool_choice(const json_t *choice, const json_t *tools, json_t *c, fe_error_t *err)
+{
+    if (!choice || json_is_null(choice))
+        return 0;
+    if (json_is_string(choice)) {
+        const char *s = json_string_value(choice);
+        if (strcmp(s, "none") != 0 && strcmp(s, "auto") != 0 && strcmp(s, "required") != 0) {
+            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', "
+                                                  "'required' or an object.");
+            return -1;
+        }
+        json_object_set(c, "tool_choice", (json_t *)choice);
+        return 0;
+    }
+    const char *type = json_string_value(json_object_get(choice, "type"));
+    if (type && strcmp(type, "function") != 0 && fe_features_builtin_tool(type)) {
+        json_object_set_new(c, "tool_choice", json_deep_copy(choice));
+        return 0;
+    }
+    json_t *name = json_object_get(json_object_get(choice, "function"), "name");
+    if (!name)
+        name = json_object_get(choice, "name");
+    bool found = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) found |= json_is_string(name) && json_equal(json_object_get(t, "name"), name);
+    if (!found) {
+        fe_params_invalid(err, "tool_choice", "Tool choice '%.64s' not found in 'tools' parameter.",
+                          json_is_string(name) ? json_string_value(name) : "(no name)");
+        return -1;
+    }
+    json_object_set_new(c, "tool_choice", json_pack("{s:s, s:O}", "type", "function", "name", name));
+    return 0;
 }

@@ -23,4 +23,11 @@ json_t *fe_structured_format(const json_t *fmt, const char *param, fe_error_t *e
  * strict); strict_default applies when strict is absent. NULL with err. */
 json_t *fe_structured_function(const json_t *fn, bool strict_default, const char *param, fe_error_t *err);
 
+/* Canonical tool_choice from a request's value (string "none" | "auto" |
+ * "required", or an object naming a function as {"type":"function","name"}
+ * (Responses), {"type":"function","function":{"name"}} (Chat) or {"name"}
+ * (legacy function_call), or a built-in tool type) checked against the
+ * canonical tools. NULL choice: nothing set. 0, or -1 with err. */
+int fe_structured_tool_choice(const json_t *choice, const json_t *tools, json_t *c, fe_error_t *err);
+
 #endif

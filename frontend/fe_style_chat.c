@@ -243,30 +243,7 @@ static int fe_chat_tools(const json_t *body, json_t *c, fe_error_t *err)
     }
     if (!choice)
         choice = fcall; /* legacy: "none" | "auto" | {"name"} */
-    int rc = 0;
-    if (json_is_string(choice)) {
-        const char *s = json_string_value(choice);
-        if (strcmp(s, "none") != 0 && strcmp(s, "auto") != 0 && strcmp(s, "required") != 0) {
-            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', "
-                                                  "'required' or an object.");
-            rc = -1;
-        } else {
-            json_object_set(c, "tool_choice", choice);
-        }
-    } else if (json_is_object(choice)) {
-        json_t *name = json_object_get(json_object_get(choice, "function"), "name");
-        if (!name)
-            name = json_object_get(choice, "name");
-        bool found = false;
-        json_array_foreach(out, i, t) found |= json_is_string(name) && json_equal(json_object_get(t, "name"), name);
-        if (!found) {
-            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': function '%.64s' is not in "
-                                                  "'tools'.", json_is_string(name) ? json_string_value(name) : "");
-            rc = -1;
-        } else {
-            json_object_set_new(c, "tool_choice", json_pack("{s:s, s:O}", "type", "function", "name", name));
-        }
-    }
+    int rc = fe_structured_tool_choice(choice, out, c, err);
     json_decref(out);
     if (rc < 0)
         return -1;

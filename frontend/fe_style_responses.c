@@ -201,36 +201,7 @@ static int fe_responses_tools(const json_t *body, json_t *c, fe_error_t *err)
     if (json_array_size(out) > 0)
         json_object_set(c, "tools", out);
     json_t *choice = fe_params_typed(body, "tool_choice", FE_P_STRING | FE_P_OBJECT | FE_P_NULL, err);
-    if (err->status) {
-        json_decref(out);
-        return -1;
-    }
-    int rc = 0;
-    if (json_is_string(choice)) {
-        const char *s = json_string_value(choice);
-        if (strcmp(s, "none") != 0 && strcmp(s, "auto") != 0 && strcmp(s, "required") != 0) {
-            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', "
-                                                  "'required' or an object.");
-            rc = -1;
-        } else {
-            json_object_set(c, "tool_choice", choice);
-        }
-    } else if (json_is_object(choice)) {
-        const char *type = json_string_value(json_object_get(choice, "type"));
-        const char *name = json_string_value(json_object_get(choice, "name"));
-        bool found = false;
-        json_array_foreach(out, i, t) found |= type && !strcmp(type, "function") && name &&
-                                               !strcmp(json_string_value(json_object_get(t, "name")), name);
-        if (type && strcmp(type, "function") != 0 && fe_features_builtin_tool(type)) {
-            json_object_set_new(c, "tool_choice", json_deep_copy(choice));
-        } else if (!found) {
-            fe_params_invalid(err, "tool_choice", "Tool choice '%.64s' not found in 'tools' parameter.",
-                              name ? name : "(no name)");
-            rc = -1;
-        } else {
-            json_object_set_new(c, "tool_choice", json_pack("{s:s, s:s}", "type", "function", "name", name));
-        }
-    }
+    int rc = err->status ? -1 : fe_structured_tool_choice(choice, out, c, err);
     json_decref(out);
     return rc;
 }
