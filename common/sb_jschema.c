@@ -850,15 +850,26 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
 {
     struct sb_jschema_rx x = {.pat = pattern, .p = (const unsigned char *)pattern,
                               .end = (const unsigned char *)pattern + len, .err = err, .errsz = errsz};
-    /* Expanded-size estimate: size of the current sequence per open group,
-     * and of the last atom (what a quantifier would repeat). */
-    uint64_t stack[64];
+    /* Per open group: expanded size so far (glibc copies a repeated subtree)
+     * and whether it holds an assertion. The same for the last atom, which is
+     * what a quantifier would repeat. */
+    struct {
+        uint64_t size;
+        int assert;
+    } stack[64];
     int depth = 0;
     uint64_t cur = 0, atom = 0;
+    int cur_assert = 0, atom_assert = 0;
     int rc = 0;
     x.src_total = sb_jschema_rx_count_groups(x.p, x.end);
     x.src_map = sb_xcalloc((size_t)x.src_total + 1, sizeof *x.src_map);
-    sb_jschema_buf_adds(&x.out, "");
+    /* Anchor the search and let the prefix step over whole characters: the
+     * pattern then starts only at character boundaries (so \B is never
+     * tried inside a character), and glibc makes one linear pass instead of
+     * one pass per start offset (quadratic on long strings). */
+    sb_jschema_buf_adds(&x.out, "\\`([^\x80-\xff]|[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|"
+                                "[\xf0-\xf7][\x80-\xbf]{3})*(");
+    x.groups = 2;
     while (x.p < x.end) {
         size_t before = x.out.len;
         unsigned char c = *x.p;
@@ -877,6 +888,7 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                 /* glibc's \b / \B in the C locale use [A-Za-z0-9_], as ECMA */
                 sb_jschema_buf_adds(&x.out, cp == 'b' ? "\\b" : "\\B");
                 is_atom = 0;
+                cur_assert = 1;
             } else if (kind == SB_JSCHEMA_ESC_BACKREF) {
                 if (cp == 0 || (int)cp > x.src_total) {
                     rc = sb_jschema_rx_fail(&x, "backreference to a group that does not exist");
@@ -941,8 +953,10 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                 rc = sb_jschema_rx_fail(&x, "groups nested too deeply");
                 goto done;
             }
-            stack[depth++] = cur;
+            stack[depth].size = cur;
+            stack[depth++].assert = cur_assert;
             cur = 0;
+            cur_assert = 0;
             continue;
         } else if (c == ')') {
             x.p++;
@@ -952,13 +966,17 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                 goto done;
             }
             atom = cur + 2;
-            cur = stack[--depth] + atom;
+            atom_assert = cur_assert;
+            depth--;
+            cur = stack[depth].size + atom;
+            cur_assert = stack[depth].assert | atom_assert;
             continue;
         } else if (c == '|') {
             x.p++;
             sb_jschema_buf_addc(&x.out, '|');
             cur++;
             atom = 0;
+            atom_assert = 0;
             continue;
         } else if (c == '^' || c == '$') {
             /* GNU's buffer anchors: glibc lets ^ and $ also match next to a
@@ -968,6 +986,7 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
             x.p++;
             sb_jschema_buf_adds(&x.out, c == '^' ? "\\`" : "\\'");
             is_atom = 0;
+            cur_assert = 1;
         } else if (c == '*' || c == '+' || c == '?' || (c == '{' && sb_jschema_rx_is_quant(x.p, x.end))) {
             uint32_t lo = 0, hi = 1;
             if (c == '{') {
@@ -989,6 +1008,12 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
             }
             if (x.p < x.end && *x.p == '?')
                 x.p++; /* lazy: same match/no-match answer as greedy */
+            if (atom_assert && hi > 1) {
+                /* glibc gets these wrong ("(^a|b){2}") and can take minutes
+                 * to compile them */
+                rc = sb_jschema_rx_fail(&x, "^, $, \\b or \\B inside a repeated group is not supported");
+                goto done;
+            }
             uint64_t times = hi == UINT32_MAX ? (uint64_t)lo + 1 : (hi ? hi : 1);
             cur += atom * (times - 1) + (x.out.len - before);
             atom = 0;
@@ -1004,12 +1029,14 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
             sb_jschema_rx_literal(&x, cp);
         }
         atom = is_atom ? x.out.len - before : 0;
+        atom_assert = 0;
         cur += x.out.len - before;
     }
     if (depth) {
         rc = sb_jschema_rx_fail(&x, "missing ')'");
         goto done;
     }
+    sb_jschema_buf_addc(&x.out, ')');
     *out = x.out.p;
     x.out.p = NULL;
 done:
