@@ -89,3 +89,71 @@ json_t *fe_error_openai_body(const fe_error_t *e)
     return json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "message", e->message, "type", fe_error_openai_type(e),
                      "param", param, "code", code);
 }
+
+/* Anthropic's error types by cause; the status stays the HTTP one. */
+static const char *fe_error_anthropic_type(const fe_error_t *e)
+{
+    const char *k = e->kind ? e->kind : "";
+    if (!strcmp(k, SB_ERR_INVALID_REQUEST))
+        return "invalid_request_error";
+    if (!strcmp(k, SB_ERR_AUTHENTICATION))
+        return "authentication_error";
+    if (!strcmp(k, SB_ERR_PERMISSION))
+        return "permission_error";
+    if (!strcmp(k, SB_ERR_NOT_FOUND))
+        return "not_found_error";
+    if (!strcmp(k, SB_ERR_TOO_LARGE))
+        return "request_too_large";
+    if (!strcmp(k, SB_ERR_RATE_LIMIT) || !strcmp(k, SB_ERR_QUOTA))
+        return "rate_limit_error";
+    if (!strcmp(k, SB_ERR_OVERLOADED))
+        return "overloaded_error";
+    if (e->status == 400 || e->status == 405 || e->status == 422)
+        return "invalid_request_error";
+    return "api_error";
+}
+
+json_t *fe_error_anthropic_body(const fe_error_t *e, const char *request_id)
+{
+    return json_pack("{s:s, s:{s:s, s:s}, s:s?}", "type", "error", "error", "type", fe_error_anthropic_type(e),
+                     "message", e->message, "request_id", request_id);
+}
+
+/* google.rpc.Code names by HTTP status, as Google's REST APIs send them. */
+static const char *fe_error_google_status(const fe_error_t *e)
+{
+    switch (e->status) {
+    case 400:
+    case 405:
+    case 413:
+    case 422:
+        return "INVALID_ARGUMENT";
+    case 401:
+        return "UNAUTHENTICATED";
+    case 403:
+        return "PERMISSION_DENIED";
+    case 404:
+        return "NOT_FOUND";
+    case 409:
+        return "ABORTED";
+    case 429:
+        return "RESOURCE_EXHAUSTED";
+    case 499:
+        return "CANCELLED";
+    case 501:
+        return "UNIMPLEMENTED";
+    case 502:
+    case 503:
+        return "UNAVAILABLE";
+    case 504:
+        return "DEADLINE_EXCEEDED";
+    default:
+        return "INTERNAL";
+    }
+}
+
+json_t *fe_error_google_body(const fe_error_t *e)
+{
+    return json_pack("{s:{s:i, s:s, s:s}}", "error", "code", e->status, "message", e->message, "status",
+                     fe_error_google_status(e));
+}

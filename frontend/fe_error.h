@@ -26,4 +26,10 @@ void fe_error_from_event(fe_error_t *e, const json_t *ev);
 /* {"error":{"message","type","param","code"}} */
 json_t *fe_error_openai_body(const fe_error_t *e);
 
+/* Anthropic's {"type":"error","error":{"type","message"},"request_id"}. */
+json_t *fe_error_anthropic_body(const fe_error_t *e, const char *request_id);
+
+/* Google's {"error":{"code","message","status"}}. */
+json_t *fe_error_google_body(const fe_error_t *e);
+
 #endif

@@ -20,10 +20,53 @@ static bool fe_reasoning_is(const json_t *it)
     return type && !strcmp(type, "reasoning");
 }
 
-int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *err)
+static const char *const fe_reasoning_private[] = {"signature", "redacted", "upstream_encrypted_content",
+                                                   "thought_signature", NULL};
+
+void fe_reasoning_strip_private(json_t *item)
 {
+    for (size_t i = 0; fe_reasoning_private[i]; i++)
+        json_object_del(item, fe_reasoning_private[i]);
+}
+
+char *fe_reasoning_seal_item(const fe_request_t *r, const json_t *item)
+{
+    if (!r->srv->seal_ready)
+        return NULL;
     char ctx[64];
     fe_reasoning_context(r, ctx, sizeof ctx);
+    char *plain = json_dumps(item, JSON_COMPACT);
+    char *token = plain ? sb_seal(&r->srv->seal_key, ctx, plain, strlen(plain)) : NULL;
+    free(plain);
+    return token;
+}
+
+json_t *fe_reasoning_open_token(const fe_request_t *r, const char *token, const char *param, fe_error_t *err)
+{
+    if (!r->srv->seal_ready) {
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
+                     "unsupported parameter: encrypted reasoning is not configured on this gateway.");
+        return NULL;
+    }
+    char ctx[64];
+    fe_reasoning_context(r, ctx, sizeof ctx);
+    void *plain = NULL;
+    size_t len = 0;
+    json_t *opened = NULL;
+    if (sb_seal_open(&r->srv->seal_key, ctx, token, &plain, &len) == 0)
+        opened = json_loadb(plain, len, 0, NULL);
+    free(plain);
+    if (!json_is_object(opened)) {
+        json_decref(opened);
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_encrypted_content", param,
+                     "The encrypted content in '%.60s' could not be verified.", param);
+        return NULL;
+    }
+    return opened;
+}
+
+int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *err)
+{
     size_t i;
     json_t *it;
     json_array_foreach(items, i, it)
@@ -32,17 +75,9 @@ int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *er
         if (!fe_reasoning_is(it) || !token)
             continue;
         const char *id = json_string_value(json_object_get(it, "id"));
-        if (!r->srv->seal_ready) {
-            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "input",
-                         "unsupported parameter: encrypted reasoning is not configured on this gateway.");
+        json_t *opened = fe_reasoning_open_token(r, token, "input", err);
+        if (!opened)
             return -1;
-        }
-        void *plain = NULL;
-        size_t len = 0;
-        json_t *opened = NULL;
-        if (sb_seal_open(&r->srv->seal_key, ctx, token, &plain, &len) == 0)
-            opened = json_loadb(plain, len, 0, NULL);
-        free(plain);
         const char *opened_id = json_string_value(json_object_get(opened, "id"));
         if (!fe_reasoning_is(opened) || (id && opened_id && strcmp(id, opened_id) != 0)) {
             json_decref(opened);
@@ -57,26 +92,20 @@ int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *er
 
 json_t *fe_reasoning_seal_items(const fe_request_t *r, const json_t *items)
 {
-    char ctx[64];
-    fe_reasoning_context(r, ctx, sizeof ctx);
     json_t *out = json_array();
     size_t i;
     json_t *it;
     json_array_foreach(items, i, it)
     {
         if (!fe_reasoning_is(it)) {
-            json_array_append(out, it);
+            json_t *copy = json_deep_copy(it);
+            fe_reasoning_strip_private(copy);
+            json_array_append_new(out, copy);
             continue;
         }
-        if (!r->srv->seal_ready) {
-            sb_error("reasoning sealing asked for but no reasoning key is configured");
-            json_decref(out);
-            return NULL;
-        }
-        char *plain = json_dumps(it, JSON_COMPACT);
-        char *token = plain ? sb_seal(&r->srv->seal_key, ctx, plain, strlen(plain)) : NULL;
-        free(plain);
+        char *token = fe_reasoning_seal_item(r, it);
         if (!token) {
+            sb_error("reasoning sealing asked for but failed (is a reasoning key configured?)");
             json_decref(out);
             return NULL;
         }

@@ -14,6 +14,22 @@
 
 #include "fe_request.h"
 
+/* Seals one canonical item (any type) for the caller's account: a new token
+ * string (caller frees), or NULL when no key is configured or sealing failed.
+ * Styles without an encrypted_content field use it for their own opaque
+ * fields (a Messages thinking block's signature, a Gemini thoughtSignature). */
+char *fe_reasoning_seal_item(const fe_request_t *r, const json_t *item);
+
+/* Opens a token made by fe_reasoning_seal_item: the item (new reference), or
+ * NULL with err (400 invalid_encrypted_content; param names the field). */
+json_t *fe_reasoning_open_token(const fe_request_t *r, const char *token, const char *param, fe_error_t *err);
+
+/* Fields only the upstream and the gateway see: an Anthropic thinking
+ * signature, redacted thinking, an OpenAI Responses upstream's own
+ * encrypted_content, a Gemini thought signature. Removed from every item
+ * rendered in plain form; kept in stored items and inside sealed ones. */
+void fe_reasoning_strip_private(json_t *item);
+
 /* Replaces every reasoning item of items carrying encrypted_content by the
  * item it seals. 0, or -1 with err (400). */
 int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *err);

@@ -22,13 +22,22 @@ static const fe_route_t fe_routes[] = {
     {"DELETE", "/v1/files/{}", &fe_style_responses, fe_files_delete},
     {"GET", "/v1/files/{}/content", &fe_style_responses, fe_files_content},
     {"GET", "/v1/models", &fe_style_responses, fe_models_list},
+    {"POST", "/v1/messages", &fe_style_messages, fe_generate_start},
+    {"POST", "/v1/messages/count_tokens", &fe_style_messages, fe_messages_count_tokens},
+    {"GET", "/v1beta/models", &fe_style_gemini, fe_gemini_models_list},
+    {"GET", "/v1beta/models/{}", &fe_style_gemini, fe_gemini_model_get},
+    {"POST", "/v1beta/models/{}:generateContent", &fe_style_gemini, fe_generate_start},
+    {"POST", "/v1beta/models/{}:streamGenerateContent", &fe_style_gemini, fe_generate_start},
+    {"POST", "/v1beta/models/{}:countTokens", &fe_style_gemini, fe_gemini_count_tokens},
 };
 
-/* A path argument is one segment of safe id characters; returns its length. */
+/* A path argument is one segment of safe id characters, ending at '/', ':'
+ * (Google's custom methods, models/{model}:generateContent) or the end;
+ * returns its length. */
 static size_t fe_router_arg_len(const char *s)
 {
     size_t n = 0;
-    for (; s[n] && s[n] != '/'; n++) {
+    for (; s[n] && s[n] != '/' && s[n] != ':'; n++) {
         char c = s[n];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
               c == '.'))
@@ -81,5 +90,9 @@ const fe_style_t *fe_router_style_for_path(const char *path)
 {
     if (strncmp(path, "/v1/chat/", 9) == 0)
         return &fe_style_chat;
+    if (strncmp(path, "/v1/messages", 12) == 0)
+        return &fe_style_messages;
+    if (strncmp(path, "/v1beta/", 8) == 0)
+        return &fe_style_gemini;
     return &fe_style_responses;
 }

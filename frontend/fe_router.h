@@ -28,6 +28,8 @@ const char *fe_bearer_key(struct evhttp_request *http, size_t *len);
 
 extern const fe_style_t fe_style_responses;
 extern const fe_style_t fe_style_chat;
+extern const fe_style_t fe_style_messages; /* fe_style_messages.c */
+extern const fe_style_t fe_style_gemini;   /* fe_style_gemini.c: Generate Content */
 
 /* Endpoints. */
 void fe_responses_get(fe_request_t *r);
@@ -44,5 +46,9 @@ void fe_chat_stored_messages(fe_request_t *r);
 void fe_chat_stored_update(fe_request_t *r);
 void fe_chat_stored_delete(fe_request_t *r);
 void fe_chat_stored_list(fe_request_t *r);
+void fe_messages_count_tokens(fe_request_t *r);
+void fe_gemini_models_list(fe_request_t *r);
+void fe_gemini_model_get(fe_request_t *r);
+void fe_gemini_count_tokens(fe_request_t *r);
 
 #endif

@@ -287,9 +287,14 @@ static json_t *fe_responses_render(fe_request_t *r)
     json_t *tools = json_object_get(c, "tools");
     json_t *metadata = json_object_get(c, "metadata");
     json_t *ptc = json_object_get(c, "parallel_tool_calls");
-    json_t *output = r->seal_reasoning ? fe_reasoning_seal_items(r, res->items) : json_incref(res->items);
+    json_t *output = r->seal_reasoning ? fe_reasoning_seal_items(r, res->items) : json_deep_copy(res->items);
     if (!output)
         return NULL;
+    if (!r->seal_reasoning) {
+        size_t i;
+        json_t *it;
+        json_array_foreach(output, i, it) fe_reasoning_strip_private(it);
+    }
     long long now = (long long)time(NULL);
     json_t *out = json_object();
     json_object_set_new(out, "id", json_string(r->response_id));

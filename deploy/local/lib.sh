@@ -406,6 +406,17 @@ sb_sbctl() {
     "$SB_BUILD_DIR/bin/sbctl" "$@"
 }
 
+# One emulator-backed model per upstream kind: ID PROVIDER BASE_URL. Base URLs
+# follow each provider's convention: OpenAI kinds end in /v1, Anthropic is the
+# bare origin (the adapter adds /v1/messages), Gemini ends in /v1beta.
+sb_seed_model() {
+    sb_sbctl model add "$1" --if-not-exists --provider "$2" --base-url "$3" --upstream-model emu-model \
+        --credential-ref SB_EMU_UPSTREAM_KEY &&
+        sb_sbctl model set "$1" --provider "$2" --base-url "$3" --upstream-model emu-model \
+            --credential-ref SB_EMU_UPSTREAM_KEY &&
+        sb_sbctl model enable "$1"
+}
+
 sb_seed() {
     sb_defaults || return 1
     [[ -x $SB_BUILD_DIR/bin/sbctl ]] || { sb_die "$SB_BUILD_DIR/bin/sbctl not built (sb_build)"; return 1; }
@@ -427,7 +438,10 @@ sb_seed() {
                 --credential-ref SB_EMU_UPSTREAM_KEY &&
             sb_sbctl model set emu-chat --provider openai-chat --base-url "http://127.0.0.1:$SB_EMU_PORT/v1" \
                 --upstream-model emu-model --credential-ref SB_EMU_UPSTREAM_KEY &&
-            sb_sbctl model enable emu-chat
+            sb_sbctl model enable emu-chat &&
+            sb_seed_model emu-responses openai-responses "http://127.0.0.1:$SB_EMU_PORT/v1" &&
+            sb_seed_model emu-claude anthropic "http://127.0.0.1:$SB_EMU_PORT" &&
+            sb_seed_model emu-gemini gemini "http://127.0.0.1:$SB_EMU_PORT/v1beta"
     } >>"$log" || { sb_die "seeding failed (see above and $log)"; return 1; }
 
     # The dev key is kept across runs; it is re-created only when the database
