@@ -48,6 +48,10 @@ typedef struct sb_provider_response {
 
 typedef struct sb_provider {
     const char *kind; /* route.provider, e.g. "openai-chat" */
+    /* The upstream returns several choices for request.n (OpenAI Chat,
+     * Gemini candidateCount); otherwise the worker fans out n calls, as it
+     * also does when route.capabilities.n is false. */
+    bool supports_n;
 
     /* Fills *req (zeroed by the caller) from job. Returns 0, or a negative
      * code with *err set to a final error event (new reference) when the job

@@ -840,6 +840,7 @@ done:
 
 const sb_provider_t sb_provider_openai_chat = {
     .kind = SB_CHAT_KIND,
+    .supports_n = true,
     .build_request = sb_chat_build_request,
     .parse_response = sb_chat_parse_response,
 };

@@ -558,11 +558,12 @@ static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg)
 /* How many upstream calls the job needs: request.n when it asks for several
  * choices of an upstream that cannot do n, else 1. Returns 0 with *err set
  * when n is out of range for a fan-out. */
-static int sb_wjob_fanout(const json_t *job, json_t **err)
+static int sb_wjob_fanout(const sb_provider_t *provider, const json_t *job, json_t **err)
 {
     const json_t *n = json_object_get(sb_job_request(job), "n");
     const json_t *caps = json_object_get(sb_job_route(job), "capabilities");
-    if (!json_is_integer(n) || json_integer_value(n) <= 1 || !json_is_false(json_object_get(caps, "n")))
+    bool native = provider->supports_n && !json_is_false(json_object_get(caps, "n"));
+    if (!json_is_integer(n) || json_integer_value(n) <= 1 || native)
         return 1; /* a bad n is the adapter's to refuse */
     if (json_integer_value(n) > SB_WORKER_MAX_FANOUT) {
         *err = sb_wjob_error(400, SB_ERR_INVALID_REQUEST, "request.n must be at most %d for this model",
@@ -604,7 +605,7 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
     /* The frontend checks schemas too, but a worker trusts no job. */
     if (sb_strict_new(sb_job_request(j->job), &j->strict, &err) < 0)
         goto fail;
-    int n_calls = sb_wjob_fanout(j->job, &err);
+    int n_calls = sb_wjob_fanout(j->provider, j->job, &err);
     if (n_calls == 0)
         goto fail;
     j->call_job = j->job;
