@@ -565,6 +565,9 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
         sb_chat_copy(body, request, "top_p", "top_p", SB_WANT_NUMBER, err) < 0 ||
         sb_chat_copy(body, request, "frequency_penalty", "frequency_penalty", SB_WANT_NUMBER, err) < 0 ||
         sb_chat_copy(body, request, "presence_penalty", "presence_penalty", SB_WANT_NUMBER, err) < 0 ||
+        /* OpenAI itself refuses top_k (its 400 comes back); vLLM, llama.cpp
+         * and Ollama take it. */
+        sb_chat_copy(body, request, "top_k", "top_k", SB_WANT_INTEGER, err) < 0 ||
         sb_chat_copy(body, request, "stop", "stop", SB_WANT_STOP, err) < 0 ||
         sb_chat_copy(body, request, "seed", "seed", SB_WANT_INTEGER, err) < 0 ||
         sb_chat_copy(body, request, "n", "n", SB_WANT_INTEGER, err) < 0 ||
