@@ -30,10 +30,17 @@
 #include "sb_alloc.h"
 #include "sb_map.h"
 
-/* Upper bound on a pattern's ERE size once counted repetitions are expanded
- * (glibc copies the repeated subtree): keeps regcomp time and memory bounded
- * for schemas from untrusted requests. */
-#define SB_JSCHEMA_RX_MAX_EXPANDED (1u << 20)
+/* Limits that keep glibc's regcomp/regexec time bounded for patterns from
+ * untrusted requests (measured on glibc 2.36; each worst case is tens of ms):
+ * - the ERE size once counted repetitions are expanded (glibc copies the
+ *   repeated subtree; compile time is linear in it);
+ * - the same for unanchored patterns, whose DFA states hold one thread per
+ *   start offset (regexec warm-up is quadratic in it);
+ * - a{n,m} becomes m-n nested options, and regcomp is cubic in that chain:
+ *   cost = sum of (m-n)^2 * (size of a + 20), times enclosing copies. */
+#define SB_JSCHEMA_RX_MAX_EXPANDED (256u * 1024)
+#define SB_JSCHEMA_RX_MAX_UNANCHORED (16u * 1024)
+#define SB_JSCHEMA_RX_MAX_COST 16000000u
 #define SB_JSCHEMA_PATH_MAX 512
 /* Length of the reason kept from a failed anyOf branch. */
 #define SB_JSCHEMA_BRANCH_ERR 256
@@ -502,48 +509,59 @@ static void sb_jschema_rx_ascii(struct sb_jschema_buf *o, const unsigned char in
     sb_jschema_buf_addc(o, ']');
 }
 
-/* Emits [lo, hi] (same UTF-8 length class, >= 0x80) as alternatives of byte
- * sequences, splitting until each continuation byte spans a full range. */
-static void sb_jschema_rx_utf8_range(struct sb_jschema_buf *o, uint32_t lo, uint32_t hi)
+/* UTF-8 sequence classes by length (2, 3, 4 bytes): the code points valid in
+ * each, and the largest payload its bits can carry. */
+static const struct {
+    uint32_t lo, hi, max;
+    unsigned char lead;
+} sb_jschema_u8class[3] = {
+    {0x80, 0x7FF, 0x7FF, 0xC0},
+    {0x800, 0xFFFF, 0xFFFF, 0xE0},
+    {0x10000, 0x10FFFF, 0x1FFFFF, 0xF0},
+};
+
+/* Emits payloads [lo, hi] of n-byte sequences as alternatives of byte
+ * ranges, splitting until every continuation byte spans a full range. */
+static void sb_jschema_rx_utf8_seq(struct sb_jschema_buf *o, int n, uint32_t lo, uint32_t hi)
 {
-    static const uint32_t edge[] = {0x7F, 0x7FF, 0xFFFF};
-    for (int i = 0; i < 3; i++) {
-        if (lo <= edge[i] && edge[i] < hi) {
-            sb_jschema_rx_utf8_range(o, lo, edge[i]);
-            sb_jschema_rx_utf8_range(o, edge[i] + 1, hi);
-            return;
-        }
-    }
-    unsigned char a[4], b[4];
-    int n = sb_jschema_utf8_encode(lo, a);
     for (int i = 1; i < n; i++) {
         uint32_t m = (1u << (6 * i)) - 1;
         if ((lo & ~m) != (hi & ~m)) {
             if ((lo & m) != 0) {
-                sb_jschema_rx_utf8_range(o, lo, lo | m);
-                sb_jschema_rx_utf8_range(o, (lo | m) + 1, hi);
+                sb_jschema_rx_utf8_seq(o, n, lo, lo | m);
+                sb_jschema_rx_utf8_seq(o, n, (lo | m) + 1, hi);
                 return;
             }
             if ((hi & m) != m) {
-                sb_jschema_rx_utf8_range(o, lo, (hi & ~m) - 1);
-                sb_jschema_rx_utf8_range(o, hi & ~m, hi);
+                sb_jschema_rx_utf8_seq(o, n, lo, (hi & ~m) - 1);
+                sb_jschema_rx_utf8_seq(o, n, hi & ~m, hi);
                 return;
             }
         }
     }
-    sb_jschema_utf8_encode(hi, b);
+    if (hi < sb_jschema_u8class[n - 2].lo || lo > sb_jschema_u8class[n - 2].hi || (lo >= 0xD800 && hi <= 0xDFFF))
+        return; /* only sequences that never occur */
     if (o->len && o->p[o->len - 1] != '(')
         sb_jschema_buf_addc(o, '|');
     for (int i = 0; i < n; i++) {
-        char r[5] = {'[', (char)a[i], '-', (char)b[i], ']'};
-        if (a[i] == b[i])
-            sb_jschema_buf_addc(o, (char)a[i]);
+        int shift = 6 * (n - 1 - i);
+        unsigned char base = i == 0 ? sb_jschema_u8class[n - 2].lead : 0x80;
+        unsigned char mask = i == 0 ? (unsigned char)(0x3F >> (n - 1)) : 0x3F;
+        unsigned char a = (unsigned char)(base | ((lo >> shift) & mask));
+        unsigned char b = (unsigned char)(base | ((hi >> shift) & mask));
+        char r[5] = {'[', (char)a, '-', (char)b, ']'};
+        if (a == b)
+            sb_jschema_buf_addc(o, (char)a);
         else
             sb_jschema_buf_addn(o, r, 5);
     }
 }
 
-/* Emits a character set as one ERE atom; consumes (frees) s. */
+/* Emits a character set as one ERE atom; consumes (frees) s. The subject is
+ * valid UTF-8 and matching starts on character boundaries, so byte sequences
+ * that never occur (overlong forms, surrogates, leads past F4) may be
+ * matched too: ranges are widened over them, which keeps the alternation
+ * short (glibc's regcomp is superlinear in it under repetition). */
 static void sb_jschema_rx_set(struct sb_jschema_rx *x, struct sb_jschema_cset *s)
 {
     sb_jschema_cset_norm(s);
@@ -565,9 +583,23 @@ static void sb_jschema_rx_set(struct sb_jschema_rx *x, struct sb_jschema_cset *s
         x->groups++;
         if (ascii)
             sb_jschema_rx_ascii(&x->out, in);
-        for (size_t i = 0; i < s->n; i++)
-            if (s->r[i][1] >= 0x80)
-                sb_jschema_rx_utf8_range(&x->out, s->r[i][0] < 0x80 ? 0x80 : s->r[i][0], s->r[i][1]);
+        for (int k = 0; k < 3; k++) {
+            struct sb_jschema_cset t = {0};
+            for (size_t i = 0; i < s->n; i++) {
+                uint32_t lo = s->r[i][0], hi = s->r[i][1];
+                if (hi < sb_jschema_u8class[k].lo || lo > sb_jschema_u8class[k].hi)
+                    continue;
+                lo = lo <= sb_jschema_u8class[k].lo ? 0 : lo;
+                hi = hi >= sb_jschema_u8class[k].hi ? sb_jschema_u8class[k].max : hi;
+                if (hi == 0xD7FF)
+                    hi = 0xDFFF;
+                sb_jschema_cset_add(&t, lo, hi);
+            }
+            sb_jschema_cset_norm(&t);
+            for (size_t i = 0; i < t.n; i++)
+                sb_jschema_rx_utf8_seq(&x->out, k + 2, t.r[i][0], t.r[i][1]);
+            free(t.r);
+        }
         sb_jschema_buf_addc(&x->out, ')');
     }
     free(s->r);
@@ -819,9 +851,10 @@ static void sb_jschema_rx_literal(struct sb_jschema_rx *x, uint32_t c)
 
 /* Counts capturing groups in the source ("(" not followed by "?", and
  * "(?<name>"), skipping escapes and classes. */
-static int sb_jschema_rx_count_groups(const unsigned char *p, const unsigned char *end)
+static int sb_jschema_rx_count_groups(const unsigned char *p, const unsigned char *end, int *top_alt)
 {
-    int n = 0, in_class = 0;
+    int n = 0, in_class = 0, depth = 0;
+    *top_alt = 0;
     for (; p < end; p++) {
         if (*p == '\\') {
             p++;
@@ -836,44 +869,65 @@ static int sb_jschema_rx_count_groups(const unsigned char *p, const unsigned cha
             if (p + 1 < end && p[1] == '^')
                 p++;
         } else if (*p == '(') {
+            depth++;
             if (p + 1 >= end || p[1] != '?')
                 n++;
             else if (end - p >= 4 && p[2] == '<' && p[3] != '=' && p[3] != '!')
                 n++;
+        } else if (*p == ')') {
+            depth--;
+        } else if (*p == '|' && depth == 0) {
+            *top_alt = 1;
         }
     }
     return n;
 }
 
-/* Translates pattern (len bytes, no NUL) into an ERE in *out (caller frees). */
+/* Translates pattern (len bytes, no NUL) into an ERE in *out (caller frees).
+ *
+ * Besides the syntax, it tracks for each open group its size once counted
+ * repetitions are expanded (glibc copies a repeated subtree), whether it
+ * holds an assertion, and whether it can match the empty string, and
+ * rejects two constructs that glibc gets wrong or takes minutes to compile:
+ * an assertion inside a group repeated more than once ("(^a|b){2}"), and a
+ * repeated sub-pattern that can match empty ("(a|b?){1,100}"). */
 static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, char *err, size_t errsz)
 {
     struct sb_jschema_rx x = {.pat = pattern, .p = (const unsigned char *)pattern,
                               .end = (const unsigned char *)pattern + len, .err = err, .errsz = errsz};
-    /* Per open group: expanded size so far (glibc copies a repeated subtree)
-     * and whether it holds an assertion. The same for the last atom, which is
-     * what a quantifier would repeat. */
     struct {
-        uint64_t size;
-        int assert;
+        uint64_t size;     /* expanded size of the enclosing sequence so far */
+        uint64_t cost;     /* regcomp cost of the same (see RX_MAX_COST) */
+        int asrt;          /* the enclosing group holds an assertion */
+        int alt_null;      /* some finished alternative of it matches empty */
+        int seq_null;      /* the current alternative so far matches empty */
     } stack[64];
     int depth = 0;
-    uint64_t cur = 0, atom = 0;
-    int cur_assert = 0, atom_assert = 0;
+    uint64_t cur = 0, atom = 0;     /* current sequence / last atom: expanded size */
+    uint64_t cur_cost = 0, atom_cost = 0;
+    int cur_asrt = 0, atom_asrt = 0;
+    int alt_null = 0, seq_null = 1; /* current group: as in the stack */
+    int seq_prev = 1, atom_null = 0; /* seq_null before the last atom; the last atom */
     int rc = 0;
-    x.src_total = sb_jschema_rx_count_groups(x.p, x.end);
+    int top_alt;
+    x.src_total = sb_jschema_rx_count_groups(x.p, x.end, &top_alt);
     x.src_map = sb_xcalloc((size_t)x.src_total + 1, sizeof *x.src_map);
-    /* Anchor the search and let the prefix step over whole characters: the
-     * pattern then starts only at character boundaries (so \B is never
-     * tried inside a character), and glibc makes one linear pass instead of
-     * one pass per start offset (quadratic on long strings). */
-    sb_jschema_buf_adds(&x.out, "\\`([^\x80-\xff]|[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|"
-                                "[\xf0-\xf7][\x80-\xbf]{3})*(");
-    x.groups = 2;
+    /* A pattern that starts with ^ (and has no top-level |) can only match
+     * at offset 0, and glibc sees that. Any other is anchored here behind a
+     * prefix that steps over whole characters: it then starts only on
+     * character boundaries (so \B is never tried inside a character), and
+     * glibc makes one linear pass instead of one per start offset
+     * (quadratic on long strings). */
+    int anchored = len > 0 && pattern[0] == '^' && !top_alt;
+    if (!anchored) {
+        sb_jschema_buf_adds(&x.out, "\\`([^\x80-\xff]|[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|"
+                                    "[\xf0-\xf7][\x80-\xbf]{3})*(");
+        x.groups = 2;
+    }
     while (x.p < x.end) {
         size_t before = x.out.len;
         unsigned char c = *x.p;
-        int is_atom = 1;
+        int is_atom = 1, nullable = 0;
         if (c == '\\') {
             uint32_t cp;
             enum sb_jschema_esc kind;
@@ -888,7 +942,8 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                 /* glibc's \b / \B in the C locale use [A-Za-z0-9_], as ECMA */
                 sb_jschema_buf_adds(&x.out, cp == 'b' ? "\\b" : "\\B");
                 is_atom = 0;
-                cur_assert = 1;
+                nullable = 1;
+                cur_asrt = 1;
             } else if (kind == SB_JSCHEMA_ESC_BACKREF) {
                 if (cp == 0 || (int)cp > x.src_total) {
                     rc = sb_jschema_rx_fail(&x, "backreference to a group that does not exist");
@@ -905,6 +960,7 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                 }
                 char br[3] = {'\\', (char)('0' + g), '\0'};
                 sb_jschema_buf_adds(&x.out, br);
+                nullable = 1; /* the group may have matched empty */
             } else {
                 sb_jschema_rx_literal(&x, cp);
             }
@@ -954,9 +1010,14 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                 goto done;
             }
             stack[depth].size = cur;
-            stack[depth++].assert = cur_assert;
-            cur = 0;
-            cur_assert = 0;
+            stack[depth].cost = cur_cost;
+            stack[depth].asrt = cur_asrt;
+            stack[depth].alt_null = alt_null;
+            stack[depth].seq_null = seq_null;
+            depth++;
+            cur = cur_cost = 0;
+            cur_asrt = alt_null = 0;
+            seq_null = 1;
             continue;
         } else if (c == ')') {
             x.p++;
@@ -965,30 +1026,39 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                 rc = sb_jschema_rx_fail(&x, "unmatched ')'");
                 goto done;
             }
+            int inner_null = alt_null | seq_null;
             atom = cur + 2;
-            atom_assert = cur_assert;
+            atom_cost = cur_cost;
+            atom_asrt = cur_asrt;
             depth--;
             cur = stack[depth].size + atom;
-            cur_assert = stack[depth].assert | atom_assert;
+            cur_cost = stack[depth].cost + atom_cost;
+            cur_asrt = stack[depth].asrt | atom_asrt;
+            alt_null = stack[depth].alt_null;
+            seq_prev = stack[depth].seq_null;
+            seq_null = seq_prev & inner_null;
+            atom_null = inner_null;
             continue;
         } else if (c == '|') {
             x.p++;
             sb_jschema_buf_addc(&x.out, '|');
             cur++;
-            atom = 0;
-            atom_assert = 0;
+            alt_null |= seq_null;
+            seq_null = 1;
+            atom = atom_cost = 0;
+            atom_asrt = atom_null = 0;
             continue;
         } else if (c == '^' || c == '$') {
             /* GNU's buffer anchors: glibc lets ^ and $ also match next to a
-             * newline the pattern itself consumed ("
-^"), even without
+             * newline the pattern itself consumed ("\n^"), even without
              * REG_NEWLINE; ECMA (no m flag) anchors only at the ends. */
             x.p++;
             sb_jschema_buf_adds(&x.out, c == '^' ? "\\`" : "\\'");
             is_atom = 0;
-            cur_assert = 1;
+            nullable = 1;
+            cur_asrt = 1;
         } else if (c == '*' || c == '+' || c == '?' || (c == '{' && sb_jschema_rx_is_quant(x.p, x.end))) {
-            uint32_t lo = 0, hi = 1;
+            uint32_t lo = c == '+', hi = c == '?' ? 1 : UINT32_MAX;
             if (c == '{') {
                 size_t n = sb_jschema_rx_braces(x.p, x.end, &lo, &hi);
                 if (lo > RE_DUP_MAX || (hi != UINT32_MAX && hi > RE_DUP_MAX)) {
@@ -1004,21 +1074,29 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
             } else {
                 x.p++;
                 sb_jschema_buf_addc(&x.out, (char)c);
-                hi = c == '+' ? 2 : 1; /* glibc expands a+ to aa* */
             }
             if (x.p < x.end && *x.p == '?')
                 x.p++; /* lazy: same match/no-match answer as greedy */
-            if (atom_assert && hi > 1) {
-                /* glibc gets these wrong ("(^a|b){2}") and can take minutes
-                 * to compile them */
+            if (hi > 1 && atom_asrt) {
                 rc = sb_jschema_rx_fail(&x, "^, $, \\b or \\B inside a repeated group is not supported");
                 goto done;
             }
-            uint64_t times = hi == UINT32_MAX ? (uint64_t)lo + 1 : (hi ? hi : 1);
+            if (hi > 1 && atom_null) {
+                rc = sb_jschema_rx_fail(&x, "repeating a group that can match the empty string is not supported");
+                goto done;
+            }
+            /* glibc expands a{n,m} into n copies and m-n nested options,
+             * a+ into aa*, a{n,} into n copies and a star */
+            uint64_t times = c == '+' ? 2 : hi == UINT32_MAX ? (uint64_t)lo + 1 : (hi ? hi : 1);
+            uint64_t opt = hi == UINT32_MAX ? 0 : hi - lo;
             cur += atom * (times - 1) + (x.out.len - before);
-            atom = 0;
-            if (cur > SB_JSCHEMA_RX_MAX_EXPANDED) {
-                rc = sb_jschema_rx_fail(&x, "pattern too large once repetitions are expanded");
+            cur_cost += atom_cost * (times - 1) + opt * opt * (atom + 20);
+            atom = atom_cost = 0;
+            atom_null |= lo == 0;
+            seq_null = seq_prev & atom_null;
+            if (cur > SB_JSCHEMA_RX_MAX_EXPANDED || cur_cost > SB_JSCHEMA_RX_MAX_COST) {
+                rc = sb_jschema_rx_fail(&x, "pattern too large once repetitions are expanded "
+                                            "(for lengths, use minLength/maxLength)");
                 goto done;
             }
             continue;
@@ -1029,14 +1107,24 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
             sb_jschema_rx_literal(&x, cp);
         }
         atom = is_atom ? x.out.len - before : 0;
-        atom_assert = 0;
+        atom_cost = 0;
+        atom_asrt = 0;
+        atom_null = nullable;
+        seq_prev = seq_null;
+        seq_null &= nullable;
         cur += x.out.len - before;
     }
     if (depth) {
         rc = sb_jschema_rx_fail(&x, "missing ')'");
         goto done;
     }
-    sb_jschema_buf_addc(&x.out, ')');
+    if (!anchored && cur > SB_JSCHEMA_RX_MAX_UNANCHORED) {
+        rc = sb_jschema_rx_fail(&x, "unanchored pattern too large once repetitions are expanded "
+                                    "(anchor it with ^, or use minLength/maxLength)");
+        goto done;
+    }
+    if (!anchored)
+        sb_jschema_buf_addc(&x.out, ')');
     *out = x.out.p;
     x.out.p = NULL;
 done:

@@ -125,6 +125,7 @@ static void fe_request_send(fe_request_t *r, int status, const char *content_typ
         struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
         evhttp_add_header(h, "Content-Type", content_type);
         evhttp_add_header(h, "x-request-id", r->request_id);
+        evhttp_add_header(h, "request-id", r->request_id); /* the name Anthropic's SDKs read */
         if (retry_after > 0) {
             char ra[16];
             snprintf(ra, sizeof ra, "%d", retry_after);
@@ -295,8 +296,11 @@ void fe_request_handle(struct evhttp_request *http, void *arg)
     size_t key_len = 0;
     const char *key = r->style->key(http, &key_len);
     if (!key) {
+        const char *how = r->style == &fe_style_messages ? "the 'x-api-key' header"
+                          : r->style == &fe_style_gemini  ? "the 'x-goog-api-key' header"
+                                                          : "'Authorization: Bearer <API_KEY>'";
         fe_request_failf(r, 401, SB_ERR_AUTHENTICATION, "missing_api_key", NULL,
-                         "Invalid API Key: no API key provided. Send it as 'Authorization: Bearer <API_KEY>'.");
+                         "Invalid API Key: no API key provided. Send it as %s.", how);
         return;
     }
     if (!sb_key_well_formed(key, key_len)) {

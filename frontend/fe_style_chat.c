@@ -521,7 +521,7 @@ static json_t *fe_chat_render(fe_request_t *r)
     json_t *out = json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}, s:s, "
                             "s:n}",
                             "id", r->response_id, "object", "chat.completion", "created",
-                            (json_int_t)(r->start_ms / 1000), "model", res->model[0] ? res->model : r->model_id,
+                            (json_int_t)(r->start_ms / 1000), "model", r->model_id,
                             "choices", choices, "usage", "prompt_tokens", (json_int_t)res->input_tokens,
                             "completion_tokens", (json_int_t)res->output_tokens, "total_tokens",
                             (json_int_t)(res->input_tokens + res->output_tokens), "prompt_tokens_details",

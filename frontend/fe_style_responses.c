@@ -306,7 +306,7 @@ static json_t *fe_responses_render(fe_request_t *r)
                         incomplete ? json_pack("{s:s}", "reason",
                                                res->incomplete_reason[0] ? res->incomplete_reason : "max_output_tokens")
                                    : json_null());
-    json_object_set_new(out, "model", json_string(res->model[0] ? res->model : r->model_id));
+    json_object_set_new(out, "model", json_string(r->model_id) /* the public id: upstream names stay private */);
     json_object_set_new(out, "previous_response_id",
                         r->previous_response_id ? json_string(r->previous_response_id) : json_null());
     json_object_set_new(out, "instructions", fe_json_or_null(json_object_get(c, "instructions")));

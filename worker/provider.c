@@ -5,10 +5,12 @@
  */
 #include "provider.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sb_alloc.h"
 #include "sb_event.h"
@@ -16,6 +18,9 @@
 
 static const sb_provider_t *const sb_providers[] = {
     &sb_provider_openai_chat,
+    &sb_provider_openai_responses,
+    &sb_provider_anthropic,
+    &sb_provider_gemini,
 };
 
 const sb_provider_t *sb_provider_lookup(const char *kind)
@@ -248,4 +253,21 @@ const char *sb_provider_error_message(const json_t *body)
     if (m)
         return m;
     return json_string_value(json_object_get(body, "message"));
+}
+
+int sb_provider_data_url(const char *url, char *mime, size_t mimesz, const char **payload)
+{
+    if (strncasecmp(url, "data:", 5))
+        return -EINVAL;
+    const char *comma = strchr(url + 5, ',');
+    if (!comma || comma - (url + 5) < 7 || strncasecmp(comma - 7, ";base64", 7))
+        return -EINVAL;
+    size_t n = strcspn(url + 5, ";,");
+    if (n >= mimesz)
+        n = 0; /* too long to be a MIME type we care about */
+    for (size_t i = 0; i < n; i++)
+        mime[i] = (char)tolower((unsigned char)url[5 + i]);
+    mime[n] = '\0';
+    *payload = comma + 1;
+    return 0;
 }

@@ -80,6 +80,9 @@ const sb_provider_t *sb_provider_lookup(const char *kind);
 
 /* The adapters (one per provider_<kind>.c). */
 extern const sb_provider_t sb_provider_openai_chat;
+extern const sb_provider_t sb_provider_openai_responses;
+extern const sb_provider_t sb_provider_anthropic;
+extern const sb_provider_t sb_provider_gemini;
 
 /*
  * Per-job parse state. feed may be called any number of times, then finish
@@ -119,5 +122,10 @@ char *sb_provider_url(const json_t *job, const char *path);
 /* The upstream message in a JSON error body: {"error":{"message"}},
  * {"error":"..."} or {"message"}; NULL if none. Borrowed from `body`. */
 const char *sb_provider_error_message(const json_t *body);
+
+/* Splits a base64 data URL "data:<mime>[;param..];base64,<payload>": the
+ * MIME type lower-cased into mime (mimesz bytes; "" when longer), *payload
+ * borrowed from url. Returns 0, or -EINVAL when url is not a base64 data URL. */
+int sb_provider_data_url(const char *url, char *mime, size_t mimesz, const char **payload);
 
 #endif

@@ -97,25 +97,6 @@ static json_t *sb_chat_join(const json_t *parts, const char *key)
     return s;
 }
 
-/* Splits "data:<mime>[;param..];base64,<payload>". mime is lower-cased into
- * a buffer of mimesz. Returns 0, or -EINVAL when url is not a base64 data URL. */
-static int sb_chat_data_url(const char *url, char *mime, size_t mimesz, const char **payload)
-{
-    if (strncasecmp(url, "data:", 5))
-        return -EINVAL;
-    const char *comma = strchr(url + 5, ',');
-    if (!comma || comma - (url + 5) < 7 || strncasecmp(comma - 7, ";base64", 7))
-        return -EINVAL;
-    size_t n = strcspn(url + 5, ";,");
-    if (n >= mimesz)
-        n = 0; /* too long to be a MIME type we care about */
-    for (size_t i = 0; i < n; i++)
-        mime[i] = (char)tolower((unsigned char)url[5 + i]);
-    mime[n] = '\0';
-    *payload = comma + 1;
-    return 0;
-}
-
 static bool sb_chat_has_suffix(const char *name, const char *suffix)
 {
     size_t n = strlen(name), m = strlen(suffix);
@@ -145,7 +126,7 @@ static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
     const char *filename = json_string_value(json_object_get(part, "filename"));
     char mime[128];
     const char *payload;
-    if (json_is_string(data) && sb_chat_data_url(json_string_value(data), mime, sizeof mime, &payload) == 0 &&
+    if (json_is_string(data) && sb_provider_data_url(json_string_value(data), mime, sizeof mime, &payload) == 0 &&
         sb_chat_is_text_file(mime, filename)) {
         const char *name = filename && *filename ? filename : "file";
         size_t n;

@@ -1,7 +1,8 @@
 /*
  * sb_emu: the upstream emulator as a library. It serves the LLM providers'
- * real wire formats (OpenAI Chat Completions today) on loopback so that the
- * gateway's tests never leave the machine. main.c wraps it into the
+ * real wire formats (OpenAI Chat Completions and Responses, Anthropic
+ * Messages, Gemini generateContent) on loopback so that the gateway's tests
+ * never leave the machine. main.c wraps it into the
  * `sb-emulator` executable; tests/unit/test_emulator.c runs it in-process.
  *
  * The emulator runs on an event_base that the caller owns and dispatches; it

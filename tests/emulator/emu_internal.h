@@ -1,12 +1,13 @@
 /*
  * emu_internal: what the emulator's modules share. emu_server.c owns the HTTP
  * server, connection tracking and the life of each request; every protocol
- * file (emu_openai_chat.c with its validator emu_openai_chat_check.c, later
- * emu_openai_responses.c, emu_anthropic.c, emu_gemini.c) only turns a parsed
+ * file (emu_openai_chat.c, emu_openai_responses.c, emu_anthropic.c,
+ * emu_gemini.c, each with its *_check.c validator) only turns a parsed
  * request (struct sb_emu_call) into a reply description (struct
  * sb_emu_reply), which the server then delivers: at once, after a delay, as a
- * stream of SSE events, or never (hang). emu_schema_gen.c (JSON Schema
- * instances) and emu_media.c (images, audio, files) serve every protocol.
+ * stream of SSE events, or never (hang). emu_answer.c (what the model says),
+ * emu_directives.c, emu_schema_gen.c (JSON Schema instances) and emu_media.c
+ * (images, audio, files) serve every protocol.
  */
 #ifndef SB_EMU_INTERNAL_H
 #define SB_EMU_INTERNAL_H
@@ -57,14 +58,22 @@ void sb_emu_reply_json(struct sb_emu_reply *r, int status, const json_t *json);
 void sb_emu_reply_header(struct sb_emu_reply *r, const char *name, const char *value);
 /* Appends one SSE event "data: <json>\n\n" (json borrowed). */
 void sb_emu_reply_sse_json(struct sb_emu_reply *r, const json_t *json);
+/*
+ * Appends one SSE event: "event: <event>\n" when event is not NULL, then
+ * "data: <json>" and the terminator ("\n\n"; Google sends "\r\n\r\n").
+ */
+void sb_emu_reply_sse(struct sb_emu_reply *r, const char *event, const json_t *json, const char *terminator);
 /* Appends raw chunk bytes (copied). */
 void sb_emu_reply_chunk(struct sb_emu_reply *r, const char *data);
+/* Makes r a 200 text/event-stream reply (chunks follow). */
+void sb_emu_reply_stream_start(struct sb_emu_reply *r);
 
 /* ---- one request as seen by a protocol handler ---------------------------- */
 
 struct sb_emu;
 
 #define SB_EMU_MAX_CHOICES 8 /* n */
+#define SB_EMU_REQUEST_ID_MAX 80
 
 struct sb_emu_call {
     struct sb_emu *emu;         /* borrowed */
@@ -73,12 +82,17 @@ struct sb_emu_call {
     const char *path;           /* without the query string */
     const char *body;           /* NUL-terminated copy of the body (owned by the server) */
     size_t body_len;
+    const char *query;          /* the query string, or NULL */
     json_t *json;               /* the body parsed as JSON, or NULL (borrowed) */
+    char request_id[SB_EMU_REQUEST_ID_MAX]; /* "req_<hex>", also sent as x-request-id */
+    const char *protocol;       /* static; set by the handler: "openai-chat", "openai-responses", ... */
     struct sb_emu_reply reply;  /* filled by the handler */
 };
 
 /* Case-insensitive request header lookup; NULL if absent. */
 const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name);
+/* A query-string parameter (decoded, owned), or NULL if absent. */
+char *sb_emu_call_query_param(const struct sb_emu_call *call, const char *name);
 /* The configured required key, or NULL when auth is off. */
 const char *sb_emu_required_key(const struct sb_emu *emu);
 
@@ -160,6 +174,11 @@ int sb_emu_schema_strict_check(const json_t *schema, char *err, size_t errlen) _
 /* Standard base64 (padding optional). *out is owned and NUL-terminated. 0 or -EINVAL. */
 int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
     __attribute__((warn_unused_result));
+/* The same, also accepting the URL-safe alphabet ("-", "_"), as protobuf's JSON bytes do. */
+int sb_emu_base64url_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
+    __attribute__((warn_unused_result));
+/* Standard base64 with padding of len bytes; owned. */
+char *sb_emu_base64_encode(const void *data, size_t len);
 
 struct sb_emu_data_url {
     char mime[128];   /* lower-cased, parameters dropped; "" if none */
@@ -177,9 +196,123 @@ int sb_emu_data_url_parse(const char *url, struct sb_emu_data_url *out) __attrib
  */
 char *sb_emu_part_ack(const json_t *part, long long *tokens);
 
+/*
+ * The same acknowledgements for the other protocols' attachment shapes, so
+ * one attachment reads the same whatever format carried it. Each returns an
+ * owned string and adds the prompt-token cost to *tokens (85 per image,
+ * decoded bytes / 100 per audio clip or file). b64 is already validated.
+ */
+char *sb_emu_ack_image_url(const char *url, long long *tokens);                   /* http(s) or data URL */
+char *sb_emu_ack_image_data(const char *mime, const char *b64, long long *tokens); /* [image: data:<mime>, N bytes] */
+char *sb_emu_ack_image_ref(const char *ref, long long *tokens);                   /* [image: <file id or URI>] */
+char *sb_emu_ack_audio(const char *format, const char *b64, long long *tokens);    /* [audio: <format>, N bytes] */
+char *sb_emu_ack_file_data(const char *name, const char *mime, const char *b64, long long *tokens);
+char *sb_emu_ack_file_text(const char *name, const char *mime, const char *text, long long *tokens);
+char *sb_emu_ack_file_ref(const char *ref); /* [file: <file id or URL>] */
+/* Appends ack (owned, may be NULL) to *acks after one space; frees ack. */
+void sb_emu_acks_append(char **acks, char *ack);
+
 /* Code points in UTF-8 s; byte length of its first n code points. */
 size_t sb_emu_utf8_length(const char *s);
 size_t sb_emu_utf8_prefix(const char *s, size_t n);
+
+/* ---- the answer (emu_answer.c) -------------------------------------------------- */
+
+/*
+ * The protocol-independent core of every reply. A protocol file validates its
+ * request, reduces it to a struct sb_emu_ask (what the emulated model reads),
+ * and the engine decides what the model says (struct sb_emu_answer): echo,
+ * tool result, CALL directive or forced tool calls, structured output, web
+ * search, refusal, stop and length cuts, reasoning, token counts. The protocol
+ * file then writes the answer in its own wire format. Keeping this in one
+ * place is what makes "[[emu:length]]" or "CALL f {}" behave identically in
+ * Chat Completions, Responses, Messages and Gemini.
+ */
+
+#define SB_EMU_REFUSAL_TEXT "I'm sorry, I can't help with that."
+#define SB_EMU_NOT_JSON_PREFIX "This is not JSON: "
+
+/* A function tool the request declares (borrowed pointers). */
+struct sb_emu_fn {
+    const char *name;
+    const json_t *schema; /* JSON Schema of the arguments; NULL = none */
+};
+
+enum sb_emu_format {
+    SB_EMU_FMT_TEXT,   /* plain text */
+    SB_EMU_FMT_JSON,   /* any JSON object: {"echo":"<text>"} */
+    SB_EMU_FMT_SCHEMA, /* an instance of schema, as compact JSON text */
+    SB_EMU_FMT_ENUM,   /* Gemini text/x.enum: the instance of schema as bare text */
+};
+
+struct sb_emu_ask {
+    const char *user_text; /* raw text of the last user turn, directives included ("" if none) */
+    const char *acks;      /* its attachments' acknowledgements joined by one space ("" if none) */
+    const char *tool_text; /* non-NULL: the request ends with a tool result; its text */
+    const char *extra;     /* appended to echo / tool-result text (e.g. " [reasoning seen: x]"); may be NULL */
+    const struct sb_emu_fn *fns;
+    size_t nfns;
+    const char *forced;    /* the function tool_choice forces, or NULL */
+    bool objects_only;     /* arguments must be JSON objects (Messages tool_use.input, Gemini args) */
+    bool search;           /* a built-in web search tool is offered and allowed */
+    enum sb_emu_format format;
+    const json_t *schema;  /* SB_EMU_FMT_SCHEMA / SB_EMU_FMT_ENUM */
+    const char *reasoning; /* non-NULL: reason, labelled "Reasoning (<this>) about: <text>" */
+    size_t n;              /* choices / candidates, 1..SB_EMU_MAX_CHOICES */
+    long long max_words;   /* > 0: cut the text to this many words (finish LENGTH) */
+    const json_t *stop;    /* a string or an array of strings, or NULL */
+};
+
+enum sb_emu_finish {
+    SB_EMU_FINISH_STOP,
+    SB_EMU_FINISH_LENGTH,        /* [[emu:length]] or the token limit */
+    SB_EMU_FINISH_TOOL_CALLS,
+    SB_EMU_FINISH_STOP_SEQUENCE, /* cut at a stop sequence (stop_seq says which) */
+    SB_EMU_FINISH_REFUSAL,       /* [[emu:refuse]]: the text is SB_EMU_REFUSAL_TEXT */
+};
+
+struct sb_emu_choice {
+    char *text; /* owned; NULL with tool calls */
+    enum sb_emu_finish finish;
+    const char *stop_seq; /* borrowed from ask->stop when finish is STOP_SEQUENCE */
+};
+
+struct sb_emu_answer {
+    struct sb_emu_directives d; /* from the last user text */
+    char *clean;                /* owned: the last user text without directives, trimmed */
+    size_t n;
+    struct sb_emu_choice choices[SB_EMU_MAX_CHOICES];
+    struct sb_emu_tool_call *calls; /* owned; the same calls in every choice */
+    size_t ncalls;
+    bool searched;              /* a web search was made (query = clean) */
+    char *reasoning;            /* owned; NULL unless asked */
+    long long output_tokens;    /* text / call words over all choices, reasoning excluded */
+    long long reasoning_tokens; /* reasoning words * n */
+};
+
+/*
+ * Parses the directives of user_text into a (zeroed first). 0, or -EINVAL
+ * with a message in err (the protocol answers 400). The caller then handles
+ * status, latency, hang, drop and malformed, and calls sb_emu_answer_make.
+ */
+int sb_emu_answer_begin(struct sb_emu_answer *a, const char *user_text, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/*
+ * Decides the answer. 0, or a negative code with a message in err: -EINVAL
+ * for a malformed CALL line, -ENOENT for a CALL of a function the request
+ * does not declare.
+ */
+int sb_emu_answer_make(struct sb_emu_call *call, const struct sb_emu_ask *ask, struct sb_emu_answer *a, char *err,
+                       size_t errlen) __attribute__((warn_unused_result));
+void sb_emu_answer_free(struct sb_emu_answer *a);
+/* [[emu:schema_violation]], or [[emu:schema_violation_once=TAG]] on TAG's first use. Ask once per request. */
+bool sb_emu_want_violation(struct sb_emu_call *call, const struct sb_emu_directives *d);
+/* Length of the next streamed piece of s: leading whitespace plus one word. */
+size_t sb_emu_next_word_piece(const char *s);
+/* Length of the next piece of JSON arguments: up to 8 bytes, never splitting a UTF-8 sequence. */
+size_t sb_emu_next_args_piece(const char *s);
+/* "emulated upstream error NNN" */
+#define SB_EMU_STATUS_MESSAGE_FMT "emulated upstream error %d"
 
 /* ---- journal (emu_journal.c) ------------------------------------------------ */
 
@@ -211,7 +344,54 @@ bool sb_emu_openai_invalid(struct sb_emu_call *call, const char *param, const ch
  */
 bool sb_emu_openai_chat_check(struct sb_emu_call *call);
 
+/*
+ * Content-Type application/json and a JSON object body, with OpenAI's
+ * messages. Returns false after replying 400.
+ */
+bool sb_emu_openai_check_body(struct sb_emu_call *call);
+/* [[emu:status=NNN]] as an OpenAI error (429: Retry-After: 2). */
+void sb_emu_openai_status_error(struct sb_emu_reply *r, int status);
+
 void sb_emu_openai_chat_handle(struct sb_emu_call *call);   /* POST /v1/chat/completions */
 void sb_emu_openai_models_handle(struct sb_emu_call *call); /* GET /v1/models */
+
+/* OpenAI Responses (emu_openai_responses.c, validation in emu_openai_responses_check.c). */
+bool sb_emu_openai_responses_check(struct sb_emu_call *call);
+void sb_emu_openai_responses_handle(struct sb_emu_call *call); /* POST /v1/responses */
+
+/* Anthropic Messages (emu_anthropic.c, validation in emu_anthropic_check.c). */
+/* {"type":"error","error":{"type","message"},"request_id"} */
+void sb_emu_anthropic_error(struct sb_emu_call *call, int status, const char *type, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* x-api-key and anthropic-version (+ anthropic-beta syntax); returns false after replying. */
+bool sb_emu_anthropic_check_headers(struct sb_emu_call *call);
+/* Validates a Messages (or count_tokens) request body; returns false after replying 400. */
+bool sb_emu_anthropic_check(struct sb_emu_call *call, bool count_tokens);
+/* The signature the emulator issues for a thinking text ("emu-sig:" + base64); owned. */
+char *sb_emu_anthropic_signature(const char *thinking);
+void sb_emu_anthropic_messages_handle(struct sb_emu_call *call); /* POST /v1/messages */
+void sb_emu_anthropic_count_handle(struct sb_emu_call *call);    /* POST /v1/messages/count_tokens */
+void sb_emu_anthropic_models_handle(struct sb_emu_call *call);   /* GET /v1/models with x-api-key */
+
+/* Google Gemini (emu_gemini.c, validation in emu_gemini_check.c). */
+/* {"error":{"code","message","status"[,"details"]}}; details (stolen) may be NULL. */
+void sb_emu_gemini_error(struct sb_emu_reply *r, int code, const char *status, json_t *details, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Gemini reads both lowerCamelCase and snake_case field names (proto3 JSON); this gets either. */
+json_t *sb_emu_gget(const json_t *obj, const char *camel);
+/*
+ * Validates a GenerateContentRequest (count: a countTokens body) like the
+ * real API: unknown names, enums, oneofs, bytes, turn order, function
+ * responses, thought signatures. Returns false after replying 400.
+ */
+bool sb_emu_gemini_check(struct sb_emu_call *call, const json_t *req, bool count);
+/* Whether the request asks the model to think (thinkingConfig with a non-zero budget, a level, or includeThoughts). */
+bool sb_emu_gemini_thinking(const json_t *req);
+/* The thoughtSignature the emulator puts on a function call part: base64("emu-ts:<name>"); owned. */
+char *sb_emu_gemini_signature(const char *name);
+/* Converts a Gemini Schema (OpenAPI subset: upper-case types, nullable) to JSON Schema; new reference. */
+json_t *sb_emu_gemini_schema_to_json(const json_t *schema);
+/* Every /v1beta/... request (and /v1/models/...:method); see main.c. */
+void sb_emu_gemini_route(struct sb_emu_call *call, bool is_get);
 
 #endif

@@ -1,11 +1,13 @@
 /*
  * emu_media: the non-text parts of a user message (images, audio, files).
  *
- * Validation (emu_openai_chat_check.c) uses the base64 and data-URL parsers
- * here to reject what the real API rejects; the reply (emu_openai_chat.c)
- * uses sb_emu_part_ack() to acknowledge every part deterministically after
- * the echo ("[image: ...]", "[audio: ...]", "[file: ...]"), so a gateway test
- * can see that an attachment reached the upstream intact. The formats are
+ * The validators (emu_*_check.c) use the base64 and data-URL parsers here to
+ * reject what the real APIs reject; the replies use sb_emu_part_ack() (Chat
+ * parts) and the sb_emu_ack_*() helpers (Responses, Messages and Gemini
+ * shapes) to acknowledge every attachment deterministically after the echo
+ * ("[image: ...]", "[audio: ...]", "[file: ...]"), with the same text
+ * whatever protocol carried it, so a gateway test can see that an attachment
+ * reached the upstream intact. The formats are
  * documented at the top of main.c.
  */
 #include <ctype.h>
@@ -36,7 +38,16 @@ static int b64_value(unsigned char c)
     return -1;
 }
 
-int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
+static int b64url_value(unsigned char c)
+{
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
+    return b64_value(c);
+}
+
+static int b64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen, int (*value)(unsigned char))
 {
     *out = NULL;
     *outlen = 0;
@@ -51,7 +62,7 @@ int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t
     size_t o = 0;
     unsigned bits = 0, nbits = 0;
     for (size_t i = 0; i < n; i++) {
-        int v = b64_value((unsigned char)in[i]);
+        int v = value((unsigned char)in[i]);
         if (v < 0) {
             free(buf);
             return -EINVAL;
@@ -68,6 +79,37 @@ int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t
     *out = buf;
     *outlen = o;
     return 0;
+}
+
+int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
+{
+    return b64_decode(in, len, out, outlen, b64_value);
+}
+
+int sb_emu_base64url_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
+{
+    return b64_decode(in, len, out, outlen, b64url_value);
+}
+
+char *sb_emu_base64_encode(const void *data, size_t len)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *in = data;
+    char *out = sb_xmalloc((len + 2) / 3 * 4 + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)in[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= in[i + 2];
+        out[o++] = alphabet[(v >> 18) & 63];
+        out[o++] = alphabet[(v >> 12) & 63];
+        out[o++] = i + 1 < len ? alphabet[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < len ? alphabet[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
 }
 
 int sb_emu_data_url_parse(const char *url, struct sb_emu_data_url *out)
@@ -169,13 +211,90 @@ static size_t decoded_size(const char *b64, size_t len, unsigned char **keep)
 {
     unsigned char *buf = NULL;
     size_t n = 0;
-    if (sb_emu_base64_decode(b64, len, &buf, &n) < 0)
+    if (sb_emu_base64url_decode(b64, len, &buf, &n) < 0)
         return 0;
     if (keep)
         *keep = buf;
     else
         free(buf);
     return n;
+}
+
+char *sb_emu_ack_image_url(const char *url, long long *tokens)
+{
+    *tokens += IMAGE_PROMPT_TOKENS;
+    struct sb_emu_data_url du;
+    if (sb_emu_data_url_parse(url, &du) == 0)
+        return sb_xasprintf("[image: data:%s, %zu bytes]", du.mime, decoded_size(du.data, du.data_len, NULL));
+    return sb_xasprintf("[image: %s]", url);
+}
+
+char *sb_emu_ack_image_data(const char *mime, const char *b64, long long *tokens)
+{
+    *tokens += IMAGE_PROMPT_TOKENS;
+    char lower[128];
+    size_t i = 0;
+    for (; mime[i] && i + 1 < sizeof lower; i++)
+        lower[i] = (char)tolower((unsigned char)mime[i]);
+    lower[i] = '\0';
+    return sb_xasprintf("[image: data:%s, %zu bytes]", lower, decoded_size(b64, strlen(b64), NULL));
+}
+
+char *sb_emu_ack_image_ref(const char *ref, long long *tokens)
+{
+    *tokens += IMAGE_PROMPT_TOKENS;
+    return sb_xasprintf("[image: %s]", ref);
+}
+
+char *sb_emu_ack_audio(const char *format, const char *b64, long long *tokens)
+{
+    size_t n = decoded_size(b64, strlen(b64), NULL);
+    *tokens += (long long)(n / 100);
+    return sb_xasprintf("[audio: %s, %zu bytes]", format, n);
+}
+
+/* The acknowledgement of a file's bytes: a text preview for text/... types. */
+static char *file_ack(const char *name, const char *mime, const unsigned char *bytes, size_t n, long long *tokens)
+{
+    *tokens += (long long)(n / 100);
+    if (!name || !*name)
+        name = "file";
+    if (!strncasecmp(mime, "text/", 5)) {
+        char *preview = utf8_preview(bytes, n, FILE_TEXT_PREVIEW);
+        char *ack = sb_xasprintf("[file: %s, %s, %zu bytes: %s]", name, mime, n, preview);
+        free(preview);
+        return ack;
+    }
+    return sb_xasprintf("[file: %s, %s, %zu bytes]", name, mime, n);
+}
+
+char *sb_emu_ack_file_data(const char *name, const char *mime, const char *b64, long long *tokens)
+{
+    unsigned char *bytes = NULL;
+    size_t n = decoded_size(b64, strlen(b64), &bytes);
+    char *ack = file_ack(name, mime, bytes, n, tokens);
+    free(bytes);
+    return ack;
+}
+
+char *sb_emu_ack_file_text(const char *name, const char *mime, const char *text, long long *tokens)
+{
+    return file_ack(name, mime, (const unsigned char *)text, strlen(text), tokens);
+}
+
+char *sb_emu_ack_file_ref(const char *ref)
+{
+    return sb_xasprintf("[file: %s]", ref);
+}
+
+void sb_emu_acks_append(char **acks, char *ack)
+{
+    if (!ack)
+        return;
+    char *joined = sb_xasprintf("%s%s%s", *acks, **acks ? " " : "", ack);
+    free(*acks);
+    free(ack);
+    *acks = joined;
 }
 
 char *sb_emu_part_ack(const json_t *part, long long *tokens)
@@ -185,23 +304,13 @@ char *sb_emu_part_ack(const json_t *part, long long *tokens)
         return NULL;
     if (!strcmp(type, "image_url")) {
         const char *url = json_string_value(json_object_get(json_object_get(part, "image_url"), "url"));
-        if (!url)
-            return NULL;
-        *tokens += IMAGE_PROMPT_TOKENS;
-        struct sb_emu_data_url du;
-        if (sb_emu_data_url_parse(url, &du) == 0)
-            return sb_xasprintf("[image: data:%s, %zu bytes]", du.mime, decoded_size(du.data, du.data_len, NULL));
-        return sb_xasprintf("[image: %s]", url);
+        return url ? sb_emu_ack_image_url(url, tokens) : NULL;
     }
     if (!strcmp(type, "input_audio")) {
         json_t *audio = json_object_get(part, "input_audio");
         const char *data = json_string_value(json_object_get(audio, "data"));
         const char *format = json_string_value(json_object_get(audio, "format"));
-        if (!data || !format)
-            return NULL;
-        size_t n = decoded_size(data, strlen(data), NULL);
-        *tokens += (long long)(n / 100);
-        return sb_xasprintf("[audio: %s, %zu bytes]", format, n);
+        return data && format ? sb_emu_ack_audio(format, data, tokens) : NULL;
     }
     if (!strcmp(type, "file")) {
         json_t *file = json_object_get(part, "file");
@@ -210,19 +319,10 @@ char *sb_emu_part_ack(const json_t *part, long long *tokens)
         const char *filename = json_string_value(json_object_get(file, "filename"));
         struct sb_emu_data_url du;
         if (!file_data || sb_emu_data_url_parse(file_data, &du) < 0)
-            return file_id ? sb_xasprintf("[file: %s]", file_id) : NULL;
+            return file_id ? sb_emu_ack_file_ref(file_id) : NULL;
         unsigned char *bytes = NULL;
         size_t n = decoded_size(du.data, du.data_len, &bytes);
-        *tokens += (long long)(n / 100);
-        const char *name = filename && *filename ? filename : "file";
-        char *ack;
-        if (!strncmp(du.mime, "text/", 5)) {
-            char *preview = utf8_preview(bytes, n, FILE_TEXT_PREVIEW);
-            ack = sb_xasprintf("[file: %s, %s, %zu bytes: %s]", name, du.mime, n, preview);
-            free(preview);
-        } else {
-            ack = sb_xasprintf("[file: %s, %s, %zu bytes]", name, du.mime, n);
-        }
+        char *ack = file_ack(filename, du.mime, bytes, n, tokens);
         free(bytes);
         return ack;
     }

@@ -3,8 +3,9 @@
  * OpenAI model list (GET /v1/models).
  *
  * The request is first validated the way the real API does it
- * (emu_openai_chat_check.c). The reply is deterministic, a function of the
- * request and the directives in its last user message: "You said: <last user
+ * (emu_openai_chat_check.c); emu_answer.c, shared with the other protocols,
+ * decides the answer. The reply is deterministic, a function of the request
+ * and the directives in its last user message: "You said: <last user
  * text>" with an acknowledgement of each attachment, "Tool result: <tool
  * content>", a CALL directive's tool calls, a call forced by tool_choice with
  * arguments generated from the tool's schema, structured output generated from
@@ -22,8 +23,6 @@
 #include "sb_id.h"
 
 #define MSG_MAX 512
-#define REFUSAL_TEXT "I'm sorry, I can't help with that."
-#define NOT_JSON_PREFIX "This is not JSON: "
 
 /* ---- errors ---------------------------------------------------------------------- */
 
@@ -99,16 +98,24 @@ static char *message_acks(const json_t *m, long long *tokens)
     return out;
 }
 
-static const json_t *find_tool(const json_t *tools, const char *name)
+/* Function tools for the engine (owned array, borrowing names and parameter schemas). */
+static struct sb_emu_fn *read_fns(const json_t *body, size_t *nfns)
 {
+    json_t *tools = json_object_get(body, "tools");
+    struct sb_emu_fn *fns = sb_xcalloc(json_array_size(tools) + 1, sizeof *fns);
+    *nfns = 0;
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t) {
-        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
-        if (n && !strcmp(n, name))
-            return t;
+        json_t *fn = json_object_get(t, "function");
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        if (!name)
+            continue;
+        fns[*nfns].name = name;
+        fns[*nfns].schema = json_object_get(fn, "parameters");
+        (*nfns)++;
     }
-    return NULL;
+    return fns;
 }
 
 /* The function tool_choice forces ("required": the first function tool), or NULL. */
@@ -133,83 +140,40 @@ static const char *forced_tool(const json_t *body)
 
 /* ---- the answer ---------------------------------------------------------------------- */
 
-struct chat_choice {
-    char *content; /* owned; NULL with tool calls or a refusal */
-    char *refusal; /* owned; NULL unless refused */
-    const char *finish_reason;
-};
-
-/* What the emulated model answers, before it is serialised (one shape for stream and non-stream). */
+/* The engine's answer (emu_answer.c) plus what only Chat Completions has. */
 struct chat_answer {
     const char *model;
     char id[SB_ID_MAX];
     long long created;
     const char *service_tier;
+    const struct sb_emu_answer *a; /* borrowed */
     size_t n;
-    struct chat_choice choices[SB_EMU_MAX_CHOICES];
-    char *reasoning;                /* owned; NULL unless reasoning_effort asks for it */
-    struct sb_emu_tool_call *calls; /* owned; the same calls in every choice */
-    size_t ncalls;
-    char (*call_ids)[SB_ID_MAX]; /* owned, ncalls entries */
+    char (*call_ids)[SB_ID_MAX]; /* owned, a->ncalls entries */
     bool logprobs;
     bool top_logprobs; /* top_logprobs >= 1: each entry lists its own token */
     long long prompt_tokens, completion_tokens, reasoning_tokens;
 };
 
-static void answer_free(struct chat_answer *a)
+/* Choice i's content, or NULL (tool calls, refusal). */
+static const char *choice_content(const struct chat_answer *a, size_t i)
 {
-    for (size_t k = 0; k < SB_EMU_MAX_CHOICES; k++) {
-        free(a->choices[k].content);
-        free(a->choices[k].refusal);
+    const struct sb_emu_choice *c = &a->a->choices[i];
+    return c->finish == SB_EMU_FINISH_REFUSAL ? NULL : c->text;
+}
+
+static const char *choice_refusal(const struct chat_answer *a, size_t i)
+{
+    const struct sb_emu_choice *c = &a->a->choices[i];
+    return c->finish == SB_EMU_FINISH_REFUSAL ? c->text : NULL;
+}
+
+static const char *finish_reason(const struct chat_answer *a, size_t i)
+{
+    switch (a->a->choices[i].finish) {
+    case SB_EMU_FINISH_LENGTH: return "length";
+    case SB_EMU_FINISH_TOOL_CALLS: return "tool_calls";
+    default: return "stop";
     }
-    free(a->reasoning);
-    sb_emu_tool_calls_free(&a->calls, a->ncalls);
-    free(a->call_ids);
-}
-
-/* Compact JSON text of v (stolen); NULL v gives text that is not JSON. Owned. */
-static char *json_text(json_t *v, const char *text)
-{
-    if (!v)
-        return sb_xasprintf(NOT_JSON_PREFIX "%s", text);
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-    json_decref(v);
-    return s ? s : sb_xstrdup("null");
-}
-
-/*
- * Structured output for response_format json_object / json_schema: text goes
- * into the first free-form string. violate: break the schema on purpose.
- */
-static char *structured_output(const json_t *rf, const char *text, bool violate)
-{
-    json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
-    if (!json_is_object(schema)) /* json_object, or json_schema without a schema */
-        return json_text(violate ? NULL : json_pack("{s:s}", "echo", text), text);
-    json_t *inst = sb_emu_schema_instance(schema, text);
-    if (violate)
-        inst = sb_emu_schema_violate(schema, inst);
-    return json_text(inst, text);
-}
-
-/* Cuts s before the earliest stop sequence; true if it did. */
-static bool apply_stop(char *s, const json_t *stop)
-{
-    char *cut = NULL;
-    if (json_is_string(stop) && json_string_length(stop) > 0)
-        cut = strstr(s, json_string_value(stop));
-    size_t i;
-    json_t *st;
-    json_array_foreach(stop, i, st) {
-        if (json_string_length(st) == 0)
-            continue;
-        char *p = strstr(s, json_string_value(st));
-        if (p && (!cut || p < cut))
-            cut = p;
-    }
-    if (cut)
-        *cut = '\0';
-    return cut != NULL;
 }
 
 /* ---- serialisation ------------------------------------------------------------------ */
@@ -227,22 +191,11 @@ static json_t *usage_json(const struct chat_answer *a)
 static json_t *tool_calls_json(const struct chat_answer *a)
 {
     json_t *arr = json_array();
-    for (size_t i = 0; i < a->ncalls; i++)
+    for (size_t i = 0; i < a->a->ncalls; i++)
         json_array_append_new(arr, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", a->call_ids[i], "type", "function",
-                                             "function", "name", a->calls[i].name, "arguments",
-                                             a->calls[i].arguments));
+                                             "function", "name", a->a->calls[i].name, "arguments",
+                                             a->a->calls[i].arguments));
     return arr;
-}
-
-/* Length of the next streamed piece of s: leading whitespace plus one word. */
-static size_t next_word_piece(const char *s)
-{
-    size_t i = 0;
-    while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
-        i++;
-    while (s[i] && !(s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-        i++;
-    return i;
 }
 
 /* One logprobs entry: the piece is the token, logprob 0 (the emulator is certain). */
@@ -266,7 +219,7 @@ static json_t *logprobs_json(const struct chat_answer *a, const char *text, size
     if (whole) {
         const char *p = text;
         while (*p) {
-            size_t l = next_word_piece(p);
+            size_t l = sb_emu_next_word_piece(p);
             json_array_append_new(list, logprob_entry(p, l, a->top_logprobs));
             p += l;
         }
@@ -281,22 +234,21 @@ static void reply_complete(struct sb_emu_reply *rep, const struct chat_answer *a
 {
     json_t *choices = json_array();
     for (size_t i = 0; i < a->n; i++) {
-        const struct chat_choice *c = &a->choices[i];
-        json_t *msg = json_pack("{s:s, s:s?}", "role", "assistant", "content", c->content);
-        if (a->reasoning)
-            json_object_set_new(msg, "reasoning_content", json_string(a->reasoning));
-        json_object_set_new(msg, "refusal", c->refusal ? json_string(c->refusal) : json_null());
+        const char *content = choice_content(a, i), *refusal = choice_refusal(a, i);
+        json_t *msg = json_pack("{s:s, s:s?}", "role", "assistant", "content", content);
+        if (a->a->reasoning)
+            json_object_set_new(msg, "reasoning_content", json_string(a->a->reasoning));
+        json_object_set_new(msg, "refusal", refusal ? json_string(refusal) : json_null());
         json_object_set_new(msg, "annotations", json_array());
-        if (a->ncalls)
+        if (a->a->ncalls)
             json_object_set_new(msg, "tool_calls", tool_calls_json(a));
         json_t *lp = json_null();
-        if (a->logprobs && (c->content || c->refusal)) {
+        if (a->logprobs && (content || refusal)) {
             json_decref(lp);
-            lp = c->refusal ? logprobs_json(a, c->refusal, 0, true, true)
-                            : logprobs_json(a, c->content, 0, false, true);
+            lp = refusal ? logprobs_json(a, refusal, 0, true, true) : logprobs_json(a, content, 0, false, true);
         }
         json_array_append_new(choices, json_pack("{s:I, s:o, s:o, s:s}", "index", (json_int_t)i, "message", msg,
-                                                 "logprobs", lp, "finish_reason", c->finish_reason));
+                                                 "logprobs", lp, "finish_reason", finish_reason(a, i)));
     }
     json_t *body = json_pack("{s:s, s:s, s:I, s:s, s:o, s:o, s:s, s:n}", "id", a->id, "object", "chat.completion",
                              "created", (json_int_t)a->created, "model", a->model, "choices", choices, "usage",
@@ -325,17 +277,6 @@ static void push_delta(struct sb_emu_reply *rep, const struct chat_answer *a, si
     json_decref(chunk);
 }
 
-/* Length of the next piece of JSON arguments: up to 8 bytes, never splitting a UTF-8 sequence. */
-static size_t next_args_piece(const char *s)
-{
-    size_t i = 0;
-    while (s[i] && i < 8)
-        i++;
-    while (s[i] && ((unsigned char)s[i] & 0xC0) == 0x80)
-        i++;
-    return i;
-}
-
 /* Streams text word by word as delta.<field>; with logprobs on content/refusal. */
 static void stream_text(struct sb_emu_reply *rep, const struct chat_answer *a, size_t index, const char *field,
                         const char *text, bool include_usage)
@@ -344,7 +285,7 @@ static void stream_text(struct sb_emu_reply *rep, const struct chat_answer *a, s
     bool with_lp = a->logprobs && (is_refusal || !strcmp(field, "content"));
     const char *p = text;
     while (*p) {
-        size_t len = next_word_piece(p);
+        size_t len = sb_emu_next_word_piece(p);
         push_delta(rep, a, index, json_pack("{s:s%}", field, p, len),
                    with_lp ? logprobs_json(a, p, len, is_refusal, false) : NULL, NULL, include_usage);
         p += len;
@@ -356,36 +297,37 @@ static void reply_stream(struct sb_emu_reply *rep, const struct chat_answer *a, 
     rep->status = 200;
     rep->stream = true;
     rep->content_type = "text/event-stream; charset=utf-8";
+    const struct sb_emu_answer *e = a->a;
     for (size_t i = 0; i < a->n; i++) {
-        const struct chat_choice *c = &a->choices[i];
+        const char *content = choice_content(a, i), *refusal = choice_refusal(a, i);
         bool role_sent = true;
-        if (c->refusal)
+        if (refusal)
             push_delta(rep, a, i, json_pack("{s:s, s:n, s:s}", "role", "assistant", "content", "refusal", ""), NULL,
                        NULL, include_usage);
-        else if (a->ncalls == 0)
+        else if (e->ncalls == 0)
             push_delta(rep, a, i, json_pack("{s:s, s:s, s:n}", "role", "assistant", "content", "", "refusal"), NULL,
                        NULL, include_usage);
-        else if (a->reasoning)
+        else if (e->reasoning)
             push_delta(rep, a, i, json_pack("{s:s, s:n, s:n}", "role", "assistant", "content", "refusal"), NULL, NULL,
                        include_usage);
         else
             role_sent = false; /* the first tool call delta carries the role */
-        if (a->reasoning)
-            stream_text(rep, a, i, "reasoning_content", a->reasoning, include_usage);
-        if (c->refusal)
-            stream_text(rep, a, i, "refusal", c->refusal, include_usage);
-        else if (c->content)
-            stream_text(rep, a, i, "content", c->content, include_usage);
-        for (size_t k = 0; k < a->ncalls; k++) {
+        if (e->reasoning)
+            stream_text(rep, a, i, "reasoning_content", e->reasoning, include_usage);
+        if (refusal)
+            stream_text(rep, a, i, "refusal", refusal, include_usage);
+        else if (content)
+            stream_text(rep, a, i, "content", content, include_usage);
+        for (size_t k = 0; k < e->ncalls; k++) {
             json_t *head = json_pack("[{s:I, s:s, s:s, s:{s:s, s:s}}]", "index", (json_int_t)k, "id", a->call_ids[k],
-                                     "type", "function", "function", "name", a->calls[k].name, "arguments", "");
+                                     "type", "function", "function", "name", e->calls[k].name, "arguments", "");
             json_t *delta = k == 0 && !role_sent ? json_pack("{s:s, s:n, s:o, s:n}", "role", "assistant", "content",
                                                              "tool_calls", head, "refusal")
                                                  : json_pack("{s:o}", "tool_calls", head);
             push_delta(rep, a, i, delta, NULL, NULL, include_usage);
-            const char *p = a->calls[k].arguments;
+            const char *p = e->calls[k].arguments;
             while (*p) {
-                size_t len = next_args_piece(p);
+                size_t len = sb_emu_next_args_piece(p);
                 push_delta(rep, a, i,
                            json_pack("{s:[{s:I, s:{s:s%}}]}", "tool_calls", "index", (json_int_t)k, "function",
                                      "arguments", p, len),
@@ -393,7 +335,7 @@ static void reply_stream(struct sb_emu_reply *rep, const struct chat_answer *a, 
                 p += len;
             }
         }
-        push_delta(rep, a, i, json_object(), NULL, c->finish_reason, include_usage);
+        push_delta(rep, a, i, json_object(), NULL, finish_reason(a, i), include_usage);
     }
     if (include_usage) {
         json_t *chunk = chunk_json(a, json_array(), false);
@@ -404,7 +346,7 @@ static void reply_stream(struct sb_emu_reply *rep, const struct chat_answer *a, 
     sb_emu_reply_chunk(rep, "data: [DONE]\n\n");
 }
 
-static void status_error(struct sb_emu_reply *rep, int status)
+void sb_emu_openai_status_error(struct sb_emu_reply *rep, int status)
 {
     char msg[64];
     snprintf(msg, sizeof msg, "emulated upstream error %d", status);
@@ -420,75 +362,16 @@ static void status_error(struct sb_emu_reply *rep, int status)
 
 /* ---- the handler ------------------------------------------------------------------------ */
 
-/*
- * Whether this reply breaks its schema: [[emu:schema_violation]] always,
- * [[emu:schema_violation_once=TAG]] on TAG's first use. Asked at most once per
- * request, and only when there is a schema to break, so a tag is spent only
- * on a reply that actually violated.
- */
-static bool want_violation(struct sb_emu_call *call, const struct sb_emu_directives *d)
-{
-    if (d->violate)
-        return true;
-    return d->violate_tag[0] && sb_emu_tag_first_use(call->emu, d->violate_tag);
-}
-
-/* Tool calls from a CALL directive (1), forced by tool_choice (1), or none (0); -1 after replying 400. */
-static int make_tool_calls(struct sb_emu_call *call, struct chat_answer *a, const char *clean, bool after_tool,
-                           const struct sb_emu_directives *d)
-{
-    char err[MSG_MAX];
-    json_t *tools = json_object_get(call->json, "tools");
-    int have = 0;
-    if (!after_tool) {
-        have = sb_emu_directives_calls(clean, &a->calls, &a->ncalls, err, sizeof err);
-        if (have < 0) {
-            sb_emu_openai_invalid(call, "messages", NULL, "%s", err);
-            return -1;
-        }
-        for (size_t k = 0; k < a->ncalls; k++) {
-            if (!find_tool(tools, a->calls[k].name)) {
-                sb_emu_openai_invalid(call, "tools", NULL,
-                                      "CALL directive: function '%.64s' is not among the request's tools",
-                                      a->calls[k].name);
-                return -1;
-            }
-        }
-    }
-    const char *forced = have ? NULL : forced_tool(call->json);
-    if (forced) {
-        json_t *params = json_object_get(json_object_get(find_tool(tools, forced), "function"), "parameters");
-        /* No parameters: no arguments ({}), and breaking them means arguments that are not JSON. */
-        json_t *args = json_is_object(params) ? sb_emu_schema_instance(params, clean) : json_object();
-        if (want_violation(call, d)) {
-            if (json_is_object(params)) {
-                args = sb_emu_schema_violate(params, args);
-            } else {
-                json_decref(args);
-                args = NULL;
-            }
-        }
-        a->calls = sb_xcalloc(1, sizeof *a->calls);
-        a->ncalls = 1;
-        a->calls[0].name = sb_xstrdup(forced);
-        a->calls[0].arguments = json_text(args, clean);
-        have = 1;
-    }
-    if (!have)
-        return 0;
-    a->call_ids = sb_xcalloc(a->ncalls, sizeof *a->call_ids);
-    for (size_t k = 0; k < a->ncalls; k++)
-        sb_id_new(a->call_ids[k], sizeof a->call_ids[k], "call_", 12);
-    return 1;
-}
-
 void sb_emu_openai_chat_handle(struct sb_emu_call *call)
 {
     struct sb_emu_reply *rep = &call->reply;
+    struct sb_emu_answer ans = {0};
     struct chat_answer a = {0};
-    char *user_text = NULL, *clean = NULL, *acks = NULL, *tool_text = NULL;
+    struct sb_emu_fn *fns = NULL;
+    char *user_text = NULL, *acks = NULL, *tool_text = NULL;
     char err[MSG_MAX];
 
+    call->protocol = "openai-chat";
     if (sb_emu_openai_check_auth(call))
         return;
     if (!sb_emu_openai_chat_check(call))
@@ -513,21 +396,20 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
     }
 
     /* Directives come from the last user message, whichever message is last. */
-    struct sb_emu_directives d;
     user_text = last_user ? message_text(last_user) : sb_xstrdup("");
-    if (sb_emu_directives_parse(user_text, &d, &clean, err, sizeof err) < 0) {
+    if (sb_emu_answer_begin(&ans, user_text, err, sizeof err) < 0) {
         sb_emu_openai_invalid(call, "messages", NULL, "%s", err);
         goto done;
     }
-    rep->delay_ms = d.latency_ms;
-    rep->hang = d.hang;
-    rep->drop = d.drop;
-    if (d.status) {
-        status_error(rep, d.status);
+    rep->delay_ms = ans.d.latency_ms;
+    rep->hang = ans.d.hang;
+    rep->drop = ans.d.drop;
+    if (ans.d.status) {
+        sb_emu_openai_status_error(rep, ans.d.status);
         goto done;
     }
     bool stream = json_is_true(json_object_get(body, "stream"));
-    if (d.malformed) {
+    if (ans.d.malformed) {
         rep->status = 200;
         if (stream) {
             rep->stream = true;
@@ -540,99 +422,68 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
         goto done;
     }
 
+    if (!strcmp(json_string_value(json_object_get(last, "role")), "tool"))
+        tool_text = message_text(last);
+    json_t *n = json_object_get(body, "n");
+    struct sb_emu_ask ask = {.user_text = user_text, .acks = acks ? acks : "", .tool_text = tool_text,
+                             .n = json_is_integer(n) ? (size_t)json_integer_value(n) : 1};
+    fns = read_fns(body, &ask.nfns);
+    ask.fns = fns;
+    ask.forced = forced_tool(body);
+    json_t *rf = json_object_get(body, "response_format");
+    const char *rf_type = json_string_value(json_object_get(rf, "type"));
+    if (rf_type && strcmp(rf_type, "text")) {
+        json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+        ask.format = json_is_object(schema) ? SB_EMU_FMT_SCHEMA : SB_EMU_FMT_JSON;
+        ask.schema = schema;
+    }
+    const char *effort = json_string_value(json_object_get(body, "reasoning_effort"));
+    if (effort && strcmp(effort, "none"))
+        ask.reasoning = effort;
+    json_t *mt = json_object_get(body, "max_completion_tokens");
+    if (!json_is_integer(mt))
+        mt = json_object_get(body, "max_tokens");
+    ask.max_words = json_is_integer(mt) ? (long long)json_integer_value(mt) : 0;
+    ask.stop = json_object_get(body, "stop");
+    int rc = sb_emu_answer_make(call, &ask, &ans, err, sizeof err);
+    if (rc < 0) {
+        sb_emu_openai_invalid(call, rc == -ENOENT ? "tools" : "messages", NULL, "%s", err);
+        goto done;
+    }
+
+    a.a = &ans;
+    a.n = ans.n;
     a.model = json_string_value(json_object_get(body, "model"));
     sb_id_new(a.id, sizeof a.id, "chatcmpl-", 15);
     a.created = (long long)time(NULL);
-    json_t *n = json_object_get(body, "n");
-    a.n = json_is_integer(n) ? (size_t)json_integer_value(n) : 1;
     const char *tier = json_string_value(json_object_get(body, "service_tier"));
     a.service_tier = tier && strcmp(tier, "auto") ? tier : "default";
     a.logprobs = json_is_true(json_object_get(body, "logprobs"));
     json_t *top = json_object_get(body, "top_logprobs");
     a.top_logprobs = json_is_integer(top) && json_integer_value(top) > 0;
     a.prompt_tokens = prompt;
-    const char *effort = json_string_value(json_object_get(body, "reasoning_effort"));
-    if (effort && strcmp(effort, "none"))
-        a.reasoning = sb_xasprintf("Reasoning (%s) about: %s", effort, clean);
-
-    bool after_tool = !strcmp(json_string_value(json_object_get(last, "role")), "tool");
-    long long completion = 0;
-    if (d.refuse) {
-        for (size_t k = 0; k < a.n; k++) {
-            a.choices[k].refusal = sb_xstrdup(REFUSAL_TEXT);
-            a.choices[k].finish_reason = "stop";
-            completion += (long long)sb_emu_count_words(REFUSAL_TEXT);
-        }
-    } else {
-        int calls = make_tool_calls(call, &a, clean, after_tool, &d);
-        if (calls < 0)
-            goto done;
-        if (calls > 0) {
-            long long per_choice = 0;
-            for (size_t k = 0; k < a.ncalls; k++)
-                per_choice += 1 + (long long)sb_emu_count_words(a.calls[k].arguments);
-            for (size_t k = 0; k < a.n; k++)
-                a.choices[k].finish_reason = "tool_calls";
-            completion = per_choice * (long long)a.n;
-        } else {
-            json_t *rf = json_object_get(body, "response_format");
-            const char *rf_type = json_string_value(json_object_get(rf, "type"));
-            bool structured = rf_type && strcmp(rf_type, "text");
-            bool violate = structured && want_violation(call, &d);
-            if (after_tool)
-                tool_text = message_text(last);
-            json_t *mt = json_object_get(body, "max_completion_tokens");
-            if (!json_is_integer(mt))
-                mt = json_object_get(body, "max_tokens");
-            for (size_t k = 0; k < a.n; k++) {
-                struct chat_choice *c = &a.choices[k];
-                char suffix[32] = "";
-                if (k > 0)
-                    snprintf(suffix, sizeof suffix, " #%zu", k);
-                if (structured) {
-                    char *text = sb_xasprintf("%s%s", clean, suffix);
-                    c->content = structured_output(rf, text, violate);
-                    free(text);
-                } else if (after_tool) {
-                    c->content = sb_xasprintf("Tool result: %s%s", tool_text, suffix);
-                } else {
-                    c->content = sb_xasprintf("You said: %s%s%s%s", clean, *clean && *acks ? " " : "", acks, suffix);
-                }
-                c->finish_reason = "stop";
-                apply_stop(c->content, json_object_get(body, "stop"));
-                size_t words = sb_emu_count_words(c->content);
-                size_t limit = d.length ? 1 : words;
-                if (json_is_integer(mt) && (size_t)json_integer_value(mt) < limit)
-                    limit = (size_t)json_integer_value(mt);
-                if (d.length || limit < words) {
-                    c->content[sb_emu_words_prefix(c->content, limit)] = '\0';
-                    c->finish_reason = "length";
-                }
-                completion += (long long)sb_emu_count_words(c->content);
-            }
-        }
-    }
-    if (a.reasoning) {
-        a.reasoning_tokens = (long long)sb_emu_count_words(a.reasoning) * (long long)a.n;
-        completion += a.reasoning_tokens;
-    }
-    a.completion_tokens = completion;
+    a.reasoning_tokens = ans.reasoning_tokens;
+    a.completion_tokens = ans.output_tokens + ans.reasoning_tokens;
+    a.call_ids = sb_xcalloc(ans.ncalls + 1, sizeof *a.call_ids);
+    for (size_t k = 0; k < ans.ncalls; k++)
+        sb_id_new(a.call_ids[k], sizeof a.call_ids[k], "call_", 12);
 
     if (stream) {
         json_t *sopts = json_object_get(body, "stream_options");
         bool include_usage = json_is_true(json_object_get(sopts, "include_usage"));
         reply_stream(rep, &a, include_usage);
-        rep->chunk_delay_ms = d.chunk_delay_ms > 0 ? d.chunk_delay_ms : 0;
-        rep->hang_after = d.hang_after;
-        rep->drop_after = d.drop_after;
+        rep->chunk_delay_ms = ans.d.chunk_delay_ms > 0 ? ans.d.chunk_delay_ms : 0;
+        rep->hang_after = ans.d.hang_after;
+        rep->drop_after = ans.d.drop_after;
     } else {
         reply_complete(rep, &a);
     }
 
 done:
-    answer_free(&a);
+    sb_emu_answer_free(&ans);
+    free(a.call_ids);
+    free(fns);
     free(user_text);
-    free(clean);
     free(acks);
     free(tool_text);
 }
@@ -643,6 +494,7 @@ static const char *const emu_models[] = {"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gp
 
 void sb_emu_openai_models_handle(struct sb_emu_call *call)
 {
+    call->protocol = "openai";
     if (sb_emu_openai_check_auth(call))
         return;
     json_t *data = json_array();

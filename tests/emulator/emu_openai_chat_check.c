@@ -975,7 +975,7 @@ static bool check_params(struct sb_emu_call *call)
     return true;
 }
 
-bool sb_emu_openai_chat_check(struct sb_emu_call *call)
+bool sb_emu_openai_check_body(struct sb_emu_call *call)
 {
     const char *ct = sb_emu_call_header(call, "Content-Type");
     if (!ct || strncasecmp(ct, "application/json", 16) != 0 || (ct[16] && ct[16] != ';' && ct[16] != ' '))
@@ -991,6 +991,10 @@ bool sb_emu_openai_chat_check(struct sb_emu_call *call)
     if (!json_is_object(call->json))
         return invalid(call, NULL, "invalid_type", "Invalid type for body: expected an object, but got %s instead.",
                        type_phrase(call->json));
-    return check_params(call);
+    return true;
 }
 
+bool sb_emu_openai_chat_check(struct sb_emu_call *call)
+{
+    return sb_emu_openai_check_body(call) && check_params(call);
+}

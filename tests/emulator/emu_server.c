@@ -1,8 +1,9 @@
 /*
  * emu_server: the emulator's HTTP server (libevent evhttp, one event loop).
  *
- * It routes /v1/... to the protocol files, serves the /_emu/... control endpoints
- * (health, journal, stats), and owns the life of every /v1 request: a protocol
+ * It routes /v1/... and /v1beta/... to the protocol files (Chat Completions,
+ * Responses, Messages, Gemini), serves the /_emu/... control endpoints
+ * (health, journal, stats), and owns the life of every such request: a protocol
  * handler only describes the reply (struct sb_emu_reply); this file delivers
  * it now, after a timer, chunk by chunk, or never (hang), and notices when the
  * client goes away first.
@@ -139,11 +140,26 @@ void sb_emu_reply_chunk(struct sb_emu_reply *r, const char *data)
 
 void sb_emu_reply_sse_json(struct sb_emu_reply *r, const json_t *json)
 {
+    sb_emu_reply_sse(r, NULL, json, "\n\n");
+}
+
+void sb_emu_reply_sse(struct sb_emu_reply *r, const char *event, const json_t *json, const char *terminator)
+{
     char *s = json_dumps(json, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (!s)
         return;
-    reply_push_chunk(r, sb_xasprintf("data: %s\n\n", s));
+    if (event)
+        reply_push_chunk(r, sb_xasprintf("event: %s\ndata: %s%s", event, s, terminator));
+    else
+        reply_push_chunk(r, sb_xasprintf("data: %s%s", s, terminator));
     free(s);
+}
+
+void sb_emu_reply_stream_start(struct sb_emu_reply *r)
+{
+    r->status = 200;
+    r->stream = true;
+    r->content_type = "text/event-stream; charset=utf-8";
 }
 
 /* ---- call helpers -------------------------------------------------------------- */
@@ -151,6 +167,23 @@ void sb_emu_reply_sse_json(struct sb_emu_reply *r, const json_t *json)
 const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name)
 {
     return evhttp_find_header(evhttp_request_get_input_headers(call->req), name);
+}
+
+char *sb_emu_call_query_param(const struct sb_emu_call *call, const char *name)
+{
+    if (!call->query)
+        return NULL;
+    struct evkeyvalq params;
+    params.tqh_first = NULL;
+    params.tqh_last = &params.tqh_first;
+    char *out = NULL;
+    if (evhttp_parse_query_str(call->query, &params) == 0) {
+        const char *v = evhttp_find_header(&params, name);
+        if (v)
+            out = sb_xstrdup(v);
+    }
+    evhttp_clear_headers(&params);
+    return out;
 }
 
 const char *sb_emu_required_key(const struct sb_emu *emu)
@@ -557,35 +590,118 @@ static void handle_control(struct sb_emu *emu, struct evhttp_request *req, enum 
     }
 }
 
+/*
+ * Headers that carry a credential, in the order a provider would read them
+ * (Anthropic takes x-api-key over a bearer token): the journal keeps their
+ * names, never their values.
+ */
+static const char *const credential_headers[] = {"x-api-key", "x-goog-api-key", "authorization", "api-key",
+                                                 "proxy-authorization", NULL};
+
+/* Rank of a credential header (lower wins), or -1 if lower is not one. */
+static int credential_rank(const char *lower)
+{
+    for (int i = 0; credential_headers[i]; i++)
+        if (!strcmp(lower, credential_headers[i]))
+            return i;
+    return -1;
+}
+
+/* The query string with the value of "key" (Gemini's ?key=) replaced; owned, or NULL. */
+static char *redact_query(const char *query, bool *had_key)
+{
+    *had_key = false;
+    if (!query)
+        return NULL;
+    char *out = sb_xstrdup("");
+    const char *p = query;
+    while (*p) {
+        size_t len = strcspn(p, "&");
+        bool is_key = len >= 4 && !strncmp(p, "key=", 4);
+        char *joined = is_key ? sb_xasprintf("%s%skey=[redacted]", out, *out ? "&" : "")
+                              : sb_xasprintf("%s%s%.*s", out, *out ? "&" : "", (int)len, p);
+        *had_key = *had_key || is_key;
+        free(out);
+        out = joined;
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return out;
+}
+
+/*
+ * What the journal keeps of a request: method, path, query and headers (names
+ * lower-cased; credential values replaced by "[redacted]"), "auth_header"
+ * (which credential carrier was used, or null), and the parsed body.
+ */
 static json_t *journal_entry(struct sb_emu *emu, const struct sb_emu_call *call, const char *query)
 {
     json_t *headers = json_object();
+    int auth_rank = -1;
     struct evkeyvalq *in = evhttp_request_get_input_headers(call->req);
     for (struct evkeyval *kv = in->tqh_first; kv; kv = kv->next.tqe_next) {
         char *lower = sb_xstrdup(kv->key);
         for (char *p = lower; *p; p++)
             if (*p >= 'A' && *p <= 'Z')
                 *p = (char)(*p - 'A' + 'a');
+        const char *value = kv->value;
+        int rank = credential_rank(lower);
+        if (rank >= 0) {
+            value = "[redacted]";
+            if (auth_rank < 0 || rank < auth_rank)
+                auth_rank = rank;
+        }
         json_t *prev = json_object_get(headers, lower);
         if (prev && json_is_string(prev)) {
-            char *joined = sb_xasprintf("%s, %s", json_string_value(prev), kv->value);
+            char *joined = sb_xasprintf("%s, %s", json_string_value(prev), value);
             json_object_set_new(headers, lower, json_string(joined));
             free(joined);
         } else {
-            json_object_set_new(headers, lower, json_string(kv->value));
+            json_object_set_new(headers, lower, json_string(value));
         }
         free(lower);
     }
-    return json_pack("{s:I, s:I, s:s, s:s, s:s?, s:o, s:O?, s:I}", "seq", (json_int_t)++emu->journal_seq, "time",
-                     (json_int_t)sb_now_ms(), "method", call->method, "path", call->path, "query", query,
-                     "headers", headers, "body", call->json, "body_bytes", (json_int_t)call->body_len);
+    bool query_key = false;
+    char *q = redact_query(query, &query_key);
+    const char *auth_header = auth_rank >= 0 ? credential_headers[auth_rank] : query_key ? "?key" : NULL;
+    json_t *e = json_pack("{s:I, s:I, s:s, s:s, s:s?, s:o, s:s?, s:O?, s:I}", "seq", (json_int_t)++emu->journal_seq,
+                          "time", (json_int_t)sb_now_ms(), "method", call->method, "path", call->path, "query", q,
+                          "headers", headers, "auth_header", auth_header, "body", call->json, "body_bytes",
+                          (json_int_t)call->body_len);
+    free(q);
+    return e;
+}
+
+/* "/v1/models/<m>:<method>" (Gemini's v1) rather than OpenAI's "/v1/models/<id>". */
+static bool is_gemini_v1_method(const char *path)
+{
+    return !strncmp(path, "/v1/models/", 11) && strchr(path + 11, ':') != NULL;
+}
+
+/* Anthropic's clients send x-api-key / anthropic-version; OpenAI's send a bearer token. */
+static bool looks_anthropic(const struct sb_emu_call *call)
+{
+    return !sb_emu_call_header(call, "Authorization") &&
+           (sb_emu_call_header(call, "x-api-key") || sb_emu_call_header(call, "anthropic-version"));
 }
 
 static void route_v1(struct sb_emu_call *call, enum evhttp_cmd_type cmd)
 {
-    if (!strcmp(call->path, "/v1/chat/completions") && cmd == EVHTTP_REQ_POST) {
+    bool post = cmd == EVHTTP_REQ_POST, get = cmd == EVHTTP_REQ_GET;
+    if (!strcmp(call->path, "/v1beta") || !strncmp(call->path, "/v1beta/", 8) || is_gemini_v1_method(call->path)) {
+        sb_emu_gemini_route(call, get);
+    } else if (!strcmp(call->path, "/v1/chat/completions") && post) {
         sb_emu_openai_chat_handle(call);
-    } else if (!strcmp(call->path, "/v1/models") && cmd == EVHTTP_REQ_GET) {
+    } else if (!strcmp(call->path, "/v1/responses") && post) {
+        sb_emu_openai_responses_handle(call);
+    } else if (!strcmp(call->path, "/v1/messages") && post) {
+        sb_emu_anthropic_messages_handle(call);
+    } else if (!strcmp(call->path, "/v1/messages/count_tokens") && post) {
+        sb_emu_anthropic_count_handle(call);
+    } else if (!strcmp(call->path, "/v1/models") && get && looks_anthropic(call)) {
+        sb_emu_anthropic_models_handle(call);
+    } else if (!strcmp(call->path, "/v1/models") && get) {
         sb_emu_openai_models_handle(call);
     } else if (!sb_emu_openai_check_auth(call)) {
         char *msg = sb_xasprintf("Invalid URL (%s %s)", call->method, call->path);
@@ -599,7 +715,8 @@ static void handle_v1(struct sb_emu *emu, struct evhttp_request *req, enum evhtt
 {
     emu->stats.requests_total++;
 
-    struct sb_emu_call call = {.emu = emu, .req = req, .method = method_name(cmd), .path = path};
+    struct sb_emu_call call = {.emu = emu, .req = req, .method = method_name(cmd), .path = path, .query = query};
+    sb_id_new(call.request_id, sizeof call.request_id, "req_", 16);
     sb_emu_reply_init(&call.reply);
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     call.body_len = evbuffer_get_length(in);
@@ -617,11 +734,10 @@ static void handle_v1(struct sb_emu *emu, struct evhttp_request *req, enum evhtt
     if (call.reply.status == 0)
         sb_emu_openai_error(&call.reply, 500, "emulator handler produced no reply", "server_error", NULL, NULL);
 
-    char rid[SB_ID_MAX];
-    sb_id_new(rid, sizeof rid, "req_", 16);
-    sb_emu_reply_header(&call.reply, "x-request-id", rid);
+    sb_emu_reply_header(&call.reply, "x-request-id", call.request_id);
     if (entry) {
-        json_object_set_new(entry, "request_id", json_string(rid));
+        json_object_set_new(entry, "request_id", json_string(call.request_id));
+        json_object_set_new(entry, "protocol", call.protocol ? json_string(call.protocol) : json_null());
         if (call.reply.hang || call.reply.drop)
             json_object_set_new(entry, "status", json_null());
         else
@@ -646,7 +762,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         path = "/";
     if (!strncmp(path, "/_emu/", 6))
         handle_control(emu, req, cmd, path, query);
-    else if (!strcmp(path, "/v1") || !strncmp(path, "/v1/", 4))
+    else if (!strcmp(path, "/v1") || !strncmp(path, "/v1/", 4) || !strcmp(path, "/v1beta") ||
+             !strncmp(path, "/v1beta/", 8))
         handle_v1(emu, req, cmd, path, query);
     else
         send_json_now(req, 404, json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", "Not found", "type",

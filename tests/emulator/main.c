@@ -1,8 +1,11 @@
 /*
  * sb-emulator: the upstream emulator, the only stand-in for an LLM provider
  * that Switchboard's tests may use. It speaks the providers' real wire
- * formats on loopback (OpenAI Chat Completions today). This file only parses
- * arguments and runs the loop; everything else is in libsbemulator (emu.h).
+ * formats on loopback: OpenAI Chat Completions and Responses, Anthropic
+ * Messages and Google Gemini generateContent, each validated like the real
+ * API and answering with the same deterministic behaviours. This file only
+ * parses arguments and runs the loop; everything else is in libsbemulator
+ * (emu.h).
  *
  * README
  * ======
@@ -10,27 +13,64 @@
  *                    [--max-body BYTES] [--journal N] [--idle-timeout S]
  *   --listen        default 127.0.0.1:18080 (port 0 = ephemeral; the bound
  *                   address is logged as "listening on HOST:PORT")
- *   --latency-ms    delay before every /v1 reply (event timer, never sleeps)
- *   --require-key   or env SB_EMU_KEY: every /v1 request must carry
- *                   "Authorization: Bearer KEY", else 401
- *                   {"error":{"message":"Incorrect API key provided",
- *                   "type":"invalid_request_error","param":null,"code":"invalid_api_key"}}
+ *   --latency-ms    delay before every /v1 and /v1beta reply (event timer, never sleeps)
+ *   --require-key   or env SB_EMU_KEY: the one upstream key of every protocol, each carried
+ *                   the provider's way (without it no credential is checked):
+ *                   OpenAI    "Authorization: Bearer KEY", else 401
+ *                             {"error":{"message":"Incorrect API key provided",
+ *                             "type":"invalid_request_error","param":null,"code":"invalid_api_key"}}
+ *                   Anthropic "x-api-key: KEY" or "Authorization: Bearer KEY" (what the SDKs send since
+ *                             API version 2026-10-21; x-api-key wins when both are there), else 401
+ *                             authentication_error "x-api-key header is required" (absent) /
+ *                             "invalid x-api-key" (wrong)
+ *                   Gemini    "x-goog-api-key: KEY" or "?key=KEY": absent -> 403 PERMISSION_DENIED
+ *                             "Method doesn't allow unregistered callers (callers without
+ *                             established identity). Please use API Key or other form of API
+ *                             consumer identity to call this API." (401 UNAUTHENTICATED when only
+ *                             an Authorization header is sent); wrong -> 400 INVALID_ARGUMENT "API
+ *                             key not valid. Please pass a valid API key." with an ErrorInfo detail
+ *                             reason "API_KEY_INVALID"
  *   --max-body      request body limit, default 32 MiB (larger -> 413)
  *   --journal       requests kept by the journal, default 1000
  *   --idle-timeout  keep-alive / read timeout in seconds, default 120
  * SIGINT/SIGTERM exit cleanly. HTTP/1.1 keep-alive; TCP_NODELAY on every socket.
  *
- * Endpoints
- *   POST /v1/chat/completions   OpenAI Chat Completions (validated like the real API)
+ * Endpoints (base URLs for a gateway: http://HOST:PORT/v1 for OpenAI, http://HOST:PORT for
+ * Anthropic (it appends /v1/messages), http://HOST:PORT/v1beta for Gemini)
+ *   POST /v1/chat/completions   OpenAI Chat Completions
+ *   POST /v1/responses          OpenAI Responses
+ *   POST /v1/messages           Anthropic Messages
+ *   POST /v1/messages/count_tokens  Anthropic token count: {"input_tokens":N} (same validation)
  *   GET  /v1/models             {"object":"list","data":[{"id","object":"model","created","owned_by":"emulator"}]}
- *                               ids: gpt-4o, gpt-4o-mini, gpt-4.1, gpt-4.1-mini, o4-mini
- *   other /v1/...                 404 {"error":{"message":"Invalid URL (METHOD PATH)",...}}
+ *                               ids: gpt-4o, gpt-4o-mini, gpt-4.1, gpt-4.1-mini, o4-mini. With x-api-key
+ *                               or anthropic-version and no Authorization header, Anthropic's list:
+ *                               {"data":[{"type":"model","id","display_name","created_at"}],"has_more":false,
+ *                               "first_id","last_id"} (claude-emu-1, claude-sonnet-4-5, claude-haiku-4-5)
+ *   POST /v1beta/models/{model}:generateContent        Gemini (also under /v1/models/...)
+ *   POST /v1beta/models/{model}:streamGenerateContent  ?alt=sse: SSE; otherwise a streamed JSON array
+ *   POST /v1beta/models/{model}:countTokens            {"totalTokens":N,"promptTokensDetails":[...]}
+ *   GET  /v1beta/models         {"models":[{"name":"models/emu-model",...}]} (also gemini-2.5-flash,
+ *                               gemini-2.5-pro); GET /v1beta/models/{id} one of them, else 404 NOT_FOUND
+ *                               "models/{id} is not found for API version v1beta, or is not supported
+ *                               for generateContent. ..."
+ *   other /v1/...               404 {"error":{"message":"Invalid URL (METHOD PATH)",...}}; other /v1beta/...
+ *                               404 {"error":{"code":404,"message":"Method not found.","status":"NOT_FOUND"}}
  *   GET    /_emu/health         200 {"ok":true}
  *   GET    /_emu/requests?limit=N  {"requests":[entry...]}, newest last (default: all kept)
- *                               entry = {"seq","time" (epoch ms),"method","path","query" (or null),
- *                                        "headers" {lower-case name: value; repeats joined by ", "},
+ *                               entry = {"seq","time" (epoch ms),"method","path","query" (or null; the
+ *                                        value of key= replaced by "[redacted]"),
+ *                                        "headers" {lower-case name: value; repeats joined by ", ";
+ *                                        authorization, x-api-key, x-goog-api-key, api-key and
+ *                                        proxy-authorization keep their NAME with the value
+ *                                        "[redacted]": credentials never reach the journal},
+ *                                        "auth_header" (the credential carrier: "x-api-key" over
+ *                                        "x-goog-api-key" over "authorization" over "api-key", then
+ *                                        "?key" for Gemini's query key, or null),
  *                                        "body" (parsed JSON or null),"body_bytes","request_id",
+ *                                        "protocol" ("openai-chat","openai-responses","anthropic",
+ *                                        "gemini","openai" for the model list, or null),
  *                                        "status" (reply status; null for hang/drop)}
+ *                               anthropic-version and anthropic-beta are kept verbatim.
  *   DELETE /_emu/requests       clears the journal
  *   GET    /_emu/stats          {"requests_total","open_requests","closed_by_client",
  *                                "open_connections","connections_total","journal_size"}
@@ -38,7 +78,8 @@
  *                               streaming); closed_by_client: /v1 requests whose client closed
  *                               the connection before the reply was complete.
  *   DELETE /_emu/stats          zeroes requests_total, closed_by_client, connections_total
- * Every /v1 reply carries "x-request-id: req_<hex>" (also in the journal entry).
+ * Every /v1 and /v1beta reply carries "x-request-id: req_<hex>" (also in the journal entry);
+ * Anthropic replies also "request-id" with the same value, also in their error bodies.
  *
  * Chat completion reply (deterministic)
  *   "last user text" = text of the LAST user message (string content, or its text parts
@@ -212,6 +253,251 @@
  *   enabled."); service_tier auto|default|flex|scale|priority; verbosity low|medium|high;
  *   reasoning_effort as above; modalities text|audio; audio {voice, format wav|aac|mp3|
  *   flac|opus|pcm16}; logit_bias token-id keys to -100..100; response_format as above.
+ *
+ * The other protocols: what they share with Chat Completions
+ *   One engine (emu_answer.c) decides every reply, so the rules above hold everywhere:
+ *   "You said: <last user text>" + attachment acknowledgements (same strings: an image given
+ *   as base64 in any format reads "[image: data:image/png, N bytes]"); "Tool result: <text>"
+ *   after a tool result; CALL lines -> tool calls (unknown function -> 400; for Messages and
+ *   Gemini the arguments must be a JSON object, else 400 "CALL directive: arguments for 'f'
+ *   must be a JSON object"); a forced tool call gets arguments generated from its schema;
+ *   structured output from the same generator; every directive ([[emu:status|latency|hang|
+ *   drop|length|malformed|chunk_delay|hang_after|drop_after|refuse|schema_violation|
+ *   schema_violation_once=TAG]]); reasoning "Reasoning (<label>) about: <last user text>";
+ *   token counts "4 + words" per message/item/content plus the system prompt or instructions
+ *   as one more, 85 per image, decoded bytes / 100 per file or audio. Status directives
+ *   answer in the provider's own error body; 429 adds "Retry-After: 2". Output tokens =
+ *   words of the text (or 1 + words of each call's arguments) + reasoning words.
+ *   Where schema_violation cannot make tool arguments break the schema as an object (Messages
+ *   tool_use.input, Gemini functionCall.args must be objects), the arguments are
+ *   {"emu_violation": <the wrong value>}.
+ *
+ * OpenAI Responses (POST /v1/responses; bearer auth and OpenAI error bodies as above)
+ *   Last user text: the last user message (string input = one user message; text parts
+ *   input_text joined by one space); its input_image (image_url http(s)/data URL, or file_id ->
+ *   "[image: file-id]") and input_file (file_data data URL + filename, file_id or file_url ->
+ *   "[file: <id or url>]") parts are acknowledged. The input ends with a function_call_output ->
+ *   "Tool result: <output>" (a string, or its input_text parts joined).
+ *   Reply: {"id":"resp_<hex>","object":"response","created_at","status":"completed"|"incomplete",
+ *   "background":false,"error":null,"incomplete_details":null|{"reason":"max_output_tokens"},
+ *   "instructions","max_output_tokens","max_tool_calls","model","output":[...],
+ *   "parallel_tool_calls","previous_response_id":null,"reasoning":{"effort","summary"},
+ *   "service_tier","store","temperature","text":{"format","verbosity"},"tool_choice","tools",
+ *   "top_logprobs","top_p","truncation","usage","user","metadata"} (request values echoed,
+ *   the API's defaults otherwise). output items, in order:
+ *     reasoning      (reasoning.effort given and not "none") {"id":"rs_<hex>","type":"reasoning",
+ *                    "summary":[] (or [{"type":"summary_text","text"}] when reasoning.summary is
+ *                    set), "content":[{"type":"reasoning_text","text"}]}; with include
+ *                    ["reasoning.encrypted_content"] no content but "encrypted_content":
+ *                    "emu-enc:" + base64 of the reasoning text.
+ *     web_search_call (a web_search / web_search_preview tool, tool_choice not none, no function
+ *                    forced) {"id":"ws_<hex>","type":"web_search_call","status":"completed",
+ *                    "action":{"type":"search","query":<last user text>}}, and the message text
+ *                    is "Searched: <last user text>".
+ *     function_call  per call {"id":"fc_<hex>","type":"function_call","status":"completed",
+ *                    "arguments","call_id":"call_<hex>","name"}
+ *     message        (no calls) {"id":"msg_<hex>","type":"message","status","role":"assistant",
+ *                    "content":[{"type":"output_text","annotations":[],"logprobs":[],"text"}]};
+ *                    refusal: [{"type":"refusal","refusal":"I'm sorry, I can't help with that."}]
+ *   Reasoning seen: every reasoning item sent back with encrypted_content issued here appends
+ *   " [reasoning seen: <decoded text>]" to the echo / tool-result text (not to JSON output).
+ *   [[emu:length]] or max_output_tokens (words) -> status "incomplete", incomplete_details
+ *   {"reason":"max_output_tokens"}, message status "incomplete". usage {"input_tokens",
+ *   "input_tokens_details":{"cached_tokens":0},"output_tokens","output_tokens_details":
+ *   {"reasoning_tokens"},"total_tokens"}. tool_choice "required" (first function) or
+ *   {"type":"function","name"} forces a call. text.format json_schema -> the generated instance;
+ *   json_object -> {"echo":...} (400 unless some input text mentions "json").
+ *   Validation (400 OpenAI body): Content-Type/body as Chat; unknown parameters at any depth
+ *   "Unknown parameter: 'input[0].foo'." (param = the path, code "unknown_parameter") - so a
+ *   Chat-shaped tool fails with "Missing required parameter: 'tools[0].name'." and Chat's
+ *   response_format with "Unknown parameter: 'response_format'."; model; input (required; string
+ *   or items: message (role user|assistant|system|developer; user parts input_text|input_image|
+ *   input_file, system/developer input_text, assistant output_text|refusal), function_call
+ *   {call_id,name,arguments}, function_call_output {call_id, output string|parts}, reasoning
+ *   {id,summary,content?,encrypted_content?}, web_search_call, item_reference); every
+ *   function_call_output answers an earlier function_call ("No tool call found for function
+ *   call output with call_id X."), every function_call has an output ("No tool output found
+ *   for function call X."), a reasoning item is not last ("Item 'rs_x' of type 'reasoning' was
+ *   provided without its required following item."); tools function {name ^[a-zA-Z0-9_-]{1,64}$,
+ *   description, parameters, strict (true -> strict schema rules as Chat)} or web_search*
+ *   (other built-ins are refused); tool_choice none|auto|required|{type:function,name}|
+ *   {type:allowed_tools,...}|{type:web_search*} ("Tool choice 'function' not found in 'tools'
+ *   parameter."); text {format {type text|json_object|json_schema+name+schema+strict?+
+ *   description?}, verbosity}; reasoning {effort none|minimal|low|medium|high|xhigh, summary
+ *   auto|concise|detailed}; include values of the API; max_output_tokens >= 16; temperature
+ *   0..2; top_p 0..1; top_logprobs 0..20; truncation auto|disabled; metadata as Chat;
+ *   stream_options {include_obfuscation} only with stream.
+ *   Nothing is ever stored, so: previous_response_id -> 400 "Previous response with id 'X' not
+ *   found." (param previous_response_id, code previous_response_not_found); a reasoning item
+ *   without encrypted_content or an item_reference -> 404 "Item with id 'X' not found. Items are
+ *   not persisted when `store` is set to false. Try again with `store` set to true, or remove
+ *   this item from your input." (with store:false; "Item with id 'X' not found." otherwise);
+ *   encrypted_content not issued here -> 400 "The encrypted content gAAA...DQ== could not be
+ *   verified." (code invalid_encrypted_content); conversation / prompt -> 404 not found;
+ *   background:true -> 400.
+ *   Streaming (stream:true): "event: <type>\ndata: <json>\n\n", every event with "type" and
+ *   "sequence_number" 0,1,...: response.created, response.in_progress (response status
+ *   "in_progress", output [], usage null); per output item response.output_item.added ...
+ *   response.output_item.done: reasoning -> [reasoning_summary_part.added, reasoning_summary_
+ *   text.delta*, .done, reasoning_summary_part.done] + [content_part.added, reasoning_text.delta*,
+ *   reasoning_text.done, content_part.done] (not when encrypted); web_search_call ->
+ *   response.web_search_call.in_progress/.searching/.completed; function_call ->
+ *   response.function_call_arguments.delta* (<= 8 bytes each) and .done {name, arguments};
+ *   message -> response.content_part.added, response.output_text.delta* (one per word, with
+ *   "logprobs":[]; refusal: response.refusal.delta*), response.output_text.done (.refusal.done),
+ *   response.content_part.done; last response.completed (or response.incomplete) with the full
+ *   Response. Delta events carry "obfuscation" unless stream_options.include_obfuscation is false.
+ *
+ * Anthropic Messages (POST /v1/messages)
+ *   Headers: x-api-key or a bearer token (see --require-key), anthropic-version required
+ *   ("anthropic-version: header is required"; 2023-01-01, 2023-06-01 and 2026-10-21 are valid,
+ *   else 'anthropic-version: "X" is not a valid version'), anthropic-beta a comma list of
+ *   "<name>-YYYY-MM-DD" (else "Unexpected value(s) `x` for the `anthropic-beta` header. ...").
+ *   API version 2026-10-21 (sent by the SDK majors of that date, e.g. @anthropic-ai/sdk 1.x):
+ *   temperature, top_p and top_k are gone ("temperature: Extra inputs are not permitted", even
+ *   at 1.0), a document block in an assistant message and a user text block with non-empty
+ *   citations are 400. Errors: {"type":"error","error":{"type",
+ *   "message"},"request_id":"req_..."} - invalid_request_error 400, authentication_error 401,
+ *   permission_error 403, not_found_error 404, request_too_large 413, rate_limit_error 429,
+ *   api_error 500 (other 5xx), timeout_error 504, overloaded_error 529 ([[emu:status=529]]:
+ *   message "Overloaded").
+ *   Last user text: the text blocks (or string content) of the last user message that has text;
+ *   its image (base64 -> "[image: data:<media_type>, N bytes]", url -> "[image: <url>]", file ->
+ *   "[image: <file_id>]") and document blocks (base64 PDF -> "[file: <title or file>,
+ *   application/pdf, N bytes]", text source -> "[file: <title or file>, text/plain, N bytes:
+ *   <preview>]", url/file -> "[file: <url or id>]") are acknowledged. The last message is a user
+ *   message with tool_result blocks and no text -> "Tool result: <content of the last
+ *   tool_result>" (string, or its text blocks joined).
+ *   Reply: {"id":"msg_<hex>","type":"message","role":"assistant","model","content":[...],
+ *   "stop_reason","stop_sequence","usage":{"input_tokens","cache_creation_input_tokens":0,
+ *   "cache_read_input_tokens":0,"output_tokens","service_tier":"standard"}}. content:
+ *     thinking  (thinking enabled / adaptive / between_tools) {"type":"thinking","thinking":"Reasoning
+ *               (<budget_tokens> | adaptive | between_tools) about: <text>","signature":"emu-sig:" + base64 of
+ *               the thinking text}
+ *     server_tool_use + web_search_tool_result (a web_search_* tool, no forced tool), then the
+ *               text "Searched: <text>"; usage.server_tool_use {"web_search_requests":1}
+ *     tool_use  per call {"type":"tool_use","id":"toolu_<hex>","name","input":<object>}
+ *     text      {"type":"text","text"}
+ *   stop_reason: end_turn; tool_use; max_tokens ([[emu:length]] or more words than max_tokens,
+ *   thinking not counted); stop_sequence (stop_sequence = the matched one); refusal
+ *   ([[emu:refuse]], text "I'm sorry, I can't help with that."). tool_choice any (first tool) or
+ *   {type:tool,name} forces a call; output_config.format {type:json_schema,schema} (or the beta
+ *   output_format with anthropic-beta structured-outputs-2025-11-13) -> the generated JSON.
+ *   Validation (400 invalid_request_error, pydantic-style messages): "model|messages|max_tokens:
+ *   Field required"; unknown fields "<path>: Extra inputs are not permitted" at any depth (block
+ *   fields as "messages.0.content.0.text.foo"; output_format without its beta too); types
+ *   ("max_tokens: Input should be a valid integer"); max_tokens >= 1, temperature 0..1, top_p
+ *   0..1, top_k >= 0 (2023 versions only); system a string or text blocks; also accepted:
+ *   cache_control, container, diagnostics, inference_geo, speed standard|fast, user_profile_id,
+ *   workspace_id, service_tier auto|standard_only, metadata {user_id}; messages non-empty
+ *   ("messages: List should have at least 1 item after validation, not 0"), role user|assistant|
+ *   system (system messages: text only; counted, never echoed; alternation not required),
+ *   content a string or blocks text (non-empty) | image {source base64 (image/jpeg|
+ *   png|gif|webp, valid base64) | url | file} | document {source base64 application/pdf | text
+ *   text/plain | content | url | file} (user) | tool_use {id,name,input} | thinking {thinking,
+ *   signature} | redacted_thinking {data} (assistant) | tool_result {tool_use_id, content?,
+ *   is_error?} (user); unknown block type "messages.0.content.0: Input tag 'x' found using
+ *   'type' does not match any of the expected tags: ..."; only the final assistant message may
+ *   be empty. tools: custom {name ^[a-zA-Z0-9_-]{1,128}$ (unique), description, input_schema
+ *   {type:"object"} required, strict, cache_control} or web_search_2025xxxx; tool_choice
+ *   {type auto|any|tool|none, name, disable_parallel_tool_use}, only with tools ("tool_choice may
+ *   only be specified while providing tools."), a named tool must exist. thinking {type enabled,
+ *   budget_tokens >= 1024 ("thinking.enabled.budget_tokens: Input should be greater than or
+ *   equal to 1024") and < max_tokens ("`max_tokens` must be greater than
+ *   `thinking.budget_tokens`. ...")} | disabled | adaptive {display summarized|omitted} |
+ *   between_tools (the last two think, labelled by their type); output_config {format, effort
+ *   low|medium|high|xhigh|max}; with thinking: temperature 1 only,
+ *   no top_k, no forced tool_choice ("Thinking may not be enabled when tool_choice forces tool
+ *   use."). Conversation: every tool_result answers a tool_use of the previous assistant
+ *   message ("messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: X.
+ *   Each `tool_result` block must have a corresponding `tool_use` block in the previous
+ *   message."); every tool_use followed by a message is answered in it ("messages.1: `tool_use`
+ *   ids were found without `tool_result` blocks immediately after: X. ..."); every thinking
+ *   block carries the signature issued here ("messages.1.content.0: Invalid `signature` in
+ *   `thinking` block"; redacted_thinking data is not checked); with thinking on, the assistant
+ *   message before a final tool_result turn starts with thinking/redacted_thinking
+ *   ("messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found
+ *   `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a
+ *   thinking block ...").
+ *   Streaming (stream:true): "event: <type>\ndata: <json>\n\n": message_start {message with
+ *   content [], stop_reason null, usage.output_tokens 1}; per block content_block_start (a ping
+ *   after the first), content_block_delta* (thinking_delta per word then one signature_delta;
+ *   text_delta per word; input_json_delta: "" then pieces of <= 8 bytes), content_block_stop;
+ *   message_delta {delta {stop_reason, stop_sequence}, usage {output_tokens}}; message_stop.
+ *   POST /v1/messages/count_tokens: same headers and validation (no max_tokens) ->
+ *   {"input_tokens":N}.
+ *
+ * Gemini (POST /v1beta/models/{model}:generateContent; the model in the path is echoed as
+ *   modelVersion; any model name is accepted)
+ *   Errors: {"error":{"code","message","status"[,"details"]}} with status INVALID_ARGUMENT 400,
+ *   UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404, RESOURCE_EXHAUSTED 429 (details
+ *   RetryInfo "2s"), INTERNAL 500, UNAVAILABLE 503, DEADLINE_EXCEEDED 504.
+ *   Field names are read in lowerCamelCase or snake_case (proto3 JSON). Last user text: the
+ *   non-thought text parts of the last user content (role "user" or none) that has text;
+ *   inlineData image/... -> "[image: data:<mime>, N bytes]", audio/... -> "[audio: <wav|mp3|
+ *   subtype>, N bytes]", other -> "[file: file, <mime>, N bytes(: preview)]"; fileData -> "[image:
+ *   <uri>]" for image/..., else "[file: <uri>]". The last content is a user turn of
+ *   functionResponse parts -> "Tool result: <response>": a response holding one string value
+ *   reads as that string ({"result":"sunny"} -> "sunny"), else its compact JSON.
+ *   Reply: {"candidates":[{"content":{"parts":[...],"role":"model"},"finishReason","index"}],
+ *   "usageMetadata":{"promptTokenCount","candidatesTokenCount","totalTokenCount",
+ *   "thoughtsTokenCount" (when thinking),"promptTokensDetails":[{"modality":"TEXT","tokenCount"}]},
+ *   "modelVersion","responseId"}. parts: {"text":"Reasoning (<budget | dynamic | level>) about:
+ *   <text>","thought":true} first when thinkingConfig.includeThoughts; then {"text"} or per call
+ *   {"functionCall":{"name","args"}}; while thinking, the first call part carries
+ *   "thoughtSignature": base64("emu-ts:<function name>"). candidateCount n -> n candidates,
+ *   " #k" on candidate k >= 1. finishReason STOP (also calls and stop sequences), MAX_TOKENS
+ *   ([[emu:length]], maxOutputTokens), SAFETY ([[emu:refuse]]: no content, safetyRatings
+ *   blocked). A googleSearch tool (no function forced) -> "Searched: <text>" with
+ *   groundingMetadata {webSearchQueries:[<text>],...}. Thinking is on when thinkingConfig has
+ *   thinkingBudget != 0, thinkingLevel, or includeThoughts; thoughtsTokenCount counts the
+ *   reasoning words even when the thought part is not included. toolConfig.functionCallingConfig
+ *   mode ANY forces a call (first allowedFunctionNames, else the first declaration), arguments
+ *   generated from parametersJsonSchema or from parameters converted from the OpenAPI subset
+ *   (upper-case types, nullable). responseMimeType application/json with responseSchema
+ *   (converted) or responseJsonSchema -> the generated JSON, without a schema {"echo":...};
+ *   text/x.enum with an enum schema -> the first value as bare text.
+ *   Validation, phase 1 (proto3 JSON parsing; every problem collected into one 400 message joined
+ *   by "\n", with a google.rpc.BadRequest fieldViolations detail): unknown names at any depth
+ *   'Invalid JSON payload received. Unknown name "x": Cannot find field.' (top level) or
+ *   '... Unknown name "x" at '<snake_case path>': Cannot find field.' (e.g. 'generation_config',
+ *   'tools[0].function_declarations[0].parameters' - JSON Schema keywords such as
+ *   additionalProperties or const are unknown in the Schema proto; map entries read
+ *   'properties[i].value'); wrong JSON types and bad enum values "Invalid value at
+ *   '<path>' (TYPE_FLOAT), "hot""; bytes (inlineData.data, thoughtSignature) that are not base64
+ *   "Invalid value at '<path>' (TYPE_BYTES), Base64 decoding failed for "x"". Enums are accepted
+ *   case-insensitively. Phase 2: "* GenerateContentRequest.contents: contents is not specified",
+ *   "Please use a valid role: user, model.", "* GenerateContentRequest.contents[i].parts:
+ *   contents.parts must not be empty.", the 'data' oneof (exactly one of text, inlineData,
+ *   fileData, functionCall, functionResponse, executableCode, codeExecutionResult), inlineData
+ *   mimeType/data and fileData fileUri required, systemInstruction text only, function names
+ *   (letter or _ first, [a-zA-Z0-9_.:-], <= 64), parameters and parametersJsonSchema not both,
+ *   allowedFunctionNames only with ANY/VALIDATED and declared, candidateCount 1..8,
+ *   maxOutputTokens > 0, temperature 0..2, topP 0..1, <= 5 stopSequences, responseMimeType
+ *   text/plain|application/json|application/xml|application/yaml|text/x.enum, a response schema
+ *   only with application/json or text/x.enum and not both kinds, thinkingBudget -1..32768 and not
+ *   with thinkingLevel. Turns: a functionCall turn follows a user turn ("Please ensure that
+ *   function call turn comes immediately after a user turn or after a function response turn."),
+ *   a functionResponse turn follows the model turn of the calls ("Please ensure that function
+ *   response turn comes immediately after a function call turn."), with as many responses as
+ *   calls ("Please ensure that the number of function response parts is equal to the number of
+ *   function call parts of the function call turn."), each naming a called function ("*
+ *   GenerateContentRequest.contents[i].parts[j].function_response.name: function response 'g'
+ *   does not answer a function call of the previous turn."). Thought signatures: a
+ *   thoughtSignature on a functionCall part must be the one issued here ("*
+ *   GenerateContentRequest.contents[i].parts[j].thought_signature: Thought signature is not
+ *   valid."); when the request thinks, the first functionCall part of every model turn since the
+ *   last user prompt must carry one ("Function call is missing a thought_signature in
+ *   functionCall parts. This is required for tools to work correctly, ... function call
+ *   `default_api:<name>` , position <content index + 1>. ...").
+ *   Streaming: :streamGenerateContent?alt=sse sends "data: <GenerateContentResponse>\r\n\r\n"
+ *   chunks (Google's separator), candidate by candidate: the thought part (if included), one
+ *   chunk per word (or one with all function calls); the last chunk of a candidate has its
+ *   finishReason, the very last the full usageMetadata (earlier ones promptTokenCount and
+ *   totalTokenCount only); every chunk has modelVersion and responseId. Without alt=sse the same
+ *   chunks form one JSON array ("[" chunk ",\r\n" chunk ... "]"), Content-Type application/json.
+ *   :countTokens takes {contents} or {generateContentRequest} -> {"totalTokens":N,
+ *   "promptTokensDetails":[{"modality":"TEXT","tokenCount":N}]}.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -234,23 +520,39 @@ static void help(void)
 {
     usage();
     fprintf(stderr,
-            "\nOpenAI Chat Completions on POST /v1/chat/completions, validated like the real API.\n"
-            "Reply: \"You said: <last user text>\" + \" [image: ...]\" / \" [audio: wav, N bytes]\" /\n"
-            "  \" [file: name, mime, N bytes(: text preview)]\" per attachment; \"Tool result: <text>\"\n"
-            "  after a tool message; n choices with \" #k\" appended to choice k >= 1 (emu-single*\n"
-            "  models: n must be 1); stop and max_(completion_)tokens cut the text.\n"
-            "response_format json_schema: a deterministic instance of the schema (first free-form\n"
-            "  string = last user text); json_object: {\"echo\":\"<last user text>\"}.\n"
-            "reasoning_effort (not none): reasoning_content \"Reasoning (<effort>) about: <text>\".\n"
-            "tool_choice required / {function:{name}}: a call with arguments generated from the schema.\n"
+            "\nUpstream protocols, each validated like the real API (unknown fields -> 400 in its own error body):\n"
+            "  POST /v1/chat/completions  OpenAI Chat Completions   (Authorization: Bearer KEY)\n"
+            "  POST /v1/responses         OpenAI Responses          (Authorization: Bearer KEY)\n"
+            "  POST /v1/messages          Anthropic Messages        (x-api-key: KEY, anthropic-version required)\n"
+            "  POST /v1beta/models/M:generateContent | :streamGenerateContent[?alt=sse] | :countTokens\n"
+            "                             Gemini                    (x-goog-api-key: KEY or ?key=KEY)\n"
+            "  GET  /v1/models, /v1beta/models; POST /v1/messages/count_tokens\n"
+            "Same answers everywhere: \"You said: <last user text>\" + \" [image: ...]\" / \" [audio: wav, N bytes]\"\n"
+            "  / \" [file: name, mime, N bytes(: text preview)]\" per attachment; \"Tool result: <text>\" after a tool\n"
+            "  result; n / candidateCount choices with \" #k\" appended to choice k >= 1 (emu-single* models: n must\n"
+            "  be 1); stop sequences and max tokens (words) cut the text.\n"
+            "Structured output (response_format / text.format / output_config.format / responseSchema):\n"
+            "  a deterministic instance of the schema (first free-form string = last user text);\n"
+            "  JSON without a schema: {\"echo\":\"<last user text>\"}.\n"
+            "Reasoning \"Reasoning (<effort|budget|level>) about: <text>\": Chat reasoning_content, Responses\n"
+            "  reasoning item (encrypted \"emu-enc:<base64>\" with include reasoning.encrypted_content; sent back,\n"
+            "  the reply ends \" [reasoning seen: <text>]\"), Messages thinking block signed \"emu-sig:<base64>\"\n"
+            "  (required intact on later turns), Gemini thought part + thoughtSignature base64(\"emu-ts:<fn>\") on\n"
+            "  function calls (required back while thinking).\n"
+            "Forced tool choice (required / any / tool / ANY): a call with arguments generated from the schema.\n"
+            "Built-in web search tools (Responses web_search, Messages web_search_*, Gemini googleSearch):\n"
+            "  a search item/block, then \"Searched: <text>\".\n"
             "Directives in the last user message:\n"
             "  [[emu:status=NNN]] [[emu:latency=MS]] [[emu:hang]] [[emu:drop]] [[emu:length]]\n"
             "  [[emu:malformed]] [[emu:chunk_delay=MS]] [[emu:hang_after=N]] [[emu:drop_after=N]]\n"
-            "  [[emu:refuse]]  content null, refusal \"I'm sorry, I can't help with that.\"\n"
+            "  [[emu:refuse]]  refusal \"I'm sorry, I can't help with that.\" (Messages stop_reason refusal,\n"
+            "                  Gemini finishReason SAFETY)\n"
             "  [[emu:schema_violation]]  structured output / forced tool arguments break the schema\n"
             "  [[emu:schema_violation_once=TAG]]  only the first time TAG is seen\n"
             "  CALL <name> {json}  one tool call per line\n"
-            "Control: GET /_emu/health, GET|DELETE /_emu/requests, GET|DELETE /_emu/stats.\n"
+            "Streaming in every protocol with its own SSE event sequence.\n"
+            "Control: GET /_emu/health, GET|DELETE /_emu/requests (journal; credentials by header name only),\n"
+            "  GET|DELETE /_emu/stats.\n"
             "Full reference: the comment at the top of tests/emulator/main.c.\n");
 }
 

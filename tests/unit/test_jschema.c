@@ -292,8 +292,9 @@ static void test_compile_errors(void)
         {"{\"pattern\":\"a(\"}", "schema at #: pattern \"a(\": missing ')'"},
         {"{\"pattern\":\"[b-a]\"}", "schema at #: pattern \"[b-a]\": range out of order in character class"},
         {"{\"pattern\":\"(a)\\\\2\"}", "schema at #: pattern \"(a)\\2\": backreference to a group that does not exist"},
-        {"{\"pattern\":\"(.{1000}){1000}\"}",
-         "schema at #: pattern \"(.{1000}){1000}\": pattern too large once repetitions are expanded"},
+        {"{\"pattern\":\"^(.{1000}){1000}\"}",
+         "schema at #: pattern \"^(.{1000}){1000}\": pattern too large once repetitions are expanded (for lengths, use "
+         "minLength/maxLength)"},
         {"{\"properties\":{\"x\":{\"$id\":\"http://a/b\"}}}",
          "schema at #/properties/x: '$id' in a subschema (a base URI change) is not supported"},
         {"[1]", "schema at #: a schema must be an object or a boolean"},
@@ -546,8 +547,29 @@ static void test_patterns(void)
     /* one compiled regex per distinct pattern; non-strings are ignored */
     CHECK_INT(valid("{\"items\":{\"pattern\":\"^a\"},\"properties\":{\"x\":{\"pattern\":\"^a\"}}}", "[\"ab\",1,null]"),
               0);
-    /* a moderately large bounded repetition compiles */
-    CHECK_INT(valid("{\"pattern\":\"^.{1,500}$\"}", "\"hello\""), 0);
+    /* bounded repetitions: fine up to a cost that keeps glibc's regcomp and
+     * regexec fast; past it, rejected with advice */
+    CHECK_INT(valid("{\"pattern\":\"^.{1,300}$\"}", "\"hello\""), 0);
+    CHECK_INT(valid("{\"pattern\":\"^[a-z]{2000}$\"}", "\"hello\""), -1);
+    CHECK_INT(valid("{\"pattern\":\"^.{5,}$\"}", "\"h\u00e9llo\""), 0);
+    char err2[512];
+    sb_jschema_t *s2 = compile("{\"pattern\":\"^.{0,2000}$\"}", err2, sizeof err2);
+    CHECK(s2 == NULL);
+    CHECK_STR(err2, "schema at #: pattern \"^.{0,2000}$\": pattern too large once repetitions are expanded (for "
+                    "lengths, use minLength/maxLength)");
+    s2 = compile("{\"pattern\":\"x.{500}\"}", err2, sizeof err2);
+    CHECK(s2 == NULL);
+    CHECK(strstr(err2, "unanchored pattern too large") != NULL);
+    CHECK_INT(valid("{\"pattern\":\"^x.{500}\"}", "\"x\""), -1); /* the same, anchored, is cheap */
+    /* constructs glibc gets wrong are rejected rather than mis-answered */
+    s2 = compile("{\"pattern\":\"(^a|b){2}\"}", err2, sizeof err2);
+    CHECK(s2 == NULL);
+    CHECK_STR(err2, "schema at #: pattern \"(^a|b){2}\": ^, $, \\b or \\B inside a repeated group is not supported");
+    s2 = compile("{\"pattern\":\"(a|b?)+\"}", err2, sizeof err2);
+    CHECK(s2 == NULL);
+    CHECK_STR(err2, "schema at #: pattern \"(a|b?)+\": repeating a group that can match the empty string is not "
+                    "supported");
+    CHECK_INT(valid("{\"pattern\":\"^(a|b)?(c?d)+(^|x)$\"}", "\"bcddx\""), 0); /* ? and non-empty units are fine */
 }
 
 static void test_strict(void)

@@ -169,6 +169,10 @@ function upstreamSystem(body) {
     return typeof c === 'string' ? c : c.map((p) => p.text).join('');
   }
   if (typeof body.instructions === 'string') return body.instructions;
+  if (Array.isArray(body.input) && ['system', 'developer'].includes(body.input[0]?.role)) {
+    const c = body.input[0].content;
+    return typeof c === 'string' ? c : c.map((p) => p.text).join('');
+  }
   if (body.system !== undefined) return typeof body.system === 'string' ? body.system : body.system.map((b) => b.text).join('');
   if (body.systemInstruction) return body.systemInstruction.parts.map((p) => p.text).join('');
   return null;

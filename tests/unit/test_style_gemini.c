@@ -1,0 +1,438 @@
+/* test_style_gemini: the Generate Content style's translation
+ * (fe_style_gemini.c) without a server: request bodies -> canonical request,
+ * Google's Schema -> JSON Schema, error texts, and results -> candidates,
+ * with thought signatures that must come back intact. */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "fe_request.h"
+#include "fe_router.h"
+#include "sb_test.h"
+
+static fe_server_t srv;
+
+/* A request as the router and auth would leave it: path, model, key. */
+static fe_request_t *req_new(long long account)
+{
+    fe_request_t *r = calloc(1, sizeof *r);
+    r->srv = &srv;
+    r->path = (char *)"/v1beta/models/m1:generateContent";
+    r->path_arg = (char *)"m1";
+    r->n = 1;
+    r->store = true;
+    r->key = json_pack("{s:I}", "account_id", (json_int_t)account);
+    r->style_state = json_object();
+    fe_collect_init(&r->result);
+    return r;
+}
+
+static void req_free(fe_request_t *r)
+{
+    json_decref(r->key);
+    json_decref(r->canonical);
+    json_decref(r->style_state);
+    free(r->model_id);
+    fe_collect_free(&r->result);
+    free(r);
+}
+
+/* Parses text; returns 0 or -1 (err filled). */
+static int parse(fe_request_t *r, const char *text, fe_error_t *err)
+{
+    json_error_t jerr;
+    json_t *body = json_loads(text, 0, &jerr);
+    if (!body) {
+        fprintf(stderr, "bad test JSON: %s: %s\n", jerr.text, text);
+        return -2;
+    }
+    memset(err, 0, sizeof *err);
+    json_decref(r->canonical);
+    r->canonical = NULL;
+    free(r->model_id);
+    r->model_id = NULL;
+    int rc = fe_style_gemini.parse(r, body, err);
+    json_decref(body);
+    return rc;
+}
+
+static const json_t *input(const fe_request_t *r, size_t i)
+{
+    return json_array_get(json_object_get(r->canonical, "input"), i);
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static void test_basics(void)
+{
+    fe_request_t *r = req_new(1);
+    fe_error_t err;
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"parts\":[{\"text\":\"hi\"}]},{\"role\":\"model\",\"parts\":[{\"text\":\"yo\"}]},"
+                    "{\"role\":\"user\",\"parts\":[{\"text\":\"a\"},{\"text\":\"b\"}]}],"
+                    "\"system_instruction\":{\"parts\":[{\"text\":\"s1\"},{\"text\":\"s2\"}]},"
+                    "\"generationConfig\":{\"temperature\":0.5,\"top_k\":40,\"maxOutputTokens\":\"64\","
+                    "\"stopSequences\":[\"x\"],\"candidateCount\":3,\"seed\":1}}",
+                    &err),
+              0);
+    CHECK_STR(r->model_id, "m1");
+    CHECK(!r->store);
+    CHECK(r->response_id[0] != '\0');
+    CHECK_INT(r->n, 3);
+    const json_t *c = r->canonical;
+    CHECK_STR(str(c, "instructions"), "s1\ns2");
+    CHECK_INT(json_integer_value(json_object_get(c, "top_k")), 40);
+    CHECK_INT(json_integer_value(json_object_get(c, "max_output_tokens")), 64);
+    CHECK_INT(json_integer_value(json_object_get(c, "seed")), 1);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(c, "stop"), 0)), "x");
+    CHECK_INT(json_array_size(json_object_get(c, "input")), 3);
+    CHECK_STR(str(input(r, 0), "role"), "user");
+    CHECK_STR(str(json_array_get(json_object_get(input(r, 0), "content"), 0), "type"), "input_text");
+    CHECK_STR(str(input(r, 1), "role"), "assistant");
+    CHECK_STR(str(json_array_get(json_object_get(input(r, 1), "content"), 0), "type"), "output_text");
+    CHECK_INT(json_array_size(json_object_get(input(r, 2), "content")), 2);
+
+    /* Media: URL-safe unpadded base64 becomes standard padded base64. */
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"parts\":[{\"inlineData\":{\"mimeType\":\"image/PNG\",\"data\":\"-_8\"}},"
+                    "{\"inline_data\":{\"mime_type\":\"audio/mpeg\",\"data\":\"AAAA\"}},"
+                    "{\"inlineData\":{\"mimeType\":\"text/plain; charset=utf-8\",\"data\":\"aGk=\"}},"
+                    "{\"fileData\":{\"mimeType\":\"image/jpeg\",\"fileUri\":\"https://x/y.jpg\"}}]}]}",
+                    &err),
+              0);
+    const json_t *parts = json_object_get(input(r, 0), "content");
+    CHECK_STR(str(json_array_get(parts, 0), "image_url"), "data:image/png;base64,+/8=");
+    CHECK_STR(str(json_object_get(json_array_get(parts, 1), "input_audio"), "format"), "mp3");
+    CHECK_STR(str(json_array_get(parts, 2), "filename"), "file.txt");
+    CHECK_STR(str(json_array_get(parts, 2), "file_data"), "data:text/plain;base64,aGk=");
+    CHECK_STR(str(json_array_get(parts, 3), "image_url"), "https://x/y.jpg");
+    req_free(r);
+}
+
+static void test_errors(void)
+{
+    fe_request_t *r = req_new(1);
+    fe_error_t err;
+    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"foo\":1}", &err), -1);
+    CHECK_INT(err.status, 400);
+    CHECK_STR(err.message, "Invalid JSON payload received. Unknown name \"foo\": Cannot find field.");
+    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\",\"bogus\":2}]}]}", &err), -1);
+    CHECK_STR(err.message, "Invalid JSON payload received. Unknown name \"bogus\" at 'contents[0].parts[0]': Cannot "
+                           "find field.");
+    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"temperature\":\"hot\"}}",
+                    &err),
+              -1);
+    CHECK_STR(err.message, "Invalid value at 'generation_config.temperature' (TYPE_FLOAT), \"hot\"");
+    const char *bad[] = {
+        "{}",
+        "{\"contents\":[]}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+        "{\"contents\":[{\"role\":\"assistant\",\"parts\":[{\"text\":\"x\"}]}]}",
+        "{\"contents\":[{\"parts\":[]}]}",
+        "{\"contents\":[{\"parts\":[{}]}]}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\",\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"AAAA\"}}]}]}",
+        "{\"contents\":[{\"parts\":[{\"inlineData\":{\"mimeType\":\"video/mp4\",\"data\":\"AAAA\"}}]}]}",
+        "{\"contents\":[{\"parts\":[{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"A\"}}]}]}",
+        "{\"contents\":[{\"parts\":[{\"fileData\":{\"mimeType\":\"image/png\",\"fileUri\":\"gs://b/x.png\"}}]}]}",
+        "{\"contents\":[{\"parts\":[{\"functionCall\":{\"name\":\"f\"}}]}]}",
+        "{\"contents\":[{\"parts\":[{\"functionResponse\":{\"name\":\"f\",\"response\":{}}}]}]}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\",\"thoughtSignature\":\"abc\"}]}]}",
+        "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"text\":\"x\",\"thoughtSignature\":\"abc\"}]}]}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"safetySettings\":[{\"category\":\"a\",\"threshold\":\"b\"}]}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"cachedContent\":\"cachedContents/1\"}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"googleSearch\":{}}]}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"candidateCount\":9}}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"responseMimeType\":\"text/csv\"}}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"responseSchema\":{\"type\":\"STRING\"}}"
+        "}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"responseMimeType\":\"application/"
+        "json\","
+        "\"responseSchema\":{\"type\":\"WORD\"}}}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"thinkingConfig\":{\"thinkingBudget\":-"
+        "2}}}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"stopSequences\":[\"1\",\"2\",\"3\","
+        "\"4\","
+        "\"5\",\"6\"]}}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"SOME\"}}"
+        "}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = parse(r, bad[i], &err);
+        CHECK_INT(rc, -1);
+        CHECK_INT(err.status, 400);
+        if (rc != -1)
+            fprintf(stderr, "  accepted: %s\n", bad[i]);
+    }
+    /* A streaming path is refused before the body is read. */
+    r->path = (char *)"/v1beta/models/m1:streamGenerateContent";
+    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}]}", &err), -1);
+    CHECK(strstr(err.message, "streamGenerateContent") != NULL);
+    req_free(r);
+}
+
+static void test_schema_and_tools(void)
+{
+    fe_request_t *r = req_new(1);
+    fe_error_t err;
+    CHECK_INT(
+        parse(r,
+              "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"responseMimeType\":"
+              "\"application/json\",\"responseSchema\":{\"type\":\"OBJECT\",\"properties\":{\"a\":{\"type\":"
+              "\"STRING\",\"nullable\":true,\"enum\":[\"x\",\"y\"],\"format\":\"enum\"},\"b\":{\"type\":\"ARRAY\","
+              "\"items\":{\"type\":\"INTEGER\",\"minimum\":1},\"maxItems\":\"3\"},\"c\":{\"anyOf\":[{\"type\":"
+              "\"NUMBER\"}],\"nullable\":true}},\"required\":[\"a\"],\"propertyOrdering\":[\"a\",\"b\"]}}}",
+              &err),
+        0);
+    json_t *expect = json_loads("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":[\"string\",\"null\"],\"enum\":"
+                                "[\"x\",\"y\",null]},\"b\":{\"type\":\"array\",\"items\":{\"type\":\"integer\","
+                                "\"minimum\":1},\"maxItems\":3},\"c\":{\"anyOf\":[{\"type\":\"number\"},{\"type\":"
+                                "\"null\"}]}},\"required\":[\"a\"]}",
+                                0, NULL);
+    const json_t *fmt = json_object_get(json_object_get(r->canonical, "text"), "format");
+    CHECK_STR(str(fmt, "type"), "json_schema");
+    CHECK_STR(str(fmt, "name"), "response");
+    CHECK(json_is_false(json_object_get(fmt, "strict")));
+    CHECK(json_equal(json_object_get(fmt, "schema"), expect));
+    json_decref(expect);
+
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"responseMimeType\":"
+                    "\"application/json\"}}",
+                    &err),
+              0);
+    CHECK_STR(str(json_object_get(json_object_get(r->canonical, "text"), "format"), "type"), "json_object");
+
+    /* ANY with two of three functions keeps those two and requires a call. */
+    CHECK_INT(
+        parse(r,
+              "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"functionDeclarations\":["
+              "{\"name\":\"f\",\"parameters\":{\"type\":\"OBJECT\",\"properties\":{\"q\":{\"type\":\"STRING\"}}}},"
+              "{\"name\":\"g\"},{\"name\":\"h\",\"parametersJsonSchema\":{\"type\":\"object\"}}]}],"
+              "\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\",\"allowedFunctionNames\":[\"f\",\"h\"]}}}",
+              &err),
+        0);
+    const json_t *tools = json_object_get(r->canonical, "tools");
+    CHECK_INT(json_array_size(tools), 2);
+    CHECK_STR(str(json_array_get(tools, 0), "name"), "f");
+    CHECK_STR(str(json_array_get(tools, 1), "name"), "h");
+    CHECK(json_is_false(json_object_get(json_array_get(tools, 0), "strict")));
+    CHECK_STR(str(json_object_get(
+                      json_object_get(json_object_get(json_array_get(tools, 0), "parameters"), "properties"), "q"),
+                  "type"),
+              "string");
+    CHECK_STR(json_string_value(json_object_get(r->canonical, "tool_choice")), "required");
+
+    /* thinkingBudget -> effort. */
+    static const struct {
+        const char *budget, *effort;
+    } efforts[] = {{"0", "none"}, {"-1", "medium"}, {"100", "low"}, {"8000", "medium"}, {"30000", "high"}};
+    for (size_t i = 0; i < sizeof efforts / sizeof efforts[0]; i++) {
+        char body[256];
+        snprintf(body, sizeof body,
+                 "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{"
+                 "\"thinkingConfig\":{\"thinkingBudget\":%s}}}",
+                 efforts[i].budget);
+        CHECK_INT(parse(r, body, &err), 0);
+        CHECK_STR(str(json_object_get(r->canonical, "reasoning"), "effort"), efforts[i].effort);
+    }
+    req_free(r);
+}
+
+static void test_calls(void)
+{
+    fe_request_t *r = req_new(1);
+    fe_error_t err;
+    /* Two parallel calls of one function without ids, answered in order;
+     * {"result": "..."} is the output itself, anything else compact JSON. */
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"parts\":[{\"text\":\"go\"}]},{\"role\":\"model\",\"parts\":["
+                    "{\"functionCall\":{\"name\":\"f\",\"args\":{\"i\":1}}},{\"functionCall\":{\"name\":\"f\","
+                    "\"args\":{\"i\":2}}}]},{\"role\":\"user\",\"parts\":[{\"text\":\"after\"},"
+                    "{\"functionResponse\":{\"name\":\"f\",\"response\":{\"result\":\"one\"}}},"
+                    "{\"functionResponse\":{\"name\":\"f\",\"response\":{\"v\":[2]}}}]}]}",
+                    &err),
+              0);
+    CHECK_INT(json_array_size(json_object_get(r->canonical, "input")), 6);
+    const char *id1 = str(input(r, 1), "call_id"), *id2 = str(input(r, 2), "call_id");
+    CHECK(id1 && id2 && strcmp(id1, id2) != 0);
+    CHECK_STR(str(input(r, 1), "arguments"), "{\"i\":1}");
+    CHECK_STR(str(input(r, 3), "type"), "function_call_output");
+    CHECK_STR(str(input(r, 3), "call_id"), id1);
+    CHECK_STR(str(input(r, 3), "output"), "one");
+    CHECK_STR(str(input(r, 4), "call_id"), id2);
+    CHECK_STR(str(input(r, 4), "output"), "{\"v\":[2]}");
+    CHECK_STR(str(input(r, 5), "type"), "message"); /* the text after the results */
+
+    /* A third response has no call left to answer. */
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"f\"}}]},"
+                    "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":\"f\",\"response\":{}}},"
+                    "{\"functionResponse\":{\"name\":\"f\",\"response\":{}}}]}]}",
+                    &err),
+              -1);
+    /* Ids given are kept. */
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"id\":\"c9\",\"name\":\"f\"}}]},"
+                    "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"id\":\"c9\",\"name\":\"f\",\"response\":{"
+                    "\"output\":\"ok\"}}}]}]}",
+                    &err),
+              0);
+    CHECK_STR(str(input(r, 0), "call_id"), "c9");
+    CHECK_STR(str(input(r, 0), "arguments"), "{}");
+    CHECK_STR(str(input(r, 1), "call_id"), "c9");
+    CHECK_STR(str(input(r, 1), "output"), "ok");
+    req_free(r);
+}
+
+/* A finished result for render: items of choice 0. */
+static void set_result(fe_request_t *r, const char *items, const char *status, const char *reason)
+{
+    json_decref(r->result.items);
+    r->result.items = json_loads(items, 0, NULL);
+    r->result.done = true;
+    snprintf(r->result.status, sizeof r->result.status, "%s", status);
+    snprintf(r->result.incomplete_reason, sizeof r->result.incomplete_reason, "%s", reason);
+    r->result.input_tokens = 10;
+    r->result.output_tokens = 7;
+    r->result.reasoning_tokens = 3;
+}
+
+static const char *const RS_ITEM = "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"content\":[{\"type\":"
+                                   "\"reasoning_text\",\"text\":\"hmm\"}]}";
+
+static void test_render(void)
+{
+    fe_request_t *r = req_new(7);
+    fe_error_t err;
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"thinkingConfig\":{"
+                    "\"includeThoughts\":true}}}",
+                    &err),
+              0);
+    char items[1024];
+    snprintf(
+        items, sizeof items,
+        "[%s,{\"type\":\"message\",\"id\":\"m\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
+        "\"text\":\"hello\"},{\"type\":\"refusal\",\"refusal\":\"no\"}]},{\"type\":\"function_call\",\"id\":\"fc\","
+        "\"call_id\":\"call_1\",\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\",\"thought_signature\":\"up-sig\"}]",
+        RS_ITEM);
+    set_result(r, items, "completed", "");
+    json_t *out = fe_style_gemini.render(r);
+    const json_t *cand = json_array_get(json_object_get(out, "candidates"), 0);
+    const json_t *parts = json_object_get(json_object_get(cand, "content"), "parts");
+    CHECK_INT(json_array_size(parts), 4);
+    CHECK_STR(str(json_array_get(parts, 0), "text"), "hmm");
+    CHECK(json_is_true(json_object_get(json_array_get(parts, 0), "thought")));
+    CHECK(json_is_string(json_object_get(json_array_get(parts, 0), "thoughtSignature")));
+    CHECK_STR(str(json_array_get(parts, 1), "text"), "hello");
+    CHECK(!json_object_get(json_array_get(parts, 1), "thoughtSignature"));
+    CHECK_STR(str(json_array_get(parts, 2), "text"), "no");
+    const json_t *fc = json_object_get(json_array_get(parts, 3), "functionCall");
+    CHECK_STR(str(fc, "id"), "call_1");
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(fc, "args"), "a")), 1);
+    CHECK(json_is_string(json_object_get(json_array_get(parts, 3), "thoughtSignature")));
+    char *text = json_dumps(out, JSON_COMPACT);
+    CHECK(strstr(text, "up-sig") == NULL); /* the upstream's private signature is only inside the seal */
+    free(text);
+    CHECK_STR(str(cand, "finishReason"), "STOP");
+    const json_t *usage = json_object_get(out, "usageMetadata");
+    CHECK_INT(json_integer_value(json_object_get(usage, "candidatesTokenCount")), 4);
+    CHECK_INT(json_integer_value(json_object_get(usage, "thoughtsTokenCount")), 3);
+    CHECK_INT(json_integer_value(json_object_get(usage, "totalTokenCount")), 17);
+    CHECK_STR(str(out, "modelVersion"), "m1");
+
+    /* The model turn comes back: reasoning and the call (with its private
+     * signature) are restored from the seals. */
+    json_t *body = json_pack("{s:[{s:[{s:s}]}, O, {s:[{s:{s:s, s:s, s:{}}}]}]}", "contents", "parts", "text", "x",
+                             json_object_get(cand, "content"), "parts", "functionResponse", "name", "f", "id", "call_1",
+                             "response");
+    json_decref(out);
+    memset(&err, 0, sizeof err);
+    json_decref(r->canonical);
+    r->canonical = NULL;
+    free(r->model_id);
+    r->model_id = NULL;
+    CHECK_INT(fe_style_gemini.parse(r, body, &err), 0);
+    if (err.status)
+        fprintf(stderr, "  %s\n", err.message);
+    CHECK_STR(str(input(r, 1), "type"), "reasoning");
+    CHECK_STR(str(input(r, 1), "id"), "rs_1");
+    CHECK_STR(str(input(r, 2), "type"), "message");
+    CHECK_INT(json_array_size(json_object_get(input(r, 2), "content")), 2);
+    CHECK_STR(str(input(r, 3), "type"), "function_call");
+    CHECK_STR(str(input(r, 3), "thought_signature"), "up-sig");
+    CHECK_STR(str(input(r, 4), "type"), "function_call_output");
+
+    /* Another account cannot open them. */
+    fe_request_t *other = req_new(8);
+    memset(&err, 0, sizeof err);
+    CHECK_INT(fe_style_gemini.parse(other, body, &err), -1);
+    CHECK(strstr(err.message, "thought signature") != NULL);
+    req_free(other);
+    json_decref(body);
+
+    /* Without includeThoughts: no thought part; the reasoning rides on the
+     * call's signature together with the call; MAX_TOKENS when cut. */
+    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}]}", &err), 0);
+    snprintf(
+        items, sizeof items,
+        "[%s,{\"type\":\"function_call\",\"id\":\"fc\",\"call_id\":\"call_2\",\"name\":\"f\",\"arguments\":\"{}\"}]",
+        RS_ITEM);
+    set_result(r, items, "incomplete", "max_output_tokens");
+    out = fe_style_gemini.render(r);
+    cand = json_array_get(json_object_get(out, "candidates"), 0);
+    parts = json_object_get(json_object_get(cand, "content"), "parts");
+    CHECK_INT(json_array_size(parts), 1);
+    CHECK_STR(str(cand, "finishReason"), "MAX_TOKENS");
+    const char *sig = str(json_array_get(parts, 0), "thoughtSignature");
+    CHECK(sig != NULL);
+    char buf[4096];
+    snprintf(buf, sizeof buf,
+             "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"id\":\"call_2\","
+             "\"name\":\"f\",\"args\":{}},\"thoughtSignature\":\"%s\"}]}]}",
+             sig ? sig : "");
+    CHECK_INT(parse(r, buf, &err), 0);
+    CHECK_STR(str(input(r, 0), "type"), "reasoning");
+    CHECK_STR(str(input(r, 1), "call_id"), "call_2");
+    /* The same signature on a text part, or on another call, is refused. */
+    snprintf(buf, sizeof buf,
+             "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"text\":\"t\",\"thoughtSignature\":\"%s\"}]}]}",
+             sig ? sig : "");
+    CHECK_INT(parse(r, buf, &err), -1);
+    snprintf(buf, sizeof buf,
+             "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"g\"},"
+             "\"thoughtSignature\":\"%s\"}]}]}",
+             sig ? sig : "");
+    CHECK_INT(parse(r, buf, &err), -1);
+    json_decref(out);
+
+    /* A content filter stop is SAFETY; reasoning alone leaves an empty text
+     * part carrying its signature. */
+    snprintf(items, sizeof items, "[%s]", RS_ITEM);
+    set_result(r, items, "incomplete", "content_filter");
+    out = fe_style_gemini.render(r);
+    cand = json_array_get(json_object_get(out, "candidates"), 0);
+    CHECK_STR(str(cand, "finishReason"), "SAFETY");
+    parts = json_object_get(json_object_get(cand, "content"), "parts");
+    CHECK_STR(str(json_array_get(parts, 0), "text"), "");
+    CHECK(json_is_string(json_object_get(json_array_get(parts, 0), "thoughtSignature")));
+    json_decref(out);
+    req_free(r);
+}
+
+int main(void)
+{
+    if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &srv.seal_key) != 0) {
+        fprintf(stderr, "key parse failed\n");
+        return 1;
+    }
+    srv.seal_ready = true;
+    test_basics();
+    test_errors();
+    test_schema_and_tools();
+    test_calls();
+    test_render();
+    return sb_test_finish("style_gemini");
+}

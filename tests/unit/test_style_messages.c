@@ -1,0 +1,375 @@
+/* test_style_messages: the Messages style (fe_style_messages.c): the
+ * anthropic-version header, body -> canonical request, result -> message
+ * object, and thinking blocks sealed and opened again. */
+#include <event2/http.h>
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "fe_request.h"
+#include "fe_router.h"
+#include "fe_server.h"
+#include "sb_alloc.h"
+#include "sb_test.h"
+
+static fe_server_t srv;
+
+static void req_init(fe_request_t *r, const char *version)
+{
+    memset(r, 0, sizeof *r);
+    r->srv = &srv;
+    r->style = &fe_style_messages;
+    r->store = true;
+    r->http = evhttp_request_new(NULL, NULL);
+    if (version)
+        evhttp_add_header(evhttp_request_get_input_headers(r->http), "anthropic-version", version);
+    r->key = json_pack("{s:i}", "account_id", 7);
+    r->style_state = json_object();
+    fe_collect_init(&r->result);
+}
+
+static void req_free(fe_request_t *r)
+{
+    evhttp_request_free(r->http);
+    json_decref(r->key);
+    json_decref(r->style_state);
+    json_decref(r->canonical);
+    free(r->model_id);
+    fe_collect_free(&r->result);
+}
+
+/* Parses text with a fresh request (kept in *r for inspection). */
+static int parse(fe_request_t *r, const char *version, const char *text, fe_error_t *err)
+{
+    req_init(r, version);
+    json_t *body = json_loads(text, 0, NULL);
+    if (!body) {
+        fprintf(stderr, "bad test JSON: %s\n", text);
+        return -2;
+    }
+    memset(err, 0, sizeof *err);
+    int rc = fe_style_messages.parse(r, body, err);
+    json_decref(body);
+    return rc;
+}
+
+/* Expects a 400 whose message contains needle. */
+static void parse_fails(const char *version, const char *text, const char *needle)
+{
+    fe_request_t r;
+    fe_error_t err;
+    int rc = parse(&r, version, text, &err);
+    CHECK_INT(rc, -1);
+    CHECK_INT(err.status, 400);
+    CHECK(strstr(err.message, needle) != NULL);
+    if (rc != -1 || !strstr(err.message, needle))
+        fprintf(stderr, "  body %s\n  message \"%s\" lacks \"%s\"\n", text, err.message, needle);
+    req_free(&r);
+}
+
+#define MIN "\"model\":\"m\",\"max_tokens\":100,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+
+static void test_version(void)
+{
+    fe_request_t r;
+    fe_error_t err;
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
+    CHECK(!r.store);
+    CHECK(strncmp(r.response_id, "msg_", 4) == 0 && strlen(r.response_id) == 28);
+    CHECK_STR(r.model_id, "m");
+    CHECK_INT(json_integer_value(json_object_get(r.canonical, "max_output_tokens")), 100);
+    req_free(&r);
+    CHECK_INT(parse(&r, "2026-10-21", "{" MIN "}", &err), 0);
+    req_free(&r);
+    parse_fails(NULL, "{" MIN "}", "anthropic-version: header is required");
+    parse_fails("2023-01-01", "{" MIN "}", "is not a valid version");
+    parse_fails("yesterday", "{" MIN "}", "is not a valid version");
+    parse_fails("2023-13-01", "{" MIN "}", "is not a valid version");
+}
+
+static const json_t *item(const fe_request_t *r, size_t i)
+{
+    return json_array_get(json_object_get(r->canonical, "input"), i);
+}
+
+static const char *item_str(const fe_request_t *r, size_t i, const char *key)
+{
+    return json_string_value(json_object_get(item(r, i), key));
+}
+
+static const char *part_str(const fe_request_t *r, size_t i, size_t j, const char *key)
+{
+    return json_string_value(json_object_get(json_array_get(json_object_get(item(r, i), "content"), j), key));
+}
+
+static void test_parse(void)
+{
+    fe_request_t r;
+    fe_error_t err;
+    const char *body =
+        "{\"model\":\"emu\",\"max_tokens\":8192,"
+        "\"system\":[{\"type\":\"text\",\"text\":\"Be terse.\"},{\"type\":\"text\",\"text\":\"Be kind.\","
+        "\"cache_control\":{\"type\":\"ephemeral\"}}],"
+        "\"messages\":["
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"look\"},"
+        "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"AAAA\"}},"
+        "{\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":\"https://x.test/c.png\"}},"
+        "{\"type\":\"document\",\"source\":{\"type\":\"base64\",\"media_type\":\"application/pdf\",\"data\":\"JVBE\"}},"
+        "{\"type\":\"document\",\"title\":\"notes.txt\",\"source\":{\"type\":\"text\",\"media_type\":\"text/plain\","
+        "\"data\":\"hello\"}}]},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"calling\"},"
+        "{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\",\"input\":{\"city\":\"Paris\"}}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\",\"is_error\":true,"
+        "\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]},"
+        "{\"type\":\"text\",\"text\":\"and?\"}]}],"
+        "\"tools\":[{\"name\":\"get_weather\",\"description\":\"w\",\"input_schema\":{\"type\":\"object\","
+        "\"properties\":{\"city\":{\"type\":\"string\"}}}}],"
+        "\"tool_choice\":{\"type\":\"tool\",\"name\":\"get_weather\",\"disable_parallel_tool_use\":true},"
+        "\"temperature\":0.5,\"top_p\":0.9,\"top_k\":40,\"stop_sequences\":[\"STOP\"],"
+        "\"metadata\":{\"user_id\":\"u-1\"},\"service_tier\":\"auto\",\"stream\":false,"
+        "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":5000},"
+        "\"output_config\":{\"format\":{\"type\":\"json_schema\",\"schema\":{\"type\":\"object\","
+        "\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],\"additionalProperties\":false}}}}";
+    CHECK_INT(parse(&r, "2023-06-01", body, &err), 0);
+    if (err.status)
+        fprintf(stderr, "  %s\n", err.message);
+    const json_t *c = r.canonical;
+    CHECK_STR(json_string_value(json_object_get(c, "instructions")), "Be terse.\n\nBe kind.");
+    CHECK_INT(json_array_size(json_object_get(c, "input")), 5);
+    /* user: text, two images, two files in one message */
+    CHECK_STR(item_str(&r, 0, "role"), "user");
+    CHECK_STR(part_str(&r, 0, 0, "type"), "input_text");
+    CHECK_STR(part_str(&r, 0, 1, "image_url"), "data:image/png;base64,AAAA");
+    CHECK_STR(part_str(&r, 0, 2, "image_url"), "https://x.test/c.png");
+    CHECK_STR(part_str(&r, 0, 3, "file_data"), "data:application/pdf;base64,JVBE");
+    CHECK_STR(part_str(&r, 0, 3, "filename"), "document.pdf");
+    CHECK_STR(part_str(&r, 0, 4, "file_data"), "data:text/plain;base64,aGVsbG8=");
+    CHECK_STR(part_str(&r, 0, 4, "filename"), "notes.txt");
+    /* assistant: text, then the call */
+    CHECK_STR(item_str(&r, 1, "role"), "assistant");
+    CHECK_STR(part_str(&r, 1, 0, "type"), "output_text");
+    CHECK_STR(item_str(&r, 2, "type"), "function_call");
+    CHECK_STR(item_str(&r, 2, "call_id"), "toolu_1");
+    CHECK_STR(item_str(&r, 2, "arguments"), "{\"city\":\"Paris\"}");
+    /* user: the result, then text */
+    CHECK_STR(item_str(&r, 3, "type"), "function_call_output");
+    CHECK_STR(item_str(&r, 3, "output"), "Error: a\nb");
+    CHECK_STR(item_str(&r, 4, "role"), "user");
+    CHECK_STR(part_str(&r, 4, 0, "text"), "and?");
+    const json_t *tool = json_array_get(json_object_get(c, "tools"), 0);
+    CHECK_STR(json_string_value(json_object_get(tool, "type")), "function");
+    CHECK_STR(json_string_value(json_object_get(tool, "name")), "get_weather");
+    CHECK(json_is_false(json_object_get(tool, "strict")));
+    CHECK_STR(json_string_value(json_object_get(json_object_get(c, "tool_choice"), "name")), "get_weather");
+    CHECK(json_is_false(json_object_get(c, "parallel_tool_calls")));
+    CHECK(json_real_value(json_object_get(c, "temperature")) == 0.5);
+    CHECK_INT(json_integer_value(json_object_get(c, "top_k")), 40);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(c, "stop"), 0)), "STOP");
+    CHECK_STR(json_string_value(json_object_get(c, "user")), "u-1");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(c, "reasoning"), "effort")), "medium");
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(c, "reasoning"), "budget_tokens")), 5000);
+    const json_t *fmt = json_object_get(json_object_get(c, "text"), "format");
+    CHECK_STR(json_string_value(json_object_get(fmt, "type")), "json_schema");
+    CHECK_STR(json_string_value(json_object_get(fmt, "name")), "output");
+    CHECK(json_is_true(json_object_get(fmt, "strict")));
+    req_free(&r);
+
+    /* tool_choice any / auto / none, thinking budgets and adaptive */
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN ",\"tool_choice\":{\"type\":\"any\"},\"thinking\":{\"type\":"
+                                      "\"enabled\",\"budget_tokens\":1024},\"max_tokens\":2000}", &err), 0);
+    CHECK_STR(json_string_value(json_object_get(r.canonical, "tool_choice")), "required");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "low");
+    req_free(&r);
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN ",\"tool_choice\":{\"type\":\"none\"},\"thinking\":{\"type\":"
+                                      "\"enabled\",\"budget_tokens\":20000},\"max_tokens\":30000}", &err), 0);
+    CHECK_STR(json_string_value(json_object_get(r.canonical, "tool_choice")), "none");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "high");
+    req_free(&r);
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN ",\"thinking\":{\"type\":\"disabled\"}}", &err), 0);
+    CHECK(json_object_get(r.canonical, "reasoning") == NULL);
+    CHECK(json_object_get(r.canonical, "instructions") == NULL);
+    req_free(&r);
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN ",\"system\":\"sys\",\"thinking\":{\"type\":\"adaptive\"},"
+                                      "\"output_config\":{\"effort\":\"high\"}}", &err), 0);
+    CHECK_STR(json_string_value(json_object_get(r.canonical, "instructions")), "sys");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "high");
+    req_free(&r);
+    /* a tool_result with an image keeps parts */
+    CHECK_INT(parse(&r, "2023-06-01",
+                    "{\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
+                    "\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}]},{\"role\":\"user\",\"content\":[{"
+                    "\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":[{\"type\":\"text\",\"text\":\"x\"},"
+                    "{\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":\"https://x.test/i.png\"}}]}]}]}",
+                    &err),
+              0);
+    CHECK(json_is_array(json_object_get(item(&r, 1), "output")));
+    CHECK_INT(json_array_size(json_object_get(item(&r, 1), "output")), 2);
+    CHECK_STR(item_str(&r, 0, "arguments"), "{}");
+    req_free(&r);
+}
+
+static void test_parse_errors(void)
+{
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                "max_tokens: Field required");
+    parse_fails("2023-06-01", "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                "model: Field required");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5}", "messages: Field required");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}", "at least one message");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                "greater than or equal to 1");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":1.5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                "valid integer");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"input\":\"x\"}", "input: Extra inputs are not permitted");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"contents\":[]}", "contents: Extra inputs");
+    parse_fails("2023-06-01", "{" MIN ",\"frobnicate\":1}", "frobnicate: Extra inputs are not permitted");
+    parse_fails("2023-06-01", "{" MIN ",\"stream\":true}", "stream");
+    parse_fails("2023-06-01", "{" MIN ",\"container\":\"c\"}", "unsupported parameter");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
+                "top-level `system` parameter");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
+                "messages.0.role");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"\"}]}",
+                "non-empty content");
+    parse_fails("2023-06-01", "{" MIN ",\"temperature\":1.5}", "temperature: Input should be less than or equal to 1");
+    parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\"}]}",
+                "unsupported parameter");
+    parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"type\":\"bash_20250124\",\"name\":\"bash\"}]}",
+                "unsupported parameter");
+    parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"name\":\"f\"}]}", "input_schema");
+    parse_fails("2023-06-01",
+                "{" MIN ",\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],\"tool_choice\":{\"type\":"
+                "\"tool\",\"name\":\"g\"}}",
+                "not found");
+    parse_fails("2023-06-01", "{" MIN ",\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":500}}", "1024");
+    parse_fails("2023-06-01", "{" MIN ",\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2000}}",
+                "`max_tokens` must be greater than `thinking.budget_tokens`");
+    parse_fails("2023-06-01", "{" MIN ",\"metadata\":{\"session\":\"x\"}}", "metadata.session");
+    parse_fails("2023-06-01", "{" MIN ",\"output_config\":{\"format\":{\"type\":\"json_schema\"}}}",
+                "output_config.format.schema");
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_use\","
+                "\"id\":\"t\",\"name\":\"f\",\"input\":{}}]}]}",
+                "only allowed in assistant messages");
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\","
+                "\"source\":{\"type\":\"base64\",\"media_type\":\"image/tiff\",\"data\":\"AAAA\"}}]}]}",
+                "media_type");
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
+                "\"thinking\",\"thinking\":\"t\",\"signature\":\"bogus\"}]}]}",
+                "Invalid `signature` in `thinking` block");
+}
+
+/* A result of three items: reasoning, message, call. */
+static void result_items(fe_request_t *r, const char *args)
+{
+    json_array_append_new(r->result.items,
+                          json_pack("{s:s, s:s, s:[], s:[{s:s, s:s}]}", "type", "reasoning", "id", "rs_1", "summary",
+                                    "content", "type", "reasoning_text", "text", "Reasoning about it"));
+    json_array_append_new(r->result.items, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:[]}]}", "type", "message", "id",
+                                                     "msg_x", "role", "assistant", "content", "type", "output_text",
+                                                     "text", "Hello", "annotations"));
+    if (args)
+        json_array_append_new(r->result.items, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "function_call", "id",
+                                                         "fc_1", "call_id", "call_1", "name", "f", "arguments", args));
+    snprintf(r->result.status, sizeof r->result.status, "completed");
+    r->result.input_tokens = 11;
+    r->result.output_tokens = 7;
+}
+
+static void test_render(void)
+{
+    fe_request_t r;
+    fe_error_t err;
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
+    result_items(&r, "{\"x\":1}");
+    json_t *out = fe_style_messages.render(&r);
+    CHECK_STR(json_string_value(json_object_get(out, "type")), "message");
+    CHECK_STR(json_string_value(json_object_get(out, "role")), "assistant");
+    CHECK_STR(json_string_value(json_object_get(out, "model")), "m");
+    CHECK_STR(json_string_value(json_object_get(out, "id")), r.response_id);
+    CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "tool_use");
+    CHECK(json_is_null(json_object_get(out, "stop_sequence")));
+    json_t *u = json_object_get(out, "usage");
+    CHECK_INT(json_integer_value(json_object_get(u, "input_tokens")), 11);
+    CHECK_INT(json_integer_value(json_object_get(u, "output_tokens")), 7);
+    CHECK_INT(json_integer_value(json_object_get(u, "cache_read_input_tokens")), 0);
+    json_t *content = json_object_get(out, "content");
+    CHECK_INT(json_array_size(content), 3);
+    json_t *th = json_array_get(content, 0);
+    CHECK_STR(json_string_value(json_object_get(th, "type")), "thinking");
+    CHECK_STR(json_string_value(json_object_get(th, "thinking")), "Reasoning about it");
+    CHECK(json_string_length(json_object_get(th, "signature")) > 20);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(content, 1), "text")), "Hello");
+    json_t *tu = json_array_get(content, 2);
+    CHECK_STR(json_string_value(json_object_get(tu, "type")), "tool_use");
+    CHECK_STR(json_string_value(json_object_get(tu, "id")), "call_1");
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(tu, "input"), "x")), 1);
+
+    /* The signature opens to the same reasoning item for the same account... */
+    char *sig = sb_xasprintf("%s", json_string_value(json_object_get(th, "signature")));
+    req_free(&r);
+    json_decref(out);
+    char *body = sb_xasprintf("{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"q\"},"
+                              "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"Reasoning "
+                              "about it\",\"signature\":\"%s\"},{\"type\":\"text\",\"text\":\"Hello\"}]},"
+                              "{\"role\":\"user\",\"content\":\"next\"}]}",
+                              sig);
+    CHECK_INT(parse(&r, "2023-06-01", body, &err), 0);
+    CHECK_STR(item_str(&r, 1, "type"), "reasoning");
+    CHECK_STR(item_str(&r, 1, "id"), "rs_1");
+    CHECK_STR(part_str(&r, 1, 0, "text"), "Reasoning about it");
+    req_free(&r);
+    free(body);
+    /* ...but not when tampered with, nor for another account. */
+    sig[strlen(sig) / 2] = sig[strlen(sig) / 2] == 'A' ? 'B' : 'A';
+    body = sb_xasprintf("{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
+                        "\"thinking\",\"thinking\":\"x\",\"signature\":\"%s\"}]}]}",
+                        sig);
+    parse_fails("2023-06-01", body, "Invalid `signature`");
+    free(body);
+    free(sig);
+
+    /* max_tokens, refusal, invalid arguments, no sealing key */
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
+    result_items(&r, NULL);
+    snprintf(r.result.status, sizeof r.result.status, "incomplete");
+    snprintf(r.result.incomplete_reason, sizeof r.result.incomplete_reason, "max_output_tokens");
+    out = fe_style_messages.render(&r);
+    CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "max_tokens");
+    json_decref(out);
+    req_free(&r);
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
+    json_array_append_new(r.result.items, json_pack("{s:s, s:s, s:[{s:s, s:s}]}", "type", "message", "role",
+                                                    "assistant", "content", "type", "refusal", "refusal", "No."));
+    snprintf(r.result.status, sizeof r.result.status, "completed");
+    out = fe_style_messages.render(&r);
+    CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "refusal");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(out, "content"), 0), "text")), "No.");
+    json_decref(out);
+    req_free(&r);
+    srv.seal_ready = false;
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
+    result_items(&r, "not json");
+    out = fe_style_messages.render(&r);
+    content = json_object_get(out, "content");
+    CHECK_INT(json_array_size(content), 2); /* no thinking block without a key */
+    CHECK_STR(json_string_value(json_object_get(json_array_get(content, 0), "type")), "text");
+    CHECK_INT(json_object_size(json_object_get(json_array_get(content, 1), "input")), 0);
+    CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "tool_use");
+    json_decref(out);
+    req_free(&r);
+    srv.seal_ready = true;
+}
+
+int main(void)
+{
+    if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &srv.seal_key) != 0)
+        return 1;
+    srv.seal_ready = true;
+    test_version();
+    test_parse();
+    test_parse_errors();
+    test_render();
+    return sb_test_finish("test_style_messages");
+}

@@ -1,0 +1,1350 @@
+/*
+ * provider_gemini: the "gemini" adapter, the Google Gemini API
+ * (POST {base_url}/models/{model}:generateContent, or
+ * :streamGenerateContent?alt=sse when the job asks for a stream), with the
+ * route's credential in x-goog-api-key (never in the URL: URLs get logged).
+ *
+ * Canonical (Responses-shaped) job -> GenerateContentRequest:
+ *   instructions, system/developer messages -> systemInstruction.parts, in order
+ *   user / assistant messages    -> contents with role "user" / "model";
+ *                                   consecutive turns of one role are merged
+ *                                   (Gemini wants them alternating)
+ *   input_text, output_text      -> {text}; an assistant refusal -> {text}
+ *   input_image                  -> data URL: inlineData; http(s) URL:
+ *                                   fileData with the MIME type its extension
+ *                                   says (400 when it says nothing); "detail"
+ *                                   is a cost hint Gemini has no field for
+ *   input_file                   -> inlineData (MIME from the data URL, else
+ *                                   from the filename's extension)
+ *   input_audio                  -> inlineData audio/<format>
+ *   function_call                -> model part {functionCall:{name, args, id}}
+ *                                   (+ thoughtSignature from the item's private
+ *                                   thought_signature); id only when Gemini
+ *                                   issued it, never one this adapter made up
+ *   function_call_output         -> user part {functionResponse:{name, response}}:
+ *                                   name from the function_call with the same
+ *                                   call_id earlier in input (400 if none),
+ *                                   response the output if it is a JSON object,
+ *                                   else {"result": output}
+ *   reasoning                    -> with a thought_signature (it came from
+ *                                   Gemini): {thought:true, text, thoughtSignature};
+ *                                   without one: DROPPED, the one allowed drop:
+ *                                   Gemini cannot verify another model's
+ *                                   reasoning and reads nothing from unsigned
+ *                                   thought text
+ *   tools: function              -> one {functionDeclarations:[...]} with
+ *                                   parametersJsonSchema (strict is the worker's
+ *                                   check, strict.c); web_search -> {googleSearch:{}}
+ *   tool_choice                  -> toolConfig.functionCallingConfig
+ *   text.format                  -> responseMimeType (+ responseJsonSchema)
+ *   max_output_tokens, temperature, top_p, stop, n, seed, penalties,
+ *   reasoning.effort             -> generationConfig (effort -> thinkingBudget)
+ * parallel_tool_calls, user and metadata have no Gemini field and are not sent.
+ *
+ * GenerateContentResponse -> canonical events, per candidate in part order:
+ * a run of thought parts -> one reasoning item, a run of text parts -> one
+ * message item, each functionCall -> one function_call item. A part carrying
+ * a thoughtSignature ends its item, and the signature goes on the item as the
+ * private field thought_signature (the frontend strips it from plain output
+ * and keeps it in stored and sealed items), so it comes back on the next turn
+ * exactly where Gemini put it. Several candidates: tagged "choice", each
+ * closed by choice_done; then usage and completed.
+ *
+ * Streaming (alt=sse) runs the same translation chunk by chunk: every data
+ * event is a GenerateContentResponse holding the next parts, so one state
+ * machine (sb_gem_state_t) serves both and their events are identical.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "provider.h"
+#include "sb_alloc.h"
+#include "sb_event.h"
+#include "sb_id.h"
+#include "sb_job.h"
+
+#define SB_GEM_KIND "gemini"
+
+/* Most candidates a response may carry: an index beyond it is a broken
+ * upstream, and must not size an allocation. */
+#define SB_GEM_MAX_CANDIDATES 256
+
+/* The random part of a call_id made up for a functionCall without an id:
+ * "call_" + 24 hex digits. Such an id is never sent back to Gemini. */
+#define SB_GEM_CALL_ID_BYTES 12
+
+/* A 400 invalid_request error event with a formatted message. */
+static json_t *sb_gem_invalid(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *sb_gem_invalid(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        abort(); /* out of memory */
+    va_end(ap);
+    json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, msg);
+    free(msg);
+    return ev;
+}
+
+/*
+ * Request side.
+ */
+
+/* The MIME type a file name or URL path's extension names, or NULL. Only
+ * types Gemini reads. A URL's query and fragment are ignored. */
+static const char *sb_gem_mime_for_name(const char *name)
+{
+    static const struct {
+        const char *ext, *mime;
+    } types[] = {
+        {"png", "image/png"},    {"jpg", "image/jpeg"},        {"jpeg", "image/jpeg"},     {"webp", "image/webp"},
+        {"heic", "image/heic"},  {"heif", "image/heif"},       {"pdf", "application/pdf"}, {"txt", "text/plain"},
+        {"md", "text/markdown"}, {"csv", "text/csv"},          {"html", "text/html"},      {"htm", "text/html"},
+        {"xml", "text/xml"},     {"json", "application/json"}, {"wav", "audio/wav"},       {"mp3", "audio/mp3"},
+        {"flac", "audio/flac"},  {"ogg", "audio/ogg"},         {"aac", "audio/aac"},       {"aiff", "audio/aiff"},
+    };
+    if (!name)
+        return NULL;
+    size_t end = strcspn(name, "?#");
+    const char *dot = NULL;
+    for (size_t i = 0; i < end; i++) {
+        if (name[i] == '.')
+            dot = name + i;
+        else if (name[i] == '/')
+            dot = NULL;
+    }
+    if (!dot)
+        return NULL;
+    size_t len = (size_t)(name + end - (dot + 1));
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (strlen(types[i].ext) == len && !strncasecmp(dot + 1, types[i].ext, len))
+            return types[i].mime;
+    return NULL;
+}
+
+/* {"inlineData":{"mimeType","data"}} for a base64 payload. */
+static json_t *sb_gem_inline(const char *mime, const char *payload)
+{
+    return json_pack("{s:{s:s, s:s}}", "inlineData", "mimeType", mime, "data", payload);
+}
+
+static json_t *sb_gem_image_part(const json_t *part, size_t index, json_t **err)
+{
+    const char *url = json_string_value(json_object_get(part, "image_url"));
+    if (!url) {
+        *err = sb_gem_invalid("input_image without image_url is not supported by provider " SB_GEM_KIND);
+        return NULL;
+    }
+    char mime[128];
+    const char *payload;
+    if (sb_provider_data_url(url, mime, sizeof mime, &payload) == 0) {
+        if (strncmp(mime, "image/", 6)) {
+            *err = sb_gem_invalid("input_image (content part %zu) is a data URL without an image MIME type", index);
+            return NULL;
+        }
+        return sb_gem_inline(mime, payload);
+    }
+    if (!strncasecmp(url, "https://", 8) || !strncasecmp(url, "http://", 7)) {
+        const char *type = sb_gem_mime_for_name(url);
+        if (!type || strncmp(type, "image/", 6)) {
+            *err = sb_gem_invalid("input_image (content part %zu): provider " SB_GEM_KIND
+                                  " needs the image type, and the URL does not end in .png, .jpg, .jpeg, .webp, "
+                                  ".heic or .heif; send the image as a data URL",
+                                  index);
+            return NULL;
+        }
+        return json_pack("{s:{s:s, s:s}}", "fileData", "mimeType", type, "fileUri", url);
+    }
+    *err = sb_gem_invalid("input_image (content part %zu) needs an http(s) URL or a base64 data URL", index);
+    return NULL;
+}
+
+static json_t *sb_gem_file_part(const json_t *part, size_t index, json_t **err)
+{
+    const char *data = json_string_value(json_object_get(part, "file_data"));
+    const char *filename = json_string_value(json_object_get(part, "filename"));
+    const char *name = filename && *filename ? filename : "file";
+    char mime[128];
+    const char *payload;
+    if (!data) {
+        *err = sb_gem_invalid(
+            "input_file (content part %zu) without file_data is not supported by provider " SB_GEM_KIND, index);
+        return NULL;
+    }
+    if (sb_provider_data_url(data, mime, sizeof mime, &payload) < 0) {
+        *err = sb_gem_invalid("input_file '%.100s' (content part %zu) file_data is not a base64 data URL", name, index);
+        return NULL;
+    }
+    const char *type = mime;
+    if (!*mime || !strcmp(mime, "application/octet-stream"))
+        type = sb_gem_mime_for_name(filename);
+    if (!type) {
+        *err = sb_gem_invalid(
+            "input_file '%.100s' (content part %zu) has no MIME type provider " SB_GEM_KIND " can read", name, index);
+        return NULL;
+    }
+    return sb_gem_inline(type, payload);
+}
+
+static json_t *sb_gem_audio_part(const json_t *part, size_t index, json_t **err)
+{
+    const json_t *audio = json_object_get(part, "input_audio");
+    const char *data = json_string_value(json_object_get(audio, "data"));
+    const char *format = json_string_value(json_object_get(audio, "format"));
+    if (!data || !format) {
+        *err = sb_gem_invalid("input_audio (content part %zu) needs input_audio.data and .format", index);
+        return NULL;
+    }
+    static const char *const formats[] = {"wav", "mp3", "flac", "ogg", "aac", "aiff"};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        if (!strcmp(format, formats[i])) {
+            char mime[16];
+            snprintf(mime, sizeof mime, "audio/%s", formats[i]);
+            return sb_gem_inline(mime, data);
+        }
+    }
+    *err = sb_gem_invalid("input_audio format '%.20s' is not supported by provider " SB_GEM_KIND, format);
+    return NULL;
+}
+
+/* One canonical content part -> one Gemini part. */
+static json_t *sb_gem_part(const json_t *part, size_t index, bool assistant, json_t **err)
+{
+    const char *t = json_string_value(json_object_get(part, "type"));
+    if (t && (!strcmp(t, "input_text") || !strcmp(t, "output_text"))) {
+        const json_t *text = json_object_get(part, "text");
+        if (!json_is_string(text)) {
+            *err = sb_gem_invalid("content part %zu has no text", index);
+            return NULL;
+        }
+        return json_pack("{s:O}", "text", text);
+    }
+    if (t && !strcmp(t, "refusal") && assistant) {
+        /* Gemini has no refusal part: what the model said is text. */
+        const json_t *r = json_object_get(part, "refusal");
+        if (!json_is_string(r)) {
+            *err = sb_gem_invalid("refusal part %zu has no refusal text", index);
+            return NULL;
+        }
+        return json_pack("{s:O}", "text", r);
+    }
+    if (t && !strcmp(t, "input_image"))
+        return sb_gem_image_part(part, index, err);
+    if (t && !strcmp(t, "input_file"))
+        return sb_gem_file_part(part, index, err);
+    if (t && !strcmp(t, "input_audio"))
+        return sb_gem_audio_part(part, index, err);
+    *err = sb_gem_invalid("content part type '%.40s' is not supported by provider " SB_GEM_KIND, t ? t : "(none)");
+    return NULL;
+}
+
+/* Appends part (stolen) to the last content when it has this role, else to a
+ * new content: Gemini wants user and model turns to alternate. */
+static void sb_gem_append(json_t *contents, const char *role, json_t *part)
+{
+    json_t *last = json_array_get(contents, json_array_size(contents) - 1);
+    const char *last_role = json_string_value(json_object_get(last, "role"));
+    if (last_role && !strcmp(last_role, role)) {
+        json_array_append_new(json_object_get(last, "parts"), part);
+        return;
+    }
+    json_array_append_new(contents, json_pack("{s:s, s:[o]}", "role", role, "parts", part));
+}
+
+/* A system or developer message -> text parts of systemInstruction. */
+static int sb_gem_system(json_t *system, const json_t *content, size_t item, json_t **err)
+{
+    if (json_is_string(content)) { /* not normalized, but unambiguous */
+        json_array_append_new(system, json_pack("{s:O}", "text", content));
+        return 0;
+    }
+    size_t i;
+    const json_t *part;
+    json_array_foreach (content, i, part) {
+        const char *t = json_string_value(json_object_get(part, "type"));
+        const json_t *text = json_object_get(part, "text");
+        if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) || !json_is_string(text)) {
+            *err = sb_gem_invalid(
+                "input item %zu: system and developer messages may hold only text with provider " SB_GEM_KIND, item);
+            return -EINVAL;
+        }
+        json_array_append_new(system, json_pack("{s:O}", "text", text));
+    }
+    return 0;
+}
+
+/* A user or assistant message -> parts of a user or model turn. An assistant
+ * message's thought_signature goes back on its last text part, where the
+ * response side took it from. */
+static int sb_gem_message(json_t *contents, const json_t *item, bool assistant, json_t **err)
+{
+    const json_t *content = json_object_get(item, "content");
+    const char *role = assistant ? "model" : "user";
+    if (json_is_string(content)) {
+        sb_gem_append(contents, role, json_pack("{s:O}", "text", content));
+        return 0;
+    }
+    if (!json_is_array(content)) {
+        *err = sb_gem_invalid("message content must be an array of parts");
+        return -EINVAL;
+    }
+    json_t *last_text = NULL; /* borrowed, in contents */
+    size_t i;
+    const json_t *part;
+    json_array_foreach (content, i, part) {
+        json_t *p = sb_gem_part(part, i, assistant, err);
+        if (!p)
+            return -EINVAL;
+        if (json_object_get(p, "text"))
+            last_text = p;
+        sb_gem_append(contents, role, p);
+    }
+    const json_t *sig = json_object_get(item, "thought_signature");
+    if (assistant && json_is_string(sig)) {
+        if (!last_text) {
+            last_text = json_pack("{s:s}", "text", "");
+            sb_gem_append(contents, role, last_text);
+        }
+        json_object_set(last_text, "thoughtSignature", (json_t *)sig);
+    }
+    return 0;
+}
+
+/* A call_id this adapter made up for a functionCall that had none
+ * ("call_" + hex); Gemini never saw it, so it is not sent back. */
+static bool sb_gem_made_up_id(const char *id)
+{
+    if (strncmp(id, "call_", 5) || strlen(id) != 5 + 2 * SB_GEM_CALL_ID_BYTES)
+        return false;
+    for (const char *p = id + 5; *p; p++)
+        if (!isxdigit((unsigned char)*p) || isupper((unsigned char)*p))
+            return false;
+    return true;
+}
+
+static int sb_gem_function_call(json_t *contents, const json_t *item, json_t **err)
+{
+    const json_t *call_id = json_object_get(item, "call_id");
+    const json_t *name = json_object_get(item, "name");
+    const json_t *arguments = json_object_get(item, "arguments");
+    if (!json_is_string(call_id) || !json_is_string(name)) {
+        *err = sb_gem_invalid("function_call items need call_id and name");
+        return -EINVAL;
+    }
+    json_t *args;
+    if (json_is_string(arguments) && json_string_length(arguments) > 0)
+        args = json_loadb(json_string_value(arguments), json_string_length(arguments), 0, NULL);
+    else if (json_is_object(arguments))
+        args = json_incref((json_t *)arguments);
+    else if (!arguments || json_is_null(arguments) || json_is_string(arguments))
+        args = json_object();
+    else
+        args = NULL;
+    if (!json_is_object(args)) {
+        json_decref(args);
+        *err = sb_gem_invalid("function_call '%.64s': arguments must be a JSON object for provider " SB_GEM_KIND,
+                              json_string_value(name));
+        return -EINVAL;
+    }
+    json_t *fc = json_pack("{s:O, s:o}", "name", name, "args", args);
+    if (!sb_gem_made_up_id(json_string_value(call_id)))
+        json_object_set(fc, "id", (json_t *)call_id);
+    json_t *part = json_pack("{s:o}", "functionCall", fc);
+    const json_t *sig = json_object_get(item, "thought_signature");
+    if (json_is_string(sig))
+        json_object_set(part, "thoughtSignature", (json_t *)sig);
+    sb_gem_append(contents, "model", part);
+    return 0;
+}
+
+/* Joins the text of text parts with "\n"; NULL when a part is not text. */
+static json_t *sb_gem_join_text(const json_t *parts)
+{
+    size_t total = 0, i;
+    const json_t *part;
+    json_array_foreach (parts, i, part) {
+        if (!json_is_string(json_object_get(part, "text")))
+            return NULL;
+        total += json_string_length(json_object_get(part, "text")) + 1;
+    }
+    char *buf = sb_xmalloc(total + 1);
+    size_t pos = 0;
+    json_array_foreach (parts, i, part) {
+        const json_t *t = json_object_get(part, "text");
+        if (i > 0)
+            buf[pos++] = '\n';
+        memcpy(buf + pos, json_string_value(t), json_string_length(t));
+        pos += json_string_length(t);
+    }
+    json_t *s = json_stringn(buf, pos);
+    free(buf);
+    return s;
+}
+
+/* function_call_output.output -> functionResponse.response, which must be
+ * an object: the output itself when it is a JSON object, else
+ * {"result": output}. */
+static json_t *sb_gem_response_object(const json_t *output, json_t **err)
+{
+    if (json_is_string(output)) {
+        json_t *parsed = json_loadb(json_string_value(output), json_string_length(output), 0, NULL);
+        if (json_is_object(parsed))
+            return parsed;
+        json_decref(parsed);
+        return json_pack("{s:O}", "result", output);
+    }
+    if (json_is_object(output))
+        return json_incref((json_t *)output);
+    if (json_is_array(output)) {
+        json_t *text = sb_gem_join_text(output);
+        if (!text) {
+            *err =
+                sb_gem_invalid("function_call_output with non-text content is not supported by provider " SB_GEM_KIND);
+            return NULL;
+        }
+        return json_pack("{s:o}", "result", text);
+    }
+    if (!output || json_is_null(output))
+        return json_pack("{s:s}", "result", "");
+    return json_pack("{s:O}", "result", output);
+}
+
+/* The function_call item before input[upto] with this call_id, or NULL. */
+static const json_t *sb_gem_find_call(const json_t *input, size_t upto, const char *call_id)
+{
+    for (size_t i = upto; i-- > 0;) {
+        const json_t *item = json_array_get(input, i);
+        const char *type = json_string_value(json_object_get(item, "type"));
+        const char *id = json_string_value(json_object_get(item, "call_id"));
+        if (type && id && !strcmp(type, "function_call") && !strcmp(id, call_id))
+            return item;
+    }
+    return NULL;
+}
+
+static int sb_gem_function_output(json_t *contents, const json_t *input, size_t index, json_t **err)
+{
+    const json_t *item = json_array_get(input, index);
+    const char *call_id = json_string_value(json_object_get(item, "call_id"));
+    if (!call_id) {
+        *err = sb_gem_invalid("function_call_output items need call_id");
+        return -EINVAL;
+    }
+    /* Gemini matches a response to its call by function name. */
+    const json_t *call = sb_gem_find_call(input, index, call_id);
+    const json_t *name = json_object_get(call, "name");
+    if (!json_is_string(name)) {
+        *err = sb_gem_invalid("function_call_output '%.64s' has no function_call with that call_id earlier in input "
+                              "(provider " SB_GEM_KIND " needs the function's name)",
+                              call_id);
+        return -EINVAL;
+    }
+    json_t *response = sb_gem_response_object(json_object_get(item, "output"), err);
+    if (!response)
+        return -EINVAL;
+    json_t *fr = json_pack("{s:O, s:o}", "name", name, "response", response);
+    if (!sb_gem_made_up_id(call_id))
+        json_object_set_new(fr, "id", json_string(call_id));
+    sb_gem_append(contents, "user", json_pack("{s:o}", "functionResponse", fr));
+    return 0;
+}
+
+/* A reasoning item Gemini produced (it has Gemini's signature) -> a thought
+ * part; any other reasoning is dropped (see the top of the file). */
+static void sb_gem_reasoning(json_t *contents, const json_t *item)
+{
+    const json_t *sig = json_object_get(item, "thought_signature");
+    if (!json_is_string(sig))
+        return;
+    json_t *text = sb_gem_join_text(json_object_get(item, "content"));
+    if (!text || json_array_size(json_object_get(item, "content")) == 0) {
+        json_decref(text);
+        text = sb_gem_join_text(json_object_get(item, "summary"));
+    }
+    if (!text)
+        text = json_string("");
+    sb_gem_append(contents, "model", json_pack("{s:b, s:o, s:O}", "thought", 1, "text", text, "thoughtSignature", sig));
+}
+
+/* request.instructions and input -> contents (returned) and *system (the
+ * systemInstruction parts; empty when there are none). */
+static json_t *sb_gem_contents(const json_t *request, json_t *system, json_t **err)
+{
+    json_t *contents = json_array();
+    const json_t *instructions = json_object_get(request, "instructions");
+    if (json_is_string(instructions) && json_string_length(instructions) > 0)
+        json_array_append_new(system, json_pack("{s:O}", "text", instructions));
+    const json_t *input = json_object_get(request, "input");
+    if (input && !json_is_array(input)) {
+        *err = sb_gem_invalid("request.input must be an array of items");
+        goto fail;
+    }
+    size_t i;
+    const json_t *item;
+    json_array_foreach (input, i, item) {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        if (!type) {
+            *err = sb_gem_invalid("input item %zu has no type", i);
+            goto fail;
+        }
+        if (!strcmp(type, "message")) {
+            const char *role = json_string_value(json_object_get(item, "role"));
+            if (role && (!strcmp(role, "system") || !strcmp(role, "developer"))) {
+                if (sb_gem_system(system, json_object_get(item, "content"), i, err) < 0)
+                    goto fail;
+            } else if (role && (!strcmp(role, "user") || !strcmp(role, "assistant"))) {
+                if (sb_gem_message(contents, item, !strcmp(role, "assistant"), err) < 0)
+                    goto fail;
+            } else {
+                *err = sb_gem_invalid("input item %zu has an unsupported role", i);
+                goto fail;
+            }
+        } else if (!strcmp(type, "function_call")) {
+            if (sb_gem_function_call(contents, item, err) < 0)
+                goto fail;
+        } else if (!strcmp(type, "function_call_output")) {
+            if (sb_gem_function_output(contents, input, i, err) < 0)
+                goto fail;
+        } else if (!strcmp(type, "reasoning")) {
+            sb_gem_reasoning(contents, item);
+        } else {
+            *err = sb_gem_invalid("input item type '%.40s' is not supported by provider " SB_GEM_KIND, type);
+            goto fail;
+        }
+    }
+    return contents;
+fail:
+    json_decref(contents);
+    return NULL;
+}
+
+/* Function tools -> one {functionDeclarations}; web_search -> {googleSearch}.
+ * *n_functions counts the declarations (toolConfig needs some). */
+static json_t *sb_gem_tools(const json_t *tools, size_t *n_functions, json_t **err)
+{
+    json_t *out = json_array();
+    json_t *decls = json_array();
+    bool search = false;
+    size_t i;
+    const json_t *tool;
+    json_array_foreach (tools, i, tool) {
+        const char *type = json_string_value(json_object_get(tool, "type"));
+        if (type && (!strcmp(type, "web_search") || !strcmp(type, "web_search_preview"))) {
+            /* Google Search takes no options; a domain filter it cannot
+             * honour is refused rather than ignored. */
+            if (json_object_get(tool, "filters")) {
+                *err = sb_gem_invalid(
+                    "unsupported parameter: web_search filters are not supported by provider " SB_GEM_KIND);
+                goto fail;
+            }
+            search = true;
+            continue;
+        }
+        if (!type || strcmp(type, "function")) {
+            *err = sb_gem_invalid("unsupported parameter: tool type '%.40s' is not supported by provider " SB_GEM_KIND,
+                                  type ? type : "(none)");
+            goto fail;
+        }
+        const json_t *name = json_object_get(tool, "name");
+        if (!json_is_string(name)) {
+            *err = sb_gem_invalid("function tool %zu has no name", i);
+            goto fail;
+        }
+        json_t *fn = json_pack("{s:O}", "name", name);
+        const json_t *v;
+        if (json_is_string(v = json_object_get(tool, "description")))
+            json_object_set(fn, "description", (json_t *)v);
+        if (json_is_object(v = json_object_get(tool, "parameters")))
+            json_object_set(fn, "parametersJsonSchema", (json_t *)v);
+        json_array_append_new(decls, fn);
+    }
+    *n_functions = json_array_size(decls);
+    if (*n_functions > 0)
+        json_array_append_new(out, json_pack("{s:O}", "functionDeclarations", decls));
+    if (search)
+        json_array_append_new(out, json_pack("{s:{}}", "googleSearch"));
+    json_decref(decls);
+    return out;
+fail:
+    json_decref(decls);
+    json_decref(out);
+    return NULL;
+}
+
+static int sb_gem_tool_config(json_t *body, const json_t *tc, json_t **err)
+{
+    if (!tc || json_is_null(tc))
+        return 0;
+    const char *mode = NULL;
+    const json_t *name = NULL;
+    const char *s = json_string_value(tc);
+    if (s && !strcmp(s, "auto"))
+        mode = "AUTO";
+    else if (s && !strcmp(s, "required"))
+        mode = "ANY";
+    else if (s && !strcmp(s, "none"))
+        mode = "NONE";
+    const char *type = json_string_value(json_object_get(tc, "type"));
+    if (type && !strcmp(type, "function") && json_is_string(name = json_object_get(tc, "name")))
+        mode = "ANY";
+    if (!mode) {
+        *err = sb_gem_invalid("tool_choice '%.40s' is not supported by provider " SB_GEM_KIND, s      ? s
+                                                                                               : type ? type
+                                                                                                      : "(none)");
+        return -EINVAL;
+    }
+    json_t *fcc = json_pack("{s:s}", "mode", mode);
+    if (name)
+        json_object_set_new(fcc, "allowedFunctionNames", json_pack("[O]", name));
+    json_object_set_new(body, "toolConfig", json_pack("{s:o}", "functionCallingConfig", fcc));
+    return 0;
+}
+
+static int sb_gem_format(json_t *config, const json_t *text, json_t **err)
+{
+    const json_t *format = json_object_get(text, "format");
+    if (!format || json_is_null(format))
+        return 0;
+    const char *type = json_string_value(json_object_get(format, "type"));
+    if (type && !strcmp(type, "text"))
+        return 0;
+    if (type && !strcmp(type, "json_object")) {
+        json_object_set_new(config, "responseMimeType", json_string("application/json"));
+        return 0;
+    }
+    if (type && !strcmp(type, "json_schema")) {
+        const json_t *schema = json_object_get(format, "schema");
+        if (!json_is_object(schema)) {
+            *err = sb_gem_invalid("text.format json_schema needs a schema");
+            return -EINVAL;
+        }
+        json_object_set_new(config, "responseMimeType", json_string("application/json"));
+        json_object_set(config, "responseJsonSchema", (json_t *)schema);
+        return 0;
+    }
+    *err = sb_gem_invalid("text.format '%.40s' is not supported by provider " SB_GEM_KIND, type ? type : "(none)");
+    return -EINVAL;
+}
+
+/* reasoning.effort -> thinkingConfig. The budgets follow Gemini 2.5's range
+ * (0 turns thinking off where the model allows it; 24576 is 2.5 Flash's
+ * ceiling, 32768 2.5 Pro's). Thoughts are asked for, so they come back as
+ * reasoning items. */
+static int sb_gem_thinking(json_t *config, const json_t *reasoning, json_t **err)
+{
+    const json_t *effort = json_object_get(reasoning, "effort");
+    if (!effort || json_is_null(effort))
+        return 0;
+    static const struct {
+        const char *effort;
+        int budget;
+    } budgets[] = {{"none", 0}, {"minimal", 512}, {"low", 1024}, {"medium", 8192}, {"high", 24576}, {"xhigh", 32768}};
+    const char *e = json_string_value(effort);
+    for (size_t i = 0; e && i < sizeof budgets / sizeof budgets[0]; i++) {
+        if (!strcmp(e, budgets[i].effort)) {
+            json_object_set_new(config, "thinkingConfig",
+                                json_pack("{s:i, s:b}", "thinkingBudget", budgets[i].budget, "includeThoughts", 1));
+            return 0;
+        }
+    }
+    *err =
+        sb_gem_invalid("reasoning.effort '%.20s' is not supported by provider " SB_GEM_KIND, e ? e : "(not a string)");
+    return -EINVAL;
+}
+
+enum sb_gem_want { SB_GEM_NUMBER, SB_GEM_INTEGER, SB_GEM_STOP };
+
+/* Copies request[from] to config[to] when present, checking its JSON type;
+ * a stop string becomes a one-element stopSequences. */
+static int sb_gem_copy(json_t *config, const json_t *request, const char *from, const char *to, enum sb_gem_want want,
+                       json_t **err)
+{
+    const json_t *v = json_object_get(request, from);
+    if (!v || json_is_null(v))
+        return 0;
+    bool ok = want == SB_GEM_NUMBER    ? json_is_number(v)
+              : want == SB_GEM_INTEGER ? json_is_integer(v)
+                                       : json_is_string(v) || json_is_array(v);
+    if (!ok) {
+        *err = sb_gem_invalid("request.%s has the wrong type", from);
+        return -EINVAL;
+    }
+    if (want == SB_GEM_STOP && json_is_string(v))
+        json_object_set_new(config, to, json_pack("[O]", v));
+    else
+        json_object_set(config, to, (json_t *)v);
+    return 0;
+}
+
+static int sb_gem_generation_config(json_t *body, const json_t *job, const json_t *request, json_t **err)
+{
+    json_t *config = json_object();
+    if (sb_gem_copy(config, request, "max_output_tokens", "maxOutputTokens", SB_GEM_INTEGER, err) < 0 ||
+        sb_gem_copy(config, request, "temperature", "temperature", SB_GEM_NUMBER, err) < 0 ||
+        sb_gem_copy(config, request, "top_p", "topP", SB_GEM_NUMBER, err) < 0 ||
+        sb_gem_copy(config, request, "top_k", "topK", SB_GEM_INTEGER, err) < 0 ||
+        sb_gem_copy(config, request, "frequency_penalty", "frequencyPenalty", SB_GEM_NUMBER, err) < 0 ||
+        sb_gem_copy(config, request, "presence_penalty", "presencePenalty", SB_GEM_NUMBER, err) < 0 ||
+        sb_gem_copy(config, request, "stop", "stopSequences", SB_GEM_STOP, err) < 0 ||
+        sb_gem_copy(config, request, "seed", "seed", SB_GEM_INTEGER, err) < 0 ||
+        sb_gem_copy(config, request, "n", "candidateCount", SB_GEM_INTEGER, err) < 0)
+        goto fail;
+    const json_t *n = json_object_get(config, "candidateCount");
+    if (n && json_integer_value(n) < 1) {
+        *err = sb_gem_invalid("request.n must be at least 1");
+        goto fail;
+    }
+    /* An upstream that cannot do n (the worker then fans out, one call per
+     * choice) must not see it. */
+    if (json_is_false(json_object_get(json_object_get(sb_job_route(job), "capabilities"), "n")))
+        json_object_del(config, "candidateCount");
+    if (sb_gem_format(config, json_object_get(request, "text"), err) < 0 ||
+        sb_gem_thinking(config, json_object_get(request, "reasoning"), err) < 0)
+        goto fail;
+    if (json_object_size(config) > 0)
+        json_object_set(body, "generationConfig", config);
+    json_decref(config);
+    return 0;
+fail:
+    json_decref(config);
+    return -EINVAL;
+}
+
+/* The resource path of route.upstream_model: "models/<id>" for a bare id,
+ * the name as given when it already names a resource ("models/...",
+ * "tunedModels/..."). NULL when it holds characters that could reshape the
+ * URL. */
+static char *sb_gem_model_path(const char *model, bool stream)
+{
+    for (const char *p = model; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("._-/", *p))
+            return NULL;
+    if (strstr(model, "..") || model[0] == '/')
+        return NULL;
+    return sb_xasprintf("/%s%s:%s", strchr(model, '/') ? "" : "models/", model,
+                        stream ? "streamGenerateContent?alt=sse" : "generateContent");
+}
+
+static int sb_gem_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+{
+    *err = NULL;
+    json_t *body = NULL;
+    const json_t *request = sb_job_request(job);
+    const char *upstream_model = sb_job_route_str(job, "upstream_model");
+    if (!request) {
+        *err = sb_gem_invalid("job has no request");
+        goto fail;
+    }
+    if (!upstream_model || !*upstream_model) {
+        *err = sb_gem_invalid("route has no upstream_model");
+        goto fail;
+    }
+    /* The parser streams exactly when the job asks (this adapter has the
+     * stream hooks), so the URL follows the same flag. */
+    bool stream = json_is_true(json_object_get(request, "stream"));
+    char *path = sb_gem_model_path(upstream_model, stream);
+    if (!path) {
+        *err = sb_gem_invalid("route upstream_model is not a valid Gemini model name");
+        goto fail;
+    }
+    req->url = sb_provider_url(job, path);
+    free(path);
+    if (!req->url) {
+        *err = sb_gem_invalid("route has no base_url");
+        goto fail;
+    }
+    const char *credential;
+    if (sb_provider_credential(job, &credential, err) < 0)
+        goto fail;
+
+    body = json_object();
+    json_t *system = json_array();
+    json_t *contents = sb_gem_contents(request, system, err);
+    if (!contents) {
+        json_decref(system);
+        goto fail;
+    }
+    json_object_set_new(body, "contents", contents);
+    if (json_array_size(system) > 0)
+        json_object_set_new(body, "systemInstruction", json_pack("{s:o}", "parts", system));
+    else
+        json_decref(system);
+
+    const json_t *tools = json_object_get(request, "tools");
+    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
+        *err = sb_gem_invalid("request.tools must be an array");
+        goto fail;
+    }
+    size_t n_functions = 0;
+    json_t *t = sb_gem_tools(tools, &n_functions, err);
+    if (!t)
+        goto fail;
+    if (json_array_size(t) > 0)
+        json_object_set_new(body, "tools", t);
+    else
+        json_decref(t);
+    /* As in chat: tool_choice means something only with functions to call. */
+    if (n_functions > 0 && sb_gem_tool_config(body, json_object_get(request, "tool_choice"), err) < 0)
+        goto fail;
+    if (sb_gem_generation_config(body, job, request, err) < 0)
+        goto fail;
+
+    req->body = json_dumps(body, JSON_COMPACT);
+    if (!req->body) {
+        *err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not encode the upstream request");
+        goto fail;
+    }
+    req->body_len = strlen(req->body);
+    sb_provider_request_add_header(req, "Content-Type: application/json");
+    sb_provider_request_add_header(req, stream ? "Accept: text/event-stream" : "Accept: application/json");
+    if (credential)
+        sb_provider_request_add_header(req, "x-goog-api-key: %s", credential);
+    json_decref(body);
+    return 0;
+fail:
+    json_decref(body);
+    return -EINVAL;
+}
+
+/*
+ * Response side: one state machine for a whole response or a stream of
+ * chunks.
+ */
+
+typedef struct sb_gem_buf {
+    char *p;
+    size_t len, cap;
+} sb_gem_buf_t;
+
+static void sb_gem_buf_add(sb_gem_buf_t *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->p = sb_xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+/* The item a candidate is in the middle of: a run of thought parts or of
+ * text parts (function calls are complete in one part, so never open). */
+enum sb_gem_open { SB_GEM_OPEN_NONE, SB_GEM_OPEN_REASONING, SB_GEM_OPEN_MESSAGE };
+
+typedef struct sb_gem_cand {
+    bool seen; /* some chunk carried this candidate */
+    bool done; /* its finishReason came, choice closed */
+    int next_item;
+    enum sb_gem_open open;
+    int open_index;
+    char id[SB_ID_MAX];
+    sb_gem_buf_t text;
+} sb_gem_cand_t;
+
+typedef struct sb_gem_state {
+    const json_t *job;
+    bool streaming;
+    bool multi; /* several choices: events tagged, choice_done each */
+    sb_gem_cand_t *cands;
+    size_t n_cands;
+    bool any_chunk, any_candidate;
+    json_t *usage;               /* the latest usageMetadata (streams repeat it growing) */
+    char *model;                 /* the latest modelVersion */
+    json_t *final;               /* an error that ends the response, once set */
+    const char *status, *reason; /* the first incomplete choice's */
+    /* SSE framing */
+    sb_gem_buf_t line; /* a line not yet ended */
+    sb_gem_buf_t data; /* data lines of the event being read */
+} sb_gem_state_t;
+
+static void sb_gem_state_init(sb_gem_state_t *st, const json_t *job, bool streaming)
+{
+    memset(st, 0, sizeof *st);
+    st->job = job;
+    st->streaming = streaming;
+    st->multi = json_integer_value(json_object_get(sb_job_request(job), "n")) > 1;
+    st->status = "completed";
+}
+
+static void sb_gem_state_clear(sb_gem_state_t *st)
+{
+    for (size_t i = 0; i < st->n_cands; i++)
+        free(st->cands[i].text.p);
+    free(st->cands);
+    json_decref(st->usage);
+    free(st->model);
+    json_decref(st->final);
+    free(st->line.p);
+    free(st->data.p);
+}
+
+static void sb_gem_fail(sb_gem_state_t *st, json_t *ev)
+{
+    if (st->final)
+        json_decref(ev);
+    else
+        st->final = ev;
+}
+
+static void sb_gem_emit(const sb_gem_state_t *st, json_t *out, int k, json_t *ev)
+{
+    if (st->multi)
+        sb_event_set_choice(ev, k);
+    json_array_append_new(out, ev);
+}
+
+/* Attaches a thoughtSignature (borrowed; may be NULL) to an item. */
+static void sb_gem_sign(json_t *item, const json_t *sig)
+{
+    if (json_is_string(sig))
+        json_object_set(item, "thought_signature", (json_t *)sig);
+}
+
+static void sb_gem_open_item(const sb_gem_state_t *st, json_t *out, int k, sb_gem_cand_t *c, enum sb_gem_open kind)
+{
+    c->open = kind;
+    c->open_index = c->next_item++;
+    c->text.len = 0;
+    json_t *item;
+    if (kind == SB_GEM_OPEN_REASONING) {
+        sb_id_new(c->id, sizeof c->id, "rs_", 16);
+        item = json_pack("{s:s, s:s, s:[], s:[]}", "type", "reasoning", "id", c->id, "summary", "content");
+    } else {
+        sb_id_new(c->id, sizeof c->id, "msg_", 16);
+        item = json_pack("{s:s, s:s, s:s, s:s, s:[]}", "type", "message", "id", c->id, "role", "assistant", "status",
+                         "in_progress", "content");
+    }
+    sb_gem_emit(st, out, k, sb_event_item_added(c->open_index, item));
+}
+
+/* Ends the open item, if any, with its complete form (and sig). */
+static void sb_gem_close_item(const sb_gem_state_t *st, json_t *out, int k, sb_gem_cand_t *c, const json_t *sig)
+{
+    if (c->open == SB_GEM_OPEN_NONE)
+        return;
+    /* The deltas were jansson strings, so their concatenation is UTF-8. */
+    json_t *text = json_stringn(c->text.p ? c->text.p : "", c->text.len);
+    json_t *item;
+    if (c->open == SB_GEM_OPEN_REASONING)
+        item = json_pack("{s:s, s:s, s:[], s:[{s:s, s:o}]}", "type", "reasoning", "id", c->id, "summary", "content",
+                         "type", "reasoning_text", "text", text);
+    else
+        item =
+            json_pack("{s:s, s:s, s:s, s:s, s:[{s:s, s:o, s:[]}]}", "type", "message", "id", c->id, "role", "assistant",
+                      "status", "completed", "content", "type", "output_text", "text", text, "annotations");
+    sb_gem_sign(item, sig);
+    sb_gem_emit(st, out, k, sb_event_item_done(c->open_index, item));
+    c->open = SB_GEM_OPEN_NONE;
+}
+
+static int sb_gem_function_call_out(const sb_gem_state_t *st, json_t *out, int k, sb_gem_cand_t *c, const json_t *fc,
+                                    const json_t *sig)
+{
+    const json_t *name = json_object_get(fc, "name");
+    const json_t *args = json_object_get(fc, "args");
+    if (!json_is_string(name) || (args && !json_is_null(args) && !json_is_object(args)))
+        return -EINVAL;
+    char *s = json_is_object(args) ? json_dumps(args, JSON_COMPACT) : NULL;
+    json_t *arguments = json_string(s ? s : "{}");
+    free(s);
+    char call_id[SB_ID_MAX], id[SB_ID_MAX];
+    const char *given = json_string_value(json_object_get(fc, "id"));
+    if (given && *given)
+        snprintf(call_id, sizeof call_id, "%s", given);
+    if (!given || !*given || strlen(given) >= sizeof call_id)
+        sb_id_new(call_id, sizeof call_id, "call_", SB_GEM_CALL_ID_BYTES);
+    sb_id_new(id, sizeof id, "fc_", 16);
+    int index = c->next_item++;
+    sb_gem_emit(st, out, k,
+                sb_event_item_added(index, json_pack("{s:s, s:s, s:s, s:O, s:s, s:s}", "type", "function_call", "id",
+                                                     id, "call_id", call_id, "name", name, "arguments", "", "status",
+                                                     "in_progress")));
+    sb_gem_emit(st, out, k, sb_event_args_delta(index, json_string_value(arguments), json_string_length(arguments)));
+    json_t *item = json_pack("{s:s, s:s, s:s, s:O, s:o, s:s}", "type", "function_call", "id", id, "call_id", call_id,
+                             "name", name, "arguments", arguments, "status", "completed");
+    sb_gem_sign(item, sig);
+    sb_gem_emit(st, out, k, sb_event_item_done(index, item));
+    return 0;
+}
+
+/* One response part of candidate k. Parts other than text, thought and
+ * functionCall (code execution, inline media) answer tools this adapter
+ * never enables; they are skipped. */
+static void sb_gem_part_out(sb_gem_state_t *st, json_t *out, int k, sb_gem_cand_t *c, const json_t *part)
+{
+    const json_t *sig = json_object_get(part, "thoughtSignature");
+    if (!json_is_string(sig) || json_string_length(sig) == 0)
+        sig = NULL;
+    const json_t *fc = json_object_get(part, "functionCall");
+    if (fc) {
+        sb_gem_close_item(st, out, k, c, NULL);
+        if (!json_is_object(fc) || sb_gem_function_call_out(st, out, k, c, fc, sig) < 0)
+            sb_gem_fail(st, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a malformed function call"));
+        return;
+    }
+    const json_t *text = json_object_get(part, "text");
+    if (!json_is_string(text))
+        return;
+    enum sb_gem_open kind =
+        json_is_true(json_object_get(part, "thought")) ? SB_GEM_OPEN_REASONING : SB_GEM_OPEN_MESSAGE;
+    size_t len = json_string_length(text);
+    if (len == 0 && !sig)
+        return;
+    /* An empty part that only carries a signature (streams end a run that
+     * way) signs the item before it. */
+    if (len == 0 && c->open != SB_GEM_OPEN_NONE) {
+        sb_gem_close_item(st, out, k, c, sig);
+        return;
+    }
+    if (c->open != kind) {
+        sb_gem_close_item(st, out, k, c, NULL);
+        sb_gem_open_item(st, out, k, c, kind);
+    }
+    if (len > 0) {
+        sb_gem_buf_add(&c->text, json_string_value(text), len);
+        const char *s = json_string_value(text);
+        sb_gem_emit(st, out, k,
+                    kind == SB_GEM_OPEN_REASONING ? sb_event_reasoning_delta(c->open_index, s, len)
+                                                  : sb_event_text_delta(c->open_index, 0, s, len));
+    }
+    if (sig) /* a signature ends its run */
+        sb_gem_close_item(st, out, k, c, sig);
+}
+
+/* finishReason -> status and incomplete_reason. Returns -1 for the reasons
+ * that mean the model's output is unusable (a broken function call). */
+static int sb_gem_finish_reason(const char *finish, const char **status, const char **reason)
+{
+    static const char *const filtered[] = {"SAFETY",
+                                           "RECITATION",
+                                           "BLOCKLIST",
+                                           "PROHIBITED_CONTENT",
+                                           "SPII",
+                                           "IMAGE_SAFETY",
+                                           "IMAGE_PROHIBITED_CONTENT",
+                                           "IMAGE_RECITATION"};
+    static const char *const broken[] = {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"};
+    *status = "completed";
+    *reason = NULL;
+    if (!finish)
+        return 0;
+    if (!strcmp(finish, "MAX_TOKENS")) {
+        *status = "incomplete";
+        *reason = "max_output_tokens";
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof filtered / sizeof filtered[0]; i++) {
+        if (!strcmp(finish, filtered[i])) {
+            *status = "incomplete";
+            *reason = "content_filter";
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++)
+        if (!strcmp(finish, broken[i]))
+            return -1;
+    return 0; /* STOP, and OTHER/LANGUAGE/...: what came is the answer */
+}
+
+/* Closes candidate k: its open item, its choice_done. */
+static void sb_gem_end_candidate(sb_gem_state_t *st, json_t *out, int k, sb_gem_cand_t *c, const char *finish)
+{
+    const char *status, *reason;
+    if (sb_gem_finish_reason(finish, &status, &reason) < 0) {
+        char *msg = sb_xasprintf("the model produced an unusable function call (finishReason %.40s)", finish);
+        sb_gem_fail(st, sb_event_error(502, SB_ERR_UPSTREAM, NULL, msg));
+        free(msg);
+        return;
+    }
+    sb_gem_close_item(st, out, k, c, NULL);
+    c->done = true;
+    if (st->multi)
+        json_array_append_new(out, sb_event_choice_done(k, status, reason));
+    if (reason && !strcmp(st->status, "completed")) {
+        st->status = status;
+        st->reason = reason;
+    }
+}
+
+static sb_gem_cand_t *sb_gem_cand(sb_gem_state_t *st, size_t k)
+{
+    if (k >= st->n_cands) {
+        st->cands = sb_xrealloc(st->cands, (k + 1) * sizeof *st->cands);
+        memset(st->cands + st->n_cands, 0, (k + 1 - st->n_cands) * sizeof *st->cands);
+        st->n_cands = k + 1;
+    }
+    return &st->cands[k];
+}
+
+/* The error event for a Google error body (root: {"error":{...}}, or a
+ * one-element array of it) with this HTTP status. */
+static json_t *sb_gem_error_event(long status, const json_t *root, long retry_after)
+{
+    if (json_is_array(root))
+        root = json_array_get(root, 0);
+    const json_t *details = json_object_get(json_object_get(root, "error"), "details");
+    size_t i;
+    const json_t *d;
+    json_array_foreach (details, i, d) {
+        const char *reason = json_string_value(json_object_get(d, "reason"));
+        if (reason && !strcmp(reason, "API_KEY_INVALID"))
+            /* The gateway's key, not the client's: say so, without it. */
+            return sb_event_error(401, SB_ERR_AUTHENTICATION, NULL,
+                                  "the gateway's upstream credential for this model was rejected by Gemini "
+                                  "(API_KEY_INVALID); the gateway operator must fix it");
+        static const char retry_info[] = "google.rpc.RetryInfo";
+        const char *type = json_string_value(json_object_get(d, "@type"));
+        const char *delay = json_string_value(json_object_get(d, "retryDelay"));
+        size_t tn = type ? strlen(type) : 0, rn = sizeof retry_info - 1;
+        if (retry_after < 0 && status == 429 && delay && tn >= rn && !strcmp(type + tn - rn, retry_info)) {
+            /* A Duration in JSON: "37s", "0.5s". */
+            char *end;
+            double secs = strtod(delay, &end);
+            if (end != delay && !strcmp(end, "s") && secs >= 0 && secs < 86400) {
+                retry_after = (long)secs;
+                if ((double)retry_after < secs) /* round up: never retry early */
+                    retry_after++;
+            }
+        }
+    }
+    return sb_provider_error_for_status(status, sb_provider_error_message(root), false, retry_after);
+}
+
+/* One GenerateContentResponse: the whole response, or one stream chunk. */
+static void sb_gem_chunk(sb_gem_state_t *st, json_t *out, const json_t *root)
+{
+    if (st->final)
+        return;
+    st->any_chunk = true;
+    if (!json_is_object(root)) {
+        sb_gem_fail(st, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned malformed JSON"));
+        return;
+    }
+    const json_t *error = json_object_get(root, "error");
+    if (error) { /* an error in the middle of a stream, or in a 200 body */
+        json_int_t code = json_integer_value(json_object_get(error, "code"));
+        sb_gem_fail(st, sb_gem_error_event(code >= 400 && code < 600 ? (long)code : 502, root, -1));
+        return;
+    }
+    const char *model = json_string_value(json_object_get(root, "modelVersion"));
+    if (model && *model) {
+        free(st->model);
+        st->model = sb_xstrdup(model);
+    }
+    const json_t *usage = json_object_get(root, "usageMetadata");
+    if (json_is_object(usage)) {
+        json_decref(st->usage);
+        st->usage = json_incref((json_t *)usage);
+    }
+    const json_t *cands = json_object_get(root, "candidates");
+    if (json_array_size(cands) == 0) {
+        const char *block = json_string_value(json_object_get(json_object_get(root, "promptFeedback"), "blockReason"));
+        if (block) {
+            char *msg = sb_xasprintf("Gemini blocked the prompt (blockReason %.40s)", block);
+            sb_gem_fail(st, sb_event_error(400, SB_ERR_INVALID_REQUEST, "content_filter", msg));
+            free(msg);
+        }
+        return;
+    }
+    size_t pos;
+    const json_t *cand;
+    json_array_foreach (cands, pos, cand) {
+        const json_t *index = json_object_get(cand, "index");
+        json_int_t k = json_is_integer(index) ? json_integer_value(index) : (json_int_t)pos;
+        if (k < 0 || k >= SB_GEM_MAX_CANDIDATES) {
+            sb_gem_fail(st, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a candidate out of range"));
+            return;
+        }
+        if (k > 0 && !st->multi)
+            continue; /* one choice asked for; an extra one has nowhere to go */
+        sb_gem_cand_t *c = sb_gem_cand(st, (size_t)k);
+        if (c->done)
+            continue;
+        c->seen = true;
+        st->any_candidate = true;
+        size_t i;
+        const json_t *part;
+        json_array_foreach (json_object_get(json_object_get(cand, "content"), "parts"), i, part) {
+            sb_gem_part_out(st, out, (int)k, c, part);
+            if (st->final)
+                return;
+        }
+        const char *finish = json_string_value(json_object_get(cand, "finishReason"));
+        if (finish && strcmp(finish, "FINISH_REASON_UNSPECIFIED")) {
+            sb_gem_end_candidate(st, out, (int)k, c, finish);
+            if (st->final)
+                return;
+        }
+    }
+}
+
+/* usageMetadata -> usage: thoughts are output tokens Gemini counts apart;
+ * tool-use prompt tokens (search results read) are input. */
+static json_t *sb_gem_usage(const json_t *u)
+{
+    json_int_t thoughts = json_integer_value(json_object_get(u, "thoughtsTokenCount"));
+    return sb_event_usage(json_integer_value(json_object_get(u, "promptTokenCount")) +
+                              json_integer_value(json_object_get(u, "toolUsePromptTokenCount")),
+                          json_integer_value(json_object_get(u, "candidatesTokenCount")) + thoughts, thoughts);
+}
+
+/* The end of the response: closes what is open, appends usage and completed,
+ * or the error that ended it. */
+static void sb_gem_end(sb_gem_state_t *st, json_t *out, int64_t upstream_ms)
+{
+    if (!st->final && !st->any_candidate)
+        sb_gem_fail(st, sb_event_error(502, SB_ERR_UPSTREAM, NULL,
+                                       st->any_chunk ? "upstream response has no candidates"
+                                                     : "upstream returned an empty response"));
+    for (size_t k = 0; !st->final && k < st->n_cands; k++) {
+        sb_gem_cand_t *c = &st->cands[k];
+        if (!c->seen || c->done)
+            continue;
+        if (st->streaming) /* every stream ends with a finishReason */
+            sb_gem_fail(st,
+                        sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream stream ended before the response did"));
+        else
+            sb_gem_end_candidate(st, out, (int)k, c, NULL);
+    }
+    if (st->final) {
+        json_array_append_new(out, st->final);
+        st->final = NULL;
+        return;
+    }
+    if (st->usage)
+        json_array_append_new(out, sb_gem_usage(st->usage));
+    const char *model = st->model ? st->model : json_string_value(json_object_get(st->job, "model"));
+    json_array_append_new(out, sb_event_completed(st->status, st->reason, model, upstream_ms));
+}
+
+static void sb_gem_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
+{
+    json_t *root = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
+    if (resp->status < 200 || resp->status >= 300) {
+        json_array_append_new(events, sb_gem_error_event(resp->status, root, resp->retry_after));
+        json_decref(root);
+        return;
+    }
+    sb_gem_state_t st;
+    sb_gem_state_init(&st, job, false);
+    if (json_array_size(json_object_get(root, "candidates")) > 1)
+        st.multi = true;
+    json_t *out = json_array(); /* appended only when the response is good */
+    sb_gem_chunk(&st, out, root);
+    sb_gem_end(&st, out, resp->upstream_ms);
+    json_t *last = json_array_get(out, json_array_size(out) - 1);
+    if (sb_event_type_of(last) == SB_EV_ERROR)
+        json_array_append(events, last);
+    else
+        json_array_extend(events, out);
+    json_decref(out);
+    sb_gem_state_clear(&st);
+    json_decref(root);
+}
+
+/*
+ * Streaming: Server-Sent Events, each data field one GenerateContentResponse.
+ */
+
+static void *sb_gem_stream_new(const json_t *job)
+{
+    sb_gem_state_t *st = sb_xmalloc(sizeof *st);
+    sb_gem_state_init(st, job, true);
+    return st;
+}
+
+static void sb_gem_stream_destroy(void *state)
+{
+    if (!state)
+        return;
+    sb_gem_state_clear(state);
+    free(state);
+}
+
+/* The event whose data has been read: one chunk. A chunk that is not JSON
+ * aborts the transfer (-EBADMSG; the worker reports it). */
+static int sb_gem_dispatch(sb_gem_state_t *st, json_t *events)
+{
+    if (st->data.len == 0)
+        return 0;
+    json_t *chunk = json_loadb(st->data.p, st->data.len, 0, NULL);
+    st->data.len = 0;
+    if (!chunk)
+        return -EBADMSG;
+    sb_gem_chunk(st, events, chunk);
+    json_decref(chunk);
+    return 0;
+}
+
+/* One complete line in st->line (without its "\n"). */
+static int sb_gem_line(sb_gem_state_t *st, json_t *events)
+{
+    char *s = st->line.p ? st->line.p : "";
+    size_t n = st->line.len;
+    st->line.len = 0;
+    if (n > 0 && s[n - 1] == '\r')
+        n--;
+    if (n == 0)
+        return sb_gem_dispatch(st, events);
+    if (n < 5 || strncmp(s, "data:", 5))
+        return 0; /* comments, event:, id:, retry: */
+    size_t skip = (n > 5 && s[5] == ' ') ? 6 : 5;
+    if (st->data.len > 0)
+        sb_gem_buf_add(&st->data, "\n", 1);
+    if (st->data.len + (n - skip) > SB_PROVIDER_MAX_BODY)
+        return -E2BIG;
+    sb_gem_buf_add(&st->data, s + skip, n - skip);
+    return 0;
+}
+
+static int sb_gem_stream_feed(void *state, const char *data, size_t len, json_t *events)
+{
+    sb_gem_state_t *st = state;
+    while (len > 0) {
+        const char *nl = memchr(data, '\n', len);
+        size_t n = nl ? (size_t)(nl - data) : len;
+        if (st->line.len + n > SB_PROVIDER_MAX_BODY)
+            return -E2BIG;
+        sb_gem_buf_add(&st->line, data, n);
+        if (!nl)
+            break;
+        data += n + 1;
+        len -= n + 1;
+        int rc = sb_gem_line(st, events);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void sb_gem_stream_finish(void *state, const sb_provider_response_t *resp, json_t *events)
+{
+    sb_gem_state_t *st = state;
+    /* A last event without its blank line still counts. */
+    int rc = st->line.len > 0 ? sb_gem_line(st, events) : 0;
+    if (rc == 0)
+        rc = sb_gem_dispatch(st, events);
+    if (rc < 0)
+        sb_gem_fail(st, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a malformed stream event"));
+    sb_gem_end(st, events, resp->upstream_ms);
+}
+
+const sb_provider_t sb_provider_gemini = {
+    .kind = SB_GEM_KIND,
+    .supports_n = true,
+    .build_request = sb_gem_build_request,
+    .parse_response = sb_gem_parse_response,
+    .stream_new = sb_gem_stream_new,
+    .stream_feed = sb_gem_stream_feed,
+    .stream_finish = sb_gem_stream_finish,
+    .stream_destroy = sb_gem_stream_destroy,
+};
