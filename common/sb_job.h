@@ -13,6 +13,7 @@
  *             "capabilities": {"n": false, ...} },  the model record's capabilities;
  *                                       may be absent or {}; a missing key means "supported"
  *   "request": {
+ *     "op": "count_tokens",             absent (or "generate"): generate a response
  *     "instructions": "..." | null,
  *     "input": [ item, ... ],           normalized, see below
  *     "tools": [ {"type":"function","name","description","parameters","strict"} ],
@@ -27,6 +28,15 @@
  *   }
  * }
  * Absent optional fields mean "upstream default".
+ *
+ * "op":"count_tokens" asks only for the input's token count, as the upstream
+ * counts it: the request is the one a generation would send (output
+ * settings such as max_output_tokens, stream and n are ignored), and the job
+ * answers with one usage event whose input_tokens is the count, then
+ * completed. The worker uses the upstream's counting endpoint when its
+ * adapter has one, else it runs the generation with max_output_tokens 1 and
+ * reports that response's prompt token count (output_tokens then says what
+ * the count cost).
  *
  * "n" (int >= 1, chat style only) asks for that many choices; events then
  * carry "choice" (sb_event.h). When route.capabilities.n is false the worker
@@ -54,6 +64,7 @@
 #define SB_JOB_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 /* Builds a job object. `route` and `request` are stolen; strings borrowed. */
 json_t *sb_job_new(const char *request_id, const char *model, long long account_id, json_t *route,
@@ -63,5 +74,10 @@ json_t *sb_job_new(const char *request_id, const char *model, long long account_
 const json_t *sb_job_request(const json_t *job);
 const json_t *sb_job_route(const json_t *job);
 const char *sb_job_route_str(const json_t *job, const char *field);
+
+/* request.op: the operation the job asks for. */
+#define SB_JOB_OP_COUNT_TOKENS "count_tokens"
+/* True for a count-only job (request.op "count_tokens"). */
+bool sb_job_is_count(const json_t *job);
 
 #endif

@@ -3,7 +3,9 @@
  * style: parse -> model and permission -> preparation (prompt template,
  * stored context, feature and call-id checks, sealed reasoning, files) ->
  * job on the broker -> events collected -> stored -> rendered. Styles only
- * translate.
+ * translate. A token-count endpoint (r->count_tokens) runs the same pipeline
+ * with a count-only job (request.op "count_tokens", sb_job.h) and renders
+ * the count from the usage event.
  *
  * Preparation is a list of steps run in order by fe_generate_continue; each
  * asynchronous step marks itself done in r->prepared and calls
@@ -71,12 +73,12 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
         fe_request_fail(r, &r->result.error);
         return;
     }
-    json_t *rendered = r->style->render(r);
+    json_t *rendered = r->count_tokens ? r->style->render_count(r) : r->style->render(r);
     if (!rendered) {
         fe_request_failf(r, 500, SB_ERR_SERVER, NULL, NULL, "could not render the response");
         return;
     }
-    if (r->store && r->response_id[0] && r->style->store) {
+    if (r->store && r->response_id[0] && r->style->store && !r->count_tokens) {
         json_object_set(r->style_state, "rendered", rendered);
         r->state = FE_REQ_STORING;
         fe_request_hold(r);
@@ -106,7 +108,9 @@ static void fe_generate_submit(fe_request_t *r)
      * the canonical request keeps this request's own input for storage. */
     json_t *request = json_copy(r->canonical);
     json_object_set(request, "input", r->job_input);
-    if (r->n > 1)
+    if (r->count_tokens)
+        json_object_set_new(request, "op", json_string(SB_JOB_OP_COUNT_TOKENS));
+    else if (r->n > 1)
         json_object_set_new(request, "n", json_integer(r->n));
     json_t *timeout = json_object_get(r->model, "timeout_ms");
     int64_t timeout_ms = json_is_integer(timeout) && json_integer_value(timeout) > 0 ? json_integer_value(timeout)
@@ -239,6 +243,10 @@ void fe_generate_start(fe_request_t *r)
     if (r->style->parse(r, r->body, &err) < 0) {
         fe_request_fail(r, &err);
         return;
+    }
+    if (r->count_tokens) { /* one count, nothing to keep */
+        r->store = false;
+        r->n = 1;
     }
     if (json_is_true(json_object_get(r->key, "zdr"))) {
         r->store = false;          /* zero-data-retention accounts are never stored */

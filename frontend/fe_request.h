@@ -31,6 +31,9 @@ typedef struct fe_style {
     int (*parse)(fe_request_t *r, json_t *body, fe_error_t *err);
     /* Successful result -> response body (new reference). */
     json_t *(*render)(fe_request_t *r);
+    /* A token count's result (r->count_tokens) -> the count endpoint's body
+     * (new reference). NULL: the style has no count endpoint. */
+    json_t *(*render_count)(fe_request_t *r);
     /* Stores the rendered result (r->store is true): issues one database
      * write whose callback is fe_generate_stored. NULL: nothing to store. */
     void (*store)(fe_request_t *r, const json_t *rendered);
@@ -75,6 +78,8 @@ struct fe_request {
     bool store;
     bool stream;
     bool seal_reasoning;     /* return reasoning items with encrypted_content */
+    bool count_tokens;   /* a token-count endpoint: parse takes its body, the job has request.op
+                            "count_tokens", and style->render_count makes the reply */
     int n;                   /* choices asked for (Chat Completions n); 1 otherwise */
     unsigned prepared;       /* FE_PREP_* steps done */
     int list_limit;          /* list endpoints: the page size asked for */

@@ -30,6 +30,10 @@
  * (a refusal is the model's answer, not a safety block: finishReason stays
  * STOP); function_call -> {functionCall:{name, args, id}}. Nothing is stored:
  * the Generate Content API keeps no state between requests.
+ *
+ * POST /v1beta/models/{model}:countTokens takes {contents} or
+ * {generateContentRequest}, parsed as above, and answers {"totalTokens": N}
+ * as the model's upstream counts it.
  */
 #include <ctype.h>
 #include <event2/keyvalq_struct.h>
@@ -1444,18 +1448,13 @@ static int fe_gemini_foreign(const json_t *body, fe_error_t *err)
     return 0;
 }
 
-static int fe_gemini_parse(fe_request_t *r, json_t *body, fe_error_t *err)
+/* A GenerateContentRequest -> r->canonical (and r->n, style_state). */
+static int fe_gemini_parse_request(fe_request_t *r, const json_t *body, fe_error_t *err)
 {
-    const char *colon = strrchr(r->path, ':');
-    if (colon && !strcmp(colon, ":streamGenerateContent"))
-        return fe_gemini_unsupported(err, "streamGenerateContent is not available on this gateway yet; use "
-                                          "generateContent.");
     if (!json_is_object(body))
         return fe_gemini_fail(err, "Invalid JSON payload received. Expected an object.");
     if (fe_gemini_foreign(body, err) < 0 || fe_gemini_known(body, fe_gemini_request_fields, "", err) < 0)
         return -1;
-    r->model_id = sb_xstrdup(r->path_arg ? r->path_arg : "");
-    r->store = false;
     json_object_set_new(r->style_state, "include_thoughts", json_false());
     json_t *canonical = json_object();
     r->canonical = canonical;
@@ -1481,11 +1480,47 @@ static int fe_gemini_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         fe_gemini_tools(&c, body, canonical) < 0 || fe_gemini_tool_config(&c, body, canonical) < 0 ||
         fe_gemini_generation(&c, body, canonical) < 0)
         goto done;
-    sb_id_new(r->response_id, sizeof r->response_id, "", 12);
     rc = 0;
 done:
     json_decref(c.calls);
     return rc;
+}
+
+/* CountTokensRequest: {"contents": [...]} or {"generateContentRequest":
+ * {...}} (its "model" is accepted; the path's model is the one counted). */
+static int fe_gemini_parse_count(fe_request_t *r, const json_t *body, fe_error_t *err)
+{
+    static const char *const fields[] = {"contents", "generateContentRequest", NULL};
+    if (!json_is_object(body))
+        return fe_gemini_fail(err, "Invalid JSON payload received. Expected an object.");
+    if (fe_gemini_foreign(body, err) < 0 || fe_gemini_known(body, fields, "", err) < 0)
+        return -1;
+    const json_t *gcr = fe_gemini_get(body, "generateContentRequest");
+    if (!gcr)
+        return fe_gemini_parse_request(r, body, err);
+    if (fe_gemini_get(body, "contents"))
+        return fe_gemini_fail(err, "* CountTokensRequest: contents and generate_content_request cannot both be "
+                                   "set.");
+    if (!json_is_object(gcr))
+        return fe_gemini_bad_value(err, "generate_content_request", "TYPE_MESSAGE", gcr);
+    return fe_gemini_parse_request(r, gcr, err);
+}
+
+/* The body of :generateContent, or (r->count_tokens) of :countTokens. */
+static int fe_gemini_parse(fe_request_t *r, json_t *body, fe_error_t *err)
+{
+    const char *colon = strrchr(r->path, ':');
+    if (colon && !strcmp(colon, ":streamGenerateContent"))
+        return fe_gemini_unsupported(err, "streamGenerateContent is not available on this gateway yet; use "
+                                          "generateContent.");
+    r->model_id = sb_xstrdup(r->path_arg ? r->path_arg : "");
+    r->store = false;
+    if (r->count_tokens)
+        return fe_gemini_parse_count(r, body, err);
+    if (fe_gemini_parse_request(r, body, err) < 0)
+        return -1;
+    sb_id_new(r->response_id, sizeof r->response_id, "", 12);
+    return 0;
 }
 
 /* ---- render --------------------------------------------------------------- */
@@ -1629,10 +1664,11 @@ static json_t *fe_gemini_model_json(const json_t *rec)
 {
     const char *id = json_string_value(json_object_get(rec, "id"));
     char *name = sb_xasprintf("models/%s", id);
-    json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:O?, s:[s]}", "name", name, "baseModelId", id, "version",
+    json_t *m = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:O?, s:[s, s]}", "name", name, "baseModelId", id, "version",
                           "001", "displayName", id, "description", "A model served through the Switchboard gateway.",
                           "inputTokenLimit", json_object_get(rec, "context_length"), "outputTokenLimit",
-                          json_object_get(rec, "max_output_tokens"), "supportedGenerationMethods", "generateContent");
+                          json_object_get(rec, "max_output_tokens"), "supportedGenerationMethods", "generateContent",
+                          "countTokens");
     free(name);
     return m;
 }
@@ -1792,9 +1828,19 @@ void fe_gemini_model_get(fe_request_t *r)
     fe_auth_lookup_model(r->srv->auth, r->path_arg, fe_gemini_on_model, r);
 }
 
+/* CountTokensResponse. The upstream's per-modality breakdown is not carried
+ * by the usage event, so promptTokensDetails is left out. */
+static json_t *fe_gemini_render_count(fe_request_t *r)
+{
+    return json_pack("{s:I}", "totalTokens", (json_int_t)r->result.input_tokens);
+}
+
+/* POST /v1beta/models/{model}:countTokens: the generation pipeline (auth,
+ * model, permission, capabilities) with a count-only job. */
 void fe_gemini_count_tokens(fe_request_t *r)
 {
-    fe_request_failf(r, 400, SB_ERR_INVALID_REQUEST, NULL, NULL, "countTokens is not available yet.");
+    r->count_tokens = true;
+    fe_generate_start(r);
 }
 
 const fe_style_t fe_style_gemini = {
@@ -1803,4 +1849,5 @@ const fe_style_t fe_style_gemini = {
     .error_body = fe_gemini_error_body,
     .parse = fe_gemini_parse,
     .render = fe_gemini_render,
+    .render_count = fe_gemini_render_count,
 };

@@ -20,8 +20,13 @@
  * Response side: reasoning -> thinking blocks (signature = the sealed item),
  * message parts -> text blocks, function_call -> tool_use blocks.
  * This style stores nothing: a message is not retrievable later.
+ *
+ * POST /v1/messages/count_tokens takes the same body without max_tokens and
+ * the output-only fields, and answers {"input_tokens": N} as the model's
+ * upstream counts it.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,9 +134,15 @@ static const char *const fe_messages_params[] = {
     "cache_control", /* a prompt-caching hint: accepted, nothing to cache here */
     NULL};
 
+/* What count_tokens takes: the input and what adds to it, as Anthropic's
+ * endpoint does (max_tokens, sampling, stream... are extra inputs there). */
+static const char *const fe_messages_count_params[] = {"model",       "messages", "system",        "tools",
+                                                       "tool_choice", "thinking", "output_config", NULL};
+
 /* Other styles' fields, and Anthropic features this gateway does not offer,
- * get a 400 that says so rather than the generic one. */
-static int fe_messages_foreign(const json_t *body, fe_error_t *err)
+ * get a 400 that says so rather than the generic one. params: the fields
+ * the endpoint takes. */
+static int fe_messages_foreign(const json_t *body, const char *const *params, fe_error_t *err)
 {
     static const struct {
         const char *param, *why;
@@ -160,8 +171,8 @@ static int fe_messages_foreign(const json_t *body, fe_error_t *err)
     json_object_foreach((json_t *)body, key, val)
     {
         bool known = false;
-        for (size_t i = 0; fe_messages_params[i] && !known; i++)
-            known = !strcmp(key, fe_messages_params[i]);
+        for (size_t i = 0; params[i] && !known; i++)
+            known = !strcmp(key, params[i]);
         /* An unsupported feature sent as null asks for nothing. */
         for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0] && !known; i++)
             known = !strcmp(key, unsupported[i]);
@@ -817,10 +828,15 @@ static int fe_messages_thinking(fe_request_t *r, const json_t *body, json_t *c, 
     return 0;
 }
 
+/* The body of POST /v1/messages, or (r->count_tokens) of
+ * /v1/messages/count_tokens: the same request less max_tokens and the fields
+ * that only shape the output (fe_messages_count_params). */
 static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
 {
+    bool count = r->count_tokens;
     r->store = false; /* nothing in this style is retrievable later */
-    if (fe_messages_version(r, err) < 0 || fe_messages_foreign(body, err) < 0)
+    if (fe_messages_version(r, err) < 0 ||
+        fe_messages_foreign(body, count ? fe_messages_count_params : fe_messages_params, err) < 0)
         return -1;
     json_t *model = json_object_get(body, "model");
     if (!model || json_is_null(model))
@@ -829,11 +845,13 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return fe_messages_fail(err, "invalid_value", "model", "Input should be a non-empty string");
     r->model_id = sb_xstrdup(json_string_value(model));
     json_t *max = json_object_get(body, "max_tokens");
-    if (!max || json_is_null(max))
+    if (count)
+        max = NULL; /* a count has no output: no limit for a thinking budget to fit under */
+    else if (!max || json_is_null(max))
         return fe_messages_fail(err, "missing_required_parameter", "max_tokens", "Field required");
-    if (!json_is_integer(max))
+    else if (!json_is_integer(max))
         return fe_messages_fail(err, "invalid_type", "max_tokens", "Input should be a valid integer");
-    if (json_integer_value(max) < 1)
+    else if (json_integer_value(max) < 1)
         return fe_messages_fail(err, "invalid_value", "max_tokens", "Input should be greater than or equal to 1");
     json_t *messages = json_object_get(body, "messages");
     if (!messages || json_is_null(messages))
@@ -856,12 +874,13 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     r->canonical = c;
     json_t *items = json_array();
     json_object_set_new(c, "input", items);
-    json_object_set(c, "max_output_tokens", max);
+    if (max)
+        json_object_set(c, "max_output_tokens", max);
     const char *effort = NULL;
     if (fe_messages_messages(r, messages, items, err) < 0 || fe_messages_system(body, c, err) < 0 ||
         fe_messages_tools(body, c, err) < 0 || fe_messages_tool_choice(body, c, err) < 0 ||
         fe_messages_sampling(body, c, err) < 0 || fe_messages_output_config(body, c, &effort, err) < 0 ||
-        fe_messages_thinking(r, body, c, json_integer_value(max), effort, err) < 0)
+        fe_messages_thinking(r, body, c, max ? json_integer_value(max) : INT64_MAX, effort, err) < 0)
         return -1;
     sb_id_new(r->response_id, sizeof r->response_id, "msg_", 12);
     return 0;
@@ -981,9 +1000,18 @@ static json_t *fe_messages_render(fe_request_t *r)
                      (json_int_t)res->output_tokens, "cache_creation_input_tokens", 0, "cache_read_input_tokens", 0);
 }
 
+/* The count as Anthropic's count_tokens answers it. */
+static json_t *fe_messages_render_count(fe_request_t *r)
+{
+    return json_pack("{s:I}", "input_tokens", (json_int_t)r->result.input_tokens);
+}
+
+/* POST /v1/messages/count_tokens: the generation pipeline (auth, model,
+ * permission, capabilities) with a count-only job. */
 void fe_messages_count_tokens(fe_request_t *r)
 {
-    fe_request_failf(r, 400, SB_ERR_INVALID_REQUEST, NULL, NULL, "count_tokens is not available yet.");
+    r->count_tokens = true;
+    fe_generate_start(r);
 }
 
 const fe_style_t fe_style_messages = {
@@ -992,4 +1020,5 @@ const fe_style_t fe_style_messages = {
     .error_body = fe_messages_error_body,
     .parse = fe_messages_parse,
     .render = fe_messages_render,
+    .render_count = fe_messages_render_count,
 };

@@ -65,16 +65,68 @@ struct sb_provider_parser {
     const json_t *job;
     void *stream;   /* adapter state while streaming a 2xx body, else NULL */
     bool streaming; /* the job asked for a stream and the adapter can */
+    bool count;     /* a count job: the body is a count (or a generation's usage) */
     char *buf;      /* buffered body (non-streaming or non-2xx) */
     size_t len, cap;
 };
+
+/* A count made by a one-token generation (sb_provider_count_job): only its
+ * usage and final event go on. A generation that completed without usage
+ * has counted nothing: a 502. */
+static void sb_provider_count_generated(const sb_provider_t *provider, const json_t *job,
+                                        const sb_provider_response_t *resp, json_t *events)
+{
+    json_t *all = json_array();
+    provider->parse_response(job, resp, all);
+    json_t *usage = NULL, *final = NULL;
+    size_t i;
+    json_t *ev;
+    json_array_foreach (all, i, ev) {
+        enum sb_event_type t = sb_event_type_of(ev);
+        if (t == SB_EV_USAGE && !usage)
+            usage = ev;
+        if (sb_event_is_final(ev)) {
+            final = ev;
+            break;
+        }
+    }
+    if (final && sb_event_type_of(final) == SB_EV_COMPLETED && !usage) {
+        json_array_append_new(events, sb_event_error(502, SB_ERR_UPSTREAM, NULL,
+                                                     "the upstream reported no token usage: the input could not "
+                                                     "be counted"));
+    } else if (final) {
+        /* A one-token cut is the point, not an incomplete answer. */
+        if (sb_event_type_of(final) == SB_EV_COMPLETED) {
+            json_object_set_new(final, "status", json_string("completed"));
+            json_object_set_new(final, "incomplete_reason", json_null());
+        }
+        if (usage && sb_event_type_of(final) == SB_EV_COMPLETED)
+            json_array_append(events, usage);
+        json_array_append(events, final);
+    }
+    json_decref(all);
+}
+
+json_t *sb_provider_count_job(const json_t *job)
+{
+    json_t *request = json_copy((json_t *)sb_job_request(job));
+    if (!request)
+        request = json_object();
+    json_object_set_new(request, "max_output_tokens", json_integer(1));
+    json_object_del(request, "stream");
+    json_object_del(request, "n");
+    json_t *copy = json_copy((json_t *)job);
+    json_object_set_new(copy, "request", request);
+    return copy;
+}
 
 sb_provider_parser_t *sb_provider_parser_new(const sb_provider_t *provider, const json_t *job)
 {
     sb_provider_parser_t *p = sb_xcalloc(1, sizeof *p);
     p->provider = provider;
     p->job = job;
-    p->streaming = provider->stream_new && provider->stream_feed && provider->stream_finish &&
+    p->count = sb_job_is_count(job);
+    p->streaming = !p->count && provider->stream_new && provider->stream_feed && provider->stream_finish &&
                    json_is_true(json_object_get(sb_job_request(job), "stream"));
     return p;
 }
@@ -128,12 +180,24 @@ void sb_provider_parser_finish(sb_provider_parser_t *p, const sb_provider_respon
     sb_provider_response_t r = *resp;
     r.body = p->buf ? p->buf : "";
     r.body_len = p->len;
-    p->provider->parse_response(p->job, &r, events);
+    if (!p->count)
+        p->provider->parse_response(p->job, &r, events);
+    else if (p->provider->build_count_request && p->provider->parse_count_response)
+        p->provider->parse_count_response(p->job, &r, events);
+    else
+        sb_provider_count_generated(p->provider, p->job, &r, events);
 }
 
 /*
  * Shared helpers.
  */
+
+void sb_provider_count_result(const json_t *job, int64_t count, int64_t upstream_ms, json_t *events)
+{
+    json_array_append_new(events, sb_event_usage(count, 0, 0));
+    json_array_append_new(
+        events, sb_event_completed("completed", NULL, json_string_value(json_object_get(job, "model")), upstream_ms));
+}
 
 /* Longest upstream message kept in an error event; longer ones are cut at a
  * UTF-8 boundary (a misbehaving upstream must not bloat every error). */

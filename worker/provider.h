@@ -14,6 +14,13 @@
  * only buffers in feed and translates in finish. A streaming adapter (later:
  * SSE) sets the stream_* hooks and then emits events chunk by chunk from feed,
  * with no change to the worker.
+ *
+ * Token counting (a request.op "count_tokens" job, sb_job.h): an adapter
+ * whose upstream has a counting endpoint sets build_count_request and
+ * parse_count_response; the parser then sends the body to the latter. One
+ * without (openai-chat) leaves them NULL: the worker sends
+ * sb_provider_count_job(job) through build_request, and the parser keeps
+ * only that generation's usage and final event.
  */
 #ifndef SB_PROVIDER_H
 #define SB_PROVIDER_H
@@ -73,6 +80,14 @@ typedef struct sb_provider {
     int (*stream_feed)(void *state, const char *data, size_t len, json_t *events);
     void (*stream_finish)(void *state, const sb_provider_response_t *resp, json_t *events);
     void (*stream_destroy)(void *state);
+
+    /* Optional token counting, pure functions like the two above; both set
+     * or both NULL. build_count_request: a count job -> the upstream's
+     * count request (conventions as build_request). parse_count_response:
+     * appends a usage event (input_tokens = the count, output_tokens 0) and
+     * completed for a good 2xx body, else exactly one error event. */
+    int (*build_count_request)(const json_t *job, sb_provider_request_t *req, json_t **err);
+    void (*parse_count_response)(const json_t *job, const sb_provider_response_t *resp, json_t *events);
 } sb_provider_t;
 
 /* The registry: the adapter for route.provider, or NULL if none. */
@@ -101,9 +116,19 @@ int sb_provider_parser_feed(sb_provider_parser_t *p, long status, const char *da
 /* resp->body is ignored (the parser has its own buffer). */
 void sb_provider_parser_finish(sb_provider_parser_t *p, const sb_provider_response_t *resp, json_t *events);
 
+/* The job a count runs as on an upstream without a counting endpoint: job
+ * with request.max_output_tokens 1, no stream and no n, so the upstream
+ * reports the prompt's tokens for the price of one output token. request.op
+ * stays, so the parser knows to keep only usage. New reference. */
+json_t *sb_provider_count_job(const json_t *job);
+
 /*
  * Helpers shared by adapters.
  */
+
+/* Appends a count job's answer: a usage event with input_tokens = count
+ * (output 0), then completed with the job's public model. */
+void sb_provider_count_result(const json_t *job, int64_t count, int64_t upstream_ms, json_t *events);
 
 /* The canonical error event for an upstream HTTP error status. message is the
  * upstream's own message (kept for statuses passed through) or NULL for a

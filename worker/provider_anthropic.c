@@ -60,6 +60,10 @@
  * Streaming (request.stream): the same translation fed by Anthropic's SSE
  * events (message_start, content_block_start/delta/stop, message_delta,
  * message_stop, ping, error), so both paths emit the same events.
+ *
+ * Token counting (a count job): POST {base_url}/v1/messages/count_tokens with
+ * the same body minus max_tokens, stream, sampling and metadata (the
+ * endpoint refuses them); {"input_tokens":N} -> usage + completed.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -756,7 +760,9 @@ static bool sb_anth_wants_stream(const json_t *job)
     return json_is_true(json_object_get(sb_job_request(job), "stream"));
 }
 
-static int sb_anth_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+/* The Messages request, or (count) the count_tokens request: the same body
+ * without what only shapes the output, which count_tokens refuses. */
+static int sb_anth_build(const json_t *job, sb_provider_request_t *req, json_t **err, bool count)
 {
     *err = NULL;
     json_t *body = NULL;
@@ -770,7 +776,7 @@ static int sb_anth_build_request(const json_t *job, sb_provider_request_t *req, 
         *err = sb_anth_invalid("route has no upstream_model");
         goto fail;
     }
-    req->url = sb_provider_url(job, "/v1/messages");
+    req->url = sb_provider_url(job, count ? "/v1/messages/count_tokens" : "/v1/messages");
     if (!req->url) {
         *err = sb_anth_invalid("route has no base_url");
         goto fail;
@@ -801,8 +807,15 @@ static int sb_anth_build_request(const json_t *job, sb_provider_request_t *req, 
     if (sb_anth_output_format(body, json_object_get(request, "text"), err) < 0 ||
         sb_anth_params(body, request, err) < 0)
         goto fail;
-    bool stream = sb_anth_wants_stream(job);
-    json_object_set_new(body, "stream", json_boolean(stream));
+    bool stream = !count && sb_anth_wants_stream(job);
+    if (count) {
+        static const char *const output_only[] = {"max_tokens", "temperature",    "top_p",
+                                                  "top_k",      "stop_sequences", "metadata"};
+        for (size_t k = 0; k < sizeof output_only / sizeof output_only[0]; k++)
+            json_object_del(body, output_only[k]);
+    } else {
+        json_object_set_new(body, "stream", json_boolean(stream));
+    }
 
     req->body = json_dumps(body, JSON_COMPACT);
     if (!req->body) {
@@ -820,6 +833,18 @@ static int sb_anth_build_request(const json_t *job, sb_provider_request_t *req, 
 fail:
     json_decref(body);
     return -EINVAL;
+}
+
+static int sb_anth_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+{
+    return sb_anth_build(job, req, err, false);
+}
+
+/* POST /v1/messages/count_tokens: the message request's model, system,
+ * messages, tools, tool_choice, thinking and output_config. */
+static int sb_anth_build_count_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+{
+    return sb_anth_build(job, req, err, true);
 }
 
 /*
@@ -1219,6 +1244,26 @@ out:
     json_decref(root);
 }
 
+/* {"input_tokens": N} -> usage + completed; errors as for a message. */
+static void sb_anth_parse_count_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
+{
+    json_t *root = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
+    const json_t *n = json_object_get(root, "input_tokens");
+    const char *type = json_string_value(json_object_get(root, "type"));
+    if (resp->status < 200 || resp->status >= 300) {
+        json_array_append_new(events, sb_anth_error_event(resp->status, root, resp->retry_after));
+    } else if (type && !strcmp(type, "error")) {
+        const char *etype = json_string_value(json_object_get(json_object_get(root, "error"), "type"));
+        json_array_append_new(events, sb_anth_error_event(sb_anth_status_of_type(etype), root, resp->retry_after));
+    } else if (!json_is_integer(n) || json_integer_value(n) < 0) {
+        json_array_append_new(
+            events, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream count response has no input_tokens"));
+    } else {
+        sb_provider_count_result(job, json_integer_value(n), resp->upstream_ms, events);
+    }
+    json_decref(root);
+}
+
 /*
  * Streaming: Server-Sent Events. Every Anthropic event's data carries its
  * own "type", so the event: lines are not needed.
@@ -1396,4 +1441,6 @@ const sb_provider_t sb_provider_anthropic = {
     .stream_feed = sb_anth_stream_feed,
     .stream_finish = sb_anth_stream_finish,
     .stream_destroy = sb_anth_stream_destroy,
+    .build_count_request = sb_anth_build_count_request,
+    .parse_count_response = sb_anth_parse_count_response,
 };

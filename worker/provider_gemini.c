@@ -53,6 +53,10 @@
  * Streaming (alt=sse) runs the same translation chunk by chunk: every data
  * event is a GenerateContentResponse holding the next parts, so one state
  * machine (sb_gem_state_t) serves both and their events are identical.
+ *
+ * Token counting (a count job): POST {base_url}/models/{m}:countTokens with
+ * {"generateContentRequest": {"model": "models/{m}", ...the mapping above}};
+ * {"totalTokens": N} -> usage + completed.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -716,22 +720,24 @@ fail:
     return -EINVAL;
 }
 
-/* The resource path of route.upstream_model: "models/<id>" for a bare id,
+/* The resource name of route.upstream_model: "models/<id>" for a bare id,
  * the name as given when it already names a resource ("models/...",
  * "tunedModels/..."). NULL when it holds characters that could reshape the
  * URL. */
-static char *sb_gem_model_path(const char *model, bool stream)
+static char *sb_gem_model_name(const char *model)
 {
     for (const char *p = model; *p; p++)
         if (!isalnum((unsigned char)*p) && !strchr("._-/", *p))
             return NULL;
     if (strstr(model, "..") || model[0] == '/')
         return NULL;
-    return sb_xasprintf("/%s%s:%s", strchr(model, '/') ? "" : "models/", model,
-                        stream ? "streamGenerateContent?alt=sse" : "generateContent");
+    return sb_xasprintf("%s%s", strchr(model, '/') ? "" : "models/", model);
 }
 
-static int sb_gem_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+/* The GenerateContentRequest, sent to :generateContent (or, streaming,
+ * :streamGenerateContent?alt=sse); or (count) to :countTokens wrapped as
+ * {"generateContentRequest": {"model": <name>, ...the same fields...}}. */
+static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **err, bool count)
 {
     *err = NULL;
     json_t *body = NULL;
@@ -747,14 +753,21 @@ static int sb_gem_build_request(const json_t *job, sb_provider_request_t *req, j
     }
     /* The parser streams exactly when the job asks (this adapter has the
      * stream hooks), so the URL follows the same flag. */
-    bool stream = json_is_true(json_object_get(request, "stream"));
-    char *path = sb_gem_model_path(upstream_model, stream);
-    if (!path) {
+    bool stream = !count && json_is_true(json_object_get(request, "stream"));
+    char *name = sb_gem_model_name(upstream_model);
+    if (!name) {
         *err = sb_gem_invalid("route upstream_model is not a valid Gemini model name");
         goto fail;
     }
+    char *path = sb_xasprintf("/%s:%s", name,
+                              count    ? "countTokens"
+                              : stream ? "streamGenerateContent?alt=sse"
+                                       : "generateContent");
     req->url = sb_provider_url(job, path);
     free(path);
+    if (count)
+        body = json_pack("{s:s}", "model", name);
+    free(name);
     if (!req->url) {
         *err = sb_gem_invalid("route has no base_url");
         goto fail;
@@ -763,7 +776,8 @@ static int sb_gem_build_request(const json_t *job, sb_provider_request_t *req, j
     if (sb_provider_credential(job, &credential, err) < 0)
         goto fail;
 
-    body = json_object();
+    if (!body)
+        body = json_object();
     json_t *system = json_array();
     json_t *contents = sb_gem_contents(request, system, err);
     if (!contents) {
@@ -794,6 +808,8 @@ static int sb_gem_build_request(const json_t *job, sb_provider_request_t *req, j
         goto fail;
     if (sb_gem_generation_config(body, job, request, err) < 0)
         goto fail;
+    if (count)
+        body = json_pack("{s:o}", "generateContentRequest", body);
 
     req->body = json_dumps(body, JSON_COMPACT);
     if (!req->body) {
@@ -810,6 +826,16 @@ static int sb_gem_build_request(const json_t *job, sb_provider_request_t *req, j
 fail:
     json_decref(body);
     return -EINVAL;
+}
+
+static int sb_gem_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+{
+    return sb_gem_build(job, req, err, false);
+}
+
+static int sb_gem_build_count_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+{
+    return sb_gem_build(job, req, err, true);
 }
 
 /*
@@ -1251,6 +1277,24 @@ static void sb_gem_parse_response(const json_t *job, const sb_provider_response_
     json_decref(root);
 }
 
+/* CountTokensResponse {"totalTokens": N, ...} -> usage + completed. proto3
+ * JSON leaves a zero out, so an object without totalTokens counts 0. */
+static void sb_gem_parse_count_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
+{
+    json_t *root = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
+    const json_t *n = json_object_get(root, "totalTokens");
+    if (resp->status < 200 || resp->status >= 300)
+        json_array_append_new(events, sb_gem_error_event(resp->status, root, resp->retry_after));
+    else if (json_is_object(json_object_get(root, "error")))
+        json_array_append_new(events, sb_gem_error_event(502, root, -1));
+    else if (!json_is_object(root) || (n && (!json_is_integer(n) || json_integer_value(n) < 0)))
+        json_array_append_new(
+            events, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a malformed countTokens response"));
+    else
+        sb_provider_count_result(job, n ? json_integer_value(n) : 0, resp->upstream_ms, events);
+    json_decref(root);
+}
+
 /*
  * Streaming: Server-Sent Events, each data field one GenerateContentResponse.
  */
@@ -1347,4 +1391,6 @@ const sb_provider_t sb_provider_gemini = {
     .stream_feed = sb_gem_stream_feed,
     .stream_finish = sb_gem_stream_finish,
     .stream_destroy = sb_gem_stream_destroy,
+    .build_count_request = sb_gem_build_count_request,
+    .parse_count_response = sb_gem_parse_count_response,
 };

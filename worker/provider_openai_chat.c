@@ -27,6 +27,11 @@
  * message item (output_text and/or refusal), one function_call item per tool
  * call; with several choices each tagged "choice" and closed by choice_done;
  * then usage, completed.
+ *
+ * No token-count hooks: neither OpenAI Chat nor vLLM, llama.cpp or Ollama has
+ * a counting endpoint, so a count job goes out as a generation with
+ * max_tokens 1 (sb_provider_count_job) and its prompt_tokens is the count:
+ * exact as the upstream counts, and it costs one output token.
  */
 #include <ctype.h>
 #include <errno.h>

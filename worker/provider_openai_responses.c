@@ -59,6 +59,11 @@
  * becomes an error event from error.code (rate_limit_exceeded 429,
  * server_error 502, invalid_* 400, ...).
  *
+ * Token counting (a count job): POST {base_url}/responses/input_tokens with
+ * the same body cut to what that endpoint takes (model, input, instructions,
+ * tools, tool_choice, text, parallel_tool_calls, reasoning, truncation);
+ * {"object":"response.input_tokens","input_tokens":N} -> usage + completed.
+ *
  * Upstream HTTP errors go through sb_provider_error_for_status (Retry-After
  * passed on); a 401's text is never passed on, as OpenAI quotes part of the
  * key in it, nor is any message that contains the credential.
@@ -509,7 +514,15 @@ static int sb_oresp_refuse_unmappable(const json_t *request, json_t **err)
     return 0;
 }
 
-static int sb_oresp_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+/* What POST /responses/input_tokens takes of a Responses request: the input
+ * and everything that adds to it; nothing that only shapes the output. */
+static const char *const sb_oresp_count_fields[] = {"model",       "input", "instructions",        "tools",
+                                                    "tool_choice", "text",  "parallel_tool_calls", "reasoning",
+                                                    "truncation",  NULL};
+
+/* The Responses request, or (count) the input-token-count request: the same
+ * body cut to sb_oresp_count_fields. */
+static int sb_oresp_build(const json_t *job, sb_provider_request_t *req, json_t **err, bool count)
 {
     *err = NULL;
     json_t *body = NULL;
@@ -525,7 +538,7 @@ static int sb_oresp_build_request(const json_t *job, sb_provider_request_t *req,
     }
     if (sb_oresp_refuse_unmappable(request, err) < 0)
         goto fail;
-    req->url = sb_provider_url(job, "/responses");
+    req->url = sb_provider_url(job, count ? "/responses/input_tokens" : "/responses");
     if (!req->url) {
         *err = sb_oresp_invalid("route has no base_url");
         goto fail;
@@ -589,8 +602,21 @@ static int sb_oresp_build_request(const json_t *job, sb_provider_request_t *req,
     json_decref(include);
     /* metadata is not sent: the gateway's stored metadata is its own. */
     json_object_set_new(body, "store", json_false());
-    bool stream = json_is_true(json_object_get(request, "stream"));
+    bool stream = !count && json_is_true(json_object_get(request, "stream"));
     json_object_set_new(body, "stream", json_boolean(stream));
+    if (count) {
+        const char *key;
+        void *tmp;
+        json_t *v;
+        json_object_foreach_safe(body, tmp, key, v)
+        {
+            size_t k = 0;
+            while (sb_oresp_count_fields[k] && strcmp(sb_oresp_count_fields[k], key))
+                k++;
+            if (!sb_oresp_count_fields[k])
+                json_object_del(body, key);
+        }
+    }
 
     req->body = json_dumps(body, JSON_COMPACT);
     if (!req->body) {
@@ -607,6 +633,16 @@ static int sb_oresp_build_request(const json_t *job, sb_provider_request_t *req,
 fail:
     json_decref(body);
     return -EINVAL;
+}
+
+static int sb_oresp_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+{
+    return sb_oresp_build(job, req, err, false);
+}
+
+static int sb_oresp_build_count_request(const json_t *job, sb_provider_request_t *req, json_t **err)
+{
+    return sb_oresp_build(job, req, err, true);
 }
 
 /*
@@ -868,6 +904,24 @@ static void sb_oresp_parse_response(const json_t *job, const sb_provider_respons
 done:
     json_array_append_new(events, final);
     json_decref(out);
+    json_decref(root);
+}
+
+/* {"object":"response.input_tokens","input_tokens":N} -> usage + completed. */
+static void sb_oresp_parse_count_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
+{
+    json_t *root = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
+    const json_t *n = json_object_get(root, "input_tokens");
+    if (resp->status < 200 || resp->status >= 300) {
+        json_array_append_new(events, sb_oresp_http_error(job, resp, root));
+    } else if (!json_is_integer(n) || json_integer_value(n) < 0) {
+        /* Some proxies answer 200 with an error body. */
+        const char *m = sb_oresp_safe_message(job, sb_provider_error_message(root));
+        json_array_append_new(events, sb_provider_error_for_status(
+                                          502, m ? m : "upstream count response has no input_tokens", false, -1));
+    } else {
+        sb_provider_count_result(job, json_integer_value(n), resp->upstream_ms, events);
+    }
     json_decref(root);
 }
 
@@ -1147,4 +1201,6 @@ const sb_provider_t sb_provider_openai_responses = {
     .stream_feed = sb_oresp_stream_feed,
     .stream_finish = sb_oresp_stream_finish,
     .stream_destroy = sb_oresp_stream_destroy,
+    .build_count_request = sb_oresp_build_count_request,
+    .parse_count_response = sb_oresp_parse_count_response,
 };

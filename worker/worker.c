@@ -22,6 +22,10 @@
  * the call once (the same request, a fresh timeout cut to the job's deadline)
  * and then fails the job with 502 invalid_structured_output. Jobs without
  * strict schemas pass events on as they come, as before.
+ *
+ * A count job (request.op "count_tokens") is one call, never strict: to the
+ * adapter's counting endpoint, or, for an adapter without one, a one-token
+ * generation (sb_provider_count_job) whose usage is the count.
  */
 #include "worker.h"
 
@@ -98,8 +102,9 @@ typedef struct sb_wjob {
     char job_id[SB_JOB_ID_MAX + 1];
     json_t *job; /* the decoded job body; NULL if it would not decode */
     const sb_provider_t *provider;
-    json_t *fanout_job;        /* a fan-out's calls send this: job without request.n; else NULL */
-    const json_t *call_job;    /* what the calls send: job or fanout_job */
+    json_t *own_job;           /* what the calls send when it is not job: a fan-out's job without
+                                  request.n, or a count's one-token generation; else NULL */
+    const json_t *call_job;    /* what the calls send: job or own_job */
     sb_strict_t *strict;       /* the strict schemas; NULL: events are not held */
     sb_provider_request_t req; /* built once; kept while a call may still (re)start */
     long long deadline_ms;     /* absolute epoch ms, 0 = none */
@@ -219,7 +224,7 @@ static void sb_wjob_free(sb_wjob_t *j)
     sb_strict_destroy(&j->strict);
     sb_provider_request_clear(&j->req);
     json_decref(j->events);
-    json_decref(j->fanout_job);
+    json_decref(j->own_job);
     json_decref(j->job);
     free(j);
 }
@@ -602,21 +607,37 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
         err = sb_wjob_error(501, SB_ERR_SERVER, "provider kind '%s' is not supported", kind);
         goto fail;
     }
-    /* The frontend checks schemas too, but a worker trusts no job. */
-    if (sb_strict_new(sb_job_request(j->job), &j->strict, &err) < 0)
+    const json_t *op = json_object_get(sb_job_request(j->job), "op");
+    if (op && !sb_job_is_count(j->job) && !(json_is_string(op) && !strcmp(json_string_value(op), "generate"))) {
+        err = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, "job request.op is not supported");
         goto fail;
-    int n_calls = sb_wjob_fanout(j->provider, j->job, &err);
+    }
+    /* A count generates nothing to check, and asks for one count. */
+    bool count = sb_job_is_count(j->job);
+    bool count_endpoint = count && j->provider->build_count_request && j->provider->parse_count_response;
+    /* The frontend checks schemas too, but a worker trusts no job. */
+    if (!count && sb_strict_new(sb_job_request(j->job), &j->strict, &err) < 0)
+        goto fail;
+    int n_calls = count ? 1 : sb_wjob_fanout(j->provider, j->job, &err);
     if (n_calls == 0)
         goto fail;
     j->call_job = j->job;
     if (n_calls > 1) { /* a shallow copy: only request.n differs */
         json_t *request = json_copy((json_t *)sb_job_request(j->job));
         json_object_del(request, "n");
-        j->fanout_job = json_copy(j->job);
-        json_object_set_new(j->fanout_job, "request", request);
-        j->call_job = j->fanout_job;
+        j->own_job = json_copy(j->job);
+        json_object_set_new(j->own_job, "request", request);
+        j->call_job = j->own_job;
+    } else if (count && !count_endpoint) {
+        /* No counting endpoint (OpenAI Chat, vLLM, llama.cpp, Ollama): the
+         * count is the prompt_tokens of a generation cut to one output
+         * token, exact as the upstream counts it, and it costs that token. */
+        j->own_job = sb_provider_count_job(j->job);
+        j->call_job = j->own_job;
     }
-    if (j->provider->build_request(j->call_job, &j->req, &err) < 0) {
+    int built = count_endpoint ? j->provider->build_count_request(j->call_job, &j->req, &err)
+                               : j->provider->build_request(j->call_job, &j->req, &err);
+    if (built < 0) {
         if (!err)
             err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not build the upstream request");
         goto fail;
@@ -638,9 +659,9 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
     }
     if (!j->strict) /* no retry will need it; curl has its own copy */
         sb_provider_request_clear(&j->req);
-    sb_debug("job %s: %s %s, %d call(s), timeout %lld ms%s", j->job_id, kind,
+    sb_debug("job %s: %s %s, %d call(s), timeout %lld ms%s%s", j->job_id, kind,
              json_string_value(json_object_get(j->job, "model")), n_calls, (long long)j->calls[0].timeout_ms,
-             j->strict ? ", strict output" : "");
+             j->strict ? ", strict output" : "", count ? ", token count" : "");
     sb_wjob_set_state(j, SB_WJOB_UPSTREAM);
     return;
 fail:

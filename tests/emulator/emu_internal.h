@@ -356,8 +356,10 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call);   /* POST /v1/chat/com
 void sb_emu_openai_models_handle(struct sb_emu_call *call); /* GET /v1/models */
 
 /* OpenAI Responses (emu_openai_responses.c, validation in emu_openai_responses_check.c). */
-bool sb_emu_openai_responses_check(struct sb_emu_call *call);
-void sb_emu_openai_responses_handle(struct sb_emu_call *call); /* POST /v1/responses */
+/* count: a POST /v1/responses/input_tokens body (fewer parameters; model and input optional). */
+bool sb_emu_openai_responses_check(struct sb_emu_call *call, bool count);
+void sb_emu_openai_responses_handle(struct sb_emu_call *call);       /* POST /v1/responses */
+void sb_emu_openai_responses_count_handle(struct sb_emu_call *call); /* POST /v1/responses/input_tokens */
 
 /* Anthropic Messages (emu_anthropic.c, validation in emu_anthropic_check.c). */
 /* {"type":"error","error":{"type","message"},"request_id"} */

@@ -10,7 +10,8 @@
  * ["reasoning.encrypted_content"] comes back as opaque "emu-enc:<base64>"
  * content; when such an item is sent back, the reply text says so
  * (" [reasoning seen: <text>]"), proving it reached the upstream. With
- * stream:true the same answer goes out as Responses SSE events. Everything
+ * stream:true the same answer goes out as Responses SSE events.
+ * POST /v1/responses/input_tokens counts an input as usage would. Everything
  * is documented at the top of main.c.
  */
 #include <stdio.h>
@@ -474,6 +475,56 @@ static void reply_stream(struct sb_emu_reply *rep, struct resp_reply *x)
 
 /* ---- the handler ----------------------------------------------------------------------- */
 
+/* The conversation as the model reads it. All strings owned (NULL when absent). */
+struct resp_input {
+    char *user_text, *acks, *tool_text, *seen;
+    long long prompt; /* input tokens: instructions, every item, attachments */
+};
+
+/* Reads body's instructions and input (a string input is one user message). */
+static void read_input(const json_t *body, struct resp_input *in)
+{
+    memset(in, 0, sizeof *in);
+    json_t *input = json_object_get(body, "input");
+    const char *instructions = json_string_value(json_object_get(body, "instructions"));
+    if (instructions)
+        in->prompt += 4 + (long long)sb_emu_count_words(instructions);
+    if (json_is_string(input)) {
+        in->user_text = sb_xstrdup(json_string_value(input));
+        in->acks = sb_xstrdup("");
+        in->prompt += 4 + (long long)sb_emu_count_words(in->user_text);
+        return;
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach (input, i, item) {
+        char *t = item_text(item);
+        in->prompt += 4 + (long long)sb_emu_count_words(t);
+        if (is_user_message(item)) {
+            free(in->user_text);
+            free(in->acks);
+            in->user_text = t;
+            in->acks = message_acks(item, &in->prompt);
+        } else {
+            free(t);
+        }
+    }
+    json_t *last = json_array_get(input, json_array_size(input) - 1);
+    const char *lt = json_string_value(json_object_get(last, "type"));
+    if (lt && !strcmp(lt, "function_call_output"))
+        in->tool_text = item_text(last);
+    if (json_is_array(input))
+        in->seen = reasoning_seen(input);
+}
+
+static void resp_input_free(struct resp_input *in)
+{
+    free(in->user_text);
+    free(in->acks);
+    free(in->tool_text);
+    free(in->seen);
+}
+
 void sb_emu_openai_responses_handle(struct sb_emu_call *call)
 {
     call->protocol = "openai-responses";
@@ -481,44 +532,15 @@ void sb_emu_openai_responses_handle(struct sb_emu_call *call)
     struct sb_emu_answer a = {0};
     struct resp_reply x = {0};
     struct sb_emu_fn *fns = NULL;
-    char *user_text = NULL, *acks = NULL, *tool_text = NULL, *seen = NULL;
     char err[MSG_MAX];
 
-    if (sb_emu_openai_check_auth(call) || !sb_emu_openai_responses_check(call))
+    if (sb_emu_openai_check_auth(call) || !sb_emu_openai_responses_check(call, false))
         return;
     const json_t *body = call->json;
-    json_t *input = json_object_get(body, "input");
-
-    /* The conversation as the model reads it: a string input is one user message. */
-    long long prompt = 0;
-    const char *instructions = json_string_value(json_object_get(body, "instructions"));
-    if (instructions)
-        prompt += 4 + (long long)sb_emu_count_words(instructions);
-    if (json_is_string(input)) {
-        user_text = sb_xstrdup(json_string_value(input));
-        acks = sb_xstrdup("");
-        prompt += 4 + (long long)sb_emu_count_words(user_text);
-    } else {
-        size_t i;
-        json_t *item;
-        json_array_foreach (input, i, item) {
-            char *t = item_text(item);
-            prompt += 4 + (long long)sb_emu_count_words(t);
-            if (is_user_message(item)) {
-                free(user_text);
-                free(acks);
-                user_text = t;
-                acks = message_acks(item, &prompt);
-            } else {
-                free(t);
-            }
-        }
-        json_t *last = json_array_get(input, json_array_size(input) - 1);
-        const char *lt = json_string_value(json_object_get(last, "type"));
-        if (lt && !strcmp(lt, "function_call_output"))
-            tool_text = item_text(last);
-        seen = reasoning_seen(input);
-    }
+    struct resp_input in;
+    read_input(body, &in);
+    const char *user_text = in.user_text, *acks = in.acks, *tool_text = in.tool_text, *seen = in.seen;
+    long long prompt = in.prompt;
 
     if (sb_emu_answer_begin(&a, user_text ? user_text : "", err, sizeof err) < 0) {
         sb_emu_openai_invalid(call, "input", NULL, "%s", err);
@@ -604,8 +626,20 @@ done:
     free(x.fc_ids);
     free(x.call_ids);
     free(fns);
-    free(user_text);
-    free(acks);
-    free(tool_text);
-    free(seen);
+    resp_input_free(&in);
+}
+
+/* POST /v1/responses/input_tokens: the input token count a response to the
+ * same input would report in usage. */
+void sb_emu_openai_responses_count_handle(struct sb_emu_call *call)
+{
+    call->protocol = "openai-responses";
+    if (sb_emu_openai_check_auth(call) || !sb_emu_openai_responses_check(call, true))
+        return;
+    struct resp_input in;
+    read_input(call->json, &in);
+    json_t *r = json_pack("{s:s, s:I}", "object", "response.input_tokens", "input_tokens", (json_int_t)in.prompt);
+    sb_emu_reply_json(&call->reply, 200, r);
+    json_decref(r);
+    resp_input_free(&in);
 }

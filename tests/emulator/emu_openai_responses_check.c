@@ -810,7 +810,7 @@ static bool input_mentions_json(const json_t *body)
     return false;
 }
 
-bool sb_emu_openai_responses_check(struct sb_emu_call *call)
+bool sb_emu_openai_responses_check(struct sb_emu_call *call, bool count)
 {
     static const char *const params[] = {"model",
                                          "input",
@@ -841,12 +841,18 @@ bool sb_emu_openai_responses_check(struct sb_emu_call *call)
                                          "conversation",
                                          "prompt",
                                          NULL};
-    if (!sb_emu_openai_check_body(call) || !check_keys(call, call->json, "", params))
+    /* POST /v1/responses/input_tokens: the input and what adds to it; model
+     * and input are optional there. */
+    static const char *const count_params[] = {
+        "model",       "input",        "instructions",        "tools",
+        "tool_choice", "text",         "reasoning",           "previous_response_id",
+        "truncation",  "conversation", "parallel_tool_calls", NULL};
+    if (!sb_emu_openai_check_body(call) || !check_keys(call, call->json, "", count ? count_params : params))
         return false;
     json_t *body = call->json;
-    if (!check_field(call, body, "", "model", W_STRING, true))
+    if (!check_field(call, body, "", "model", W_STRING, !count))
         return false;
-    if (json_string_length(json_object_get(body, "model")) == 0)
+    if (json_object_get(body, "model") && json_string_length(json_object_get(body, "model")) == 0)
         return invalid(call, "model", "invalid_value", "Invalid 'model': empty string. Expected a non-empty model id.");
     static const char *const truncations[] = {"auto", "disabled", NULL};
     static const char *const tiers[] = {"auto", "default", "flex", "scale", "priority", NULL};
@@ -884,9 +890,9 @@ bool sb_emu_openai_responses_check(struct sb_emu_call *call)
 
     bool store = !json_is_false(json_object_get(body, "store"));
     json_t *input = json_object_get(body, "input");
-    if (!input || json_is_null(input))
+    if ((!input || json_is_null(input)) && !count)
         return missing(call, "input");
-    if (!json_is_string(input)) {
+    if (input && !json_is_null(input) && !json_is_string(input)) {
         if (!json_is_array(input))
             return invalid(call, "input", "invalid_type",
                            "Invalid type for 'input': expected one of a string or array of input items, but got %s "

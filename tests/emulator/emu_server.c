@@ -695,6 +695,8 @@ static void route_v1(struct sb_emu_call *call, enum evhttp_cmd_type cmd)
         sb_emu_openai_chat_handle(call);
     } else if (!strcmp(call->path, "/v1/responses") && post) {
         sb_emu_openai_responses_handle(call);
+    } else if (!strcmp(call->path, "/v1/responses/input_tokens") && post) {
+        sb_emu_openai_responses_count_handle(call);
     } else if (!strcmp(call->path, "/v1/messages") && post) {
         sb_emu_anthropic_messages_handle(call);
     } else if (!strcmp(call->path, "/v1/messages/count_tokens") && post) {

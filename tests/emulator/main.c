@@ -39,6 +39,8 @@
  * Anthropic (it appends /v1/messages), http://HOST:PORT/v1beta for Gemini)
  *   POST /v1/chat/completions   OpenAI Chat Completions
  *   POST /v1/responses          OpenAI Responses
+ *   POST /v1/responses/input_tokens  OpenAI input token count:
+ *                               {"object":"response.input_tokens","input_tokens":N}
  *   POST /v1/messages           Anthropic Messages
  *   POST /v1/messages/count_tokens  Anthropic token count: {"input_tokens":N} (same validation)
  *   GET  /v1/models             {"object":"list","data":[{"id","object":"model","created","owned_by":"emulator"}]}
@@ -347,6 +349,11 @@
  *   "logprobs":[]; refusal: response.refusal.delta*), response.output_text.done (.refusal.done),
  *   response.content_part.done; last response.completed (or response.incomplete) with the full
  *   Response. Delta events carry "obfuscation" unless stream_options.include_obfuscation is false.
+ *   POST /v1/responses/input_tokens: the same auth and validation, but only the parameters that
+ *   endpoint takes (model, input, instructions, tools, tool_choice, text, reasoning,
+ *   parallel_tool_calls, truncation, previous_response_id, conversation; model and input
+ *   optional; others "Unknown parameter") -> {"object":"response.input_tokens","input_tokens":N},
+ *   N the usage.input_tokens a response to the same input reports.
  *
  * Anthropic Messages (POST /v1/messages)
  *   Headers: x-api-key or a bearer token (see --require-key), anthropic-version required
@@ -526,7 +533,7 @@ static void help(void)
             "  POST /v1/messages          Anthropic Messages        (x-api-key: KEY, anthropic-version required)\n"
             "  POST /v1beta/models/M:generateContent | :streamGenerateContent[?alt=sse] | :countTokens\n"
             "                             Gemini                    (x-goog-api-key: KEY or ?key=KEY)\n"
-            "  GET  /v1/models, /v1beta/models; POST /v1/messages/count_tokens\n"
+            "  GET  /v1/models, /v1beta/models; POST /v1/messages/count_tokens, /v1/responses/input_tokens\n"
             "Same answers everywhere: \"You said: <last user text>\" + \" [image: ...]\" / \" [audio: wav, N bytes]\"\n"
             "  / \" [file: name, mime, N bytes(: text preview)]\" per attachment; \"Tool result: <text>\" after a tool\n"
             "  result; n / candidateCount choices with \" #k\" appended to choice k >= 1 (emu-single* models: n must\n"

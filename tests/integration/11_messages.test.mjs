@@ -421,3 +421,88 @@ test('an unknown path under /v1/messages answers in Anthropic\'s body', async ()
   assertAnthropicError(await http('GET', '/v1/messages/nope', { key: null, headers: { 'x-api-key': cfg.key } }), 404,
     'not_found_error');
 });
+
+// ---- POST /v1/messages/count_tokens --------------------------------------------------
+
+// Each seeded model kind and the upstream endpoint its count must reach: the
+// provider's own counting endpoint, or (openai-chat has none) a generation
+// of one output token.
+const COUNT_MODELS = [
+  ['emu-chat', '/v1/chat/completions'],
+  ['emu-responses', '/v1/responses/input_tokens'],
+  ['emu-claude', '/v1/messages/count_tokens'],
+  ['emu-gemini', '/v1beta/models/emu-model:countTokens'],
+];
+
+function postCount(body, opts = {}) {
+  const h = { ...(opts.headers ?? {}) };
+  if (opts.key !== null) h['x-api-key'] = opts.key ?? cfg.key;
+  h['anthropic-version'] = '2023-06-01';
+  return http('POST', '/v1/messages/count_tokens', { key: null, body, headers: h });
+}
+
+for (const sdk of sdks) {
+  for (const [model, endpoint] of COUNT_MODELS) {
+    test(`[${sdk.name}] countTokens on ${model}: the input_tokens a generation reports, counted at ${endpoint}`, async () => {
+      const client = sdk.make();
+      const m = unique('mcount');
+      const params = {
+        model,
+        system: `Answer briefly ${m}.`,
+        tools: [weatherTool],
+        messages: [
+          { role: 'user', content: `first question ${m}` },
+          { role: 'assistant', content: 'an earlier answer' },
+          { role: 'user', content: [{ type: 'text', text: `count these five words ${m}` }] },
+        ],
+      };
+      const count = await client.messages.countTokens(params);
+      assert.ok(Number.isInteger(count.input_tokens) && count.input_tokens > 0, JSON.stringify(count));
+      const up = await upstreamRequestContaining(m);
+      assert.equal(up.path, endpoint);
+      assert.equal(up.status, 200);
+      if (model === 'emu-chat') assert.equal(up.body.max_tokens, 1); // counted by a one-token generation
+      else assert.equal(up.body.max_tokens, undefined);
+
+      const msg = await client.messages.create({ ...params, max_tokens: 200 });
+      assert.equal(count.input_tokens, msg.usage.input_tokens);
+    });
+  }
+
+  test(`[${sdk.name}] countTokens errors are the SDK's typed errors`, async () => {
+    let e = await sdkError(sdk.make().messages.countTokens({
+      model: 'no-such-model-anywhere', messages: [{ role: 'user', content: 'x' }],
+    }));
+    assert.equal(e.status, 404);
+    assert.equal(e.error.error.type, 'not_found_error');
+    e = await sdkError(sdk.make().messages.countTokens({ model: 'emu-claude' }));
+    assert.equal(e.status, 400);
+    assert.equal(e.error.error.type, 'invalid_request_error');
+    assert.ok(e.error.error.message.includes('messages: Field required'), e.error.error.message);
+  });
+}
+
+test('count_tokens: the raw body, and errors in Anthropic\'s body', async () => {
+  const messages = [{ role: 'user', content: `raw count ${unique()}` }];
+  const ok = await postCount({ model: 'emu-claude', messages });
+  assert.equal(ok.status, 200, ok.text);
+  assert.deepEqual(Object.keys(ok.json), ['input_tokens']);
+  assert.match(ok.headers.get('request-id'), /^req_/);
+
+  assertAnthropicError(await postCount({ model: 'no-such-model-xyz', messages }), 404, 'not_found_error');
+  const { key } = newAccountKey({ models: ['emu-some-other-model'] });
+  assertAnthropicError(await postCount({ model: 'emu-claude', messages }, { key }), 403, 'permission_error');
+  assertAnthropicError(await postCount({ model: 'emu-claude', messages }, { key: 'sk-wrong-key-0000000000000000000000' }),
+    401, 'authentication_error');
+  assertAnthropicError(await postCount({ model: 'emu-claude' }), 400, 'invalid_request_error', 'messages: Field required');
+  assertAnthropicError(await postCount({ messages }), 400, 'invalid_request_error', 'model: Field required');
+  assertAnthropicError(await postCount({ model: 'emu-claude', messages: [] }), 400, 'invalid_request_error');
+  // A Messages request's output settings are not count_tokens parameters.
+  assertAnthropicError(await postCount({ model: 'emu-claude', messages, max_tokens: 10 }), 400, 'invalid_request_error',
+    'max_tokens: Extra inputs are not permitted');
+  assertAnthropicError(await postCount({ model: 'emu-claude', messages, stream: true }), 400, 'invalid_request_error',
+    'stream: Extra inputs are not permitted');
+  // Upstream failures keep their status.
+  const failed = await postCount({ model: 'emu-chat', messages: [{ role: 'user', content: 'x [[emu:status=429]]' }] });
+  assertAnthropicError(failed, 429, 'rate_limit_error');
+});

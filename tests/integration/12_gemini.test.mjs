@@ -374,7 +374,7 @@ test('models.list and models.get: Google\'s Model resource, only the models the 
   assert.equal(chat.displayName, MODEL);
   assert.equal(chat.version, '001');
   assert.ok(chat.inputTokenLimit > 0 && chat.outputTokenLimit > 0);
-  assert.deepEqual(chat.supportedActions ?? chat.supportedGenerationMethods, ['generateContent']);
+  assert.deepEqual(chat.supportedActions ?? chat.supportedGenerationMethods, ['generateContent', 'countTokens']);
 
   // Paging one by one gives the same list.
   const paged = [];
@@ -463,4 +463,67 @@ test('upstream errors keep their status, with Google\'s status names', async () 
     const e = assertGoogleError(res, status);
     assert.match(e.message, new RegExp(`emulated upstream error ${status}`));
   }
+});
+
+// ---- models.countTokens ------------------------------------------------------------------
+
+// Each seeded model kind and the upstream endpoint its count must reach: the
+// provider's own counting endpoint, or (openai-chat has none) a generation
+// of one output token.
+const COUNT_MODELS = [
+  ['emu-chat', '/v1/chat/completions'],
+  ['emu-responses', '/v1/responses/input_tokens'],
+  ['emu-claude', '/v1/messages/count_tokens'],
+  ['emu-gemini', '/v1beta/models/emu-model:countTokens'],
+];
+
+for (const [model, endpoint] of COUNT_MODELS) {
+  test(`countTokens on ${model}: the promptTokenCount a generation reports, counted at ${endpoint}`, async () => {
+    const m = unique('gcount');
+    const contents = [
+      userText(`first question ${m}`),
+      { role: 'model', parts: [{ text: 'an earlier answer' }] },
+      userText(`count these five words ${m}`),
+    ];
+    const count = await ai.models.countTokens({ model, contents });
+    assert.ok(Number.isInteger(count.totalTokens) && count.totalTokens > 0, JSON.stringify(count));
+    const up = await upstreamRequestContaining(m);
+    assert.equal(up.path, endpoint);
+    assert.equal(up.status, 200);
+    if (model === 'emu-chat') assert.equal(up.body.max_tokens, 1); // counted by a one-token generation
+    if (model === 'emu-gemini') assert.equal(up.body.generateContentRequest.model, 'models/emu-model');
+
+    const r = await ai.models.generateContent({ model, contents });
+    assert.equal(count.totalTokens, r.usageMetadata.promptTokenCount);
+
+    // The generateContentRequest form counts everything a request sends.
+    const m2 = unique('gcount2');
+    const req = { contents: [userText(`with a system instruction ${m2}`)], systemInstruction: { parts: [{ text: `Be brief ${m2}.` }] } };
+    const raw = await gpost(`/v1beta/models/${model}:countTokens`, { generateContentRequest: { model: `models/${model}`, ...req } });
+    assert.equal(raw.status, 200, raw.text);
+    assert.deepEqual(Object.keys(raw.json), ['totalTokens']);
+    const gen2 = await gpost(`/v1beta/models/${model}:generateContent`, req);
+    assert.equal(gen2.status, 200, gen2.text);
+    assert.equal(raw.json.totalTokens, gen2.json.usageMetadata.promptTokenCount);
+  });
+}
+
+test('countTokens errors in Google\'s body', async () => {
+  const body = { contents: [userText(`count err ${unique()}`)] };
+  const count = (model, b = body, opts) => gpost(`/v1beta/models/${model}:countTokens`, b, opts);
+  assertGoogleError(await count('no-such-model-it12'), 404);
+  await assert.rejects(ai.models.countTokens({ model: 'no-such-model-it12', contents: 'x' }), (e) => e.status === 404);
+  const narrow = newAccountKey({ models: [MODEL] });
+  assertGoogleError(await count('emu-gemini', body, { key: narrow.key }), 403);
+  assertGoogleError(await count('emu-gemini', body, { key: 'sk-bad-key-0000000000000000000000000000' }), 401);
+  let e = assertGoogleError(await count('emu-gemini', {}), 400);
+  assert.match(e.message, /contents is not specified/);
+  assertGoogleError(await count('emu-gemini', { contents: [] }), 400);
+  e = assertGoogleError(await count('emu-gemini', { generateContentRequest: {} }), 400);
+  assert.match(e.message, /contents is not specified/);
+  assertGoogleError(await count('emu-gemini', { ...body, generateContentRequest: body }), 400);
+  e = assertGoogleError(await count('emu-gemini', { ...body, generationConfig: {} }), 400);
+  assert.match(e.message, /Unknown name "generationConfig"/);
+  // Upstream failures keep their status.
+  assertGoogleError(await count('emu-chat', { contents: [userText('x [[emu:status=503]]')] }), 503);
 });

@@ -349,6 +349,25 @@ static void test_responses_shape(struct sb_emu *emu)
                                  "[file: a.txt, text/plain, 5 bytes: hello] [file: file-abc]");
     CHECK_INT(i_at(r.json, "usage.input_tokens"), 4 + 1 + 85 + 85);
     resp_free(&r);
+
+    /* POST /v1/responses/input_tokens: usage.input_tokens of the same input,
+     * only the parameters that endpoint takes. */
+    r = http(emu, "POST", "/v1/responses/input_tokens",
+             "{'model':'gpt-x','instructions':'be brief',"
+             "'input':[{'role':'user','content':[{'type':'input_text','text':'hello  world'}]}]}",
+             RESP_AUTH);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(s_at(r.json, "object"), "response.input_tokens");
+    CHECK_INT(i_at(r.json, "input_tokens"), 12);
+    resp_free(&r);
+    r = http(emu, "POST", "/v1/responses/input_tokens", "{'input':'just text'}", RESP_AUTH);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(i_at(r.json, "input_tokens"), 4 + 2);
+    resp_free(&r);
+    r = http(emu, "POST", "/v1/responses/input_tokens", "{'model':'m','input':'x','max_output_tokens':16}", RESP_AUTH);
+    CHECK_INT(r.status, 400);
+    CHECK_STR(s_at(r.json, "error.message"), "Unknown parameter: 'max_output_tokens'.");
+    resp_free(&r);
 }
 
 static void test_responses_errors(struct sb_emu *emu, struct sb_emu *keyed)

@@ -1037,6 +1037,74 @@ static void test_stream(void)
     json_decref(job);
 }
 
+/* Token counting: the message request's body minus max_tokens, stream,
+ * sampling and metadata, to /v1/messages/count_tokens; {input_tokens} ->
+ * usage + completed; errors as for a message. */
+static void test_count(void)
+{
+    CHECK(sb_provider_anthropic.build_count_request != NULL && sb_provider_anthropic.parse_count_response != NULL);
+    json_t *job = job_with("{'op':'count_tokens','instructions':'Be brief.','input':[{'type':'message','role':'user',"
+                           "'content':[{'type':'input_text','text':'Hi'}]}],'temperature':0.5,'top_k':3,"
+                           "'stop':['END'],'user':'u1','reasoning':{'effort':'low'},'stream':true,"
+                           "'tools':[{'type':'function','name':'f','parameters':{'type':'object'}}],"
+                           "'tool_choice':'auto',"
+                           "'text':{'format':{'type':'json_schema','name':'o','schema':{'type':'object'}}}}",
+                           "{'max_output_tokens':8192}");
+    sb_provider_request_t req;
+    memset(&req, 0, sizeof req);
+    json_t *err = NULL;
+    CHECK(sb_provider_anthropic.build_count_request(job, &req, &err) == 0);
+    CHECK(err == NULL);
+    CHECK_STR(req.url, "http://127.0.0.1:18080/v1/messages/count_tokens");
+    CHECK_INT(req.n_headers, 3);
+    CHECK_STR(req.headers[1], "Accept: application/json");
+    CHECK_STR(req.headers[2], "anthropic-version: 2023-06-01");
+    json_t *body = req.body ? json_loads(req.body, 0, NULL) : NULL;
+    CHECK_JSON(body, "{'model':'claude-test','system':'Be brief.',"
+                     "'messages':[{'role':'user','content':[{'type':'text','text':'Hi'}]}],"
+                     "'thinking':{'type':'enabled','budget_tokens':2048},"
+                     "'tools':[{'name':'f','input_schema':{'type':'object'}}],'tool_choice':{'type':'auto'},"
+                     "'output_config':{'format':{'type':'json_schema','schema':{'type':'object'}}}}");
+    json_decref(body);
+    sb_provider_request_clear(&req);
+
+    /* The same refusals as a message request. */
+    json_object_set_new((json_t *)json_object_get(job, "request"), "seed", json_integer(1));
+    memset(&req, 0, sizeof req);
+    CHECK(sb_provider_anthropic.build_count_request(job, &req, &err) < 0);
+    CHECK_STR(json_string_value(json_object_get(err, "code")), "unsupported_parameter");
+    json_decref(err);
+    sb_provider_request_clear(&req);
+
+    static const struct {
+        long status;
+        const char *body, *expected;
+    } cases[] = {
+        {200, "{\"input_tokens\":14}", "[" USAGE(14, 0) "," COMPLETED "]"},
+        {200, "{\"input_tokens\":0}", "[" USAGE(0, 0) "," COMPLETED "]"},
+        {200, "{\"tokens\":3}", ERR(502, "upstream_error", "upstream count response has no input_tokens")},
+        {200, "not json", ERR(502, "upstream_error", "upstream count response has no input_tokens")},
+        {400, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad\"}}",
+         ERR(400, "invalid_request", "bad")},
+        {200, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
+         ERR(503, "overloaded", "Overloaded")},
+        {529, "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
+         ERR(503, "overloaded", "Overloaded")},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *events = json_array();
+        sb_provider_response_t resp = {.status = cases[i].status,
+                                       .body = cases[i].body,
+                                       .body_len = strlen(cases[i].body),
+                                       .retry_after = -1,
+                                       .upstream_ms = 42};
+        sb_provider_anthropic.parse_count_response(job, &resp, events);
+        CHECK_JSON(events, cases[i].expected);
+        json_decref(events);
+    }
+    json_decref(job);
+}
+
 int main(void)
 {
     CHECK_STR(sb_provider_anthropic.kind, "anthropic");
@@ -1059,5 +1127,6 @@ int main(void)
     test_response_stop_reasons();
     test_response_errors();
     test_stream();
+    test_count();
     return sb_test_finish("provider_anthropic");
 }

@@ -972,6 +972,76 @@ static void test_stream(void)
     json_decref(job);
 }
 
+/* The events parse_count_response makes of a (single-quoted) body. */
+static json_t *parse_count(long status, const char *body)
+{
+    json_t *job = job_with("{'op':'count_tokens','input':[]}");
+    char *text = Q(body);
+    json_t *events = json_array();
+    sb_provider_response_t resp = {
+        .status = status, .body = text, .body_len = strlen(text), .retry_after = -1, .upstream_ms = 42};
+    sb_provider_gemini.parse_count_response(job, &resp, events);
+    free(text);
+    json_decref(job);
+    return events;
+}
+
+/* Token counting: :countTokens with the generation's mapping wrapped as
+ * generateContentRequest (with the model's resource name); totalTokens ->
+ * usage + completed. */
+static void test_count(void)
+{
+    CHECK(sb_provider_gemini.build_count_request != NULL && sb_provider_gemini.parse_count_response != NULL);
+    /* clang-format off */
+    json_t *job = job_with("{'op':'count_tokens','instructions':'Be brief.','input':[" USER(TEXT("Hi")) "],"
+                           "'temperature':0.5,'stream':true,"
+                           "'tools':[{'type':'function','name':'f','parameters':{'type':'object'}}],"
+                           "'tool_choice':'required'}");
+    /* clang-format on */
+    sb_provider_request_t req;
+    memset(&req, 0, sizeof req);
+    json_t *err = NULL;
+    CHECK(sb_provider_gemini.build_count_request(job, &req, &err) == 0);
+    CHECK(err == NULL);
+    CHECK_STR(req.url, "http://127.0.0.1:18080/v1beta/models/gemini-2.5-flash:countTokens");
+    CHECK_STR(req.headers[1], "Accept: application/json");
+    json_t *body = req.body ? json_loads(req.body, 0, NULL) : NULL;
+    CHECK_JSON(body, "{'generateContentRequest':{'model':'models/gemini-2.5-flash',"
+                     "'systemInstruction':{'parts':[{'text':'Be brief.'}]},"
+                     "'contents':[{'role':'user','parts':[{'text':'Hi'}]}],"
+                     "'tools':[{'functionDeclarations':[{'name':'f','parametersJsonSchema':{'type':'object'}}]}],"
+                     "'toolConfig':{'functionCallingConfig':{'mode':'ANY'}},"
+                     "'generationConfig':{'temperature':0.5}}}");
+    json_decref(body);
+    sb_provider_request_clear(&req);
+    json_decref(job);
+    /* A resource name is kept as given. */
+    job = job_with("{'op':'count_tokens','input':[]}");
+    json_object_set_new((json_t *)json_object_get(job, "route"), "upstream_model", json_string("tunedModels/t1"));
+    memset(&req, 0, sizeof req);
+    CHECK(sb_provider_gemini.build_count_request(job, &req, &err) == 0);
+    CHECK_STR(req.url, "http://127.0.0.1:18080/v1beta/tunedModels/t1:countTokens");
+    body = req.body ? json_loads(req.body, 0, NULL) : NULL;
+    CHECK_JSON(body, "{'generateContentRequest':{'model':'tunedModels/t1','contents':[]}}");
+    json_decref(body);
+    sb_provider_request_clear(&req);
+    json_decref(job);
+
+    json_t *events = parse_count(200, "{'totalTokens':31,'promptTokensDetails':[{'modality':'TEXT','tokenCount':31}]}");
+    CHECK_JSON(events, SEQ(USAGE(31, 0, 0), COMPLETED("public-model")));
+    json_decref(events);
+    /* proto3 JSON leaves a zero count out. */
+    events = parse_count(200, "{}");
+    CHECK_JSON(events, SEQ(USAGE(0, 0, 0), COMPLETED("public-model")));
+    json_decref(events);
+    events = parse_count(200, "{'totalTokens':'many'}");
+    CHECK_JSON(events, SEQ(ERROR(502, "upstream_error", "upstream returned a malformed countTokens response")));
+    json_decref(events);
+    events = parse_count(404, "{'error':{'code':404,'message':'models/x is not found','status':'NOT_FOUND'}}");
+    CHECK_JSON(events, SEQ(ERROR(404, "not_found", "models/x is not found")));
+    json_decref(events);
+}
+
 int main(void)
 {
     CHECK(sb_provider_lookup("gemini") == &sb_provider_gemini);
@@ -989,5 +1059,6 @@ int main(void)
     test_response_candidates();
     test_response_errors();
     test_stream();
+    test_count();
     return sb_test_finish("provider_gemini");
 }

@@ -671,6 +671,65 @@ static void test_response_errors(void)
                  "\"code\":null,\"message\":\"upstream returned a malformed tool call\"}]");
 }
 
+/* The events the per-job parser keeps of a chat body for a count job. */
+static json_t *parse_count(const json_t *job, long status, const char *body)
+{
+    json_t *events = json_array();
+    sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_openai_chat, job);
+    CHECK(sb_provider_parser_feed(p, status, body, strlen(body), events) == 0);
+    sb_provider_response_t resp = {.status = status, .retry_after = -1, .upstream_ms = 42};
+    sb_provider_parser_finish(p, &resp, events);
+    sb_provider_parser_destroy(&p);
+    return events;
+}
+
+/* Token counting without a counting endpoint: the count job becomes a
+ * generation of one output token (no stream, no n), and the parser keeps
+ * only its usage (prompt_tokens is the count) and a completed final. */
+static void test_count(void)
+{
+    CHECK(sb_provider_openai_chat.build_count_request == NULL);
+    CHECK(sb_provider_openai_chat.parse_count_response == NULL);
+    json_t *job = job_with("{\"op\":\"count_tokens\",\"input\":[{\"type\":\"message\",\"role\":\"user\","
+                           "\"content\":[{\"type\":\"input_text\",\"text\":\"Hi\"}]}],"
+                           "\"max_output_tokens\":500,\"stream\":true,\"n\":3,\"temperature\":0.5}");
+    json_t *gen = sb_provider_count_job(job);
+    sb_provider_request_t req;
+    json_t *err;
+    json_t *body = build(gen, &req, &err);
+    CHECK_JSON(body, "{\"model\":\"llama-3\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],"
+                     "\"max_tokens\":1,\"temperature\":0.5,\"stream\":false}");
+    CHECK_STR(req.url, "http://127.0.0.1:18080/v1/chat/completions");
+    json_decref(body);
+    sb_provider_request_clear(&req);
+    /* The original job is untouched. */
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(job, "request"), "max_output_tokens")), 500);
+
+    json_t *events = parse_count(gen, 200,
+                                 "{\"id\":\"c1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+                                 "\"message\":{\"role\":\"assistant\",\"content\":\"You\"},"
+                                 "\"finish_reason\":\"length\"}],"
+                                 "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}");
+    CHECK_JSON(events, "[{\"type\":\"usage\",\"input_tokens\":9,\"output_tokens\":1,\"reasoning_tokens\":0},"
+                       "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
+                       "\"model\":\"public-model\",\"upstream_ms\":42}]");
+    json_decref(events);
+    /* No usage: nothing was counted. */
+    events = parse_count(gen, 200,
+                         "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"You\"},"
+                         "\"finish_reason\":\"stop\"}]}");
+    CHECK_JSON(events, "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
+                       "\"message\":\"the upstream reported no token usage: the input could not be counted\"}]");
+    json_decref(events);
+    /* Errors pass as they are. */
+    events = parse_count(gen, 404, "{\"error\":{\"message\":\"model not found\"}}");
+    CHECK_JSON(events, "[{\"type\":\"error\",\"status\":404,\"kind\":\"not_found\",\"code\":null,"
+                       "\"message\":\"model not found\"}]");
+    json_decref(events);
+    json_decref(gen);
+    json_decref(job);
+}
+
 int main(void)
 {
     test_request_basic();
@@ -688,5 +747,6 @@ int main(void)
     test_response_reasoning_and_refusal();
     test_response_choices();
     test_response_errors();
+    test_count();
     return sb_test_finish("provider_openai_chat");
 }

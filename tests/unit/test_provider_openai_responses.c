@@ -857,6 +857,63 @@ static void test_stream(void)
     json_decref(events);
 }
 
+/* The events parse_count_response makes of a body. */
+static json_t *parse_count(long status, const char *body)
+{
+    json_t *job = job_with("{\"op\":\"count_tokens\",\"input\":[]}");
+    json_t *events = json_array();
+    sb_provider_response_t resp = {
+        .status = status, .body = body, .body_len = strlen(body), .retry_after = -1, .upstream_ms = 42};
+    P->parse_count_response(job, &resp, events);
+    json_decref(job);
+    return events;
+}
+
+/* Token counting: POST /responses/input_tokens with the request cut to the
+ * fields that endpoint takes; input_tokens -> usage + completed. */
+static void test_count(void)
+{
+    CHECK(P->build_count_request != NULL && P->parse_count_response != NULL);
+    json_t *job =
+        job_with("{\"op\":\"count_tokens\",\"instructions\":\"Be brief.\",\"input\":[{\"type\":\"message\","
+                 "\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"Hi\"}]}],"
+                 "\"max_output_tokens\":64,\"temperature\":0.5,\"user\":\"u1\",\"stream\":true,"
+                 "\"reasoning\":{\"effort\":\"low\"},\"parallel_tool_calls\":false,\"truncation\":\"auto\","
+                 "\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":{}}],\"tool_choice\":\"auto\","
+                 "\"text\":{\"format\":{\"type\":\"json_object\"}}}");
+    sb_provider_request_t req;
+    memset(&req, 0, sizeof req);
+    json_t *err = NULL;
+    CHECK(P->build_count_request(job, &req, &err) == 0);
+    CHECK(err == NULL);
+    CHECK_STR(req.url, "https://api.example.test/v1/responses/input_tokens");
+    CHECK_STR(req.headers[1], "Accept: application/json");
+    json_t *body = req.body ? json_loads(req.body, 0, NULL) : NULL;
+    CHECK_JSON(body, "{\"model\":\"gpt-5\",\"instructions\":\"Be brief.\",\"input\":[{\"type\":\"message\","
+                     "\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"Hi\"}]}],"
+                     "\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":{},\"strict\":false}],"
+                     "\"tool_choice\":\"auto\",\"text\":{\"format\":{\"type\":\"json_object\"}},"
+                     "\"reasoning\":{\"effort\":\"low\"},\"parallel_tool_calls\":false,\"truncation\":\"auto\"}");
+    json_decref(body);
+    sb_provider_request_clear(&req);
+    json_decref(job);
+
+    json_t *events = parse_count(200, "{\"object\":\"response.input_tokens\",\"input_tokens\":12}");
+    CHECK_JSON(events, "[{\"type\":\"usage\",\"input_tokens\":12,\"output_tokens\":0,\"reasoning_tokens\":0},"
+                       "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
+                       "\"model\":\"public-model\",\"upstream_ms\":42}]");
+    json_decref(events);
+    events = parse_count(200, "{\"object\":\"response.input_tokens\"}");
+    CHECK_JSON(events, "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
+                       "\"message\":\"upstream count response has no input_tokens\"}]");
+    json_decref(events);
+    events =
+        parse_count(400, "{\"error\":{\"message\":\"Unknown parameter: 'x'.\",\"type\":\"invalid_request_error\"}}");
+    CHECK_JSON(events, "[{\"type\":\"error\",\"status\":400,\"kind\":\"invalid_request\",\"code\":null,"
+                       "\"message\":\"Unknown parameter: 'x'.\"}]");
+    json_decref(events);
+}
+
 int main(void)
 {
     test_request_basic();
@@ -871,5 +928,6 @@ int main(void)
     test_response_status();
     test_response_errors();
     test_stream();
+    test_count();
     return sb_test_finish("provider_openai_responses");
 }

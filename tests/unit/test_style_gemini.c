@@ -422,6 +422,54 @@ static void test_render(void)
     req_free(r);
 }
 
+/* countTokens: {contents} or {generateContentRequest}, parsed as a
+ * generation; the reply is {"totalTokens": N}. */
+static void test_count(void)
+{
+    fe_request_t *r = req_new(1);
+    r->path = (char *)"/v1beta/models/m1:countTokens";
+    r->count_tokens = true;
+    fe_error_t err;
+    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"hi\"}]}]}", &err), 0);
+    CHECK_STR(r->model_id, "m1");
+    CHECK_STR(str(input(r, 0), "role"), "user");
+    CHECK_INT(parse(r,
+                    "{\"generateContentRequest\":{\"model\":\"models/m1\",\"contents\":[{\"role\":\"user\","
+                    "\"parts\":[{\"text\":\"hi\"}]}],\"systemInstruction\":{\"parts\":[{\"text\":\"S\"}]},"
+                    "\"generationConfig\":{\"temperature\":0.5}}}",
+                    &err),
+              0);
+    CHECK_STR(str(r->canonical, "instructions"), "S");
+    CHECK_STR(str(input(r, 0), "role"), "user");
+    r->result.input_tokens = 17;
+    json_t *out = fe_style_gemini.render_count(r);
+    char *text = json_dumps(out, JSON_COMPACT);
+    CHECK_STR(text, "{\"totalTokens\":17}");
+    free(text);
+    json_decref(out);
+
+    static const struct {
+        const char *body, *needle;
+    } bad[] = {
+        {"{}", "contents is not specified"},
+        {"{\"contents\":[]}", "contents is not specified"},
+        {"{\"generateContentRequest\":{}}", "contents is not specified"},
+        {"{\"contents\":[{\"parts\":[{\"text\":\"a\"}]}],\"generateContentRequest\":{\"contents\":[]}}",
+         "cannot both be set"},
+        {"{\"contents\":[{\"parts\":[{\"text\":\"a\"}]}],\"generationConfig\":{}}",
+         "Unknown name \"generationConfig\""},
+        {"{\"generateContentRequest\":[]}", "generate_content_request"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_INT(parse(r, bad[i].body, &err), -1);
+        CHECK_INT(err.status, 400);
+        CHECK(strstr(err.message, bad[i].needle) != NULL);
+        if (!strstr(err.message, bad[i].needle))
+            fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", err.message, bad[i].needle);
+    }
+    req_free(r);
+}
+
 int main(void)
 {
     if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &srv.seal_key) != 0) {
@@ -434,5 +482,6 @@ int main(void)
     test_schema_and_tools();
     test_calls();
     test_render();
+    test_count();
     return sb_test_finish("style_gemini");
 }

@@ -362,6 +362,62 @@ static void test_render(void)
     srv.seal_ready = true;
 }
 
+/* count_tokens: the same parse without max_tokens and the output-only
+ * fields; the reply is {"input_tokens": N}. */
+static void test_count(void)
+{
+    fe_request_t r;
+    fe_error_t err;
+    req_init(&r, "2023-06-01");
+    r.count_tokens = true;
+    json_t *body = json_loads("{\"model\":\"m\",\"system\":\"Be brief.\",\"messages\":[{\"role\":\"user\","
+                              "\"content\":\"hi\"}],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048},"
+                              "\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],"
+                              "\"tool_choice\":{\"type\":\"auto\"}}",
+                              0, NULL);
+    memset(&err, 0, sizeof err);
+    CHECK_INT(fe_style_messages.parse(&r, body, &err), 0);
+    json_decref(body);
+    CHECK_STR(r.model_id, "m");
+    CHECK(json_object_get(r.canonical, "max_output_tokens") == NULL);
+    CHECK_STR(json_string_value(json_object_get(r.canonical, "instructions")), "Be brief.");
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(r.canonical, "reasoning"), "budget_tokens")), 2048);
+    CHECK_INT(json_array_size(json_object_get(r.canonical, "tools")), 1);
+    r.result.input_tokens = 42;
+    json_t *out = fe_style_messages.render_count(&r);
+    char *text = json_dumps(out, JSON_COMPACT);
+    CHECK_STR(text, "{\"input_tokens\":42}");
+    free(text);
+    json_decref(out);
+    req_free(&r);
+
+    static const struct {
+        const char *body, *needle;
+    } bad[] = {
+        {"{\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+         "max_tokens: Extra inputs are not permitted"},
+        {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream\":false}",
+         "stream: Extra inputs are not permitted"},
+        {"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"temperature\":1}",
+         "temperature: Extra inputs are not permitted"},
+        {"{\"model\":\"m\"}", "messages: Field required"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", "model: Field required"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        req_init(&r, "2023-06-01");
+        r.count_tokens = true;
+        body = json_loads(bad[i].body, 0, NULL);
+        memset(&err, 0, sizeof err);
+        CHECK_INT(fe_style_messages.parse(&r, body, &err), -1);
+        CHECK_INT(err.status, 400);
+        CHECK(strstr(err.message, bad[i].needle) != NULL);
+        if (!strstr(err.message, bad[i].needle))
+            fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", err.message, bad[i].needle);
+        json_decref(body);
+        req_free(&r);
+    }
+}
+
 int main(void)
 {
     if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &srv.seal_key) != 0)
@@ -371,5 +427,6 @@ int main(void)
     test_parse();
     test_parse_errors();
     test_render();
+    test_count();
     return sb_test_finish("test_style_messages");
 }

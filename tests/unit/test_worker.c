@@ -618,6 +618,13 @@ static void test_bad_jobs(void)
     send_job("job_tool", job, 0);
     CHECK(run_until(has_final, "job_tool", 3000));
     check_final_error("job_tool", 400, "invalid_request", "tool type 'web_search' is not supported");
+
+    /* An operation the worker does not know. */
+    job = make_job("openai-chat", "fast", srv_port, NULL);
+    json_object_set_new((json_t *)sb_job_request(job), "op", json_string("embed"));
+    send_job("job_op", job, 0);
+    CHECK(run_until(has_final, "job_op", 3000));
+    check_final_error("job_op", 400, "invalid_request", "job request.op is not supported");
 }
 
 static void test_reconnect(void)
@@ -984,6 +991,30 @@ static void test_fanout_strict(void)
         CHECK_STR(job_text("job_fan_strict", k), srv_json_ok);
 }
 
+/* A count job on an upstream without a counting endpoint: one one-token
+ * generation (never fanned out, never strict-checked or retried), and only
+ * its usage and completed go back. */
+static void test_count_by_generation(void)
+{
+    int first = srv_n;
+    json_t *job = make_format_job("json_bad", true); /* strict would retry json_bad */
+    set_n(job, 3, "{\"n\":false}");                  /* a fan-out would make 3 calls */
+    json_object_set_new((json_t *)sb_job_request(job), "op", json_string(SB_JOB_OP_COUNT_TOKENS));
+    json_object_set_new((json_t *)sb_job_request(job), "max_output_tokens", json_integer(500));
+    send_job("job_count", job, 0);
+    CHECK(run_until(has_final, "job_count", 3000));
+    check_completed("job_count");
+    CHECK_INT(srv_n, first + 1);
+    CHECK_INT(json_integer_value(json_object_get(srv_recs[first].body, "max_tokens")), 1);
+    CHECK(json_object_get(srv_recs[first].body, "n") == NULL);
+    CHECK(json_object_get(srv_recs[first].body, "op") == NULL);
+    json_t *evs = job_events("job_count");
+    CHECK_INT(json_array_size(evs), 2);
+    CHECK(sb_event_type_of(json_array_get(evs, 0)) == SB_EV_USAGE);
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(evs, 0), "input_tokens")), 5);
+    json_decref(evs);
+}
+
 int main(void)
 {
     zsys_handler_set(NULL);
@@ -1028,6 +1059,7 @@ int main(void)
     test_fanout();
     test_fanout_fail();
     test_fanout_strict();
+    test_count_by_generation();
     test_reconnect();
     test_drain(w);
     sb_worker_destroy(&w);
