@@ -335,3 +335,33 @@ int sb_provider_data_url(const char *url, char *mime, size_t mimesz, const char 
     *payload = comma + 1;
     return 0;
 }
+
+static json_t *sb_provider_verror(const char *code, const char *prefix, const char *fmt, va_list ap)
+{
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        abort(); /* out of memory */
+    char *full = sb_xasprintf("%s%s", prefix, msg);
+    json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, code, full);
+    free(full);
+    free(msg);
+    return ev;
+}
+
+json_t *sb_provider_invalid(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    json_t *ev = sb_provider_verror(NULL, "", fmt, ap);
+    va_end(ap);
+    return ev;
+}
+
+json_t *sb_provider_unsupported(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    json_t *ev = sb_provider_verror("unsupported_parameter", "unsupported parameter: ", fmt, ap);
+    va_end(ap);
+    return ev;
+}

@@ -130,6 +130,15 @@ json_t *sb_provider_count_job(const json_t *job);
  * (output 0), then completed with the job's public model. */
 void sb_provider_count_result(const json_t *job, int64_t count, int64_t upstream_ms, json_t *events);
 
+/* A 400 invalid_request error event (a malformed job), message formatted.
+ * New reference. */
+json_t *sb_provider_invalid(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A 400 error event with code "unsupported_parameter" for a valid job this
+ * upstream cannot express; the message reads "unsupported parameter: <what>".
+ * New reference. */
+json_t *sb_provider_unsupported(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The canonical error event for an upstream HTTP error status. message is the
  * upstream's own message (kept for statuses passed through) or NULL for a
  * generic text; quota is true when the upstream said insufficient_quota;

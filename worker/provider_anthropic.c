@@ -94,41 +94,6 @@
  * Errors.
  */
 
-static json_t *sb_anth_verror(const char *code, const char *prefix, const char *fmt, va_list ap)
-{
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        abort(); /* out of memory */
-    char *full = sb_xasprintf("%s%s", prefix, msg);
-    json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, code, full);
-    free(full);
-    free(msg);
-    return ev;
-}
-
-/* A 400 invalid_request error event: a malformed job. */
-static json_t *sb_anth_invalid(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *sb_anth_invalid(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    json_t *ev = sb_anth_verror(NULL, "", fmt, ap);
-    va_end(ap);
-    return ev;
-}
-
-/* A 400 unsupported_parameter error event: a valid job this upstream cannot
- * express. The message reads "unsupported parameter: <what>". */
-static json_t *sb_anth_unsupported(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *sb_anth_unsupported(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    json_t *ev = sb_anth_verror("unsupported_parameter", "unsupported parameter: ", fmt, ap);
-    va_end(ap);
-    return ev;
-}
-
 /*
  * Request side.
  */
@@ -207,7 +172,7 @@ static json_t *sb_anth_image(const json_t *part, size_t index, json_t **err)
 {
     const char *url = json_string_value(json_object_get(part, "image_url"));
     if (!url) {
-        *err = sb_anth_invalid("input_image (content part %zu) without image_url is not supported by provider "
+        *err = sb_provider_invalid("input_image (content part %zu) without image_url is not supported by provider "
                                "anthropic",
                                index);
         return NULL;
@@ -217,7 +182,7 @@ static json_t *sb_anth_image(const json_t *part, size_t index, json_t **err)
     char mime[128];
     const char *payload;
     if (sb_provider_data_url(url, mime, sizeof mime, &payload) < 0) {
-        *err = sb_anth_invalid("input_image (content part %zu) needs an http(s) URL or a base64 data URL", index);
+        *err = sb_provider_invalid("input_image (content part %zu) needs an http(s) URL or a base64 data URL", index);
         return NULL;
     }
     static const char *const types[] = {"image/jpeg", "image/png", "image/gif", "image/webp"};
@@ -225,7 +190,7 @@ static json_t *sb_anth_image(const json_t *part, size_t index, json_t **err)
     for (size_t k = 0; k < sizeof types / sizeof types[0] && !ok; k++)
         ok = !strcmp(mime, types[k]);
     if (!ok) {
-        *err = sb_anth_unsupported("image type '%s' is not supported by Anthropic upstreams", *mime ? mime : "(none)");
+        *err = sb_provider_unsupported("image type '%s' is not supported by Anthropic upstreams", *mime ? mime : "(none)");
         return NULL;
     }
     return json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "image", "source", "type", "base64", "media_type", mime,
@@ -242,13 +207,13 @@ static json_t *sb_anth_document(const json_t *part, size_t index, json_t **err)
     char mime[128];
     const char *payload;
     if (!data) {
-        *err = sb_anth_invalid("input_file '%s' (content part %zu) without file_data is not supported by provider "
+        *err = sb_provider_invalid("input_file '%s' (content part %zu) without file_data is not supported by provider "
                                "anthropic",
                                name, index);
         return NULL;
     }
     if (sb_provider_data_url(data, mime, sizeof mime, &payload) < 0) {
-        *err = sb_anth_invalid("input_file '%s' (content part %zu) needs a base64 data URL", name, index);
+        *err = sb_provider_invalid("input_file '%s' (content part %zu) needs a base64 data URL", name, index);
         return NULL;
     }
     json_t *doc;
@@ -259,19 +224,19 @@ static json_t *sb_anth_document(const json_t *part, size_t index, json_t **err)
         size_t n;
         char *bytes = (char *)sb_base64_decode(payload, strlen(payload), &n);
         if (!bytes) {
-            *err = sb_anth_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
+            *err = sb_provider_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
             return NULL;
         }
         json_t *text = json_stringn(bytes, n); /* NULL unless valid UTF-8 */
         free(bytes);
         if (!text) {
-            *err = sb_anth_invalid("input_file '%s' (content part %zu) is not UTF-8 text", name, index);
+            *err = sb_provider_invalid("input_file '%s' (content part %zu) is not UTF-8 text", name, index);
             return NULL;
         }
         doc = json_pack("{s:s, s:{s:s, s:s, s:o}}", "type", "document", "source", "type", "text", "media_type",
                         "text/plain", "data", text);
     } else {
-        *err = sb_anth_unsupported("input_file '%s' of type '%s' is not supported by Anthropic upstreams (PDF and "
+        *err = sb_provider_unsupported("input_file '%s' of type '%s' is not supported by Anthropic upstreams (PDF and "
                                    "text files only)",
                                    name, *mime ? mime : "(none)");
         return NULL;
@@ -291,7 +256,7 @@ static int sb_anth_part(const json_t *part, size_t index, bool assistant, json_t
     if (t && (!strcmp(t, "input_text") || !strcmp(t, "output_text") || (assistant && !strcmp(t, "refusal")))) {
         const json_t *text = json_object_get(part, strcmp(t, "refusal") ? "text" : "refusal");
         if (!json_is_string(text)) {
-            *err = sb_anth_invalid("content part %zu has no text", index);
+            *err = sb_provider_invalid("content part %zu has no text", index);
             return -EINVAL;
         }
         if (json_string_length(text) > 0)
@@ -303,10 +268,10 @@ static int sb_anth_part(const json_t *part, size_t index, bool assistant, json_t
     if (t && !strcmp(t, "input_file"))
         return (*out = sb_anth_document(part, index, err)) ? 0 : -EINVAL;
     if (t && !strcmp(t, "input_audio")) {
-        *err = sb_anth_unsupported("audio input is not supported by Anthropic upstreams");
+        *err = sb_provider_unsupported("audio input is not supported by Anthropic upstreams");
         return -EINVAL;
     }
-    *err = sb_anth_invalid("content part type '%s' is not supported by provider " SB_ANTH_KIND, t ? t : "(none)");
+    *err = sb_provider_invalid("content part type '%s' is not supported by provider " SB_ANTH_KIND, t ? t : "(none)");
     return -EINVAL;
 }
 
@@ -321,7 +286,7 @@ static int sb_anth_system(sb_anth_buf_t *system, const json_t *parts, json_t **e
         const json_t *text = json_object_get(part, "text");
         if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) || !json_is_string(text)) {
             sb_anth_buf_free(&piece);
-            *err = sb_anth_unsupported("content part type '%s' in a system or developer message is not supported by "
+            *err = sb_provider_unsupported("content part type '%s' in a system or developer message is not supported by "
                                        "Anthropic upstreams (text only)",
                                        t ? t : "(none)");
             return -EINVAL;
@@ -365,7 +330,7 @@ static int sb_anth_tool_use(json_t *messages, const json_t *item, json_t **err)
     const json_t *name = json_object_get(item, "name");
     const json_t *args = json_object_get(item, "arguments");
     if (!json_is_string(call_id) || !json_is_string(name)) {
-        *err = sb_anth_invalid("function_call items need call_id and name");
+        *err = sb_provider_invalid("function_call items need call_id and name");
         return -EINVAL;
     }
     json_t *input;
@@ -377,7 +342,7 @@ static int sb_anth_tool_use(json_t *messages, const json_t *item, json_t **err)
         input = json_is_string(args) ? json_loadb(json_string_value(args), json_string_length(args), 0, NULL) : NULL;
         if (!json_is_object(input)) {
             json_decref(input);
-            *err = sb_anth_invalid("function_call '%s' has arguments that are not a JSON object",
+            *err = sb_provider_invalid("function_call '%s' has arguments that are not a JSON object",
                                    json_string_value(call_id));
             return -EINVAL;
         }
@@ -394,7 +359,7 @@ static int sb_anth_tool_result(json_t *messages, const json_t *item, json_t **er
     const json_t *call_id = json_object_get(item, "call_id");
     const json_t *output = json_object_get(item, "output");
     if (!json_is_string(call_id)) {
-        *err = sb_anth_invalid("function_call_output items need call_id");
+        *err = sb_provider_invalid("function_call_output items need call_id");
         return -EINVAL;
     }
     json_t *block = json_pack("{s:s, s:O}", "type", "tool_result", "tool_use_id", call_id);
@@ -465,7 +430,7 @@ static int sb_anth_messages(json_t *body, const json_t *request, json_t **err)
         sb_anth_buf_join(&system, "\n\n", instructions);
     const json_t *input = json_object_get(request, "input");
     if (input && !json_is_null(input) && !json_is_array(input)) {
-        *err = sb_anth_invalid("request.input must be an array of items");
+        *err = sb_provider_invalid("request.input must be an array of items");
         goto fail;
     }
     size_t i;
@@ -473,7 +438,7 @@ static int sb_anth_messages(json_t *body, const json_t *request, json_t **err)
     json_array_foreach (input, i, item) {
         const char *type = json_string_value(json_object_get(item, "type"));
         if (!type) {
-            *err = sb_anth_invalid("input item %zu has no type", i);
+            *err = sb_provider_invalid("input item %zu has no type", i);
             goto fail;
         }
         if (!strcmp(type, "message")) {
@@ -481,11 +446,11 @@ static int sb_anth_messages(json_t *body, const json_t *request, json_t **err)
             const json_t *content = json_object_get(item, "content");
             if (!role || (strcmp(role, "system") && strcmp(role, "developer") && strcmp(role, "user") &&
                           strcmp(role, "assistant"))) {
-                *err = sb_anth_invalid("input item %zu has an unsupported role", i);
+                *err = sb_provider_invalid("input item %zu has an unsupported role", i);
                 goto fail;
             }
             if (!json_is_array(content)) {
-                *err = sb_anth_invalid("message content must be an array of parts");
+                *err = sb_provider_invalid("message content must be an array of parts");
                 goto fail;
             }
             int rc = (!strcmp(role, "system") || !strcmp(role, "developer"))
@@ -502,7 +467,7 @@ static int sb_anth_messages(json_t *body, const json_t *request, json_t **err)
         } else if (!strcmp(type, "reasoning")) {
             sb_anth_thinking(messages, item);
         } else {
-            *err = sb_anth_invalid("input item type '%s' is not supported by provider " SB_ANTH_KIND, type);
+            *err = sb_provider_invalid("input item type '%s' is not supported by provider " SB_ANTH_KIND, type);
             goto fail;
         }
     }
@@ -526,12 +491,12 @@ static json_t *sb_anth_tools(const json_t *tools, json_t **err)
         const char *type = json_string_value(json_object_get(tool, "type"));
         if (!type || strcmp(type, "function")) {
             *err =
-                sb_anth_unsupported("tool type '%s' is not supported by Anthropic upstreams", type ? type : "(none)");
+                sb_provider_unsupported("tool type '%s' is not supported by Anthropic upstreams", type ? type : "(none)");
             goto fail;
         }
         const json_t *name = json_object_get(tool, "name");
         if (!json_is_string(name)) {
-            *err = sb_anth_invalid("function tool %zu has no name", i);
+            *err = sb_provider_invalid("function tool %zu has no name", i);
             goto fail;
         }
         json_t *t = json_pack("{s:O}", "name", name);
@@ -567,7 +532,7 @@ static int sb_anth_tool_choice(json_t *body, const json_t *tc, const json_t *par
         const char *type = json_string_value(json_object_get(tc, "type"));
         const json_t *name = json_object_get(tc, "name");
         if (!type || strcmp(type, "function") || !json_is_string(name)) {
-            *err = sb_anth_unsupported("tool_choice '%s' is not supported by Anthropic upstreams",
+            *err = sb_provider_unsupported("tool_choice '%s' is not supported by Anthropic upstreams",
                                        json_is_string(tc) ? json_string_value(tc)
                                        : type             ? type
                                                           : "(none)");
@@ -598,7 +563,7 @@ static int sb_anth_output_format(json_t *body, const json_t *text, json_t **err)
     if (type && !strcmp(type, "json_schema")) {
         const json_t *schema = json_object_get(format, "schema");
         if (!json_is_object(schema)) {
-            *err = sb_anth_invalid("text.format json_schema needs a schema");
+            *err = sb_provider_invalid("text.format json_schema needs a schema");
             return -EINVAL;
         }
         /* Anthropic always constrains JSON output to the schema; name and
@@ -608,11 +573,11 @@ static int sb_anth_output_format(json_t *body, const json_t *text, json_t **err)
         return 0;
     }
     if (type && !strcmp(type, "json_object")) {
-        *err = sb_anth_unsupported("text.format json_object is not supported by Anthropic upstreams (no JSON mode "
+        *err = sb_provider_unsupported("text.format json_object is not supported by Anthropic upstreams (no JSON mode "
                                    "without a schema; use json_schema)");
         return -EINVAL;
     }
-    *err = sb_anth_invalid("text.format '%s' is not supported by provider " SB_ANTH_KIND, type ? type : "(none)");
+    *err = sb_provider_invalid("text.format '%s' is not supported by provider " SB_ANTH_KIND, type ? type : "(none)");
     return -EINVAL;
 }
 
@@ -630,11 +595,11 @@ static int sb_anth_limits(json_t *body, const json_t *job, const json_t *request
     const json_t *route_max = json_object_get(sb_job_route(job), "max_output_tokens");
     if (v && !json_is_null(v)) {
         if (!json_is_integer(v)) {
-            *err = sb_anth_invalid("request.max_output_tokens has the wrong type");
+            *err = sb_provider_invalid("request.max_output_tokens has the wrong type");
             return -EINVAL;
         }
         if (json_integer_value(v) < 1) {
-            *err = sb_anth_invalid("request.max_output_tokens must be at least 1");
+            *err = sb_provider_invalid("request.max_output_tokens must be at least 1");
             return -EINVAL;
         }
         max_tokens = json_integer_value(v);
@@ -657,7 +622,7 @@ static int sb_anth_limits(json_t *body, const json_t *job, const json_t *request
         while (e && k < sizeof budgets / sizeof budgets[0] && strcmp(budgets[k].effort, e))
             k++;
         if (!e || k == sizeof budgets / sizeof budgets[0]) {
-            *err = sb_anth_invalid("reasoning.effort '%s' is not supported by provider " SB_ANTH_KIND,
+            *err = sb_provider_invalid("reasoning.effort '%s' is not supported by provider " SB_ANTH_KIND,
                                    e ? e : "(not a string)");
             return -EINVAL;
         }
@@ -670,7 +635,7 @@ static int sb_anth_limits(json_t *body, const json_t *job, const json_t *request
             max_tokens = budget + SB_ANTH_DEFAULT_MAX_TOKENS;
         if (budget > 0 && max_tokens <= budget) {
             if (max_tokens - 1 < SB_ANTH_MIN_BUDGET) {
-                *err = sb_anth_unsupported("max_output_tokens %lld is too small for reasoning effort '%s' on "
+                *err = sb_provider_unsupported("max_output_tokens %lld is too small for reasoning effort '%s' on "
                                            "Anthropic upstreams (thinking needs more than %d; use effort 'none' or a "
                                            "larger max_output_tokens)",
                                            (long long)max_tokens, e, SB_ANTH_MIN_BUDGET);
@@ -694,7 +659,7 @@ static int sb_anth_params(json_t *body, const json_t *request, json_t **err)
         if (!v || json_is_null(v))
             continue;
         if (!json_is_number(v) || (!strcmp(numbers[k], "top_k") && !json_is_integer(v))) {
-            *err = sb_anth_invalid("request.%s has the wrong type", numbers[k]);
+            *err = sb_provider_invalid("request.%s has the wrong type", numbers[k]);
             return -EINVAL;
         }
         json_object_set(body, numbers[k], (json_t *)v);
@@ -715,7 +680,7 @@ static int sb_anth_params(json_t *body, const json_t *request, json_t **err)
         }
         if (json_array_size(seqs) != (json_is_array(stop) ? json_array_size(stop) : 1)) {
             json_decref(seqs);
-            *err = sb_anth_invalid("request.stop has the wrong type");
+            *err = sb_provider_invalid("request.stop has the wrong type");
             return -EINVAL;
         }
         if (json_array_size(seqs) > 0)
@@ -726,7 +691,7 @@ static int sb_anth_params(json_t *body, const json_t *request, json_t **err)
     const json_t *user = json_object_get(request, "user");
     if (user && !json_is_null(user)) {
         if (!json_is_string(user)) {
-            *err = sb_anth_invalid("request.user has the wrong type");
+            *err = sb_provider_invalid("request.user has the wrong type");
             return -EINVAL;
         }
         json_object_set_new(body, "metadata", json_pack("{s:O}", "user_id", user));
@@ -735,7 +700,7 @@ static int sb_anth_params(json_t *body, const json_t *request, json_t **err)
     for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
         const json_t *v = json_object_get(request, refused[k]);
         if (v && !json_is_null(v)) {
-            *err = sb_anth_unsupported("%s is not supported by Anthropic upstreams", refused[k]);
+            *err = sb_provider_unsupported("%s is not supported by Anthropic upstreams", refused[k]);
             return -EINVAL;
         }
     }
@@ -743,12 +708,12 @@ static int sb_anth_params(json_t *body, const json_t *request, json_t **err)
     const json_t *n = json_object_get(request, "n");
     if (n && !json_is_null(n)) {
         if (!json_is_integer(n)) {
-            *err = sb_anth_invalid("request.n has the wrong type");
+            *err = sb_provider_invalid("request.n has the wrong type");
             return -EINVAL;
         }
         if (json_integer_value(n) != 1) {
-            *err = json_integer_value(n) < 1 ? sb_anth_invalid("request.n must be at least 1")
-                                             : sb_anth_unsupported("n > 1 is not supported by Anthropic upstreams");
+            *err = json_integer_value(n) < 1 ? sb_provider_invalid("request.n must be at least 1")
+                                             : sb_provider_unsupported("n > 1 is not supported by Anthropic upstreams");
             return -EINVAL;
         }
     }
@@ -769,16 +734,16 @@ static int sb_anth_build(const json_t *job, sb_provider_request_t *req, json_t *
     const json_t *request = sb_job_request(job);
     const char *upstream_model = sb_job_route_str(job, "upstream_model");
     if (!request) {
-        *err = sb_anth_invalid("job has no request");
+        *err = sb_provider_invalid("job has no request");
         goto fail;
     }
     if (!upstream_model || !*upstream_model) {
-        *err = sb_anth_invalid("route has no upstream_model");
+        *err = sb_provider_invalid("route has no upstream_model");
         goto fail;
     }
     req->url = sb_provider_url(job, count ? "/v1/messages/count_tokens" : "/v1/messages");
     if (!req->url) {
-        *err = sb_anth_invalid("route has no base_url");
+        *err = sb_provider_invalid("route has no base_url");
         goto fail;
     }
     const char *credential;
@@ -792,7 +757,7 @@ static int sb_anth_build(const json_t *job, sb_provider_request_t *req, json_t *
      * tool_choice without them). */
     const json_t *tools = json_object_get(request, "tools");
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        *err = sb_anth_invalid("request.tools must be an array");
+        *err = sb_provider_invalid("request.tools must be an array");
         goto fail;
     }
     if (json_array_size(tools) > 0) {

@@ -81,21 +81,6 @@
  * "call_" + 24 hex digits. Such an id is never sent back to Gemini. */
 #define SB_GEM_CALL_ID_BYTES 12
 
-/* A 400 invalid_request error event with a formatted message. */
-static json_t *sb_gem_invalid(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *sb_gem_invalid(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        abort(); /* out of memory */
-    va_end(ap);
-    json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, msg);
-    free(msg);
-    return ev;
-}
-
 /*
  * Request side.
  */
@@ -142,14 +127,14 @@ static json_t *sb_gem_image_part(const json_t *part, size_t index, json_t **err)
 {
     const char *url = json_string_value(json_object_get(part, "image_url"));
     if (!url) {
-        *err = sb_gem_invalid("input_image without image_url is not supported by provider " SB_GEM_KIND);
+        *err = sb_provider_invalid("input_image without image_url is not supported by provider " SB_GEM_KIND);
         return NULL;
     }
     char mime[128];
     const char *payload;
     if (sb_provider_data_url(url, mime, sizeof mime, &payload) == 0) {
         if (strncmp(mime, "image/", 6)) {
-            *err = sb_gem_invalid("input_image (content part %zu) is a data URL without an image MIME type", index);
+            *err = sb_provider_invalid("input_image (content part %zu) is a data URL without an image MIME type", index);
             return NULL;
         }
         return sb_gem_inline(mime, payload);
@@ -157,7 +142,7 @@ static json_t *sb_gem_image_part(const json_t *part, size_t index, json_t **err)
     if (!strncasecmp(url, "https://", 8) || !strncasecmp(url, "http://", 7)) {
         const char *type = sb_gem_mime_for_name(url);
         if (!type || strncmp(type, "image/", 6)) {
-            *err = sb_gem_invalid("input_image (content part %zu): provider " SB_GEM_KIND
+            *err = sb_provider_invalid("input_image (content part %zu): provider " SB_GEM_KIND
                                   " needs the image type, and the URL does not end in .png, .jpg, .jpeg, .webp, "
                                   ".heic or .heif; send the image as a data URL",
                                   index);
@@ -165,7 +150,7 @@ static json_t *sb_gem_image_part(const json_t *part, size_t index, json_t **err)
         }
         return json_pack("{s:{s:s, s:s}}", "fileData", "mimeType", type, "fileUri", url);
     }
-    *err = sb_gem_invalid("input_image (content part %zu) needs an http(s) URL or a base64 data URL", index);
+    *err = sb_provider_invalid("input_image (content part %zu) needs an http(s) URL or a base64 data URL", index);
     return NULL;
 }
 
@@ -177,19 +162,19 @@ static json_t *sb_gem_file_part(const json_t *part, size_t index, json_t **err)
     char mime[128];
     const char *payload;
     if (!data) {
-        *err = sb_gem_invalid(
+        *err = sb_provider_invalid(
             "input_file (content part %zu) without file_data is not supported by provider " SB_GEM_KIND, index);
         return NULL;
     }
     if (sb_provider_data_url(data, mime, sizeof mime, &payload) < 0) {
-        *err = sb_gem_invalid("input_file '%.100s' (content part %zu) file_data is not a base64 data URL", name, index);
+        *err = sb_provider_invalid("input_file '%.100s' (content part %zu) file_data is not a base64 data URL", name, index);
         return NULL;
     }
     const char *type = mime;
     if (!*mime || !strcmp(mime, "application/octet-stream"))
         type = sb_gem_mime_for_name(filename);
     if (!type) {
-        *err = sb_gem_invalid(
+        *err = sb_provider_invalid(
             "input_file '%.100s' (content part %zu) has no MIME type provider " SB_GEM_KIND " can read", name, index);
         return NULL;
     }
@@ -202,7 +187,7 @@ static json_t *sb_gem_audio_part(const json_t *part, size_t index, json_t **err)
     const char *data = json_string_value(json_object_get(audio, "data"));
     const char *format = json_string_value(json_object_get(audio, "format"));
     if (!data || !format) {
-        *err = sb_gem_invalid("input_audio (content part %zu) needs input_audio.data and .format", index);
+        *err = sb_provider_invalid("input_audio (content part %zu) needs input_audio.data and .format", index);
         return NULL;
     }
     static const char *const formats[] = {"wav", "mp3", "flac", "ogg", "aac", "aiff"};
@@ -213,7 +198,7 @@ static json_t *sb_gem_audio_part(const json_t *part, size_t index, json_t **err)
             return sb_gem_inline(mime, data);
         }
     }
-    *err = sb_gem_invalid("input_audio format '%.20s' is not supported by provider " SB_GEM_KIND, format);
+    *err = sb_provider_invalid("input_audio format '%.20s' is not supported by provider " SB_GEM_KIND, format);
     return NULL;
 }
 
@@ -224,7 +209,7 @@ static json_t *sb_gem_part(const json_t *part, size_t index, bool assistant, jso
     if (t && (!strcmp(t, "input_text") || !strcmp(t, "output_text"))) {
         const json_t *text = json_object_get(part, "text");
         if (!json_is_string(text)) {
-            *err = sb_gem_invalid("content part %zu has no text", index);
+            *err = sb_provider_invalid("content part %zu has no text", index);
             return NULL;
         }
         return json_pack("{s:O}", "text", text);
@@ -233,7 +218,7 @@ static json_t *sb_gem_part(const json_t *part, size_t index, bool assistant, jso
         /* Gemini has no refusal part: what the model said is text. */
         const json_t *r = json_object_get(part, "refusal");
         if (!json_is_string(r)) {
-            *err = sb_gem_invalid("refusal part %zu has no refusal text", index);
+            *err = sb_provider_invalid("refusal part %zu has no refusal text", index);
             return NULL;
         }
         return json_pack("{s:O}", "text", r);
@@ -244,7 +229,7 @@ static json_t *sb_gem_part(const json_t *part, size_t index, bool assistant, jso
         return sb_gem_file_part(part, index, err);
     if (t && !strcmp(t, "input_audio"))
         return sb_gem_audio_part(part, index, err);
-    *err = sb_gem_invalid("content part type '%.40s' is not supported by provider " SB_GEM_KIND, t ? t : "(none)");
+    *err = sb_provider_invalid("content part type '%.40s' is not supported by provider " SB_GEM_KIND, t ? t : "(none)");
     return NULL;
 }
 
@@ -274,7 +259,7 @@ static int sb_gem_system(json_t *system, const json_t *content, size_t item, jso
         const char *t = json_string_value(json_object_get(part, "type"));
         const json_t *text = json_object_get(part, "text");
         if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) || !json_is_string(text)) {
-            *err = sb_gem_invalid(
+            *err = sb_provider_invalid(
                 "input item %zu: system and developer messages may hold only text with provider " SB_GEM_KIND, item);
             return -EINVAL;
         }
@@ -295,7 +280,7 @@ static int sb_gem_message(json_t *contents, const json_t *item, bool assistant, 
         return 0;
     }
     if (!json_is_array(content)) {
-        *err = sb_gem_invalid("message content must be an array of parts");
+        *err = sb_provider_invalid("message content must be an array of parts");
         return -EINVAL;
     }
     json_t *last_text = NULL; /* borrowed, in contents */
@@ -338,7 +323,7 @@ static int sb_gem_function_call(json_t *contents, const json_t *item, json_t **e
     const json_t *name = json_object_get(item, "name");
     const json_t *arguments = json_object_get(item, "arguments");
     if (!json_is_string(call_id) || !json_is_string(name)) {
-        *err = sb_gem_invalid("function_call items need call_id and name");
+        *err = sb_provider_invalid("function_call items need call_id and name");
         return -EINVAL;
     }
     json_t *args;
@@ -352,7 +337,7 @@ static int sb_gem_function_call(json_t *contents, const json_t *item, json_t **e
         args = NULL;
     if (!json_is_object(args)) {
         json_decref(args);
-        *err = sb_gem_invalid("function_call '%.64s': arguments must be a JSON object for provider " SB_GEM_KIND,
+        *err = sb_provider_invalid("function_call '%.64s': arguments must be a JSON object for provider " SB_GEM_KIND,
                               json_string_value(name));
         return -EINVAL;
     }
@@ -409,7 +394,7 @@ static json_t *sb_gem_response_object(const json_t *output, json_t **err)
         json_t *text = sb_gem_join_text(output);
         if (!text) {
             *err =
-                sb_gem_invalid("function_call_output with non-text content is not supported by provider " SB_GEM_KIND);
+                sb_provider_invalid("function_call_output with non-text content is not supported by provider " SB_GEM_KIND);
             return NULL;
         }
         return json_pack("{s:o}", "result", text);
@@ -437,14 +422,14 @@ static int sb_gem_function_output(json_t *contents, const json_t *input, size_t 
     const json_t *item = json_array_get(input, index);
     const char *call_id = json_string_value(json_object_get(item, "call_id"));
     if (!call_id) {
-        *err = sb_gem_invalid("function_call_output items need call_id");
+        *err = sb_provider_invalid("function_call_output items need call_id");
         return -EINVAL;
     }
     /* Gemini matches a response to its call by function name. */
     const json_t *call = sb_gem_find_call(input, index, call_id);
     const json_t *name = json_object_get(call, "name");
     if (!json_is_string(name)) {
-        *err = sb_gem_invalid("function_call_output '%.64s' has no function_call with that call_id earlier in input "
+        *err = sb_provider_invalid("function_call_output '%.64s' has no function_call with that call_id earlier in input "
                               "(provider " SB_GEM_KIND " needs the function's name)",
                               call_id);
         return -EINVAL;
@@ -486,7 +471,7 @@ static json_t *sb_gem_contents(const json_t *request, json_t *system, json_t **e
         json_array_append_new(system, json_pack("{s:O}", "text", instructions));
     const json_t *input = json_object_get(request, "input");
     if (input && !json_is_array(input)) {
-        *err = sb_gem_invalid("request.input must be an array of items");
+        *err = sb_provider_invalid("request.input must be an array of items");
         goto fail;
     }
     size_t i;
@@ -494,7 +479,7 @@ static json_t *sb_gem_contents(const json_t *request, json_t *system, json_t **e
     json_array_foreach (input, i, item) {
         const char *type = json_string_value(json_object_get(item, "type"));
         if (!type) {
-            *err = sb_gem_invalid("input item %zu has no type", i);
+            *err = sb_provider_invalid("input item %zu has no type", i);
             goto fail;
         }
         if (!strcmp(type, "message")) {
@@ -506,7 +491,7 @@ static json_t *sb_gem_contents(const json_t *request, json_t *system, json_t **e
                 if (sb_gem_message(contents, item, !strcmp(role, "assistant"), err) < 0)
                     goto fail;
             } else {
-                *err = sb_gem_invalid("input item %zu has an unsupported role", i);
+                *err = sb_provider_invalid("input item %zu has an unsupported role", i);
                 goto fail;
             }
         } else if (!strcmp(type, "function_call")) {
@@ -518,7 +503,7 @@ static json_t *sb_gem_contents(const json_t *request, json_t *system, json_t **e
         } else if (!strcmp(type, "reasoning")) {
             sb_gem_reasoning(contents, item);
         } else {
-            *err = sb_gem_invalid("input item type '%.40s' is not supported by provider " SB_GEM_KIND, type);
+            *err = sb_provider_invalid("input item type '%.40s' is not supported by provider " SB_GEM_KIND, type);
             goto fail;
         }
     }
@@ -543,21 +528,21 @@ static json_t *sb_gem_tools(const json_t *tools, size_t *n_functions, json_t **e
             /* Google Search takes no options; a domain filter it cannot
              * honour is refused rather than ignored. */
             if (json_object_get(tool, "filters")) {
-                *err = sb_gem_invalid(
-                    "unsupported parameter: web_search filters are not supported by provider " SB_GEM_KIND);
+                *err = sb_provider_unsupported(
+                    "web_search filters are not supported by provider " SB_GEM_KIND);
                 goto fail;
             }
             search = true;
             continue;
         }
         if (!type || strcmp(type, "function")) {
-            *err = sb_gem_invalid("unsupported parameter: tool type '%.40s' is not supported by provider " SB_GEM_KIND,
+            *err = sb_provider_unsupported("tool type '%.40s' is not supported by provider " SB_GEM_KIND,
                                   type ? type : "(none)");
             goto fail;
         }
         const json_t *name = json_object_get(tool, "name");
         if (!json_is_string(name)) {
-            *err = sb_gem_invalid("function tool %zu has no name", i);
+            *err = sb_provider_invalid("function tool %zu has no name", i);
             goto fail;
         }
         json_t *fn = json_pack("{s:O}", "name", name);
@@ -598,7 +583,7 @@ static int sb_gem_tool_config(json_t *body, const json_t *tc, json_t **err)
     if (type && !strcmp(type, "function") && json_is_string(name = json_object_get(tc, "name")))
         mode = "ANY";
     if (!mode) {
-        *err = sb_gem_invalid("tool_choice '%.40s' is not supported by provider " SB_GEM_KIND, s      ? s
+        *err = sb_provider_invalid("tool_choice '%.40s' is not supported by provider " SB_GEM_KIND, s      ? s
                                                                                                : type ? type
                                                                                                       : "(none)");
         return -EINVAL;
@@ -625,14 +610,14 @@ static int sb_gem_format(json_t *config, const json_t *text, json_t **err)
     if (type && !strcmp(type, "json_schema")) {
         const json_t *schema = json_object_get(format, "schema");
         if (!json_is_object(schema)) {
-            *err = sb_gem_invalid("text.format json_schema needs a schema");
+            *err = sb_provider_invalid("text.format json_schema needs a schema");
             return -EINVAL;
         }
         json_object_set_new(config, "responseMimeType", json_string("application/json"));
         json_object_set(config, "responseJsonSchema", (json_t *)schema);
         return 0;
     }
-    *err = sb_gem_invalid("text.format '%.40s' is not supported by provider " SB_GEM_KIND, type ? type : "(none)");
+    *err = sb_provider_invalid("text.format '%.40s' is not supported by provider " SB_GEM_KIND, type ? type : "(none)");
     return -EINVAL;
 }
 
@@ -658,7 +643,7 @@ static int sb_gem_thinking(json_t *config, const json_t *reasoning, json_t **err
         }
     }
     *err =
-        sb_gem_invalid("reasoning.effort '%.20s' is not supported by provider " SB_GEM_KIND, e ? e : "(not a string)");
+        sb_provider_invalid("reasoning.effort '%.20s' is not supported by provider " SB_GEM_KIND, e ? e : "(not a string)");
     return -EINVAL;
 }
 
@@ -676,7 +661,7 @@ static int sb_gem_copy(json_t *config, const json_t *request, const char *from, 
               : want == SB_GEM_INTEGER ? json_is_integer(v)
                                        : json_is_string(v) || json_is_array(v);
     if (!ok) {
-        *err = sb_gem_invalid("request.%s has the wrong type", from);
+        *err = sb_provider_invalid("request.%s has the wrong type", from);
         return -EINVAL;
     }
     if (want == SB_GEM_STOP && json_is_string(v))
@@ -701,7 +686,7 @@ static int sb_gem_generation_config(json_t *body, const json_t *job, const json_
         goto fail;
     const json_t *n = json_object_get(config, "candidateCount");
     if (n && json_integer_value(n) < 1) {
-        *err = sb_gem_invalid("request.n must be at least 1");
+        *err = sb_provider_invalid("request.n must be at least 1");
         goto fail;
     }
     /* An upstream that cannot do n (the worker then fans out, one call per
@@ -744,11 +729,11 @@ static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **
     const json_t *request = sb_job_request(job);
     const char *upstream_model = sb_job_route_str(job, "upstream_model");
     if (!request) {
-        *err = sb_gem_invalid("job has no request");
+        *err = sb_provider_invalid("job has no request");
         goto fail;
     }
     if (!upstream_model || !*upstream_model) {
-        *err = sb_gem_invalid("route has no upstream_model");
+        *err = sb_provider_invalid("route has no upstream_model");
         goto fail;
     }
     /* The parser streams exactly when the job asks (this adapter has the
@@ -756,7 +741,7 @@ static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **
     bool stream = !count && json_is_true(json_object_get(request, "stream"));
     char *name = sb_gem_model_name(upstream_model);
     if (!name) {
-        *err = sb_gem_invalid("route upstream_model is not a valid Gemini model name");
+        *err = sb_provider_invalid("route upstream_model is not a valid Gemini model name");
         goto fail;
     }
     char *path = sb_xasprintf("/%s:%s", name,
@@ -769,7 +754,7 @@ static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **
         body = json_pack("{s:s}", "model", name);
     free(name);
     if (!req->url) {
-        *err = sb_gem_invalid("route has no base_url");
+        *err = sb_provider_invalid("route has no base_url");
         goto fail;
     }
     const char *credential;
@@ -792,7 +777,7 @@ static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **
 
     const json_t *tools = json_object_get(request, "tools");
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        *err = sb_gem_invalid("request.tools must be an array");
+        *err = sb_provider_invalid("request.tools must be an array");
         goto fail;
     }
     size_t n_functions = 0;

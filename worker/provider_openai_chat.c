@@ -49,21 +49,6 @@
 
 #define SB_CHAT_KIND "openai-chat"
 
-/* A 400 invalid_request error event with a formatted message. */
-static json_t *sb_chat_invalid(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *sb_chat_invalid(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        abort(); /* out of memory */
-    va_end(ap);
-    json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, msg);
-    free(msg);
-    return ev;
-}
-
 /* True when every part is text, so the content can be one plain string (the
  * only form some compatible servers accept for system/assistant turns).
  * Canonical parts are input_text/output_text, chat parts "text". */
@@ -137,7 +122,7 @@ static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
         size_t n;
         char *bytes = (char *)sb_base64_decode(payload, strlen(payload), &n);
         if (!bytes) {
-            *err = sb_chat_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
+            *err = sb_provider_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
             return NULL;
         }
         size_t name_len = strlen(name);
@@ -149,7 +134,7 @@ static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
         free(text);
         free(bytes);
         if (!t) {
-            *err = sb_chat_invalid("input_file '%s' (content part %zu) is not UTF-8 text", name, index);
+            *err = sb_provider_invalid("input_file '%s' (content part %zu) is not UTF-8 text", name, index);
             return NULL;
         }
         return json_pack("{s:s, s:o}", "type", "text", "text", t);
@@ -163,7 +148,7 @@ static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
     }
     if (json_object_size(file) == 0) {
         json_decref(file);
-        *err = sb_chat_invalid("input_file (content part %zu) has neither file_data nor file_id", index);
+        *err = sb_provider_invalid("input_file (content part %zu) has neither file_data nor file_id", index);
         return NULL;
     }
     return json_pack("{s:s, s:o}", "type", "file", "file", file);
@@ -179,7 +164,7 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
         return 0;
     }
     if (!json_is_array(parts)) {
-        *err = sb_chat_invalid("message content must be an array of parts");
+        *err = sb_provider_invalid("message content must be an array of parts");
         return -EINVAL;
     }
     if (sb_chat_parts_all_text(parts, false)) { /* the common case, without a copy of each part */
@@ -195,14 +180,14 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
         if (t && (!strcmp(t, "input_text") || !strcmp(t, "output_text"))) {
             const json_t *text = json_object_get(part, "text");
             if (!json_is_string(text)) {
-                *err = sb_chat_invalid("content part %zu has no text", i);
+                *err = sb_provider_invalid("content part %zu has no text", i);
                 goto fail;
             }
             o = json_pack("{s:s, s:O}", "type", "text", "text", text);
         } else if (t && !strcmp(t, "input_image")) {
             const json_t *url = json_object_get(part, "image_url");
             if (!json_is_string(url)) {
-                *err = sb_chat_invalid("input_image without image_url is not supported by provider " SB_CHAT_KIND);
+                *err = sb_provider_invalid("input_image without image_url is not supported by provider " SB_CHAT_KIND);
                 goto fail;
             }
             json_t *img = json_pack("{s:O}", "url", url);
@@ -218,14 +203,14 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
             const json_t *data = json_object_get(audio, "data");
             const json_t *format = json_object_get(audio, "format");
             if (!json_is_string(data) || !json_is_string(format)) {
-                *err = sb_chat_invalid("input_audio (content part %zu) needs input_audio.data and .format", i);
+                *err = sb_provider_invalid("input_audio (content part %zu) needs input_audio.data and .format", i);
                 goto fail;
             }
             o = json_pack("{s:s, s:{s:O, s:O}}", "type", "input_audio", "input_audio", "data", data, "format", format);
         } else if (t && !strcmp(t, "refusal") && assistant) {
             const json_t *r = json_object_get(part, "refusal");
             if (!json_is_string(r)) {
-                *err = sb_chat_invalid("refusal part %zu has no refusal text", i);
+                *err = sb_provider_invalid("refusal part %zu has no refusal text", i);
                 goto fail;
             }
             /* Kept in place as an assistant content part, as the API takes it:
@@ -233,7 +218,7 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
             o = json_pack("{s:s, s:O}", "type", "refusal", "refusal", r);
         } else {
             *err =
-                sb_chat_invalid("content part type '%s' is not supported by provider " SB_CHAT_KIND, t ? t : "(none)");
+                sb_provider_invalid("content part type '%s' is not supported by provider " SB_CHAT_KIND, t ? t : "(none)");
             goto fail;
         }
         json_array_append_new(arr, o);
@@ -259,7 +244,7 @@ static int sb_chat_tool_output(const json_t *output, json_t **out, json_t **err)
     }
     if (json_is_array(output)) {
         if (!sb_chat_parts_all_text(output, false)) {
-            *err = sb_chat_invalid(
+            *err = sb_provider_invalid(
                 "function_call_output with non-text content is not supported by provider " SB_CHAT_KIND);
             return -EINVAL;
         }
@@ -285,7 +270,7 @@ static int sb_chat_add_tool_call(json_t *messages, json_t **last, const json_t *
     const json_t *name = json_object_get(item, "name");
     const json_t *args = json_object_get(item, "arguments");
     if (!json_is_string(call_id) || !json_is_string(name)) {
-        *err = sb_chat_invalid("function_call items need call_id and name");
+        *err = sb_provider_invalid("function_call items need call_id and name");
         return -EINVAL;
     }
     json_t *arguments;
@@ -327,7 +312,7 @@ static json_t *sb_chat_messages(const json_t *request, json_t **err)
     }
     const json_t *input = json_object_get(request, "input");
     if (input && !json_is_array(input)) {
-        *err = sb_chat_invalid("request.input must be an array of items");
+        *err = sb_provider_invalid("request.input must be an array of items");
         goto fail;
     }
     size_t i;
@@ -335,14 +320,14 @@ static json_t *sb_chat_messages(const json_t *request, json_t **err)
     json_array_foreach (input, i, item) {
         const char *type = json_string_value(json_object_get(item, "type"));
         if (!type) {
-            *err = sb_chat_invalid("input item %zu has no type", i);
+            *err = sb_provider_invalid("input item %zu has no type", i);
             goto fail;
         }
         if (!strcmp(type, "message")) {
             const char *role = json_string_value(json_object_get(item, "role"));
             if (!role || (strcmp(role, "system") && strcmp(role, "developer") && strcmp(role, "user") &&
                           strcmp(role, "assistant"))) {
-                *err = sb_chat_invalid("input item %zu has an unsupported role", i);
+                *err = sb_provider_invalid("input item %zu has an unsupported role", i);
                 goto fail;
             }
             bool assistant = !strcmp(role, "assistant");
@@ -357,7 +342,7 @@ static json_t *sb_chat_messages(const json_t *request, json_t **err)
         } else if (!strcmp(type, "function_call_output")) {
             const json_t *call_id = json_object_get(item, "call_id");
             if (!json_is_string(call_id)) {
-                *err = sb_chat_invalid("function_call_output items need call_id");
+                *err = sb_provider_invalid("function_call_output items need call_id");
                 goto fail;
             }
             json_t *content;
@@ -368,7 +353,7 @@ static json_t *sb_chat_messages(const json_t *request, json_t **err)
         } else if (!strcmp(type, "reasoning")) {
             continue; /* chat cannot take reasoning back; `last` stays, so calls still merge */
         } else {
-            *err = sb_chat_invalid("input item type '%s' is not supported by provider " SB_CHAT_KIND, type);
+            *err = sb_provider_invalid("input item type '%s' is not supported by provider " SB_CHAT_KIND, type);
             goto fail;
         }
     }
@@ -386,12 +371,12 @@ static json_t *sb_chat_tools(const json_t *tools, json_t **err)
     json_array_foreach (tools, i, tool) {
         const char *type = json_string_value(json_object_get(tool, "type"));
         if (!type || strcmp(type, "function")) {
-            *err = sb_chat_invalid("tool type '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
+            *err = sb_provider_invalid("tool type '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
             goto fail;
         }
         const json_t *name = json_object_get(tool, "name");
         if (!json_is_string(name)) {
-            *err = sb_chat_invalid("function tool %zu has no name", i);
+            *err = sb_provider_invalid("function tool %zu has no name", i);
             goto fail;
         }
         json_t *fn = json_pack("{s:O}", "name", name);
@@ -425,7 +410,7 @@ static int sb_chat_tool_choice(json_t *body, const json_t *tc, json_t **err)
                             json_pack("{s:s, s:{s:O}}", "type", "function", "function", "name", name));
         return 0;
     }
-    *err = sb_chat_invalid("tool_choice '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
+    *err = sb_provider_invalid("tool_choice '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
     return -EINVAL;
 }
 
@@ -445,7 +430,7 @@ static int sb_chat_response_format(json_t *body, const json_t *text, json_t **er
         const json_t *name = json_object_get(format, "name");
         const json_t *schema = json_object_get(format, "schema");
         if (!json_is_string(name) || !json_is_object(schema)) {
-            *err = sb_chat_invalid("text.format json_schema needs name and schema");
+            *err = sb_provider_invalid("text.format json_schema needs name and schema");
             return -EINVAL;
         }
         json_t *js = json_pack("{s:O, s:O}", "name", name, "schema", schema);
@@ -457,7 +442,7 @@ static int sb_chat_response_format(json_t *body, const json_t *text, json_t **er
         json_object_set_new(body, "response_format", json_pack("{s:s, s:o}", "type", "json_schema", "json_schema", js));
         return 0;
     }
-    *err = sb_chat_invalid("text.format '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
+    *err = sb_provider_invalid("text.format '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
     return -EINVAL;
 }
 
@@ -486,7 +471,7 @@ static int sb_chat_copy(json_t *body, const json_t *request, const char *from, c
         break;
     }
     if (!ok) {
-        *err = sb_chat_invalid("request.%s has the wrong type", from);
+        *err = sb_provider_invalid("request.%s has the wrong type", from);
         return -EINVAL;
     }
     json_object_set(body, to, (json_t *)v);
@@ -500,16 +485,16 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
     const json_t *request = sb_job_request(job);
     const char *upstream_model = sb_job_route_str(job, "upstream_model");
     if (!request) {
-        *err = sb_chat_invalid("job has no request");
+        *err = sb_provider_invalid("job has no request");
         goto fail;
     }
     if (!upstream_model || !*upstream_model) {
-        *err = sb_chat_invalid("route has no upstream_model");
+        *err = sb_provider_invalid("route has no upstream_model");
         goto fail;
     }
     req->url = sb_provider_url(job, "/chat/completions");
     if (!req->url) {
-        *err = sb_chat_invalid("route has no base_url");
+        *err = sb_provider_invalid("route has no base_url");
         goto fail;
     }
     const char *credential;
@@ -526,7 +511,7 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
      * without tools, where Responses accepts both: send them only with tools. */
     const json_t *tools = json_object_get(request, "tools");
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        *err = sb_chat_invalid("request.tools must be an array");
+        *err = sb_provider_invalid("request.tools must be an array");
         goto fail;
     }
     if (json_array_size(tools) > 0) {
@@ -561,7 +546,7 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
         goto fail;
     const json_t *n = json_object_get(body, "n");
     if (n && json_integer_value(n) < 1) {
-        *err = sb_chat_invalid("request.n must be at least 1");
+        *err = sb_provider_invalid("request.n must be at least 1");
         goto fail;
     }
     /* An upstream that cannot do n (the worker then fans out, one call per

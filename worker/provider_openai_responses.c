@@ -85,41 +85,6 @@
 static const char *const sb_oresp_private[] = {"signature", "redacted", "thought_signature",
                                                "upstream_encrypted_content", NULL};
 
-static json_t *sb_oresp_verror(const char *code, const char *prefix, const char *fmt, va_list ap)
-{
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        abort(); /* out of memory */
-    char *full = sb_xasprintf("%s%s", prefix, msg);
-    json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, code, full);
-    free(full);
-    free(msg);
-    return ev;
-}
-
-/* A 400 invalid_request error event with a formatted message. */
-static json_t *sb_oresp_invalid(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *sb_oresp_invalid(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    json_t *ev = sb_oresp_verror(NULL, "", fmt, ap);
-    va_end(ap);
-    return ev;
-}
-
-/* A 400 "unsupported parameter" error event (code unsupported_parameter, the
- * wording the frontends use for their own refusals). */
-static json_t *sb_oresp_unsupported(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_t *sb_oresp_unsupported(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    json_t *ev = sb_oresp_verror("unsupported_parameter", "unsupported parameter: ", fmt, ap);
-    va_end(ap);
-    return ev;
-}
-
 static bool sb_oresp_is(const char *s, const char *want)
 {
     return s && !strcmp(s, want);
@@ -151,7 +116,7 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
     if (sb_oresp_is(t, "input_text") || sb_oresp_is(t, "output_text")) {
         const json_t *text = json_object_get(part, "text");
         if (!json_is_string(text)) {
-            *err = sb_oresp_invalid("input item %zu: content part %zu has no text", item, index);
+            *err = sb_provider_invalid("input item %zu: content part %zu has no text", item, index);
             return NULL;
         }
         json_t *o = json_pack("{s:s, s:O}", "type", assistant ? "output_text" : "input_text", "text", text);
@@ -167,7 +132,7 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
         sb_oresp_copy_string(o, part, "detail");
         if (!json_object_get(o, "image_url") && !json_object_get(o, "file_id")) {
             json_decref(o);
-            *err = sb_oresp_invalid("input item %zu: input_image (content part %zu) has neither image_url nor file_id",
+            *err = sb_provider_invalid("input item %zu: input_image (content part %zu) has neither image_url nor file_id",
                                     item, index);
             return NULL;
         }
@@ -181,7 +146,7 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
         sb_oresp_copy_string(o, part, "filename");
         if (!json_object_get(o, "file_id") && !json_object_get(o, "file_data") && !json_object_get(o, "file_url")) {
             json_decref(o);
-            *err = sb_oresp_invalid("input item %zu: input_file (content part %zu) has neither file_data nor file_id",
+            *err = sb_provider_invalid("input item %zu: input_file (content part %zu) has neither file_data nor file_id",
                                     item, index);
             return NULL;
         }
@@ -190,19 +155,19 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
     if (sb_oresp_is(t, "refusal")) {
         const json_t *refusal = json_object_get(part, "refusal");
         if (!json_is_string(refusal)) {
-            *err = sb_oresp_invalid("input item %zu: refusal part %zu has no refusal text", item, index);
+            *err = sb_provider_invalid("input item %zu: refusal part %zu has no refusal text", item, index);
             return NULL;
         }
         return json_pack("{s:s, s:O}", "type", "refusal", "refusal", refusal);
     }
     if (sb_oresp_is(t, "input_audio")) {
-        *err = sb_oresp_unsupported(
+        *err = sb_provider_unsupported(
             "input_audio (input item %zu, content part %zu) is not supported by provider " SB_ORESP_KIND
             ": the Responses API takes no audio input",
             item, index);
         return NULL;
     }
-    *err = sb_oresp_invalid("input item %zu: content part type '%s' is not supported by provider " SB_ORESP_KIND, item,
+    *err = sb_provider_invalid("input item %zu: content part type '%s' is not supported by provider " SB_ORESP_KIND, item,
                             t ? t : "(none)");
     return NULL;
 }
@@ -213,7 +178,7 @@ static json_t *sb_oresp_parts(const json_t *parts, bool assistant, size_t item, 
     if (json_is_string(parts))
         return json_incref((json_t *)parts);
     if (!json_is_array(parts)) {
-        *err = sb_oresp_invalid("input item %zu: content must be an array of parts", item);
+        *err = sb_provider_invalid("input item %zu: content must be an array of parts", item);
         return NULL;
     }
     json_t *out = json_array();
@@ -235,7 +200,7 @@ static json_t *sb_oresp_message(const json_t *it, size_t i, json_t **err)
     const char *role = json_string_value(json_object_get(it, "role"));
     if (!sb_oresp_is(role, "user") && !sb_oresp_is(role, "assistant") && !sb_oresp_is(role, "system") &&
         !sb_oresp_is(role, "developer")) {
-        *err = sb_oresp_invalid("input item %zu has an unsupported role", i);
+        *err = sb_provider_invalid("input item %zu has an unsupported role", i);
         return NULL;
     }
     bool assistant = !strcmp(role, "assistant");
@@ -259,7 +224,7 @@ static json_t *sb_oresp_function_call(const json_t *it, size_t i, json_t **err)
     const json_t *name = json_object_get(it, "name");
     const json_t *args = json_object_get(it, "arguments");
     if (!json_is_string(call_id) || !json_is_string(name)) {
-        *err = sb_oresp_invalid("input item %zu: function_call items need call_id and name", i);
+        *err = sb_provider_invalid("input item %zu: function_call items need call_id and name", i);
         return NULL;
     }
     json_t *arguments;
@@ -286,7 +251,7 @@ static json_t *sb_oresp_function_output(const json_t *it, size_t i, json_t **err
     const json_t *call_id = json_object_get(it, "call_id");
     const json_t *output = json_object_get(it, "output");
     if (!json_is_string(call_id)) {
-        *err = sb_oresp_invalid("input item %zu: function_call_output items need call_id", i);
+        *err = sb_provider_invalid("input item %zu: function_call_output items need call_id", i);
         return NULL;
     }
     json_t *out;
@@ -335,21 +300,21 @@ static json_t *sb_oresp_input(const json_t *request, bool *reasoning, json_t **e
     if (!input || json_is_null(input))
         return out;
     if (!json_is_array(input)) {
-        *err = sb_oresp_invalid("request.input must be an array of items");
+        *err = sb_provider_invalid("request.input must be an array of items");
         goto fail;
     }
     size_t i;
     const json_t *it;
     json_array_foreach (input, i, it) {
         if (!json_is_object(it)) {
-            *err = sb_oresp_invalid("input item %zu is not an object", i);
+            *err = sb_provider_invalid("input item %zu is not an object", i);
             goto fail;
         }
         const char *type = json_string_value(json_object_get(it, "type"));
         if (!type && json_is_string(json_object_get(it, "role")))
             type = "message";
         if (!type) {
-            *err = sb_oresp_invalid("input item %zu has no type", i);
+            *err = sb_provider_invalid("input item %zu has no type", i);
             goto fail;
         }
         json_t *o;
@@ -392,12 +357,12 @@ static json_t *sb_oresp_tools(const json_t *tools, json_t **err)
     json_array_foreach (tools, i, t) {
         const char *type = json_string_value(json_object_get(t, "type"));
         if (!json_is_object(t) || !type) {
-            *err = sb_oresp_invalid("tool %zu has no type", i);
+            *err = sb_provider_invalid("tool %zu has no type", i);
             goto fail;
         }
         if (!strcmp(type, "function")) {
             if (!json_is_string(json_object_get(t, "name"))) {
-                *err = sb_oresp_invalid("function tool %zu has no name", i);
+                *err = sb_provider_invalid("function tool %zu has no name", i);
                 goto fail;
             }
             if (!json_is_boolean(json_object_get(t, "strict"))) {
@@ -421,7 +386,7 @@ static int sb_oresp_text(json_t *body, const json_t *text, json_t **err)
     if (!text || json_is_null(text))
         return 0;
     if (!json_is_object(text)) {
-        *err = sb_oresp_invalid("request.text must be an object");
+        *err = sb_provider_invalid("request.text must be an object");
         return -EINVAL;
     }
     json_t *out = json_object();
@@ -431,12 +396,12 @@ static int sb_oresp_text(json_t *body, const json_t *text, json_t **err)
         if (sb_oresp_is(type, "json_schema") &&
             (!json_is_string(json_object_get(format, "name")) || !json_is_object(json_object_get(format, "schema")))) {
             json_decref(out);
-            *err = sb_oresp_invalid("text.format json_schema needs name and schema");
+            *err = sb_provider_invalid("text.format json_schema needs name and schema");
             return -EINVAL;
         }
         if (!sb_oresp_is(type, "text") && !sb_oresp_is(type, "json_schema") && !sb_oresp_is(type, "json_object")) {
             json_decref(out);
-            *err = sb_oresp_invalid("text.format '%s' is not supported by provider " SB_ORESP_KIND,
+            *err = sb_provider_invalid("text.format '%s' is not supported by provider " SB_ORESP_KIND,
                                     type ? type : "(none)");
             return -EINVAL;
         }
@@ -477,7 +442,7 @@ static int sb_oresp_copy(json_t *body, const json_t *request, const char *key, e
               : want == SB_OWANT_STRING  ? json_is_string(v)
                                          : json_is_boolean(v);
     if (!ok) {
-        *err = sb_oresp_invalid("request.%s has the wrong type", key);
+        *err = sb_provider_invalid("request.%s has the wrong type", key);
         return -EINVAL;
     }
     json_object_set(body, key, (json_t *)v);
@@ -490,25 +455,25 @@ static int sb_oresp_refuse_unmappable(const json_t *request, json_t **err)
 {
     const json_t *stop = json_object_get(request, "stop");
     if (stop && !json_is_null(stop) && !(json_is_array(stop) && json_array_size(stop) == 0)) {
-        *err = sb_oresp_unsupported("'stop' is not supported by provider " SB_ORESP_KIND
+        *err = sb_provider_unsupported("'stop' is not supported by provider " SB_ORESP_KIND
                                     " (the Responses API has no stop sequences)");
         return -EINVAL;
     }
     const json_t *top_k = json_object_get(request, "top_k");
     if (top_k && !json_is_null(top_k)) {
-        *err = sb_oresp_unsupported("'top_k' is not supported by provider " SB_ORESP_KIND
+        *err = sb_provider_unsupported("'top_k' is not supported by provider " SB_ORESP_KIND
                                     " (the Responses API has no top_k)");
         return -EINVAL;
     }
     const json_t *seed = json_object_get(request, "seed");
     if (seed && !json_is_null(seed)) {
-        *err = sb_oresp_unsupported("'seed' is not supported by provider " SB_ORESP_KIND
+        *err = sb_provider_unsupported("'seed' is not supported by provider " SB_ORESP_KIND
                                     " (the Responses API has no seed)");
         return -EINVAL;
     }
     const json_t *n = json_object_get(request, "n");
     if (n && !json_is_null(n) && (!json_is_integer(n) || json_integer_value(n) < 1)) {
-        *err = sb_oresp_invalid("request.n must be at least 1");
+        *err = sb_provider_invalid("request.n must be at least 1");
         return -EINVAL;
     }
     return 0;
@@ -529,18 +494,18 @@ static int sb_oresp_build(const json_t *job, sb_provider_request_t *req, json_t 
     const json_t *request = sb_job_request(job);
     const char *upstream_model = sb_job_route_str(job, "upstream_model");
     if (!request) {
-        *err = sb_oresp_invalid("job has no request");
+        *err = sb_provider_invalid("job has no request");
         goto fail;
     }
     if (!upstream_model || !*upstream_model) {
-        *err = sb_oresp_invalid("route has no upstream_model");
+        *err = sb_provider_invalid("route has no upstream_model");
         goto fail;
     }
     if (sb_oresp_refuse_unmappable(request, err) < 0)
         goto fail;
     req->url = sb_provider_url(job, count ? "/responses/input_tokens" : "/responses");
     if (!req->url) {
-        *err = sb_oresp_invalid("route has no base_url");
+        *err = sb_provider_invalid("route has no base_url");
         goto fail;
     }
     const char *credential;
@@ -559,7 +524,7 @@ static int sb_oresp_build(const json_t *job, sb_provider_request_t *req, json_t 
 
     const json_t *tools = json_object_get(request, "tools");
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        *err = sb_oresp_invalid("request.tools must be an array");
+        *err = sb_provider_invalid("request.tools must be an array");
         goto fail;
     }
     if (json_array_size(tools) > 0) {
