@@ -8,12 +8,19 @@
  * cycle through $ref/anyOf alone), which would otherwise recurse forever.
  * Validation walks the schema JSON directly and only looks things up.
  *
- * Patterns are ECMA-262. glibc's regcomp cannot take ranges of non-ASCII
- * characters in a UTF-8 locale, so every character set (., \d, [...], ...) is
- * turned into a set of code point ranges and emitted as byte-level ERE over
- * UTF-8 ("[a-z]|[\xc3][\x80-\xbf]|..."), compiled and run under the "C"
- * locale. Since the subject strings are valid UTF-8 (jansson guarantees it)
- * and every emitted atom starts at a lead byte, this matches per code point.
+ * Patterns are ECMA-262, run with glibc's regcomp/regexec, which needed care
+ * (each point below was found by differential fuzzing against V8, or by
+ * timing):
+ * - glibc cannot take ranges of non-ASCII characters in a UTF-8 locale, so
+ *   every character set (., \d, [...]) becomes code point ranges emitted as
+ *   byte-level ERE over UTF-8 ("[a-z]|[\xc3][\x80-\xbf]|..."), compiled and
+ *   run under the "C" locale. Subjects are valid UTF-8 (jansson guarantees
+ *   it) and every atom starts at a lead byte, so matching is per code point.
+ * - Unanchored patterns get a prefix that steps over whole characters, so a
+ *   match starts only on a character boundary and glibc makes one pass.
+ * - ^ and $ become GNU's \` and \' (glibc's own can match next to a newline).
+ * - Constructs glibc answers wrongly or takes minutes to compile, and
+ *   patterns over the size limits below, are rejected at compile time.
  */
 #include "sb_jschema.h"
 
@@ -44,15 +51,12 @@
 #define SB_JSCHEMA_PATH_MAX 512
 /* Length of the reason kept from a failed anyOf branch. */
 #define SB_JSCHEMA_BRANCH_ERR 256
-#ifndef SB_JSCHEMA_NMATCH
-#define SB_JSCHEMA_NMATCH 1
-#endif
 
 struct sb_jschema {
-    json_t *root;     /* owned deep copy of the schema */
-    sb_map_t *regex;  /* pattern -> regex_t * (owned) */
-    sb_map_t *refs;   /* $ref string -> json_t * inside root (borrowed) */
-    locale_t cloc;    /* "C" locale for regcomp/regexec; (locale_t)0 if no pattern */
+    json_t *root;    /* owned deep copy of the schema */
+    sb_map_t *regex; /* pattern -> regex_t * (owned) */
+    sb_map_t *refs;  /* $ref string -> json_t * inside root (borrowed) */
+    locale_t cloc;   /* "C" locale for regcomp/regexec; (locale_t)0 if no pattern */
 };
 
 static void sb_jschema_errf(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -104,7 +108,8 @@ struct sb_jschema_path {
     size_t len;
 };
 
-static size_t sb_jschema_path_push(struct sb_jschema_path *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static size_t sb_jschema_path_push(struct sb_jschema_path *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static size_t sb_jschema_path_push(struct sb_jschema_path *p, const char *fmt, ...)
 {
     size_t old = p->len;
@@ -262,7 +267,7 @@ static int sb_jschema_equal(const json_t *a, const json_t *b)
             return 0;
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)a, k, v) {
+        json_object_foreach ((json_t *)a, k, v) {
             const json_t *w = json_object_get(b, k);
             if (!w || !sb_jschema_equal(v, w))
                 return 0;
@@ -375,7 +380,7 @@ static void sb_jschema_cset_class(struct sb_jschema_cset *s, char c)
 {
     static const uint32_t digit[][2] = {{'0', '9'}};
     static const uint32_t word[][2] = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-    static const uint32_t space[][2] = {{0x09, 0x0D}, {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680},
+    static const uint32_t space[][2] = {{0x09, 0x0D},     {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680},
                                         {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
                                         {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
     const uint32_t(*tab)[2];
@@ -402,12 +407,9 @@ static void sb_jschema_cset_class(struct sb_jschema_cset *s, char c)
 }
 
 struct sb_jschema_rx {
-    const char *pat;                  /* source, for messages */
-    const unsigned char *p, *end;     /* cursor in the source */
-    struct sb_jschema_buf out;        /* ERE being built */
-    int groups;                       /* groups emitted so far (ERE numbering) */
-    int src_total, src_open;          /* capture groups in the source: all / opened */
-    int *src_map;                     /* source group n -> ERE group number */
+    const char *pat;              /* source, for messages */
+    const unsigned char *p, *end; /* cursor in the source */
+    struct sb_jschema_buf out;    /* ERE being built */
     char *err;
     size_t errsz;
 };
@@ -575,12 +577,10 @@ static void sb_jschema_rx_set(struct sb_jschema_rx *x, struct sb_jschema_cset *s
     }
     if (!ascii && !wide) {
         sb_jschema_buf_adds(&x->out, "(x^)"); /* empty set: never matches */
-        x->groups++;
     } else if (!wide) {
         sb_jschema_rx_ascii(&x->out, in);
     } else {
         sb_jschema_buf_addc(&x->out, '(');
-        x->groups++;
         if (ascii)
             sb_jschema_rx_ascii(&x->out, in);
         for (int k = 0; k < 3; k++) {
@@ -637,8 +637,7 @@ static int sb_jschema_rx_hexn(struct sb_jschema_rx *x, int n, uint32_t *v)
 enum sb_jschema_esc {
     SB_JSCHEMA_ESC_CHAR,  /* *cp is a literal code point */
     SB_JSCHEMA_ESC_CLASS, /* *cp is one of dDwWsS */
-    SB_JSCHEMA_ESC_WORDB, /* \b or \B outside a class: *cp is 'b' or 'B' */
-    SB_JSCHEMA_ESC_BACKREF /* *cp is the group number */
+    SB_JSCHEMA_ESC_WORDB  /* \b or \B outside a class: *cp is 'b' or 'B' */
 };
 
 static int sb_jschema_rx_escape(struct sb_jschema_rx *x, int in_class, uint32_t *cp, enum sb_jschema_esc *kind)
@@ -651,7 +650,12 @@ static int sb_jschema_rx_escape(struct sb_jschema_rx *x, int in_class, uint32_t 
         return sb_jschema_rx_utf8(x, cp); /* identity escape of a non-ASCII char */
     x->p++;
     switch (c) {
-    case 'd': case 'D': case 'w': case 'W': case 's': case 'S':
+    case 'd':
+    case 'D':
+    case 'w':
+    case 'W':
+    case 's':
+    case 'S':
         *kind = SB_JSCHEMA_ESC_CLASS;
         *cp = c;
         return 0;
@@ -669,11 +673,21 @@ static int sb_jschema_rx_escape(struct sb_jschema_rx *x, int in_class, uint32_t 
         *kind = SB_JSCHEMA_ESC_WORDB;
         *cp = c;
         return 0;
-    case 'n': *cp = '\n'; return 0;
-    case 'r': *cp = '\r'; return 0;
-    case 't': *cp = '\t'; return 0;
-    case 'f': *cp = '\f'; return 0;
-    case 'v': *cp = '\v'; return 0;
+    case 'n':
+        *cp = '\n';
+        return 0;
+    case 'r':
+        *cp = '\r';
+        return 0;
+    case 't':
+        *cp = '\t';
+        return 0;
+    case 'f':
+        *cp = '\f';
+        return 0;
+    case 'v':
+        *cp = '\v';
+        return 0;
     case 'c':
         if (x->p < x->end && ((*x->p | 0x20) >= 'a' && (*x->p | 0x20) <= 'z')) {
             *cp = *x->p++ % 32u;
@@ -701,7 +715,8 @@ static int sb_jschema_rx_escape(struct sb_jschema_rx *x, int in_class, uint32_t 
                 x->p = save;
         }
         return 0;
-    case 'p': case 'P':
+    case 'p':
+    case 'P':
         return sb_jschema_rx_fail(x, "Unicode property escapes (\\p) are not supported");
     case 'k':
         return sb_jschema_rx_fail(x, "named backreferences (\\k) are not supported");
@@ -714,14 +729,9 @@ static int sb_jschema_rx_escape(struct sb_jschema_rx *x, int in_class, uint32_t 
         break;
     }
     if (c >= '1' && c <= '9') {
-        if (in_class)
-            return sb_jschema_rx_fail(x, "octal escapes are not supported");
-        uint32_t n = c - '0';
-        while (x->p < x->end && *x->p >= '0' && *x->p <= '9' && n < 100000)
-            n = n * 10 + (*x->p++ - '0');
-        *kind = SB_JSCHEMA_ESC_BACKREF;
-        *cp = n;
-        return 0;
+        /* ECMA lets a reference to a group that did not take part match
+         * empty, POSIX fails it; and glibc backtracks on them. */
+        return sb_jschema_rx_fail(x, in_class ? "octal escapes are not supported" : "backreferences are not supported");
     }
     *cp = c; /* identity escape: \. \/ \- ... */
     return 0;
@@ -840,21 +850,17 @@ static void sb_jschema_rx_literal(struct sb_jschema_rx *x, uint32_t c)
     unsigned char b[4];
     int n = sb_jschema_utf8_encode(c, b);
     int wrap = sb_jschema_rx_is_quant(x->p, x->end);
-    if (wrap) {
+    if (wrap)
         sb_jschema_buf_addc(&x->out, '(');
-        x->groups++;
-    }
     sb_jschema_buf_addn(&x->out, (const char *)b, (size_t)n);
     if (wrap)
         sb_jschema_buf_addc(&x->out, ')');
 }
 
-/* Counts capturing groups in the source ("(" not followed by "?", and
- * "(?<name>"), skipping escapes and classes. */
-static int sb_jschema_rx_count_groups(const unsigned char *p, const unsigned char *end, int *top_alt)
+/* Whether the pattern has a top-level '|' (outside groups and classes). */
+static int sb_jschema_rx_top_alt(const unsigned char *p, const unsigned char *end)
 {
-    int n = 0, in_class = 0, depth = 0;
-    *top_alt = 0;
+    int in_class = 0, depth = 0;
     for (; p < end; p++) {
         if (*p == '\\') {
             p++;
@@ -870,17 +876,13 @@ static int sb_jschema_rx_count_groups(const unsigned char *p, const unsigned cha
                 p++;
         } else if (*p == '(') {
             depth++;
-            if (p + 1 >= end || p[1] != '?')
-                n++;
-            else if (end - p >= 4 && p[2] == '<' && p[3] != '=' && p[3] != '!')
-                n++;
         } else if (*p == ')') {
             depth--;
         } else if (*p == '|' && depth == 0) {
-            *top_alt = 1;
+            return 1;
         }
     }
-    return n;
+    return 0;
 }
 
 /* Translates pattern (len bytes, no NUL) into an ERE in *out (caller frees).
@@ -893,41 +895,43 @@ static int sb_jschema_rx_count_groups(const unsigned char *p, const unsigned cha
  * repeated sub-pattern that can match empty ("(a|b?){1,100}"). */
 static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, char *err, size_t errsz)
 {
-    struct sb_jschema_rx x = {.pat = pattern, .p = (const unsigned char *)pattern,
-                              .end = (const unsigned char *)pattern + len, .err = err, .errsz = errsz};
+    struct sb_jschema_rx x = {.pat = pattern,
+                              .p = (const unsigned char *)pattern,
+                              .end = (const unsigned char *)pattern + len,
+                              .err = err,
+                              .errsz = errsz};
     struct {
-        uint64_t size;     /* expanded size of the enclosing sequence so far */
-        uint64_t cost;     /* regcomp cost of the same (see RX_MAX_COST) */
-        int asrt;          /* the enclosing group holds an assertion */
-        int alt_null;      /* some finished alternative of it matches empty */
-        int seq_null;      /* the current alternative so far matches empty */
+        uint64_t size; /* expanded size of the enclosing sequence so far */
+        uint64_t cost; /* regcomp cost of the same (see RX_MAX_COST) */
+        int asrt;      /* the enclosing group holds an assertion */
+        int alt_null;  /* some finished alternative of it matches empty */
+        int seq_null;  /* the current alternative so far matches empty */
     } stack[64];
     int depth = 0;
-    uint64_t cur = 0, atom = 0;     /* current sequence / last atom: expanded size */
+    uint64_t cur = 0, atom = 0; /* current sequence / last atom: expanded size */
     uint64_t cur_cost = 0, atom_cost = 0;
     int cur_asrt = 0, atom_asrt = 0;
-    int alt_null = 0, seq_null = 1; /* current group: as in the stack */
+    int alt_null = 0, seq_null = 1;  /* current group: as in the stack */
     int seq_prev = 1, atom_null = 0; /* seq_null before the last atom; the last atom */
+    int quantified = 0;              /* the last token was a quantifier */
     int rc = 0;
-    int top_alt;
-    x.src_total = sb_jschema_rx_count_groups(x.p, x.end, &top_alt);
-    x.src_map = sb_xcalloc((size_t)x.src_total + 1, sizeof *x.src_map);
     /* A pattern that starts with ^ (and has no top-level |) can only match
      * at offset 0, and glibc sees that. Any other is anchored here behind a
      * prefix that steps over whole characters: it then starts only on
      * character boundaries (so \B is never tried inside a character), and
      * glibc makes one linear pass instead of one per start offset
      * (quadratic on long strings). */
-    int anchored = len > 0 && pattern[0] == '^' && !top_alt;
+    int anchored = len > 0 && pattern[0] == '^' && !sb_jschema_rx_top_alt(x.p, x.end);
     if (!anchored) {
         sb_jschema_buf_adds(&x.out, "\\`([^\x80-\xff]|[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|"
                                     "[\xf0-\xf7][\x80-\xbf]{3})*(");
-        x.groups = 2;
     }
     while (x.p < x.end) {
         size_t before = x.out.len;
         unsigned char c = *x.p;
         int is_atom = 1, nullable = 0;
+        int was_quantified = quantified;
+        quantified = 0;
         if (c == '\\') {
             uint32_t cp;
             enum sb_jschema_esc kind;
@@ -944,23 +948,6 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                 is_atom = 0;
                 nullable = 1;
                 cur_asrt = 1;
-            } else if (kind == SB_JSCHEMA_ESC_BACKREF) {
-                if (cp == 0 || (int)cp > x.src_total) {
-                    rc = sb_jschema_rx_fail(&x, "backreference to a group that does not exist");
-                    goto done;
-                }
-                if ((int)cp > x.src_open) {
-                    rc = sb_jschema_rx_fail(&x, "forward backreferences are not supported");
-                    goto done;
-                }
-                int g = x.src_map[cp];
-                if (g > 9) {
-                    rc = sb_jschema_rx_fail(&x, "backreference past \\9 (after translation) is not supported");
-                    goto done;
-                }
-                char br[3] = {'\\', (char)('0' + g), '\0'};
-                sb_jschema_buf_adds(&x.out, br);
-                nullable = 1; /* the group may have matched empty */
             } else {
                 sb_jschema_rx_literal(&x, cp);
             }
@@ -986,7 +973,6 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
             if (x.p < x.end && *x.p == '?') {
                 if (x.end - x.p >= 2 && x.p[1] == ':') {
                     x.p += 2;
-                    x.groups++;
                 } else if (x.end - x.p >= 3 && x.p[1] == '<' && x.p[2] != '=' && x.p[2] != '!') {
                     const unsigned char *q = x.p + 2;
                     while (q < x.end && *q != '>')
@@ -995,14 +981,11 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
                         rc = sb_jschema_rx_fail(&x, "unterminated group name");
                         goto done;
                     }
-                    x.p = q + 1;
-                    x.src_map[++x.src_open] = ++x.groups;
+                    x.p = q + 1; /* a named group is just a group here */
                 } else {
                     rc = sb_jschema_rx_fail(&x, "lookahead/lookbehind assertions are not supported");
                     goto done;
                 }
-            } else {
-                x.src_map[++x.src_open] = ++x.groups;
             }
             sb_jschema_buf_addc(&x.out, '(');
             if (depth == (int)(sizeof stack / sizeof *stack)) {
@@ -1059,6 +1042,13 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
             cur_asrt = 1;
         } else if (c == '*' || c == '+' || c == '?' || (c == '{' && sb_jschema_rx_is_quant(x.p, x.end))) {
             uint32_t lo = c == '+', hi = c == '?' ? 1 : UINT32_MAX;
+            if (was_quantified) {
+                /* "a{2}{3}": an ECMA syntax error, but glibc would take it
+                 * and multiply the copies behind the size estimate's back */
+                rc = sb_jschema_rx_fail(&x, "nothing to repeat (quantifier after a quantifier)");
+                goto done;
+            }
+            quantified = 1;
             if (c == '{') {
                 size_t n = sb_jschema_rx_braces(x.p, x.end, &lo, &hi);
                 if (lo > RE_DUP_MAX || (hi != UINT32_MAX && hi > RE_DUP_MAX)) {
@@ -1118,6 +1108,11 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
         rc = sb_jschema_rx_fail(&x, "missing ')'");
         goto done;
     }
+    if (cur > SB_JSCHEMA_RX_MAX_EXPANDED || cur_cost > SB_JSCHEMA_RX_MAX_COST) {
+        rc = sb_jschema_rx_fail(&x, "pattern too large once repetitions are expanded "
+                                    "(for lengths, use minLength/maxLength)");
+        goto done;
+    }
     if (!anchored && cur > SB_JSCHEMA_RX_MAX_UNANCHORED) {
         rc = sb_jschema_rx_fail(&x, "unanchored pattern too large once repetitions are expanded "
                                     "(anchor it with ^, or use minLength/maxLength)");
@@ -1129,7 +1124,6 @@ static int sb_jschema_rx_translate(const char *pattern, size_t len, char **out, 
     x.out.p = NULL;
 done:
     free(x.out.p);
-    free(x.src_map);
     return rc;
 }
 
@@ -1209,7 +1203,7 @@ static int sb_jschema_resolve(struct sb_jschema_cc *c, const char *ref, const js
     }
     *d = '\0';
     const json_t *cur = c->s->root;
-    for (char *tok = dec + 1;; ) {
+    for (char *tok = dec + 1;;) {
         char *slash = strchr(tok, '/');
         if (slash)
             *slash = '\0';
@@ -1313,7 +1307,7 @@ static int sb_jschema_cc_schema_map(struct sb_jschema_cc *c, const json_t *sch, 
         return sb_jschema_cc_fail(c, "'%s' must be an object", kw);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)m, k, v) {
+    json_object_foreach ((json_t *)m, k, v) {
         size_t old = sb_jschema_path_ptr(&c->path, kw);
         sb_jschema_path_ptr(&c->path, k);
         int rc = sb_jschema_cc_schema(c, v, depth + 1);
@@ -1400,7 +1394,8 @@ static int sb_jschema_cc_schema(struct sb_jschema_cc *c, const json_t *sch, int 
         (rc = sb_jschema_cc_schema_map(c, sch, "$defs", depth)) ||
         (rc = sb_jschema_cc_schema_map(c, sch, "definitions", depth)))
         return rc;
-    if ((v = json_object_get(sch, "additionalProperties")) && (rc = sb_jschema_cc_sub(c, v, "additionalProperties", depth)))
+    if ((v = json_object_get(sch, "additionalProperties")) &&
+        (rc = sb_jschema_cc_sub(c, v, "additionalProperties", depth)))
         return rc;
     if ((v = json_object_get(sch, "items"))) {
         if (json_is_array(v))
@@ -1530,7 +1525,8 @@ struct sb_jschema_vc {
     long steps;
 };
 
-static int sb_jschema_vc_fail(struct sb_jschema_vc *v, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sb_jschema_vc_fail(struct sb_jschema_vc *v, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int sb_jschema_vc_fail(struct sb_jschema_vc *v, int rc, const char *fmt, ...)
 {
     v->fail_len = v->path.len;
@@ -1550,14 +1546,21 @@ static int sb_jschema_vc_fail(struct sb_jschema_vc *v, int rc, const char *fmt, 
 static const char *sb_jschema_type_of(const json_t *j)
 {
     switch (json_typeof(j)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "number";
     case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    default: return "null";
+    case JSON_FALSE:
+        return "boolean";
+    default:
+        return "null";
     }
 }
 
@@ -1566,12 +1569,18 @@ static int sb_jschema_type_match(const char *t, const json_t *j)
     switch (t[0]) {
     case 'n':
         return t[1] == 'u' && t[2] == 'l' ? json_is_null(j) : json_is_number(j);
-    case 'b': return json_is_boolean(j);
-    case 'o': return json_is_object(j);
-    case 'a': return json_is_array(j);
-    case 's': return json_is_string(j);
-    case 'i': return json_is_integer(j) || (json_is_real(j) && sb_jschema_is_integral(json_real_value(j)));
-    default: return 0;
+    case 'b':
+        return json_is_boolean(j);
+    case 'o':
+        return json_is_object(j);
+    case 'a':
+        return json_is_array(j);
+    case 's':
+        return json_is_string(j);
+    case 'i':
+        return json_is_integer(j) || (json_is_real(j) && sb_jschema_is_integral(json_real_value(j)));
+    default:
+        return 0;
     }
 }
 
@@ -1617,9 +1626,14 @@ static int sb_jschema_v_string(struct sb_jschema_vc *v, const json_t *sch, const
     }
     if ((k = json_object_get(sch, "pattern"))) {
         const regex_t *re = sb_map_get(v->s->regex, json_string_value(k));
-        regmatch_t m[SB_JSCHEMA_NMATCH] = {{.rm_so = 0, .rm_eo = (regoff_t)bytes}};
+        if (bytes > INT32_MAX) /* regoff_t is an int */
+            return sb_jschema_vc_fail(v, -E2BIG, "string too long to match against pattern \"%s\"",
+                                      json_string_value(k));
+        /* Not REG_NOSUB: glibc's no-submatch path answers wrongly for some
+         * anchors inside loops that the regular path gets right. */
+        regmatch_t m[1] = {{.rm_so = 0, .rm_eo = (regoff_t)bytes}};
         locale_t old = uselocale(v->s->cloc);
-        int rc = regexec(re, str, SB_JSCHEMA_NMATCH, m, REG_STARTEND);
+        int rc = regexec(re, str, 1, m, REG_STARTEND);
         uselocale(old);
         if (rc == REG_NOMATCH)
             return sb_jschema_vc_fail(v, -1, "string does not match pattern \"%s\"", json_string_value(k));
@@ -1691,7 +1705,7 @@ static int sb_jschema_v_object(struct sb_jschema_vc *v, const json_t *sch, const
         return 0;
     const char *k;
     json_t *val;
-    json_object_foreach((json_t *)inst, k, val) {
+    json_object_foreach ((json_t *)inst, k, val) {
         const json_t *sub = props ? json_object_get(props, k) : NULL;
         if (!sub && !addl)
             continue;
@@ -1772,12 +1786,21 @@ static int sb_jschema_v_schema(struct sb_jschema_vc *v, const json_t *sch, const
     if ((k = json_object_get(sch, "const")) && !sb_jschema_equal(k, inst))
         return sb_jschema_vc_fail(v, -1, "value does not equal the const value");
     switch (json_typeof(inst)) {
-    case JSON_STRING: rc = sb_jschema_v_string(v, sch, inst); break;
+    case JSON_STRING:
+        rc = sb_jschema_v_string(v, sch, inst);
+        break;
     case JSON_INTEGER:
-    case JSON_REAL: rc = sb_jschema_v_number(v, sch, inst); break;
-    case JSON_ARRAY: rc = sb_jschema_v_array(v, sch, inst, depth); break;
-    case JSON_OBJECT: rc = sb_jschema_v_object(v, sch, inst, depth); break;
-    default: break;
+    case JSON_REAL:
+        rc = sb_jschema_v_number(v, sch, inst);
+        break;
+    case JSON_ARRAY:
+        rc = sb_jschema_v_array(v, sch, inst, depth);
+        break;
+    case JSON_OBJECT:
+        rc = sb_jschema_v_object(v, sch, inst, depth);
+        break;
+    default:
+        break;
     }
     if (rc)
         return rc;
@@ -1893,10 +1916,30 @@ static int sb_jschema_sc_has_type(const json_t *t, const char *name)
 
 static int sb_jschema_sc_schema(struct sb_jschema_sc *c, const json_t *sch, int depth)
 {
-    static const char *const allowed[] = {
-        "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "items", "$ref",
-        "$defs", "definitions", "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
-        "exclusiveMaximum", "minItems", "maxItems", "title", "description", "$comment", "$schema"};
+    static const char *const allowed[] = {"type",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "enum",
+                                          "const",
+                                          "anyOf",
+                                          "items",
+                                          "$ref",
+                                          "$defs",
+                                          "definitions",
+                                          "minLength",
+                                          "maxLength",
+                                          "pattern",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum",
+                                          "minItems",
+                                          "maxItems",
+                                          "title",
+                                          "description",
+                                          "$comment",
+                                          "$schema"};
     if (!json_is_object(sch))
         return sb_jschema_sc_fail(c, "schema must be a JSON Schema object, got %s.",
                                   json_is_boolean(sch) ? "a boolean schema" : sb_jschema_type_of(sch));
@@ -1904,7 +1947,7 @@ static int sb_jschema_sc_schema(struct sb_jschema_sc *c, const json_t *sch, int 
         return sb_jschema_sc_fail(c, "schema is nested deeper than %d levels.", SB_JSCHEMA_MAX_DEPTH);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)sch, k, v) {
+    json_object_foreach ((json_t *)sch, k, v) {
         size_t i = 0;
         while (i < sizeof allowed / sizeof *allowed && strcmp(k, allowed[i]))
             i++;
@@ -1925,7 +1968,7 @@ static int sb_jschema_sc_schema(struct sb_jschema_sc *c, const json_t *sch, int 
             return sb_jschema_sc_fail(c, "'properties' must be an object.");
         if (req && !json_is_array(req))
             return sb_jschema_sc_fail(c, "'required' must be an array.");
-        json_object_foreach((json_t *)props, k, v) {
+        json_object_foreach ((json_t *)props, k, v) {
             size_t i = 0;
             while (i < json_array_size(req) &&
                    !(json_is_string(json_array_get(req, i)) && !strcmp(json_string_value(json_array_get(req, i)), k)))
@@ -1944,7 +1987,7 @@ static int sb_jschema_sc_schema(struct sb_jschema_sc *c, const json_t *sch, int 
         }
     }
     int rc;
-    json_object_foreach((json_t *)props, k, v) {
+    json_object_foreach ((json_t *)props, k, v) {
         if ((rc = sb_jschema_sc_sub(c, v, "properties", k, -1, depth)))
             return rc;
     }
@@ -1953,7 +1996,7 @@ static int sb_jschema_sc_schema(struct sb_jschema_sc *c, const json_t *sch, int 
         const json_t *defs = json_object_get(sch, maps[m]);
         if (defs && !json_is_object(defs))
             return sb_jschema_sc_fail(c, "'%s' must be an object.", maps[m]);
-        json_object_foreach((json_t *)defs, k, v) {
+        json_object_foreach ((json_t *)defs, k, v) {
             if ((rc = sb_jschema_sc_sub(c, v, maps[m], k, -1, depth)))
                 return rc;
         }
@@ -1973,7 +2016,8 @@ int sb_jschema_check_strict(const json_t *schema, char *err, size_t errsz)
     sb_jschema_errf(err, errsz, "%s", "");
     const json_t *type = json_is_object(schema) ? json_object_get(schema, "type") : NULL;
     if (!json_is_string(type) || strcmp(json_string_value(type), "object")) {
-        sb_jschema_errf(err, errsz, "Invalid schema: schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%s\"'.",
+        sb_jschema_errf(err, errsz,
+                        "Invalid schema: schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%s\"'.",
                         json_is_string(type) ? json_string_value(type) : "None");
         return -EINVAL;
     }

@@ -15,9 +15,14 @@
  *
  * Patterns: ECMA syntax is translated to a POSIX ERE over UTF-8 bytes and run
  * with regexec() under a private "C" locale, so matching is per code point
- * (as the ECMA "u" flag) whatever the process locale is. Lookaround, named
- * backreferences (\k), Unicode property escapes (\p) and backreferences past
- * \9 cannot be expressed and make sb_jschema_new() fail.
+ * (as the ECMA "u" flag) whatever the process locale is. sb_jschema_new()
+ * fails on what POSIX cannot express (lookaround, \p{...}, \u{...},
+ * backreferences), on what glibc gets wrong or is
+ * pathologically slow on (^ $ \b \B inside a group repeated more than once;
+ * repeating a sub-pattern that can match empty, as "(a|b?)+"), and on
+ * patterns whose counted repetitions expand too far (e.g. "^.{0,2000}$":
+ * use maxLength; unanchored ones have a lower limit). Within those limits a
+ * pattern compiles and matches a 100 KB string in well under 100 ms.
  */
 #ifndef SB_JSCHEMA_H
 #define SB_JSCHEMA_H

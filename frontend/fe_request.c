@@ -4,6 +4,7 @@
  */
 #include "fe_request.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
@@ -49,6 +50,8 @@ static void fe_request_free(fe_request_t *r)
 {
     if (r->deadline)
         event_free(r->deadline);
+    if (r->client_watch)
+        event_free(r->client_watch);
     json_decref(r->key);
     json_decref(r->model);
     json_decref(r->body);
@@ -121,6 +124,8 @@ static void fe_request_send(fe_request_t *r, int status, const char *content_typ
     r->status = status;
     if (r->deadline)
         event_del(r->deadline);
+    if (r->client_watch) /* the connection may serve its next request now */
+        event_del(r->client_watch);
     if (r->http) {
         struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
         evhttp_add_header(h, "Content-Type", content_type);
@@ -210,6 +215,9 @@ static void fe_request_on_close(struct evhttp_connection *conn, void *arg)
 {
     fe_request_t *r = arg;
     r->conn = NULL;
+    r->http = NULL; /* evhttp frees the request with its connection: no reply */
+    if (r->client_watch)
+        event_del(r->client_watch);
     if (r->state == FE_REQ_RUNNING)
         fe_broker_cancel(r->srv->broker, r->request_id);
     if (r->state != FE_REQ_DONE && r->state != FE_REQ_STORING) {
@@ -218,6 +226,39 @@ static void fe_request_on_close(struct evhttp_connection *conn, void *arg)
         r->error_text = sb_xstrdup("client closed the connection");
         fe_request_finish(r, 499, NULL, 0);
     }
+}
+
+/*
+ * libevent's evhttp stops reading a connection while its request is being
+ * answered, so it never notices a client that hangs up meanwhile. The
+ * request watches the socket itself: EOF (or an error) means the client
+ * left, and freeing the connection runs fe_request_on_close, which cancels
+ * the job upstream. Data means a pipelined request: stop watching, evhttp
+ * reads it after this reply.
+ */
+static void fe_request_on_client_readable(evutil_socket_t fd, short what, void *arg)
+{
+    fe_request_t *r = arg;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0)
+        return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        event_add(r->client_watch, NULL);
+        return;
+    }
+    if (r->conn)
+        evhttp_connection_free(r->conn); /* may free r (fe_request_on_close) */
+}
+
+static void fe_request_watch_client(fe_request_t *r)
+{
+    struct bufferevent *bev = r->conn ? evhttp_connection_get_bufferevent(r->conn) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0)
+        return;
+    r->client_watch = event_new(r->srv->base, fd, EV_READ, fe_request_on_client_readable, r);
+    event_add(r->client_watch, NULL);
 }
 
 static void fe_request_on_key(json_t *rec, const char *err, void *arg)
@@ -308,6 +349,7 @@ void fe_request_handle(struct evhttp_request *http, void *arg)
         return;
     }
     r->state = FE_REQ_AUTH;
+    fe_request_watch_client(r);
     fe_request_hold(r);
     fe_auth_lookup_key(srv->auth, key, key_len, fe_request_on_key, r);
 }

@@ -87,6 +87,7 @@ struct fe_request {
 
     fe_collect_t result;
     struct event *deadline;
+    struct event *client_watch; /* EOF on the client socket while we work: the client left */
     int status;              /* HTTP status sent */
     char *error_text;        /* for the request log */
 };
