@@ -34,7 +34,9 @@ static int fe_structured_schema(const json_t *schema, bool strict, const char *w
     }
     sb_jschema_destroy(&compiled);
     if (strict && sb_jschema_check_strict(schema, msg, sizeof msg) != 0) {
-        fe_params_invalid(err, param, "Invalid schema for %s '%.64s': %s", what, name, msg);
+        /* The checker's text starts "Invalid schema: " as OpenAI's does; say it once. */
+        const char *why = strncmp(msg, "Invalid schema: ", 16) == 0 ? msg + 16 : msg;
+        fe_params_invalid(err, param, "Invalid schema for %s '%.64s': %s", what, name, why);
         return -1;
     }
     return 0;
