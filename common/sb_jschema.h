@@ -13,16 +13,17 @@
  * sb_jschema_check_strict() is where they are rejected. Siblings of $ref apply
  * (2020-12), unlike draft 7 where they were ignored.
  *
- * Patterns: ECMA syntax is translated to a POSIX ERE over UTF-8 bytes and run
- * with regexec() under a private "C" locale, so matching is per code point
- * (as the ECMA "u" flag) whatever the process locale is. sb_jschema_new()
- * fails on what POSIX cannot express (lookaround, \p{...}, \u{...},
- * backreferences), on what glibc gets wrong or is
- * pathologically slow on (^ $ \b \B inside a group repeated more than once;
- * repeating a sub-pattern that can match empty, as "(a|b?)+"), and on
- * patterns whose counted repetitions expand too far (e.g. "^.{0,2000}$":
- * use maxLength; unanchored ones have a lower limit). Within those limits a
- * pattern compiles and matches a 100 KB string in well under 100 ms.
+ * Patterns are compiled with sb_regex (sb_regex.h): ECMA syntax is
+ * translated to a POSIX ERE over UTF-8 bytes and run with regexec() under a
+ * private "C" locale, so matching is per code point (as the ECMA "u" flag)
+ * whatever the process locale is. sb_jschema_new() fails on the patterns
+ * sb_regex rejects: what POSIX cannot express (lookaround, \p{...},
+ * \u{...}, backreferences), what glibc gets wrong or is pathologically slow
+ * on (^ $ \b \B inside a group repeated more than once; repeating a
+ * sub-pattern that can match empty, as "(a|b?)+"), and patterns whose counted
+ * repetitions expand too far (e.g. "^.{0,2000}$": use maxLength; unanchored
+ * ones have a lower limit). Within those limits a pattern compiles and
+ * matches a 100 KB string in well under 100 ms.
  */
 #ifndef SB_JSCHEMA_H
 #define SB_JSCHEMA_H

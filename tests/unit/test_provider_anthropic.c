@@ -9,116 +9,11 @@
 #include <strings.h>
 
 #include "provider.h"
-#include "sb_test.h"
+#include "sb_provider_test.h"
 
-/* Parses a JSON literal written with ' for " (tests only: aborts on a typo). */
-static json_t *J(const char *text)
-{
-    char *s = strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    json_error_t e;
-    json_t *v = json_loads(s, JSON_DECODE_ANY, &e);
-    if (!v) {
-        fprintf(stderr, "bad JSON in test: %s: %s\n", e.text, s);
-        abort();
-    }
-    free(s);
-    return v;
-}
-
-static void check_json(const json_t *actual, const char *expected_text, const char *file, int line)
-{
-    json_t *expected = J(expected_text);
-    sb_test_checks++;
-    if (!actual || !json_equal((json_t *)actual, expected)) {
-        sb_test_failures++;
-        char *a = actual ? json_dumps(actual, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
-        char *b = json_dumps(expected, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        fprintf(stderr, "%s:%d: CHECK_JSON failed\n  actual:   %s\n  expected: %s\n", file, line, a ? a : "(null)", b);
-        free(a);
-        free(b);
-    }
-    json_decref(expected);
-}
-#define CHECK_JSON(actual, expected_text) check_json((actual), (expected_text), __FILE__, __LINE__)
-
-/* A job around `request` with an anthropic route; `route_extra` (or NULL)
- * is merged into the route. */
-static json_t *job_with(const char *request, const char *route_extra)
-{
-    json_t *job = J("{'request_id':'req_1','model':'public-model','account_id':1,"
-                    "'route':{'provider':'anthropic','base_url':'http://127.0.0.1:18080/',"
-                    "'upstream_model':'claude-test','credential_ref':null,'timeout_ms':60000}}");
-    json_object_set_new(job, "request", J(request));
-    if (route_extra) {
-        json_t *extra = J(route_extra);
-        json_object_update((json_t *)json_object_get(job, "route"), extra);
-        json_decref(extra);
-    }
-    return job;
-}
-
-/* Builds the request for job; returns the parsed body (NULL on error, with
- * *err set). */
-static json_t *build(const json_t *job, sb_provider_request_t *req, json_t **err)
-{
-    memset(req, 0, sizeof *req);
-    *err = NULL;
-    if (sb_provider_anthropic.build_request(job, req, err) < 0)
-        return NULL;
-    return json_loadb(req->body, req->body_len, 0, NULL);
-}
-
-#define CHECK_BODY(request, expected) check_body((request), NULL, (expected), __FILE__, __LINE__)
-#define CHECK_BODY_ROUTE(request, route, expected) check_body((request), (route), (expected), __FILE__, __LINE__)
-static void check_body(const char *request, const char *route, const char *expected, const char *file, int line)
-{
-    json_t *job = job_with(request, route);
-    sb_provider_request_t req;
-    json_t *err;
-    json_t *body = build(job, &req, &err);
-    if (!body) {
-        char *e = json_dumps(err, JSON_COMPACT);
-        fprintf(stderr, "%s:%d: build failed: %s\n", file, line, e ? e : "(null)");
-        free(e);
-    }
-    check_json(body, expected, file, line);
-    json_decref(body);
-    json_decref(err);
-    sb_provider_request_clear(&req);
-    json_decref(job);
-}
-
-/* The error event a request is refused with: status, code (NULL for none)
- * and message. */
-#define CHECK_REFUSED(request, msg) check_refused((request), NULL, (msg), __FILE__, __LINE__)
-#define CHECK_UNSUPPORTED(request, msg)                                                                                \
-    check_refused((request), "unsupported_parameter", "unsupported parameter: " msg, __FILE__, __LINE__)
-static void check_refused(const char *request, const char *code, const char *msg, const char *file, int line)
-{
-    json_t *job = job_with(request, NULL);
-    sb_provider_request_t req;
-    json_t *err;
-    json_t *body = build(job, &req, &err);
-    const char *got_code = json_string_value(json_object_get(err, "code"));
-    const char *got_msg = json_string_value(json_object_get(err, "message"));
-    sb_test_checks++;
-    if (body || !err || json_integer_value(json_object_get(err, "status")) != 400 ||
-        strcmp(json_string_value(json_object_get(err, "kind")), "invalid_request") || !got_msg ||
-        strcmp(got_msg, msg) || (code ? !got_code || strcmp(got_code, code) : got_code != NULL)) {
-        sb_test_failures++;
-        char *e = err ? json_dumps(err, JSON_COMPACT) : NULL;
-        fprintf(stderr, "%s:%d: expected refusal 400 %s \"%s\", got %s\n", file, line, code ? code : "(no code)", msg,
-                e ? e : "a body");
-        free(e);
-    }
-    json_decref(body);
-    json_decref(err);
-    sb_provider_request_clear(&req);
-    json_decref(job);
-}
+/* The route of every job here. */
+static const char route[] = "{'provider':'anthropic','base_url':'http://127.0.0.1:18080/',"
+                            "'upstream_model':'claude-test','credential_ref':null,'timeout_ms':60000}";
 
 /* A one-message user input with these parts (a JSON text). */
 #define USER(parts) "{'input':[{'type':'message','role':'user','content':" parts "}]}"
@@ -150,7 +45,7 @@ static void test_request_basic(void)
 
     /* URL (the bare origin + /v1/messages) and headers: no credential_ref,
      * no x-api-key. */
-    json_t *job = job_with("{'input':[]}", NULL);
+    json_t *job = job_with("{'input':[]}");
     sb_provider_request_t req;
     json_t *err;
     json_t *body = build(job, &req, &err);
@@ -187,7 +82,7 @@ static void test_request_basic(void)
     json_decref(job);
 
     /* A streaming job asks for a stream. */
-    job = job_with("{'input':[],'stream':true}", NULL);
+    job = job_with("{'input':[],'stream':true}");
     body = build(job, &req, &err);
     CHECK(json_is_true(json_object_get(body, "stream")));
     CHECK_STR(req.headers[1], "Accept: text/event-stream");
@@ -287,26 +182,26 @@ static void test_request_files(void)
     CHECK_UNSUPPORTED(USER("[{'type':'input_file','filename':'a.zip','file_data':'data:application/zip;base64,UEsD'}]"),
                       "input_file 'a.zip' of type 'application/zip' is not supported by Anthropic upstreams (PDF "
                       "and text files only)");
-    CHECK_REFUSED(USER("[{'type':'input_file','filename':'x.txt','file_data':'data:text/plain;base64,@@@'}]"),
+    CHECK_INVALID(USER("[{'type':'input_file','filename':'x.txt','file_data':'data:text/plain;base64,@@@'}]"), NULL,
                   "input_file 'x.txt' (content part 0) has malformed base64 file_data");
-    CHECK_REFUSED(USER("[{'type':'input_file','filename':'x.txt','file_data':'data:text/plain;base64,//4AYmlu'}]"),
-                  "input_file 'x.txt' (content part 0) is not UTF-8 text");
-    CHECK_REFUSED(USER("[{'type':'input_text','text':'a'},{'type':'input_file','filename':'x.txt',"
+    CHECK_INVALID(USER("[{'type':'input_file','filename':'x.txt','file_data':'data:text/plain;base64,//4AYmlu'}]"),
+                  NULL, "input_file 'x.txt' (content part 0) is not UTF-8 text");
+    CHECK_INVALID(USER("[{'type':'input_text','text':'a'},{'type':'input_file','filename':'x.txt',"
                        "'file_data':'data:text/plain,hello'}]"),
-                  "input_file 'x.txt' (content part 1) needs a base64 data URL");
-    CHECK_REFUSED(USER("[{'type':'input_file','file_id':'file_1'}]"),
+                  NULL, "input_file 'x.txt' (content part 1) needs a base64 data URL");
+    CHECK_INVALID(USER("[{'type':'input_file','file_id':'file_1'}]"), NULL,
                   "input_file 'file' (content part 0) without file_data is not supported by provider anthropic");
     CHECK_UNSUPPORTED(USER("[{'type':'input_audio','input_audio':{'data':'UklGRg==','format':'wav'}}]"),
                       "audio input is not supported by Anthropic upstreams");
     CHECK_UNSUPPORTED(USER("[{'type':'input_image','image_url':'data:image/bmp;base64,Qk0='}]"),
                       "image type 'image/bmp' is not supported by Anthropic upstreams");
-    CHECK_REFUSED(USER("[{'type':'input_image','image_url':'ftp://x/a.png'}]"),
+    CHECK_INVALID(USER("[{'type':'input_image','image_url':'ftp://x/a.png'}]"), NULL,
                   "input_image (content part 0) needs an http(s) URL or a base64 data URL");
-    CHECK_REFUSED(USER("[{'type':'input_image','file_id':'file_1'}]"),
+    CHECK_INVALID(USER("[{'type':'input_image','file_id':'file_1'}]"), NULL,
                   "input_image (content part 0) without image_url is not supported by provider anthropic");
-    CHECK_REFUSED(USER("[{'type':'refusal','refusal':'x'}]"),
+    CHECK_INVALID(USER("[{'type':'refusal','refusal':'x'}]"), NULL,
                   "content part type 'refusal' is not supported by provider anthropic");
-    CHECK_REFUSED(USER("[{'type':'input_text'}]"), "content part 0 has no text");
+    CHECK_INVALID(USER("[{'type':'input_text'}]"), NULL, "content part 0 has no text");
 }
 
 /* function_call -> assistant tool_use (merged with the text turn before
@@ -342,12 +237,12 @@ static void test_request_tool_round_trip(void)
                "{'role':'user','content':[{'type':'tool_result','tool_use_id':'toolu_3','content':'{\\'d\\':1}'}]},"
                "{'role':'assistant','content':[{'type':'tool_use','id':'toolu_4','name':'g','input':{}}]},"
                "{'role':'user','content':[{'type':'tool_result','tool_use_id':'toolu_4'}]}]}");
-    CHECK_REFUSED("{'input':[{'type':'function_call','call_id':'toolu_1','name':'f','arguments':'{oops'}]}",
+    CHECK_INVALID("{'input':[{'type':'function_call','call_id':'toolu_1','name':'f','arguments':'{oops'}]}", NULL,
                   "function_call 'toolu_1' has arguments that are not a JSON object");
-    CHECK_REFUSED("{'input':[{'type':'function_call','call_id':'toolu_1','name':'f','arguments':'[1]'}]}",
+    CHECK_INVALID("{'input':[{'type':'function_call','call_id':'toolu_1','name':'f','arguments':'[1]'}]}", NULL,
                   "function_call 'toolu_1' has arguments that are not a JSON object");
-    CHECK_REFUSED("{'input':[{'type':'function_call','name':'f'}]}", "function_call items need call_id and name");
-    CHECK_REFUSED("{'input':[{'type':'function_call_output','output':'x'}]}",
+    CHECK_INVALID("{'input':[{'type':'function_call','name':'f'}]}", NULL, "function_call items need call_id and name");
+    CHECK_INVALID("{'input':[{'type':'function_call_output','output':'x'}]}", NULL,
                   "function_call_output items need call_id");
     CHECK_UNSUPPORTED("{'input':[{'type':'function_call_output','call_id':'c','output':[{'type':'input_audio',"
                       "'input_audio':{'data':'UklGRg==','format':'wav'}}]}]}",
@@ -426,8 +321,8 @@ static void test_request_tools(void)
                       "tool_choice 'allowed_tools' is not supported by Anthropic upstreams");
     CHECK_UNSUPPORTED("{'input':[]," TOOLS ",'tool_choice':'sometimes'}",
                       "tool_choice 'sometimes' is not supported by Anthropic upstreams");
-    CHECK_REFUSED("{'input':[],'tools':[{'type':'function'}]}", "function tool 0 has no name");
-    CHECK_REFUSED("{'input':[],'tools':{}}", "request.tools must be an array");
+    CHECK_INVALID("{'input':[],'tools':[{'type':'function'}]}", NULL, "function tool 0 has no name");
+    CHECK_INVALID("{'input':[],'tools':{}}", NULL, "request.tools must be an array");
 #undef TOOLS
 #undef TOOLS_OUT
 }
@@ -443,9 +338,9 @@ static void test_request_structured(void)
     CHECK_UNSUPPORTED("{'input':[],'text':{'format':{'type':'json_object'}}}",
                       "text.format json_object is not supported by Anthropic upstreams (no JSON mode without a "
                       "schema; use json_schema)");
-    CHECK_REFUSED("{'input':[],'text':{'format':{'type':'json_schema','name':'x'}}}",
+    CHECK_INVALID("{'input':[],'text':{'format':{'type':'json_schema','name':'x'}}}", NULL,
                   "text.format json_schema needs a schema");
-    CHECK_REFUSED("{'input':[],'text':{'format':{'type':'grammar'}}}",
+    CHECK_INVALID("{'input':[],'text':{'format':{'type':'grammar'}}}", NULL,
                   "text.format 'grammar' is not supported by provider anthropic");
 }
 
@@ -490,7 +385,7 @@ static void test_request_effort(void)
     /* none: no thinking, and no limit to check. */
     CHECK_BODY("{'input':[],'max_output_tokens':16,'reasoning':{'effort':'none'}}",
                "{'model':'claude-test','max_tokens':16,'stream':false,'messages':[]}");
-    CHECK_REFUSED("{'input':[],'reasoning':{'effort':'extreme'}}",
+    CHECK_INVALID("{'input':[],'reasoning':{'effort':'extreme'}}", NULL,
                   "reasoning.effort 'extreme' is not supported by provider anthropic");
 }
 
@@ -502,25 +397,26 @@ static void test_request_refused(void)
     CHECK_UNSUPPORTED("{'input':[],'presence_penalty':0.5}",
                       "presence_penalty is not supported by Anthropic upstreams");
     CHECK_UNSUPPORTED("{'input':[],'n':2}", "n > 1 is not supported by Anthropic upstreams");
-    CHECK_REFUSED("{'input':[],'n':0}", "request.n must be at least 1");
-    CHECK_REFUSED("{'input':[],'n':'2'}", "request.n has the wrong type");
-    CHECK_REFUSED("{'input':[],'temperature':'hot'}", "request.temperature has the wrong type");
-    CHECK_REFUSED("{'input':[],'stop':[1]}", "request.stop has the wrong type");
-    CHECK_REFUSED("{'input':[],'user':5}", "request.user has the wrong type");
-    CHECK_REFUSED("{'input':[],'max_output_tokens':'9'}", "request.max_output_tokens has the wrong type");
-    CHECK_REFUSED("{'input':[],'max_output_tokens':0}", "request.max_output_tokens must be at least 1");
-    CHECK_REFUSED("{'input':'hi'}", "request.input must be an array of items");
-    CHECK_REFUSED("{'input':[{'type':'web_search_call'}]}",
+    CHECK_INVALID("{'input':[],'n':0}", NULL, "request.n must be at least 1");
+    CHECK_INVALID("{'input':[],'n':'2'}", NULL, "request.n has the wrong type");
+    CHECK_INVALID("{'input':[],'temperature':'hot'}", NULL, "request.temperature has the wrong type");
+    CHECK_INVALID("{'input':[],'stop':[1]}", NULL, "request.stop has the wrong type");
+    CHECK_INVALID("{'input':[],'user':5}", NULL, "request.user has the wrong type");
+    CHECK_INVALID("{'input':[],'max_output_tokens':'9'}", NULL, "request.max_output_tokens has the wrong type");
+    CHECK_INVALID("{'input':[],'max_output_tokens':0}", NULL, "request.max_output_tokens must be at least 1");
+    CHECK_INVALID("{'input':'hi'}", NULL, "request.input must be an array of items");
+    CHECK_INVALID("{'input':[{'type':'web_search_call'}]}", NULL,
                   "input item type 'web_search_call' is not supported by provider anthropic");
-    CHECK_REFUSED("{'input':[{'role':'user'}]}", "input item 0 has no type");
-    CHECK_REFUSED("{'input':[{'type':'message','role':'robot','content':[]}]}", "input item 0 has an unsupported role");
-    CHECK_REFUSED("{'input':[{'type':'message','role':'user','content':'hi'}]}",
+    CHECK_INVALID("{'input':[{'role':'user'}]}", NULL, "input item 0 has no type");
+    CHECK_INVALID("{'input':[{'type':'message','role':'robot','content':[]}]}", NULL,
+                  "input item 0 has an unsupported role");
+    CHECK_INVALID("{'input':[{'type':'message','role':'user','content':'hi'}]}", NULL,
                   "message content must be an array of parts");
 
     static const char *const missing[] = {"upstream_model", "base_url"};
     static const char *const messages[] = {"route has no upstream_model", "route has no base_url"};
     for (size_t i = 0; i < 2; i++) {
-        json_t *job = job_with("{'input':[]}", NULL);
+        json_t *job = job_with("{'input':[]}");
         json_object_del((json_t *)json_object_get(job, "route"), missing[i]);
         sb_provider_request_t req;
         json_t *err;
@@ -566,64 +462,14 @@ static void normalize_ids(json_t *events)
     json_decref(seen);
 }
 
-/* The events for a raw response body. */
-static json_t *parse_for(const char *request, long status, const char *body, long retry_after)
+/* An upstream body written like the other JSON here (with '), sent as
+ * compact JSON. */
+static char *compact_body(const char *text)
 {
-    json_t *job = job_with(request, NULL);
-    json_t *events = json_array();
-    sb_provider_response_t resp = {
-        .status = status, .body = body, .body_len = strlen(body), .retry_after = retry_after, .upstream_ms = 42};
-    sb_provider_anthropic.parse_response(job, &resp, events);
-    json_decref(job);
-    normalize_ids(events);
-    return events;
-}
-
-/* The events for a body written like the other JSON here (with '). */
-static json_t *parse_j(long status, const char *body, long retry_after)
-{
-    json_t *b = J(body);
-    char *text = json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY);
-    json_t *events = parse_for("{'input':[]}", status, text, retry_after);
-    free(text);
+    json_t *b = J(text);
+    char *s = json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(b);
-    return events;
-}
-
-#define CHECK_EVENTS(status, body, expected) check_events((status), (body), -1, (expected), __FILE__, __LINE__)
-static void check_events(long status, const char *body, long retry_after, const char *expected, const char *file,
-                         int line)
-{
-    json_t *events = parse_j(status, body, retry_after);
-    check_json(events, expected, file, line);
-    json_decref(events);
-}
-
-/* A raw (non-JSON or malformed) body. */
-#define CHECK_EVENTS_RAW(status, body, expected) check_events_raw((status), (body), (expected), __FILE__, __LINE__)
-static void check_events_raw(long status, const char *body, const char *expected, const char *file, int line)
-{
-    json_t *events = parse_for("{'input':[]}", status, body, -1);
-    check_json(events, expected, file, line);
-    json_decref(events);
-}
-
-/* An expected event sequence: one JSON text per event, joined into an array
- * (a static buffer, used at once). */
-#define EVENTS(...) events_json((const char *const[]){__VA_ARGS__, NULL})
-static const char *events_json(const char *const *evs)
-{
-    static char buf[16384];
-    size_t pos = 0;
-    buf[pos++] = '[';
-    for (size_t i = 0; evs[i]; i++) {
-        pos += (size_t)snprintf(buf + pos, sizeof buf - pos, "%s%s", i ? "," : "", evs[i]);
-        if (pos >= sizeof buf - 2)
-            abort(); /* a test too long for the buffer */
-    }
-    buf[pos++] = ']';
-    buf[pos] = '\0';
-    return buf;
+    return s;
 }
 
 #define MSG_ADDED(i)                                                                                                   \
@@ -713,10 +559,11 @@ static void test_response_thinking_and_tools(void)
  * response -> canonical items -> the next request's blocks. */
 static void test_round_trip(void)
 {
-    json_t *events = parse_j(200,
-                             "{'content':[{'type':'thinking','thinking':'T','signature':'S'},"
-                             "{'type':'tool_use','id':'toolu_9','name':'f','input':{'a':1}}],'stop_reason':'tool_use'}",
-                             -1);
+    json_t *events =
+        parse_for("{'input':[]}", 200,
+                  "{'content':[{'type':'thinking','thinking':'T','signature':'S'},"
+                  "{'type':'tool_use','id':'toolu_9','name':'f','input':{'a':1}}],'stop_reason':'tool_use'}",
+                  -1);
     CHECK_INT(json_array_size(events), 7);
     json_t *input = json_array();
     json_array_append_new(input, J("{'type':'message','role':'user','content':[{'type':'input_text','text':'q'}]}"));
@@ -727,7 +574,7 @@ static void test_round_trip(void)
             json_array_append(input, json_object_get(ev, "item"));
     }
     json_array_append_new(input, J("{'type':'function_call_output','call_id':'toolu_9','output':'42'}"));
-    json_t *job = job_with("{}", NULL);
+    json_t *job = job_with("{}");
     json_object_set_new((json_t *)json_object_get(job, "request"), "input", input);
     sb_provider_request_t req;
     json_t *err;
@@ -780,10 +627,9 @@ static void test_response_errors(void)
     CHECK_EVENTS(404, ANTH_ERR("not_found_error", "model: claude-x"), ERR(404, "not_found", "model: claude-x"));
     CHECK_EVENTS(413, ANTH_ERR("request_too_large", "Request exceeds the maximum size"),
                  ERR(413, "request_too_large", "Request exceeds the maximum size"));
-    check_events(429, ANTH_ERR("rate_limit_error", "Number of requests has exceeded your rate limit"), 17,
-                 "[{'type':'error','status':429,'kind':'rate_limit','code':null,"
-                 "'message':'Number of requests has exceeded your rate limit','retry_after':17}]",
-                 __FILE__, __LINE__);
+    CHECK_EVENTS_RETRY(429, ANTH_ERR("rate_limit_error", "Number of requests has exceeded your rate limit"), 17,
+                       "[{'type':'error','status':429,'kind':'rate_limit','code':null,"
+                       "'message':'Number of requests has exceeded your rate limit','retry_after':17}]");
     CHECK_EVENTS(500, ANTH_ERR("api_error", "Internal server error"),
                  ERR(500, "upstream_error", "Internal server error"));
     CHECK_EVENTS(529, ANTH_ERR("overloaded_error", "Overloaded"), ERR(503, "overloaded", "Overloaded"));
@@ -830,7 +676,7 @@ static char *sse(const char *const *lines, size_t n, const char *eol)
  * bytes (0: all at once). */
 static json_t *stream_events(const char *text, size_t chunk)
 {
-    json_t *job = job_with("{'input':[],'stream':true}", NULL);
+    json_t *job = job_with("{'input':[],'stream':true}");
     sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_anthropic, job);
     json_t *events = json_array();
     size_t len = strlen(text), step = chunk ? chunk : (len ? len : 1);
@@ -1011,7 +857,7 @@ static void test_stream(void)
     json_decref(events);
 
     /* A non-2xx answer to a streaming job is a plain error body. */
-    json_t *job = job_with("{'input':[],'stream':true}", NULL);
+    json_t *job = job_with("{'input':[],'stream':true}");
     sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_anthropic, job);
     events = json_array();
     const char *body = "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down\"}}";
@@ -1025,7 +871,7 @@ static void test_stream(void)
     json_decref(job);
 
     /* The stream state is freed cleanly mid-event (a cancelled job). */
-    job = job_with("{'input':[],'stream':true}", NULL);
+    job = job_with("{'input':[],'stream':true}");
     p = sb_provider_parser_new(&sb_provider_anthropic, job);
     events = json_array();
     const char *part = "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\","
@@ -1043,13 +889,14 @@ static void test_stream(void)
 static void test_count(void)
 {
     CHECK(sb_provider_anthropic.build_count_request != NULL && sb_provider_anthropic.parse_count_response != NULL);
-    json_t *job = job_with("{'op':'count_tokens','instructions':'Be brief.','input':[{'type':'message','role':'user',"
-                           "'content':[{'type':'input_text','text':'Hi'}]}],'temperature':0.5,'top_k':3,"
-                           "'stop':['END'],'user':'u1','reasoning':{'effort':'low'},'stream':true,"
-                           "'tools':[{'type':'function','name':'f','parameters':{'type':'object'}}],"
-                           "'tool_choice':'auto',"
-                           "'text':{'format':{'type':'json_schema','name':'o','schema':{'type':'object'}}}}",
-                           "{'max_output_tokens':8192}");
+    json_t *job =
+        job_with_route("{'op':'count_tokens','instructions':'Be brief.','input':[{'type':'message','role':'user',"
+                       "'content':[{'type':'input_text','text':'Hi'}]}],'temperature':0.5,'top_k':3,"
+                       "'stop':['END'],'user':'u1','reasoning':{'effort':'low'},'stream':true,"
+                       "'tools':[{'type':'function','name':'f','parameters':{'type':'object'}}],"
+                       "'tool_choice':'auto',"
+                       "'text':{'format':{'type':'json_schema','name':'o','schema':{'type':'object'}}}}",
+                       "{'max_output_tokens':8192}");
     sb_provider_request_t req;
     memset(&req, 0, sizeof req);
     json_t *err = NULL;
@@ -1107,6 +954,11 @@ static void test_count(void)
 
 int main(void)
 {
+    sb_ptest = (sb_ptest_t){.provider = &sb_provider_anthropic,
+                            .route = route,
+                            .single_quotes = true,
+                            .upstream_body = compact_body,
+                            .normalize_ids = normalize_ids};
     CHECK_STR(sb_provider_anthropic.kind, "anthropic");
     CHECK(!sb_provider_anthropic.supports_n);
     CHECK(sb_provider_lookup("anthropic") == &sb_provider_anthropic);

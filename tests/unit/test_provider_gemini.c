@@ -6,146 +6,22 @@
  * by J() (so a literal quote inside a JSON string is written \\'). */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "provider.h"
 #include "sb_event.h"
-#include "sb_test.h"
+#include "sb_provider_test.h"
 
-/* The text with ' turned into " (caller frees). */
-static char *Q(const char *text)
-{
-    char *s = strdup(text);
-    for (char *p = s; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    return s;
-}
-
-/* Parses a single-quoted JSON literal (tests only: aborts on a typo). */
-static json_t *J(const char *text)
-{
-    char *s = Q(text);
-    json_error_t e;
-    json_t *v = json_loads(s, JSON_DECODE_ANY, &e);
-    if (!v) {
-        fprintf(stderr, "bad JSON in test: %s: %s\n", e.text, s);
-        abort();
-    }
-    free(s);
-    return v;
-}
-
-static void check_json(const json_t *actual, const char *expected_text, const char *file, int line)
-{
-    json_t *expected = J(expected_text);
-    sb_test_checks++;
-    if (!actual || !json_equal((json_t *)actual, expected)) {
-        sb_test_failures++;
-        char *a = actual ? json_dumps(actual, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
-        char *b = json_dumps(expected, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        fprintf(stderr, "%s:%d: CHECK_JSON failed\n  actual:   %s\n  expected: %s\n", file, line, a ? a : "(null)", b);
-        free(a);
-        free(b);
-    }
-    json_decref(expected);
-}
-#define CHECK_JSON(actual, expected) check_json((actual), (expected), __FILE__, __LINE__)
-
-/* A job around `request` (single-quoted JSON) with a gemini route. */
-static json_t *job_with(const char *request)
-{
-    json_t *job = J("{'request_id':'req_1','model':'public-model','account_id':1,"
-                    "'route':{'provider':'gemini','base_url':'http://127.0.0.1:18080/v1beta/',"
-                    "'upstream_model':'gemini-2.5-flash','credential_ref':null,'timeout_ms':60000}}");
-    json_object_set_new(job, "request", J(request));
-    return job;
-}
-
-static json_t *build(const json_t *job, sb_provider_request_t *req, json_t **err)
-{
-    memset(req, 0, sizeof *req);
-    *err = NULL;
-    if (sb_provider_gemini.build_request(job, req, err) < 0)
-        return NULL;
-    return json_loadb(req->body, req->body_len, 0, NULL);
-}
-
-#define CHECK_BODY(request, expected) check_body((request), NULL, (expected), __FILE__, __LINE__)
-#define CHECK_BODY_CAPS(request, caps, expected) check_body((request), (caps), (expected), __FILE__, __LINE__)
-static void check_body(const char *request, const char *caps, const char *expected, const char *file, int line)
-{
-    json_t *job = job_with(request);
-    if (caps)
-        json_object_set_new((json_t *)json_object_get(job, "route"), "capabilities", J(caps));
-    sb_provider_request_t req;
-    json_t *err;
-    json_t *body = build(job, &req, &err);
-    if (!body) {
-        char *e = json_dumps(err, JSON_COMPACT);
-        fprintf(stderr, "%s:%d: build failed: %s\n", file, line, e ? e : "(null)");
-        free(e);
-    }
-    check_json(body, expected, file, line);
-    json_decref(body);
-    json_decref(err);
-    sb_provider_request_clear(&req);
-    json_decref(job);
-}
-
-#define CHECK_REFUSED(request, status, msg) check_refused((request), (status), (msg), __FILE__, __LINE__)
-static void check_refused(const char *request, int status, const char *msg, const char *file, int line)
-{
-    json_t *job = job_with(request);
-    sb_provider_request_t req;
-    json_t *err;
-    json_t *body = build(job, &req, &err);
-    const char *m = json_string_value(json_object_get(err, "message"));
-    sb_test_checks++;
-    if (body || !err || json_integer_value(json_object_get(err, "status")) != status || !m || strcmp(m, msg)) {
-        sb_test_failures++;
-        char *e = err ? json_dumps(err, JSON_COMPACT) : NULL;
-        fprintf(stderr, "%s:%d: expected refusal %d \"%s\", got %s\n", file, line, status, msg, e ? e : "a body");
-        free(e);
-    }
-    json_decref(body);
-    json_decref(err);
-    sb_provider_request_clear(&req);
-    json_decref(job);
-}
+/* The route of every job here. */
+static const char route[] = "{'provider':'gemini','base_url':'http://127.0.0.1:18080/v1beta/',"
+                            "'upstream_model':'gemini-2.5-flash','credential_ref':null,'timeout_ms':60000}";
 
 /* A user message with these (single-quoted) content parts. */
 #define USER(parts) "{'type':'message','role':'user','content':[" parts "]}"
 #define ASSISTANT(parts) "{'type':'message','role':'assistant','content':[" parts "]}"
 #define TEXT(t) "{'type':'input_text','text':'" t "'}"
 #define OTEXT(t) "{'type':'output_text','text':'" t "'}"
-
-/* Joins single-quoted JSON texts into one array text "[a,b,...]". The
- * result lives in a static buffer: use it at once. */
-#define SEQ(...) seq_join(__VA_ARGS__, (const char *)NULL)
-static const char *seq_join(const char *first, ...)
-{
-    static char buf[16384];
-    size_t pos = 0;
-    buf[pos++] = '[';
-    va_list ap;
-    va_start(ap, first);
-    for (const char *s = first; s; s = va_arg(ap, const char *)) {
-        size_t n = strlen(s);
-        if (pos + n + 3 > sizeof buf)
-            abort(); /* a test too big for the buffer */
-        if (pos > 1)
-            buf[pos++] = ',';
-        memcpy(buf + pos, s, n);
-        pos += n;
-    }
-    va_end(ap);
-    buf[pos++] = ']';
-    buf[pos] = '\0';
-    return buf;
-}
 
 static void test_request_basic(void)
 {
@@ -505,34 +381,6 @@ static void normalize_ids(json_t *events)
     }
 }
 
-/* The events for an upstream response (single-quoted JSON body) to a job
- * with this request. */
-static json_t *parse_for(const char *request, long status, const char *body, long retry_after)
-{
-    json_t *job = job_with(request);
-    json_t *events = json_array();
-    char *b = Q(body);
-    sb_provider_response_t resp = {
-        .status = status, .body = b, .body_len = strlen(b), .retry_after = retry_after, .upstream_ms = 42};
-    sb_provider_gemini.parse_response(job, &resp, events);
-    free(b);
-    json_decref(job);
-    normalize_ids(events);
-    return events;
-}
-
-#define CHECK_EVENTS(status, body, expected)                                                                           \
-    check_events("{'input':[]}", (status), (body), -1, (expected), __FILE__, __LINE__)
-#define CHECK_EVENTS_FOR(request, body, expected)                                                                      \
-    check_events((request), 200, (body), -1, (expected), __FILE__, __LINE__)
-static void check_events(const char *request, long status, const char *body, long retry_after, const char *expected,
-                         const char *file, int line)
-{
-    json_t *events = parse_for(request, status, body, retry_after);
-    check_json(events, expected, file, line);
-    json_decref(events);
-}
-
 /* Event shapes, to keep expectations short. */
 #define MSG_ADDED(i)                                                                                                   \
     "{'type':'item_added','item_index':" #i ",'item':{'type':'message','id':'msg_','role':'assistant',"                \
@@ -572,12 +420,12 @@ static void test_response_text(void)
                  "'finishReason':'STOP','index':0}],"
                  "'usageMetadata':{'promptTokenCount':9,'candidatesTokenCount':3,'thoughtsTokenCount':4,"
                  "'totalTokenCount':16},'modelVersion':'gemini-2.5-flash-001','responseId':'r1'}",
-                 SEQ(MSG_ADDED(0), TEXT_DELTA(0, "Hello "), TEXT_DELTA(0, "there"), MSG_DONE(0, "Hello there", ""),
-                     USAGE(9, 7, 4), COMPLETED("gemini-2.5-flash-001")));
+                 EVENTS(MSG_ADDED(0), TEXT_DELTA(0, "Hello "), TEXT_DELTA(0, "there"), MSG_DONE(0, "Hello there", ""),
+                        USAGE(9, 7, 4), COMPLETED("gemini-2.5-flash-001")));
     /* No modelVersion: the job's model; no usageMetadata: no usage event;
      * no finishReason: what came is the answer. */
     CHECK_EVENTS(200, "{'candidates':[{'content':{'parts':[{'text':'x'}]}}]}",
-                 SEQ(MSG_ADDED(0), TEXT_DELTA(0, "x"), MSG_DONE(0, "x", ""), COMPLETED("public-model")));
+                 EVENTS(MSG_ADDED(0), TEXT_DELTA(0, "x"), MSG_DONE(0, "x", ""), COMPLETED("public-model")));
 
     /* item_added and item_done share one id. */
     json_t *job = job_with("{'input':[]}");
@@ -611,25 +459,25 @@ static void test_response_thoughts_and_calls(void)
         "{'executableCode':{'language':'PYTHON','code':'1'}}]},"
         "'finishReason':'STOP'}],"
         "'usageMetadata':{'promptTokenCount':20,'candidatesTokenCount':15,'toolUsePromptTokenCount':5}}",
-        SEQ(RS_ADDED(0), RS_DELTA(0, "Let me "), RS_DELTA(0, "think."),
-            RS_DONE(0, "Let me think.", ",'thought_signature':'sig-T'"), MSG_ADDED(1), TEXT_DELTA(1, "Checking."),
-            MSG_DONE(1, "Checking.", ""),
-            FC(2, "gem-1", "get_weather", "{\\'city\\':\\'Paris\\',\\'days\\':2}", ",'thought_signature':'sig-F'"),
-            FC(3, "call_", "now", "{}", ""), MSG_ADDED(4), TEXT_DELTA(4, "More"),
-            MSG_DONE(4, "More", ",'thought_signature':'sig-E'"), USAGE(25, 15, 0), COMPLETED("public-model")));
+        EVENTS(RS_ADDED(0), RS_DELTA(0, "Let me "), RS_DELTA(0, "think."),
+               RS_DONE(0, "Let me think.", ",'thought_signature':'sig-T'"), MSG_ADDED(1), TEXT_DELTA(1, "Checking."),
+               MSG_DONE(1, "Checking.", ""),
+               FC(2, "gem-1", "get_weather", "{\\'city\\':\\'Paris\\',\\'days\\':2}", ",'thought_signature':'sig-F'"),
+               FC(3, "call_", "now", "{}", ""), MSG_ADDED(4), TEXT_DELTA(4, "More"),
+               MSG_DONE(4, "More", ",'thought_signature':'sig-E'"), USAGE(25, 15, 0), COMPLETED("public-model")));
     /* A signature-only part with nothing open before it makes an empty item
      * of its own kind (so the signature still goes back). */
     CHECK_EVENTS(200,
                  "{'candidates':[{'content':{'parts':[{'functionCall':{'name':'f','args':{}}},"
                  "{'text':'','thoughtSignature':'sig-X'}]},'finishReason':'STOP'}]}",
-                 SEQ(FC(0, "call_", "f", "{}", ""), MSG_ADDED(1), MSG_DONE(1, "", ",'thought_signature':'sig-X'"),
-                     COMPLETED("public-model")));
+                 EVENTS(FC(0, "call_", "f", "{}", ""), MSG_ADDED(1), MSG_DONE(1, "", ",'thought_signature':'sig-X'"),
+                        COMPLETED("public-model")));
     CHECK_EVENTS(200, "{'candidates':[{'content':{'parts':[{'functionCall':{'args':{}}}]},'finishReason':'STOP'}]}",
-                 SEQ(ERROR(502, "upstream_error", "upstream returned a malformed function call")));
+                 EVENTS(ERROR(502, "upstream_error", "upstream returned a malformed function call")));
     CHECK_EVENTS(200,
                  "{'candidates':[{'content':{'parts':[{'functionCall':{'name':'f','args':[1]}}]},"
                  "'finishReason':'STOP'}]}",
-                 SEQ(ERROR(502, "upstream_error", "upstream returned a malformed function call")));
+                 EVENTS(ERROR(502, "upstream_error", "upstream returned a malformed function call")));
 }
 
 /* Items from a response, passed back as input, give Gemini its own parts
@@ -691,19 +539,19 @@ static void test_signature_round_trip(void)
 static void test_response_finish_reasons(void)
 {
     CHECK_EVENTS(200, "{'candidates':[{'content':{'parts':[{'text':'Once upon'}]},'finishReason':'MAX_TOKENS'}]}",
-                 SEQ(MSG_ADDED(0), TEXT_DELTA(0, "Once upon"), MSG_DONE(0, "Once upon", ""),
-                     INCOMPLETE("max_output_tokens", "public-model")));
+                 EVENTS(MSG_ADDED(0), TEXT_DELTA(0, "Once upon"), MSG_DONE(0, "Once upon", ""),
+                        INCOMPLETE("max_output_tokens", "public-model")));
     static const char *const filtered[] = {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"};
     for (size_t i = 0; i < sizeof filtered / sizeof filtered[0]; i++) {
         char body[128];
         snprintf(body, sizeof body, "{'candidates':[{'finishReason':'%s','index':0}]}", filtered[i]);
-        CHECK_EVENTS(200, body, SEQ(INCOMPLETE("content_filter", "public-model")));
+        CHECK_EVENTS(200, body, EVENTS(INCOMPLETE("content_filter", "public-model")));
     }
     CHECK_EVENTS(200, "{'candidates':[{'content':{'parts':[{'text':'hm'}]},'finishReason':'OTHER'}]}",
-                 SEQ(MSG_ADDED(0), TEXT_DELTA(0, "hm"), MSG_DONE(0, "hm", ""), COMPLETED("public-model")));
+                 EVENTS(MSG_ADDED(0), TEXT_DELTA(0, "hm"), MSG_DONE(0, "hm", ""), COMPLETED("public-model")));
     CHECK_EVENTS(200, "{'candidates':[{'content':{'parts':[{'text':'x'}]},'finishReason':'MALFORMED_FUNCTION_CALL'}]}",
-                 SEQ(ERROR(502, "upstream_error",
-                           "the model produced an unusable function call (finishReason MALFORMED_FUNCTION_CALL)")));
+                 EVENTS(ERROR(502, "upstream_error",
+                              "the model produced an unusable function call (finishReason MALFORMED_FUNCTION_CALL)")));
     /* A blocked prompt has no candidates. */
     CHECK_EVENTS(200, "{'promptFeedback':{'blockReason':'SAFETY','safetyRatings':[]},'usageMetadata':{}}",
                  "[{'type':'error','status':400,'kind':'invalid_request','code':'content_filter',"
@@ -748,21 +596,21 @@ static void test_response_candidates(void)
         "'model':'gemini-2.5-pro','upstream_ms':42}]");
     /* n asked for, one candidate back: still tagged, with its choice_done. */
     CHECK_EVENTS_FOR("{'input':[],'n':2}", "{'candidates':[{'finishReason':'STOP'}]}",
-                     SEQ("{'type':'choice_done','choice':0,'status':'completed','incomplete_reason':null}",
-                         COMPLETED("public-model")));
+                     EVENTS("{'type':'choice_done','choice':0,'status':'completed','incomplete_reason':null}",
+                            COMPLETED("public-model")));
     /* One choice asked for, two came: both pass on as choices (as chat does). */
-    CHECK_EVENTS_FOR("{'input':[]}",
-                     "{'candidates':[{'index':0,'finishReason':'STOP'},{'index':1,'finishReason':'SAFETY'}]}",
-                     SEQ("{'type':'choice_done','choice':0,'status':'completed','incomplete_reason':null}",
-                         "{'type':'choice_done','choice':1,'status':'incomplete','incomplete_reason':'content_filter'}",
-                         INCOMPLETE("content_filter", "public-model")));
+    CHECK_EVENTS_FOR(
+        "{'input':[]}", "{'candidates':[{'index':0,'finishReason':'STOP'},{'index':1,'finishReason':'SAFETY'}]}",
+        EVENTS("{'type':'choice_done','choice':0,'status':'completed','incomplete_reason':null}",
+               "{'type':'choice_done','choice':1,'status':'incomplete','incomplete_reason':'content_filter'}",
+               INCOMPLETE("content_filter", "public-model")));
     /* A bad candidate anywhere fails the response, with nothing else. */
     CHECK_EVENTS_FOR("{'input':[],'n':2}",
                      "{'candidates':[{'index':0,'content':{'parts':[{'text':'a'}]},'finishReason':'STOP'},"
                      "{'index':1,'content':{'parts':[{'functionCall':{}}]}}]}",
-                     SEQ(ERROR(502, "upstream_error", "upstream returned a malformed function call")));
+                     EVENTS(ERROR(502, "upstream_error", "upstream returned a malformed function call")));
     CHECK_EVENTS_FOR("{'input':[],'n':2}", "{'candidates':[{'index':100000,'finishReason':'STOP'}]}",
-                     SEQ(ERROR(502, "upstream_error", "upstream returned a candidate out of range")));
+                     EVENTS(ERROR(502, "upstream_error", "upstream returned a candidate out of range")));
 }
 
 static void test_response_errors(void)
@@ -783,16 +631,15 @@ static void test_response_errors(void)
               "the gateway operator must fix it");
     json_decref(events);
     CHECK_EVENTS(400, "{'error':{'code':400,'message':'Invalid JSON payload received.','status':'INVALID_ARGUMENT'}}",
-                 SEQ(ERROR(400, "invalid_request", "Invalid JSON payload received.")));
+                 EVENTS(ERROR(400, "invalid_request", "Invalid JSON payload received.")));
     /* Retry-After wins; else RetryInfo's retryDelay, rounded up. */
-    check_events("{'input':[]}", 429,
-                 "{'error':{'code':429,'message':'Resource has been exhausted (e.g. check quota).',"
-                 "'status':'RESOURCE_EXHAUSTED','details':[{'@type':'type.googleapis.com/google.rpc.RetryInfo',"
-                 "'retryDelay':'37s'}]}}",
-                 20,
-                 "[{'type':'error','status':429,'kind':'rate_limit','code':null,"
-                 "'message':'Resource has been exhausted (e.g. check quota).','retry_after':20}]",
-                 __FILE__, __LINE__);
+    CHECK_EVENTS_RETRY(429,
+                       "{'error':{'code':429,'message':'Resource has been exhausted (e.g. check quota).',"
+                       "'status':'RESOURCE_EXHAUSTED','details':[{'@type':'type.googleapis.com/google.rpc.RetryInfo',"
+                       "'retryDelay':'37s'}]}}",
+                       20,
+                       "[{'type':'error','status':429,'kind':'rate_limit','code':null,"
+                       "'message':'Resource has been exhausted (e.g. check quota).','retry_after':20}]");
     CHECK_EVENTS(429,
                  "{'error':{'code':429,'message':'You exceeded your current quota.','status':'RESOURCE_EXHAUSTED',"
                  "'details':[{'@type':'type.googleapis.com/google.rpc.QuotaFailure','violations':[]},"
@@ -800,23 +647,23 @@ static void test_response_errors(void)
                  "[{'type':'error','status':429,'kind':'rate_limit','code':null,"
                  "'message':'You exceeded your current quota.','retry_after':37}]");
     CHECK_EVENTS(429, "{'error':{'code':429,'message':'Slow down','status':'RESOURCE_EXHAUSTED'}}",
-                 SEQ(ERROR(429, "rate_limit", "Slow down")));
+                 EVENTS(ERROR(429, "rate_limit", "Slow down")));
     CHECK_EVENTS(403, "{'error':{'code':403,'message':'Permission denied','status':'PERMISSION_DENIED'}}",
-                 SEQ(ERROR(403, "permission", "Permission denied")));
+                 EVENTS(ERROR(403, "permission", "Permission denied")));
     CHECK_EVENTS(404, "[{'error':{'code':404,'message':'models/x is not found','status':'NOT_FOUND'}}]",
-                 SEQ(ERROR(404, "not_found", "models/x is not found")));
+                 EVENTS(ERROR(404, "not_found", "models/x is not found")));
     CHECK_EVENTS(500, "{'error':{'code':500,'message':'An internal error has occurred.','status':'INTERNAL'}}",
-                 SEQ(ERROR(500, "upstream_error", "An internal error has occurred.")));
+                 EVENTS(ERROR(500, "upstream_error", "An internal error has occurred.")));
     CHECK_EVENTS(503, "{'error':{'code':503,'message':'The model is overloaded.','status':'UNAVAILABLE'}}",
-                 SEQ(ERROR(503, "overloaded", "The model is overloaded.")));
-    CHECK_EVENTS(504, "<html>timeout</html>", SEQ(ERROR(502, "upstream_error", "upstream returned HTTP 504")));
-    CHECK_EVENTS(200,
-                 "{'candidates':[{'content':", SEQ(ERROR(502, "upstream_error", "upstream returned malformed JSON")));
-    CHECK_EVENTS(200, "", SEQ(ERROR(502, "upstream_error", "upstream returned malformed JSON")));
+                 EVENTS(ERROR(503, "overloaded", "The model is overloaded.")));
+    CHECK_EVENTS(504, "<html>timeout</html>", EVENTS(ERROR(502, "upstream_error", "upstream returned HTTP 504")));
+    CHECK_EVENTS(
+        200, "{'candidates':[{'content':", EVENTS(ERROR(502, "upstream_error", "upstream returned malformed JSON")));
+    CHECK_EVENTS(200, "", EVENTS(ERROR(502, "upstream_error", "upstream returned malformed JSON")));
     CHECK_EVENTS(200, "{'candidates':[],'modelVersion':'m'}",
-                 SEQ(ERROR(502, "upstream_error", "upstream response has no candidates")));
+                 EVENTS(ERROR(502, "upstream_error", "upstream response has no candidates")));
     CHECK_EVENTS(200, "{'error':{'code':500,'message':'proxy says no'}}",
-                 SEQ(ERROR(500, "upstream_error", "proxy says no")));
+                 EVENTS(ERROR(500, "upstream_error", "proxy says no")));
 }
 
 /*
@@ -885,19 +732,19 @@ static void test_stream(void)
                  "'finishReason':'STOP','index':0}],"
                  "'usageMetadata':{'promptTokenCount':3,'candidatesTokenCount':5,'thoughtsTokenCount':2},"
                  "'modelVersion':'gemini-2.5-flash'}\r\n\r\n",
-                 SEQ(RS_ADDED(0), RS_DELTA(0, "Hm"), RS_DELTA(0, "."),
-                     RS_DONE(0, "Hm.", ",'thought_signature':'sig-T'"), MSG_ADDED(1), TEXT_DELTA(1, "Hel"),
-                     TEXT_DELTA(1, "lo"), MSG_DONE(1, "Hello", ""),
-                     FC(2, "call_", "f", "{\\'a\\':1}", ",'thought_signature':'sig-F'"), USAGE(3, 7, 2),
-                     COMPLETED("gemini-2.5-flash")));
+                 EVENTS(RS_ADDED(0), RS_DELTA(0, "Hm"), RS_DELTA(0, "."),
+                        RS_DONE(0, "Hm.", ",'thought_signature':'sig-T'"), MSG_ADDED(1), TEXT_DELTA(1, "Hel"),
+                        TEXT_DELTA(1, "lo"), MSG_DONE(1, "Hello", ""),
+                        FC(2, "call_", "f", "{\\'a\\':1}", ",'thought_signature':'sig-F'"), USAGE(3, 7, 2),
+                        COMPLETED("gemini-2.5-flash")));
     /* LF framing, a data field split over two lines, a last event without
      * its blank line, a signature in an empty part of its own chunk. */
     CHECK_STREAM("{'input':[]}",
                  "data: {'candidates':[{'content':\ndata: {'parts':[{'text':'A'}]}}]}\n\n"
                  "data: {'candidates':[{'content':{'parts':[{'text':'','thoughtSignature':'sig-E'}]},"
                  "'finishReason':'MAX_TOKENS'}]}",
-                 SEQ(MSG_ADDED(0), TEXT_DELTA(0, "A"), MSG_DONE(0, "A", ",'thought_signature':'sig-E'"),
-                     INCOMPLETE("max_output_tokens", "public-model")));
+                 EVENTS(MSG_ADDED(0), TEXT_DELTA(0, "A"), MSG_DONE(0, "A", ",'thought_signature':'sig-E'"),
+                        INCOMPLETE("max_output_tokens", "public-model")));
     /* Two candidates interleaved; each closes when its finishReason comes. */
     CHECK_STREAM("{'input':[],'n':2}",
                  "data: {'candidates':[{'index':0,'content':{'parts':[{'text':'a'}]}},"
@@ -926,17 +773,17 @@ static void test_stream(void)
                  "data: {'candidates':[{'content':{'parts':[{'text':'A'}]}}]}\n\n"
                  "data: {'error':{'code':503,'message':'The model is overloaded.','status':'UNAVAILABLE'}}\n\n"
                  "data: {'candidates':[{'content':{'parts':[{'text':'B'}]},'finishReason':'STOP'}]}\n\n",
-                 SEQ(MSG_ADDED(0), TEXT_DELTA(0, "A"), ERROR(503, "overloaded", "The model is overloaded.")));
+                 EVENTS(MSG_ADDED(0), TEXT_DELTA(0, "A"), ERROR(503, "overloaded", "The model is overloaded.")));
     /* Cut before the finishReason. */
     CHECK_STREAM("{'input':[]}", "data: {'candidates':[{'content':{'parts':[{'text':'A'}]}}]}\n\n",
-                 SEQ(MSG_ADDED(0), TEXT_DELTA(0, "A"),
-                     ERROR(502, "upstream_error", "upstream stream ended before the response did")));
-    CHECK_STREAM("{'input':[]}", "", SEQ(ERROR(502, "upstream_error", "upstream returned an empty response")));
+                 EVENTS(MSG_ADDED(0), TEXT_DELTA(0, "A"),
+                        ERROR(502, "upstream_error", "upstream stream ended before the response did")));
+    CHECK_STREAM("{'input':[]}", "", EVENTS(ERROR(502, "upstream_error", "upstream returned an empty response")));
     CHECK_STREAM("{'input':[]}", "data: {'promptFeedback':{'blockReason':'PROHIBITED_CONTENT'}}\n\n",
                  "[{'type':'error','status':400,'kind':'invalid_request','code':'content_filter',"
                  "'message':'Gemini blocked the prompt (blockReason PROHIBITED_CONTENT)'}]");
     CHECK_STREAM("{'input':[]}", "data: {'candidates':[{'content':",
-                 SEQ(ERROR(502, "upstream_error", "upstream returned a malformed stream event")));
+                 EVENTS(ERROR(502, "upstream_error", "upstream returned a malformed stream event")));
     /* A chunk that is not JSON aborts the transfer. */
     int rc;
     json_t *events = stream("{'input':[]}", "data: nope\n\ndata: {}\n\n", 0, &rc);
@@ -970,20 +817,6 @@ static void test_stream(void)
     sb_provider_parser_destroy(&p);
     json_decref(evs);
     json_decref(job);
-}
-
-/* The events parse_count_response makes of a (single-quoted) body. */
-static json_t *parse_count(long status, const char *body)
-{
-    json_t *job = job_with("{'op':'count_tokens','input':[]}");
-    char *text = Q(body);
-    json_t *events = json_array();
-    sb_provider_response_t resp = {
-        .status = status, .body = text, .body_len = strlen(text), .retry_after = -1, .upstream_ms = 42};
-    sb_provider_gemini.parse_count_response(job, &resp, events);
-    free(text);
-    json_decref(job);
-    return events;
 }
 
 /* Token counting: :countTokens with the generation's mapping wrapped as
@@ -1028,22 +861,27 @@ static void test_count(void)
     json_decref(job);
 
     json_t *events = parse_count(200, "{'totalTokens':31,'promptTokensDetails':[{'modality':'TEXT','tokenCount':31}]}");
-    CHECK_JSON(events, SEQ(USAGE(31, 0, 0), COMPLETED("public-model")));
+    CHECK_JSON(events, EVENTS(USAGE(31, 0, 0), COMPLETED("public-model")));
     json_decref(events);
     /* proto3 JSON leaves a zero count out. */
     events = parse_count(200, "{}");
-    CHECK_JSON(events, SEQ(USAGE(0, 0, 0), COMPLETED("public-model")));
+    CHECK_JSON(events, EVENTS(USAGE(0, 0, 0), COMPLETED("public-model")));
     json_decref(events);
     events = parse_count(200, "{'totalTokens':'many'}");
-    CHECK_JSON(events, SEQ(ERROR(502, "upstream_error", "upstream returned a malformed countTokens response")));
+    CHECK_JSON(events, EVENTS(ERROR(502, "upstream_error", "upstream returned a malformed countTokens response")));
     json_decref(events);
     events = parse_count(404, "{'error':{'code':404,'message':'models/x is not found','status':'NOT_FOUND'}}");
-    CHECK_JSON(events, SEQ(ERROR(404, "not_found", "models/x is not found")));
+    CHECK_JSON(events, EVENTS(ERROR(404, "not_found", "models/x is not found")));
     json_decref(events);
 }
 
 int main(void)
 {
+    sb_ptest = (sb_ptest_t){.provider = &sb_provider_gemini,
+                            .route = route,
+                            .single_quotes = true,
+                            .upstream_body = Q,
+                            .normalize_ids = normalize_ids};
     CHECK(sb_provider_lookup("gemini") == &sb_provider_gemini);
     CHECK(sb_provider_gemini.supports_n);
     test_request_basic();

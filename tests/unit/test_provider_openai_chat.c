@@ -4,102 +4,11 @@
 #include <string.h>
 
 #include "provider.h"
-#include "sb_test.h"
+#include "sb_provider_test.h"
 
-/* Parses a JSON literal (tests only: aborts on a typo). */
-static json_t *J(const char *text)
-{
-    json_error_t e;
-    json_t *v = json_loads(text, JSON_DECODE_ANY, &e);
-    if (!v) {
-        fprintf(stderr, "bad JSON in test: %s: %s\n", e.text, text);
-        abort();
-    }
-    return v;
-}
-
-#define CHECK_JSON(actual, expected_text) check_json((actual), (expected_text), __FILE__, __LINE__)
-static void check_json(const json_t *actual, const char *expected_text, const char *file, int line)
-{
-    json_t *expected = J(expected_text);
-    sb_test_checks++;
-    if (!actual || !json_equal((json_t *)actual, expected)) {
-        sb_test_failures++;
-        char *a = actual ? json_dumps(actual, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
-        char *b = json_dumps(expected, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        fprintf(stderr, "%s:%d: CHECK_JSON failed\n  actual:   %s\n  expected: %s\n", file, line, a ? a : "(null)", b);
-        free(a);
-        free(b);
-    }
-    json_decref(expected);
-}
-
-/* A job around `request` (a JSON text) with an openai-chat route. */
-static json_t *job_with(const char *request)
-{
-    json_t *job = J("{\"request_id\":\"req_1\",\"model\":\"public-model\",\"account_id\":1,"
-                    "\"route\":{\"provider\":\"openai-chat\",\"base_url\":\"http://127.0.0.1:18080/v1/\","
-                    "\"upstream_model\":\"llama-3\",\"credential_ref\":null,\"timeout_ms\":60000}}");
-    json_object_set_new(job, "request", J(request));
-    return job;
-}
-
-/* Builds the request for job; returns the parsed body (NULL on error, with
- * *err set). */
-static json_t *build(const json_t *job, sb_provider_request_t *req, json_t **err)
-{
-    memset(req, 0, sizeof *req);
-    *err = NULL;
-    if (sb_provider_openai_chat.build_request(job, req, err) < 0)
-        return NULL;
-    return json_loadb(req->body, req->body_len, 0, NULL);
-}
-
-/* The body sent for `request`; checks it against `expected`. */
-#define CHECK_BODY(request, expected) check_body((request), NULL, (expected), __FILE__, __LINE__)
-/* The same with route.capabilities set to `caps` (a JSON text). */
-#define CHECK_BODY_CAPS(request, caps, expected) check_body((request), (caps), (expected), __FILE__, __LINE__)
-static void check_body(const char *request, const char *caps, const char *expected, const char *file, int line)
-{
-    json_t *job = job_with(request);
-    if (caps)
-        json_object_set_new((json_t *)json_object_get(job, "route"), "capabilities", J(caps));
-    sb_provider_request_t req;
-    json_t *err;
-    json_t *body = build(job, &req, &err);
-    if (!body) {
-        char *e = json_dumps(err, JSON_COMPACT);
-        fprintf(stderr, "%s:%d: build failed: %s\n", file, line, e ? e : "(null)");
-        free(e);
-    }
-    check_json(body, expected, file, line);
-    json_decref(body);
-    json_decref(err);
-    sb_provider_request_clear(&req);
-    json_decref(job);
-}
-
-/* The error event a request is refused with. */
-#define CHECK_REFUSED(request, status, msg) check_refused((request), (status), (msg), __FILE__, __LINE__)
-static void check_refused(const char *request, int status, const char *msg, const char *file, int line)
-{
-    json_t *job = job_with(request);
-    sb_provider_request_t req;
-    json_t *err;
-    json_t *body = build(job, &req, &err);
-    sb_test_checks++;
-    if (body || !err || json_integer_value(json_object_get(err, "status")) != status ||
-        strcmp(json_string_value(json_object_get(err, "message")), msg)) {
-        sb_test_failures++;
-        char *e = err ? json_dumps(err, JSON_COMPACT) : NULL;
-        fprintf(stderr, "%s:%d: expected refusal %d \"%s\", got %s\n", file, line, status, msg, e ? e : "a body");
-        free(e);
-    }
-    json_decref(body);
-    json_decref(err);
-    sb_provider_request_clear(&req);
-    json_decref(job);
-}
+/* The route of every job here. */
+static const char route[] = "{\"provider\":\"openai-chat\",\"base_url\":\"http://127.0.0.1:18080/v1/\","
+                            "\"upstream_model\":\"llama-3\",\"credential_ref\":null,\"timeout_ms\":60000}";
 
 static void test_request_basic(void)
 {
@@ -391,31 +300,10 @@ static void normalize_ids(json_t *events)
     }
 }
 
-/* The events for a response to a job with this request (a JSON text). */
-static json_t *parse_for(const char *request, long status, const char *body, long retry_after)
-{
-    json_t *job = job_with(request);
-    json_t *events = json_array();
-    sb_provider_response_t resp = {
-        .status = status, .body = body, .body_len = strlen(body), .retry_after = retry_after, .upstream_ms = 42};
-    sb_provider_openai_chat.parse_response(job, &resp, events);
-    json_decref(job);
-    normalize_ids(events);
-    return events;
-}
-
+/* The events for a response to {"input":[]}. */
 static json_t *parse(long status, const char *body, long retry_after)
 {
     return parse_for("{\"input\":[]}", status, body, retry_after);
-}
-
-#define CHECK_EVENTS(status, body, expected) check_events((status), (body), -1, (expected), __FILE__, __LINE__)
-static void check_events(long status, const char *body, long retry_after, const char *expected, const char *file,
-                         int line)
-{
-    json_t *events = parse(status, body, retry_after);
-    check_json(events, expected, file, line);
-    json_decref(events);
 }
 
 static void test_response_text(void)
@@ -535,14 +423,6 @@ static void test_response_finish_reasons(void)
                  "\"model\":\"public-model\",\"upstream_ms\":42}]");
 }
 
-#define CHECK_EVENTS_FOR(request, body, expected) check_events_for((request), (body), (expected), __FILE__, __LINE__)
-static void check_events_for(const char *request, const char *body, const char *expected, const char *file, int line)
-{
-    json_t *events = parse_for(request, 200, body, -1);
-    check_json(events, expected, file, line);
-    json_decref(events);
-}
-
 static void test_response_reasoning_and_refusal(void)
 {
     /* Newer vLLM says "reasoning"; with a refusal the message carries it. */
@@ -639,10 +519,9 @@ static void test_response_errors(void)
     CHECK_EVENTS(404, "{\"error\":\"model 'x' not found\"}", /* Ollama's shape */
                  "[{\"type\":\"error\",\"status\":404,\"kind\":\"not_found\",\"code\":null,"
                  "\"message\":\"model 'x' not found\"}]");
-    check_events(429, "{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\"}}", 20,
-                 "[{\"type\":\"error\",\"status\":429,\"kind\":\"rate_limit\",\"code\":null,"
-                 "\"message\":\"Rate limit reached\",\"retry_after\":20}]",
-                 __FILE__, __LINE__);
+    CHECK_EVENTS_RETRY(429, "{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\"}}", 20,
+                       "[{\"type\":\"error\",\"status\":429,\"kind\":\"rate_limit\",\"code\":null,"
+                       "\"message\":\"Rate limit reached\",\"retry_after\":20}]");
     CHECK_EVENTS(429,
                  "{\"error\":{\"message\":\"You exceeded your current quota\",\"type\":\"insufficient_quota\","
                  "\"code\":\"insufficient_quota\"}}",
@@ -672,7 +551,7 @@ static void test_response_errors(void)
 }
 
 /* The events the per-job parser keeps of a chat body for a count job. */
-static json_t *parse_count(const json_t *job, long status, const char *body)
+static json_t *count_events(const json_t *job, long status, const char *body)
 {
     json_t *events = json_array();
     sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_openai_chat, job);
@@ -705,24 +584,24 @@ static void test_count(void)
     /* The original job is untouched. */
     CHECK_INT(json_integer_value(json_object_get(json_object_get(job, "request"), "max_output_tokens")), 500);
 
-    json_t *events = parse_count(gen, 200,
-                                 "{\"id\":\"c1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
-                                 "\"message\":{\"role\":\"assistant\",\"content\":\"You\"},"
-                                 "\"finish_reason\":\"length\"}],"
-                                 "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}");
+    json_t *events = count_events(gen, 200,
+                                  "{\"id\":\"c1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+                                  "\"message\":{\"role\":\"assistant\",\"content\":\"You\"},"
+                                  "\"finish_reason\":\"length\"}],"
+                                  "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}");
     CHECK_JSON(events, "[{\"type\":\"usage\",\"input_tokens\":9,\"output_tokens\":1,\"reasoning_tokens\":0},"
                        "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
                        "\"model\":\"public-model\",\"upstream_ms\":42}]");
     json_decref(events);
     /* No usage: nothing was counted. */
-    events = parse_count(gen, 200,
-                         "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"You\"},"
-                         "\"finish_reason\":\"stop\"}]}");
+    events = count_events(gen, 200,
+                          "{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"You\"},"
+                          "\"finish_reason\":\"stop\"}]}");
     CHECK_JSON(events, "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
                        "\"message\":\"the upstream reported no token usage: the input could not be counted\"}]");
     json_decref(events);
     /* Errors pass as they are. */
-    events = parse_count(gen, 404, "{\"error\":{\"message\":\"model not found\"}}");
+    events = count_events(gen, 404, "{\"error\":{\"message\":\"model not found\"}}");
     CHECK_JSON(events, "[{\"type\":\"error\",\"status\":404,\"kind\":\"not_found\",\"code\":null,"
                        "\"message\":\"model not found\"}]");
     json_decref(events);
@@ -732,6 +611,7 @@ static void test_count(void)
 
 int main(void)
 {
+    sb_ptest = (sb_ptest_t){.provider = &sb_provider_openai_chat, .route = route, .normalize_ids = normalize_ids};
     test_request_basic();
     test_request_roles_and_content();
     test_request_tool_calls();

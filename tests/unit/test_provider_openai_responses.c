@@ -5,108 +5,13 @@
 #include <string.h>
 
 #include "provider.h"
-#include "sb_test.h"
-
-/* Parses a JSON literal (tests only: aborts on a typo). */
-static json_t *J(const char *text)
-{
-    json_error_t e;
-    json_t *v = json_loads(text, JSON_DECODE_ANY, &e);
-    if (!v) {
-        fprintf(stderr, "bad JSON in test: %s: %s\n", e.text, text);
-        abort();
-    }
-    return v;
-}
-
-#define CHECK_JSON(actual, expected_text) check_json((actual), (expected_text), __FILE__, __LINE__)
-static void check_json(const json_t *actual, const char *expected_text, const char *file, int line)
-{
-    json_t *expected = J(expected_text);
-    sb_test_checks++;
-    if (!actual || !json_equal((json_t *)actual, expected)) {
-        sb_test_failures++;
-        char *a = actual ? json_dumps(actual, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
-        char *b = json_dumps(expected, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-        fprintf(stderr, "%s:%d: CHECK_JSON failed\n  actual:   %s\n  expected: %s\n", file, line, a ? a : "(null)", b);
-        free(a);
-        free(b);
-    }
-    json_decref(expected);
-}
+#include "sb_provider_test.h"
 
 static const sb_provider_t *P = &sb_provider_openai_responses;
 
-/* A job around `request` (a JSON text) with an openai-responses route. */
-static json_t *job_with(const char *request)
-{
-    json_t *job = J("{\"request_id\":\"req_1\",\"model\":\"public-model\",\"account_id\":1,"
-                    "\"route\":{\"provider\":\"openai-responses\",\"base_url\":\"https://api.example.test/v1/\","
-                    "\"upstream_model\":\"gpt-5\",\"credential_ref\":null,\"timeout_ms\":60000}}");
-    json_object_set_new(job, "request", J(request));
-    return job;
-}
-
-/* Builds the request for job; returns the parsed body (NULL on error, with
- * *err set). */
-static json_t *build(const json_t *job, sb_provider_request_t *req, json_t **err)
-{
-    memset(req, 0, sizeof *req);
-    *err = NULL;
-    if (P->build_request(job, req, err) < 0)
-        return NULL;
-    return json_loadb(req->body, req->body_len, 0, NULL);
-}
-
-/* The body sent for `request` (with route.capabilities `caps` when not NULL). */
-#define CHECK_BODY(request, expected)            check_body((request), NULL, (expected), __FILE__, __LINE__)
-#define CHECK_BODY_CAPS(request, caps, expected) check_body((request), (caps), (expected), __FILE__, __LINE__)
-static void check_body(const char *request, const char *caps, const char *expected, const char *file, int line)
-{
-    json_t *job = job_with(request);
-    if (caps)
-        json_object_set_new((json_t *)json_object_get(job, "route"), "capabilities", J(caps));
-    sb_provider_request_t req;
-    json_t *err;
-    json_t *body = build(job, &req, &err);
-    if (!body) {
-        char *e = json_dumps(err, JSON_COMPACT);
-        fprintf(stderr, "%s:%d: build failed: %s\n", file, line, e ? e : "(null)");
-        free(e);
-    }
-    check_json(body, expected, file, line);
-    json_decref(body);
-    json_decref(err);
-    sb_provider_request_clear(&req);
-    json_decref(job);
-}
-
-/* The error event a request is refused with: status, code (or NULL), message. */
-#define CHECK_REFUSED(request, status, code, msg) check_refused((request), (status), (code), (msg), __FILE__, __LINE__)
-static void check_refused(const char *request, int status, const char *code, const char *msg, const char *file,
-                          int line)
-{
-    json_t *job = job_with(request);
-    sb_provider_request_t req;
-    json_t *err;
-    json_t *body = build(job, &req, &err);
-    const char *got_code = json_string_value(json_object_get(err, "code"));
-    sb_test_checks++;
-    if (body || !err || json_integer_value(json_object_get(err, "status")) != status ||
-        strcmp(json_string_value(json_object_get(err, "kind")), "invalid_request") ||
-        strcmp(json_string_value(json_object_get(err, "message")), msg) ||
-        (code ? !got_code || strcmp(got_code, code) : got_code != NULL)) {
-        sb_test_failures++;
-        char *e = err ? json_dumps(err, JSON_COMPACT) : NULL;
-        fprintf(stderr, "%s:%d: expected refusal %d %s \"%s\", got %s\n", file, line, status, code ? code : "-", msg,
-                e ? e : "a body");
-        free(e);
-    }
-    json_decref(body);
-    json_decref(err);
-    sb_provider_request_clear(&req);
-    json_decref(job);
-}
+/* The route of every job here. */
+static const char route[] = "{\"provider\":\"openai-responses\",\"base_url\":\"https://api.example.test/v1/\","
+                            "\"upstream_model\":\"gpt-5\",\"credential_ref\":null,\"timeout_ms\":60000}";
 
 /*
  * Request side.
@@ -321,39 +226,34 @@ static void test_request_tools_and_format(void)
 
 static void test_request_refused(void)
 {
-    CHECK_REFUSED("{\"input\":[],\"stop\":[\"END\"]}", 400, "unsupported_parameter",
-                  "unsupported parameter: 'stop' is not supported by provider openai-responses (the Responses API "
-                  "has no stop sequences)");
-    CHECK_REFUSED("{\"input\":[],\"stop\":\"END\"}", 400, "unsupported_parameter",
-                  "unsupported parameter: 'stop' is not supported by provider openai-responses (the Responses API "
-                  "has no stop sequences)");
-    CHECK_REFUSED("{\"input\":[],\"seed\":7}", 400, "unsupported_parameter",
-                  "unsupported parameter: 'seed' is not supported by provider openai-responses (the Responses API "
-                  "has no seed)");
+    CHECK_UNSUPPORTED("{\"input\":[],\"stop\":[\"END\"]}",
+                      "'stop' is not supported by provider openai-responses (the Responses API has no stop sequences)");
+    CHECK_UNSUPPORTED("{\"input\":[],\"stop\":\"END\"}",
+                      "'stop' is not supported by provider openai-responses (the Responses API has no stop sequences)");
+    CHECK_UNSUPPORTED("{\"input\":[],\"seed\":7}",
+                      "'seed' is not supported by provider openai-responses (the Responses API has no seed)");
     /* null and an empty stop list ask for nothing. */
     CHECK_BODY("{\"input\":[],\"stop\":[],\"seed\":null}",
                "{\"model\":\"gpt-5\",\"input\":[],\"store\":false,\"stream\":false}");
-    CHECK_REFUSED(
+    CHECK_UNSUPPORTED(
         "{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\","
         "\"text\":\"x\"},{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"UklG\",\"format\":\"wav\"}}]}]}",
-        400, "unsupported_parameter",
-        "unsupported parameter: input_audio (input item 0, content part 1) is not supported by provider "
-        "openai-responses: the Responses API takes no audio input");
-    CHECK_REFUSED("{\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":[{\"type\":"
-                  "\"input_audio\",\"input_audio\":{\"data\":\"UklG\",\"format\":\"wav\"}}]}]}",
-                  400, "unsupported_parameter",
-                  "unsupported parameter: input_audio (input item 0, content part 0) is not supported by provider "
-                  "openai-responses: the Responses API takes no audio input");
-    CHECK_REFUSED("{\"input\":[],\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"x\"}}}", 400, NULL,
+        "input_audio (input item 0, content part 1) is not supported by provider openai-responses: "
+        "the Responses API takes no audio input");
+    CHECK_UNSUPPORTED("{\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":[{\"type\":"
+                      "\"input_audio\",\"input_audio\":{\"data\":\"UklG\",\"format\":\"wav\"}}]}]}",
+                      "input_audio (input item 0, content part 0) is not supported by provider openai-responses: "
+                      "the Responses API takes no audio input");
+    CHECK_INVALID("{\"input\":[],\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"x\"}}}", NULL,
                   "text.format json_schema needs name and schema");
-    CHECK_REFUSED("{\"input\":[{\"type\":\"message\",\"role\":\"tool\",\"content\":[]}]}", 400, NULL,
+    CHECK_INVALID("{\"input\":[{\"type\":\"message\",\"role\":\"tool\",\"content\":[]}]}", NULL,
                   "input item 0 has an unsupported role");
-    CHECK_REFUSED("{\"input\":[{\"type\":\"function_call\",\"call_id\":\"c\"}]}", 400, NULL,
+    CHECK_INVALID("{\"input\":[{\"type\":\"function_call\",\"call_id\":\"c\"}]}", NULL,
                   "input item 0: function_call items need call_id and name");
-    CHECK_REFUSED("{\"input\":{}}", 400, NULL, "request.input must be an array of items");
-    CHECK_REFUSED("{\"input\":[],\"max_output_tokens\":\"many\"}", 400, NULL,
+    CHECK_INVALID("{\"input\":{}}", NULL, "request.input must be an array of items");
+    CHECK_INVALID("{\"input\":[],\"max_output_tokens\":\"many\"}", NULL,
                   "request.max_output_tokens has the wrong type");
-    CHECK_REFUSED("{\"input\":[],\"n\":0}", 400, NULL, "request.n must be at least 1");
+    CHECK_INVALID("{\"input\":[],\"n\":0}", NULL, "request.n must be at least 1");
 
     json_t *job = job_with("{\"input\":[]}");
     json_object_del((json_t *)json_object_get(job, "route"), "upstream_model");
@@ -390,25 +290,6 @@ static void normalize_ids(json_t *events)
     }
 }
 
-static json_t *parse_for(const char *request, long status, const char *body, long retry_after)
-{
-    json_t *job = job_with(request);
-    json_t *events = json_array();
-    sb_provider_response_t resp = {
-        .status = status, .body = body, .body_len = strlen(body), .retry_after = retry_after, .upstream_ms = 42};
-    P->parse_response(job, &resp, events);
-    json_decref(job);
-    normalize_ids(events);
-    return events;
-}
-
-#define CHECK_EVENTS(status, body, retry_after, expected)                                                              \
-    do {                                                                                                               \
-        json_t *evs_ = parse_for("{\"input\":[]}", (status), (body), (retry_after));                                   \
-        check_json(evs_, (expected), __FILE__, __LINE__);                                                              \
-        json_decref(evs_);                                                                                             \
-    } while (0)
-
 static void test_response_text(void)
 {
     /* A message (ids, annotations, logprobs kept), usage with reasoning
@@ -421,7 +302,6 @@ static void test_response_text(void)
         "\"url\":\"https://x.test\",\"title\":\"X\",\"start_index\":0,\"end_index\":5}],\"logprobs\":[]}]}],"
         "\"usage\":{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":25,"
         "\"output_tokens_details\":{\"reasoning_tokens\":20},\"total_tokens\":35}}",
-        -1,
         "[{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_up\","
         "\"role\":\"assistant\",\"status\":\"in_progress\",\"content\":[]}},"
         "{\"type\":\"text_delta\",\"item_index\":0,\"content_index\":0,\"delta\":\"Hello\"},"
@@ -439,7 +319,6 @@ static void test_response_text(void)
         200,
         "{\"status\":\"completed\",\"output\":[{\"type\":\"message\",\"role\":\"assistant\","
         "\"content\":[{\"type\":\"refusal\",\"refusal\":\"I can't help with that.\"}]}]}",
-        -1,
         "[{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
         "\"role\":\"assistant\",\"status\":\"in_progress\",\"content\":[]}},"
         "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
@@ -463,7 +342,6 @@ static void test_response_reasoning_and_tools(void)
         "{\"type\":\"function_call\",\"id\":\"fc_up\",\"call_id\":\"call_up\",\"name\":\"get_weather\","
         "\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\",\"status\":\"completed\"}],"
         "\"usage\":{\"input_tokens\":5,\"output_tokens\":7,\"output_tokens_details\":{\"reasoning_tokens\":3}}}",
-        -1,
         "[{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_up\",\"summary\":[]}},"
         "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_up\","
         "\"summary\":[{\"type\":\"summary_text\",\"text\":\"Thinking\"}],\"upstream_encrypted_content\":\"gAAAAB\"}},"
@@ -485,7 +363,6 @@ static void test_response_reasoning_and_tools(void)
     CHECK_EVENTS(200,
                  "{\"status\":\"completed\",\"model\":\"gpt-oss\",\"output\":[{\"type\":\"reasoning\",\"id\":\"rs_2\","
                  "\"summary\":[],\"content\":[{\"type\":\"reasoning_text\",\"text\":\"hmm\"}]}]}",
-                 -1,
                  "[{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_2\","
                  "\"summary\":[]}},"
                  "{\"type\":\"reasoning_delta\",\"item_index\":0,\"delta\":\"hmm\"},"
@@ -498,7 +375,6 @@ static void test_response_reasoning_and_tools(void)
     CHECK_EVENTS(200,
                  "{\"status\":\"completed\",\"output\":[{\"type\":\"function_call\",\"id\":\"fc_1\",\"name\":\"f\","
                  "\"arguments\":\"{}\"}]}",
-                 -1,
                  "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
                  "\"message\":\"upstream returned a malformed output item\"}]");
 }
@@ -548,7 +424,6 @@ static void test_response_status(void)
                  "\"model\":\"gpt-5\",\"output\":[{\"type\":\"message\",\"id\":\"msg_1\",\"status\":\"incomplete\","
                  "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Once\","
                  "\"annotations\":[]}]}],\"usage\":{\"input_tokens\":3,\"output_tokens\":16}}",
-                 -1,
                  "[{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_1\","
                  "\"role\":\"assistant\",\"status\":\"in_progress\",\"content\":[]}},"
                  "{\"type\":\"text_delta\",\"item_index\":0,\"content_index\":0,\"delta\":\"Once\"},"
@@ -559,7 +434,7 @@ static void test_response_status(void)
                  "{\"type\":\"completed\",\"status\":\"incomplete\",\"incomplete_reason\":\"max_output_tokens\","
                  "\"model\":\"gpt-5\",\"upstream_ms\":42}]");
     CHECK_EVENTS(200,
-                 "{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"content_filter\"},\"output\":[]}", -1,
+                 "{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"content_filter\"},\"output\":[]}",
                  "[{\"type\":\"completed\",\"status\":\"incomplete\",\"incomplete_reason\":\"content_filter\","
                  "\"model\":\"public-model\",\"upstream_ms\":42}]");
 
@@ -567,25 +442,24 @@ static void test_response_status(void)
     CHECK_EVENTS(200,
                  "{\"status\":\"failed\",\"error\":{\"code\":\"rate_limit_exceeded\",\"message\":\"Slow down.\"},"
                  "\"output\":[]}",
-                 -1,
                  "[{\"type\":\"error\",\"status\":429,\"kind\":\"rate_limit\",\"code\":\"rate_limit_exceeded\","
                  "\"message\":\"Slow down.\"}]");
-    CHECK_EVENTS(
-        200, "{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"Oops.\"},\"output\":[]}", -1,
-        "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":\"server_error\","
-        "\"message\":\"Oops.\"}]");
-    CHECK_EVENTS(200, "{\"status\":\"failed\",\"error\":{\"code\":\"invalid_prompt\",\"message\":\"Flagged.\"}}", -1,
+    CHECK_EVENTS(200,
+                 "{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"Oops.\"},\"output\":[]}",
+                 "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":\"server_error\","
+                 "\"message\":\"Oops.\"}]");
+    CHECK_EVENTS(200, "{\"status\":\"failed\",\"error\":{\"code\":\"invalid_prompt\",\"message\":\"Flagged.\"}}",
                  "[{\"type\":\"error\",\"status\":400,\"kind\":\"invalid_request\",\"code\":\"invalid_prompt\","
                  "\"message\":\"Flagged.\"}]");
-    CHECK_EVENTS(
-        200, "{\"status\":\"failed\",\"error\":{\"code\":\"vector_store_timeout\",\"message\":\"Slow store.\"}}", -1,
-        "[{\"type\":\"error\",\"status\":504,\"kind\":\"timeout\",\"code\":\"vector_store_timeout\","
-        "\"message\":\"Slow store.\"}]");
-    CHECK_EVENTS(200, "{\"status\":\"failed\",\"error\":null}", -1,
+    CHECK_EVENTS(200,
+                 "{\"status\":\"failed\",\"error\":{\"code\":\"vector_store_timeout\",\"message\":\"Slow store.\"}}",
+                 "[{\"type\":\"error\",\"status\":504,\"kind\":\"timeout\",\"code\":\"vector_store_timeout\","
+                 "\"message\":\"Slow store.\"}]");
+    CHECK_EVENTS(200, "{\"status\":\"failed\",\"error\":null}",
                  "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
                  "\"message\":\"upstream response failed\"}]");
     /* A response that is not over (background was never asked for). */
-    CHECK_EVENTS(200, "{\"status\":\"in_progress\",\"output\":[]}", -1,
+    CHECK_EVENTS(200, "{\"status\":\"in_progress\",\"output\":[]}",
                  "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
                  "\"message\":\"upstream response ended with status 'in_progress'\"}]");
 }
@@ -596,45 +470,42 @@ static void test_response_errors(void)
     CHECK_EVENTS(401,
                  "{\"error\":{\"message\":\"Incorrect API key provided: sk-proj-****abcd.\","
                  "\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}",
-                 -1,
                  "[{\"type\":\"error\",\"status\":401,\"kind\":\"authentication\",\"code\":null,"
                  "\"message\":\"the upstream rejected the route's credential\"}]");
     /* 429 with Retry-After; quota is its own kind. */
-    CHECK_EVENTS(429,
-                 "{\"error\":{\"message\":\"Rate limit reached.\",\"type\":\"requests\","
-                 "\"code\":\"rate_limit_exceeded\"}}",
-                 7,
-                 "[{\"type\":\"error\",\"status\":429,\"kind\":\"rate_limit\",\"code\":null,"
-                 "\"message\":\"Rate limit reached.\",\"retry_after\":7}]");
+    CHECK_EVENTS_RETRY(429,
+                       "{\"error\":{\"message\":\"Rate limit reached.\",\"type\":\"requests\","
+                       "\"code\":\"rate_limit_exceeded\"}}",
+                       7,
+                       "[{\"type\":\"error\",\"status\":429,\"kind\":\"rate_limit\",\"code\":null,"
+                       "\"message\":\"Rate limit reached.\",\"retry_after\":7}]");
     CHECK_EVENTS(429,
                  "{\"error\":{\"message\":\"You exceeded your current quota.\",\"type\":\"insufficient_quota\","
                  "\"code\":\"insufficient_quota\"}}",
-                 -1,
                  "[{\"type\":\"error\",\"status\":429,\"kind\":\"insufficient_quota\",\"code\":null,"
                  "\"message\":\"You exceeded your current quota.\"}]");
     CHECK_EVENTS(400,
                  "{\"error\":{\"message\":\"Unsupported parameter: 'temperature'.\",\"type\":\"invalid_request_error\","
                  "\"param\":\"temperature\",\"code\":\"unsupported_parameter\"}}",
-                 -1,
                  "[{\"type\":\"error\",\"status\":400,\"kind\":\"invalid_request\",\"code\":null,"
                  "\"message\":\"Unsupported parameter: 'temperature'.\"}]");
-    CHECK_EVENTS(500, "{\"error\":{\"message\":\"The server had an error.\",\"type\":\"server_error\"}}", -1,
+    CHECK_EVENTS(500, "{\"error\":{\"message\":\"The server had an error.\",\"type\":\"server_error\"}}",
                  "[{\"type\":\"error\",\"status\":500,\"kind\":\"upstream_error\",\"code\":null,"
                  "\"message\":\"The server had an error.\"}]");
-    CHECK_EVENTS(503, "<html>overloaded</html>", 30,
-                 "[{\"type\":\"error\",\"status\":503,\"kind\":\"overloaded\",\"code\":null,"
-                 "\"message\":\"upstream returned HTTP 503\",\"retry_after\":30}]");
+    CHECK_EVENTS_RETRY(503, "<html>overloaded</html>", 30,
+                       "[{\"type\":\"error\",\"status\":503,\"kind\":\"overloaded\",\"code\":null,"
+                       "\"message\":\"upstream returned HTTP 503\",\"retry_after\":30}]");
     /* Malformed 2xx bodies are the upstream's fault: 502. */
-    CHECK_EVENTS(200, "{\"status\":\"completed\",\"output\":[", -1,
+    CHECK_EVENTS(200, "{\"status\":\"completed\",\"output\":[",
                  "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
                  "\"message\":\"upstream returned malformed JSON\"}]");
-    CHECK_EVENTS(200, "", -1,
+    CHECK_EVENTS(200, "",
                  "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
                  "\"message\":\"upstream returned malformed JSON\"}]");
-    CHECK_EVENTS(200, "{\"error\":{\"message\":\"proxy said no\"}}", -1,
+    CHECK_EVENTS(200, "{\"error\":{\"message\":\"proxy said no\"}}",
                  "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
                  "\"message\":\"proxy said no\"}]");
-    CHECK_EVENTS(200, "{\"status\":\"completed\",\"output\":[42]}", -1,
+    CHECK_EVENTS(200, "{\"status\":\"completed\",\"output\":[42]}",
                  "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
                  "\"message\":\"upstream returned a malformed output item\"}]");
 
@@ -857,18 +728,6 @@ static void test_stream(void)
     json_decref(events);
 }
 
-/* The events parse_count_response makes of a body. */
-static json_t *parse_count(long status, const char *body)
-{
-    json_t *job = job_with("{\"op\":\"count_tokens\",\"input\":[]}");
-    json_t *events = json_array();
-    sb_provider_response_t resp = {
-        .status = status, .body = body, .body_len = strlen(body), .retry_after = -1, .upstream_ms = 42};
-    P->parse_count_response(job, &resp, events);
-    json_decref(job);
-    return events;
-}
-
 /* Token counting: POST /responses/input_tokens with the request cut to the
  * fields that endpoint takes; input_tokens -> usage + completed. */
 static void test_count(void)
@@ -916,6 +775,7 @@ static void test_count(void)
 
 int main(void)
 {
+    sb_ptest = (sb_ptest_t){.provider = P, .route = route, .normalize_ids = normalize_ids};
     test_request_basic();
     test_request_include();
     test_request_reasoning_items();
