@@ -365,3 +365,76 @@ json_t *sb_provider_unsupported(const char *fmt, ...)
     va_end(ap);
     return ev;
 }
+
+int sb_provider_copy(json_t *dst, const json_t *request, const char *from, const char *to,
+                     enum sb_provider_want want, json_t **err)
+{
+    const json_t *v = json_object_get(request, from);
+    if (!v || json_is_null(v))
+        return 0;
+    bool ok = false;
+    switch (want) {
+    case SB_PROVIDER_NUMBER:
+        ok = json_is_number(v);
+        break;
+    case SB_PROVIDER_INTEGER:
+        ok = json_is_integer(v);
+        break;
+    case SB_PROVIDER_STRING:
+        ok = json_is_string(v);
+        break;
+    case SB_PROVIDER_BOOL:
+        ok = json_is_boolean(v);
+        break;
+    case SB_PROVIDER_STOP:
+    case SB_PROVIDER_STOP_LIST:
+        ok = json_is_string(v) || json_is_array(v);
+        break;
+    }
+    if (!ok) {
+        *err = sb_provider_invalid("request.%s has the wrong type", from);
+        return -EINVAL;
+    }
+    if (want == SB_PROVIDER_STOP_LIST && json_is_string(v))
+        json_object_set_new(dst, to, json_pack("[O]", v));
+    else
+        json_object_set(dst, to, (json_t *)v);
+    return 0;
+}
+
+int sb_provider_copy_n(json_t *dst, const json_t *job, const char *to, json_t **err)
+{
+    const json_t *n = json_object_get(sb_job_request(job), "n");
+    if (!n || json_is_null(n))
+        return 0;
+    if (!json_is_integer(n)) {
+        *err = sb_provider_invalid("request.n has the wrong type");
+        return -EINVAL;
+    }
+    if (json_integer_value(n) < 1) {
+        *err = sb_provider_invalid("request.n must be at least 1");
+        return -EINVAL;
+    }
+    if (!json_is_false(json_object_get(json_object_get(sb_job_route(job), "capabilities"), "n")))
+        json_object_set(dst, to, (json_t *)n);
+    return 0;
+}
+
+static bool sb_provider_has_suffix(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), m = strlen(suffix);
+    return n >= m && !strcasecmp(name + n - m, suffix);
+}
+
+bool sb_provider_is_text_file(const char *mime, const char *filename)
+{
+    if (!strncmp(mime, "text/", 5) || !strcmp(mime, "application/json"))
+        return true;
+    if (*mime && strcmp(mime, "application/octet-stream"))
+        return false;
+    static const char *const exts[] = {".txt", ".md", ".csv", ".json"};
+    for (size_t i = 0; filename && i < sizeof exts / sizeof exts[0]; i++)
+        if (sb_provider_has_suffix(filename, exts[i]))
+            return true;
+    return false;
+}

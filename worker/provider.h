@@ -139,6 +139,32 @@ json_t *sb_provider_invalid(const char *fmt, ...) __attribute__((format(printf, 
  * New reference. */
 json_t *sb_provider_unsupported(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* What sb_provider_copy accepts. STOP: a string or an array of strings,
+ * copied as is; STOP_LIST: the same, a string becoming a one-element array. */
+enum sb_provider_want {
+    SB_PROVIDER_NUMBER,
+    SB_PROVIDER_INTEGER,
+    SB_PROVIDER_STRING,
+    SB_PROVIDER_BOOL,
+    SB_PROVIDER_STOP,
+    SB_PROVIDER_STOP_LIST,
+};
+
+/* Copies request[from] to dst[to] when present and not null, after a JSON
+ * type check (400 "request.<from> has the wrong type" otherwise). */
+int sb_provider_copy(json_t *dst, const json_t *request, const char *from, const char *to,
+                     enum sb_provider_want want, json_t **err) __attribute__((warn_unused_result));
+
+/* request.n for an upstream that returns several choices itself: copied to
+ * dst[to] when present (400 when below 1), unless route.capabilities.n is
+ * false (the worker then fans out, and some servers reject even n=1). */
+int sb_provider_copy_n(json_t *dst, const json_t *job, const char *to, json_t **err)
+    __attribute__((warn_unused_result));
+
+/* Whether a file is text a model should read as text: a text/... or JSON MIME
+ * type, or an unknown/octet-stream one with a .txt, .md, .csv or .json name. */
+bool sb_provider_is_text_file(const char *mime, const char *filename);
+
 /* The canonical error event for an upstream HTTP error status. message is the
  * upstream's own message (kept for statuses passed through) or NULL for a
  * generic text; quota is true when the upstream said insufficient_quota;

@@ -147,26 +147,6 @@ static void sb_anth_push(json_t *messages, const char *role, json_t *block)
     json_array_append_new(messages, json_pack("{s:s, s:[o]}", "role", role, "content", block));
 }
 
-static bool sb_anth_has_suffix(const char *name, const char *suffix)
-{
-    size_t n = strlen(name), m = strlen(suffix);
-    return n >= m && !strcasecmp(name + n - m, suffix);
-}
-
-/* Whether a file is text to send as a text document source. */
-static bool sb_anth_is_text_file(const char *mime, const char *filename)
-{
-    if (!strncmp(mime, "text/", 5) || !strcmp(mime, "application/json"))
-        return true;
-    if (*mime && strcmp(mime, "application/octet-stream"))
-        return false;
-    static const char *const exts[] = {".txt", ".md", ".csv", ".json"};
-    for (size_t i = 0; filename && i < sizeof exts / sizeof exts[0]; i++)
-        if (sb_anth_has_suffix(filename, exts[i]))
-            return true;
-    return false;
-}
-
 /* input_image -> image block. */
 static json_t *sb_anth_image(const json_t *part, size_t index, json_t **err)
 {
@@ -220,7 +200,7 @@ static json_t *sb_anth_document(const json_t *part, size_t index, json_t **err)
     if (!strcmp(mime, "application/pdf")) {
         doc = json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "document", "source", "type", "base64", "media_type",
                         "application/pdf", "data", payload);
-    } else if (sb_anth_is_text_file(mime, filename)) {
+    } else if (sb_provider_is_text_file(mime, filename)) {
         size_t n;
         char *bytes = (char *)sb_base64_decode(payload, strlen(payload), &n);
         if (!bytes) {

@@ -647,52 +647,19 @@ static int sb_gem_thinking(json_t *config, const json_t *reasoning, json_t **err
     return -EINVAL;
 }
 
-enum sb_gem_want { SB_GEM_NUMBER, SB_GEM_INTEGER, SB_GEM_STOP };
-
-/* Copies request[from] to config[to] when present, checking its JSON type;
- * a stop string becomes a one-element stopSequences. */
-static int sb_gem_copy(json_t *config, const json_t *request, const char *from, const char *to, enum sb_gem_want want,
-                       json_t **err)
-{
-    const json_t *v = json_object_get(request, from);
-    if (!v || json_is_null(v))
-        return 0;
-    bool ok = want == SB_GEM_NUMBER    ? json_is_number(v)
-              : want == SB_GEM_INTEGER ? json_is_integer(v)
-                                       : json_is_string(v) || json_is_array(v);
-    if (!ok) {
-        *err = sb_provider_invalid("request.%s has the wrong type", from);
-        return -EINVAL;
-    }
-    if (want == SB_GEM_STOP && json_is_string(v))
-        json_object_set_new(config, to, json_pack("[O]", v));
-    else
-        json_object_set(config, to, (json_t *)v);
-    return 0;
-}
-
 static int sb_gem_generation_config(json_t *body, const json_t *job, const json_t *request, json_t **err)
 {
     json_t *config = json_object();
-    if (sb_gem_copy(config, request, "max_output_tokens", "maxOutputTokens", SB_GEM_INTEGER, err) < 0 ||
-        sb_gem_copy(config, request, "temperature", "temperature", SB_GEM_NUMBER, err) < 0 ||
-        sb_gem_copy(config, request, "top_p", "topP", SB_GEM_NUMBER, err) < 0 ||
-        sb_gem_copy(config, request, "top_k", "topK", SB_GEM_INTEGER, err) < 0 ||
-        sb_gem_copy(config, request, "frequency_penalty", "frequencyPenalty", SB_GEM_NUMBER, err) < 0 ||
-        sb_gem_copy(config, request, "presence_penalty", "presencePenalty", SB_GEM_NUMBER, err) < 0 ||
-        sb_gem_copy(config, request, "stop", "stopSequences", SB_GEM_STOP, err) < 0 ||
-        sb_gem_copy(config, request, "seed", "seed", SB_GEM_INTEGER, err) < 0 ||
-        sb_gem_copy(config, request, "n", "candidateCount", SB_GEM_INTEGER, err) < 0)
+    if (sb_provider_copy(config, request, "max_output_tokens", "maxOutputTokens", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy(config, request, "temperature", "temperature", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(config, request, "top_p", "topP", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(config, request, "top_k", "topK", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy(config, request, "frequency_penalty", "frequencyPenalty", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(config, request, "presence_penalty", "presencePenalty", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(config, request, "stop", "stopSequences", SB_PROVIDER_STOP_LIST, err) < 0 ||
+        sb_provider_copy(config, request, "seed", "seed", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy_n(config, job, "candidateCount", err) < 0)
         goto fail;
-    const json_t *n = json_object_get(config, "candidateCount");
-    if (n && json_integer_value(n) < 1) {
-        *err = sb_provider_invalid("request.n must be at least 1");
-        goto fail;
-    }
-    /* An upstream that cannot do n (the worker then fans out, one call per
-     * choice) must not see it. */
-    if (json_is_false(json_object_get(json_object_get(sb_job_route(job), "capabilities"), "n")))
-        json_object_del(config, "candidateCount");
     if (sb_gem_format(config, json_object_get(request, "text"), err) < 0 ||
         sb_gem_thinking(config, json_object_get(request, "reasoning"), err) < 0)
         goto fail;

@@ -87,27 +87,6 @@ static json_t *sb_chat_join(const json_t *parts, const char *key)
     return s;
 }
 
-static bool sb_chat_has_suffix(const char *name, const char *suffix)
-{
-    size_t n = strlen(name), m = strlen(suffix);
-    return n >= m && !strcasecmp(name + n - m, suffix);
-}
-
-/* Whether a file is text the model should read inline: chat upstreams take
- * only PDFs (and not all of them that) as file parts. */
-static bool sb_chat_is_text_file(const char *mime, const char *filename)
-{
-    if (!strncmp(mime, "text/", 5) || !strcmp(mime, "application/json"))
-        return true;
-    if (*mime && strcmp(mime, "application/octet-stream"))
-        return false;
-    static const char *const exts[] = {".txt", ".md", ".csv", ".json"};
-    for (size_t i = 0; filename && i < sizeof exts / sizeof exts[0]; i++)
-        if (sb_chat_has_suffix(filename, exts[i]))
-            return true;
-    return false;
-}
-
 /* An input_file part -> a chat "file" part, or for a text file a "text" part
  * "<filename>:\n<content>". */
 static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
@@ -117,7 +96,7 @@ static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
     char mime[128];
     const char *payload;
     if (json_is_string(data) && sb_provider_data_url(json_string_value(data), mime, sizeof mime, &payload) == 0 &&
-        sb_chat_is_text_file(mime, filename)) {
+        sb_provider_is_text_file(mime, filename)) {
         const char *name = filename && *filename ? filename : "file";
         size_t n;
         char *bytes = (char *)sb_base64_decode(payload, strlen(payload), &n);
@@ -446,38 +425,6 @@ static int sb_chat_response_format(json_t *body, const json_t *text, json_t **er
     return -EINVAL;
 }
 
-enum sb_chat_want { SB_WANT_NUMBER, SB_WANT_INTEGER, SB_WANT_STRING, SB_WANT_STOP };
-
-/* Copies request[from] to body[to] when present, checking its JSON type. */
-static int sb_chat_copy(json_t *body, const json_t *request, const char *from, const char *to, enum sb_chat_want want,
-                        json_t **err)
-{
-    const json_t *v = json_object_get(request, from);
-    if (!v || json_is_null(v))
-        return 0;
-    bool ok = false;
-    switch (want) {
-    case SB_WANT_NUMBER:
-        ok = json_is_number(v);
-        break;
-    case SB_WANT_INTEGER:
-        ok = json_is_integer(v);
-        break;
-    case SB_WANT_STRING:
-        ok = json_is_string(v);
-        break;
-    case SB_WANT_STOP:
-        ok = json_is_string(v) || json_is_array(v);
-        break;
-    }
-    if (!ok) {
-        *err = sb_provider_invalid("request.%s has the wrong type", from);
-        return -EINVAL;
-    }
-    json_object_set(body, to, (json_t *)v);
-    return 0;
-}
-
 static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, json_t **err)
 {
     *err = NULL;
@@ -531,28 +478,19 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
      * llama.cpp and Ollama all honour max_tokens, and OpenAI still accepts it
      * for every non-o-series model. A route to an o-series model belongs on
      * the openai-responses provider. */
-    if (sb_chat_copy(body, request, "max_output_tokens", "max_tokens", SB_WANT_INTEGER, err) < 0 ||
-        sb_chat_copy(body, request, "temperature", "temperature", SB_WANT_NUMBER, err) < 0 ||
-        sb_chat_copy(body, request, "top_p", "top_p", SB_WANT_NUMBER, err) < 0 ||
-        sb_chat_copy(body, request, "frequency_penalty", "frequency_penalty", SB_WANT_NUMBER, err) < 0 ||
-        sb_chat_copy(body, request, "presence_penalty", "presence_penalty", SB_WANT_NUMBER, err) < 0 ||
+    if (sb_provider_copy(body, request, "max_output_tokens", "max_tokens", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy(body, request, "temperature", "temperature", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(body, request, "top_p", "top_p", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(body, request, "frequency_penalty", "frequency_penalty", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(body, request, "presence_penalty", "presence_penalty", SB_PROVIDER_NUMBER, err) < 0 ||
         /* OpenAI itself refuses top_k (its 400 comes back); vLLM, llama.cpp
          * and Ollama take it. */
-        sb_chat_copy(body, request, "top_k", "top_k", SB_WANT_INTEGER, err) < 0 ||
-        sb_chat_copy(body, request, "stop", "stop", SB_WANT_STOP, err) < 0 ||
-        sb_chat_copy(body, request, "seed", "seed", SB_WANT_INTEGER, err) < 0 ||
-        sb_chat_copy(body, request, "n", "n", SB_WANT_INTEGER, err) < 0 ||
-        sb_chat_copy(body, request, "user", "user", SB_WANT_STRING, err) < 0)
+        sb_provider_copy(body, request, "top_k", "top_k", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy(body, request, "stop", "stop", SB_PROVIDER_STOP, err) < 0 ||
+        sb_provider_copy(body, request, "seed", "seed", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy_n(body, job, "n", err) < 0 ||
+        sb_provider_copy(body, request, "user", "user", SB_PROVIDER_STRING, err) < 0)
         goto fail;
-    const json_t *n = json_object_get(body, "n");
-    if (n && json_integer_value(n) < 1) {
-        *err = sb_provider_invalid("request.n must be at least 1");
-        goto fail;
-    }
-    /* An upstream that cannot do n (the worker then fans out, one call per
-     * choice) must not see it at all: some reject even n=1. */
-    if (json_is_false(json_object_get(json_object_get(sb_job_route(job), "capabilities"), "n")))
-        json_object_del(body, "n");
     const json_t *effort = json_object_get(json_object_get(request, "reasoning"), "effort");
     if (json_is_string(effort))
         json_object_set(body, "reasoning_effort", (json_t *)effort);

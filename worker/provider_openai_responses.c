@@ -429,26 +429,6 @@ static bool sb_oresp_reasoning_param(json_t *body, const json_t *reasoning)
     return requested;
 }
 
-enum sb_oresp_want { SB_OWANT_NUMBER, SB_OWANT_INTEGER, SB_OWANT_STRING, SB_OWANT_BOOL };
-
-/* Copies request[key] to body[key] when present, checking its JSON type. */
-static int sb_oresp_copy(json_t *body, const json_t *request, const char *key, enum sb_oresp_want want, json_t **err)
-{
-    const json_t *v = json_object_get(request, key);
-    if (!v || json_is_null(v))
-        return 0;
-    bool ok = want == SB_OWANT_NUMBER    ? json_is_number(v)
-              : want == SB_OWANT_INTEGER ? json_is_integer(v)
-              : want == SB_OWANT_STRING  ? json_is_string(v)
-                                         : json_is_boolean(v);
-    if (!ok) {
-        *err = sb_provider_invalid("request.%s has the wrong type", key);
-        return -EINVAL;
-    }
-    json_object_set(body, key, (json_t *)v);
-    return 0;
-}
-
 /* stop and seed have no Responses equivalent; silently dropping them would
  * change what the client asked for. Null and an empty stop list ask nothing. */
 static int sb_oresp_refuse_unmappable(const json_t *request, json_t **err)
@@ -539,18 +519,18 @@ static int sb_oresp_build(const json_t *job, sb_provider_request_t *req, json_t 
     if (sb_oresp_text(body, json_object_get(request, "text"), err) < 0)
         goto fail;
     bool reasoning_requested = sb_oresp_reasoning_param(body, json_object_get(request, "reasoning"));
-    if (sb_oresp_copy(body, request, "parallel_tool_calls", SB_OWANT_BOOL, err) < 0 ||
-        sb_oresp_copy(body, request, "max_output_tokens", SB_OWANT_INTEGER, err) < 0 ||
-        sb_oresp_copy(body, request, "temperature", SB_OWANT_NUMBER, err) < 0 ||
-        sb_oresp_copy(body, request, "top_p", SB_OWANT_NUMBER, err) < 0 ||
-        sb_oresp_copy(body, request, "presence_penalty", SB_OWANT_NUMBER, err) < 0 ||
-        sb_oresp_copy(body, request, "frequency_penalty", SB_OWANT_NUMBER, err) < 0 ||
-        sb_oresp_copy(body, request, "user", SB_OWANT_STRING, err) < 0 ||
-        sb_oresp_copy(body, request, "max_tool_calls", SB_OWANT_INTEGER, err) < 0 ||
-        sb_oresp_copy(body, request, "top_logprobs", SB_OWANT_INTEGER, err) < 0 ||
-        sb_oresp_copy(body, request, "truncation", SB_OWANT_STRING, err) < 0 ||
-        sb_oresp_copy(body, request, "prompt_cache_key", SB_OWANT_STRING, err) < 0 ||
-        sb_oresp_copy(body, request, "safety_identifier", SB_OWANT_STRING, err) < 0)
+    if (sb_provider_copy(body, request, "parallel_tool_calls", "parallel_tool_calls", SB_PROVIDER_BOOL, err) < 0 ||
+        sb_provider_copy(body, request, "max_output_tokens", "max_output_tokens", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy(body, request, "temperature", "temperature", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(body, request, "top_p", "top_p", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(body, request, "presence_penalty", "presence_penalty", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(body, request, "frequency_penalty", "frequency_penalty", SB_PROVIDER_NUMBER, err) < 0 ||
+        sb_provider_copy(body, request, "user", "user", SB_PROVIDER_STRING, err) < 0 ||
+        sb_provider_copy(body, request, "max_tool_calls", "max_tool_calls", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy(body, request, "top_logprobs", "top_logprobs", SB_PROVIDER_INTEGER, err) < 0 ||
+        sb_provider_copy(body, request, "truncation", "truncation", SB_PROVIDER_STRING, err) < 0 ||
+        sb_provider_copy(body, request, "prompt_cache_key", "prompt_cache_key", SB_PROVIDER_STRING, err) < 0 ||
+        sb_provider_copy(body, request, "safety_identifier", "safety_identifier", SB_PROVIDER_STRING, err) < 0)
         goto fail;
 
     /* Reasoning is passed back statelessly, as this upstream's own

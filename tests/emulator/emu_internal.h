@@ -189,6 +189,15 @@ struct sb_emu_data_url {
 /* Splits "data:<mime>[;params][;base64],<data>". 0, or -EINVAL if url is not a data URL. */
 int sb_emu_data_url_parse(const char *url, struct sb_emu_data_url *out) __attribute__((warn_unused_result));
 
+/* NULL if b64 (len bytes) is non-empty valid base64, else what is wrong with
+ * it, worded for OpenAI's error messages ("an invalid base64-encoded value"). */
+const char *sb_emu_base64_problem(const char *b64, size_t len);
+
+/* NULL when url is an image URL OpenAI accepts (http(s), or a base64 data URL
+ * of a PNG, JPEG, GIF or WebP image), else what is wrong with it (static, or
+ * written into buf). */
+const char *sb_emu_image_url_problem(const char *url, char *buf, size_t len);
+
 /*
  * The acknowledgement of one (validated) user content part that the reply
  * appends after the echo ("[image: ...]", "[audio: ...]", "[file: ...]"), or

@@ -328,3 +328,35 @@ char *sb_emu_part_ack(const json_t *part, long long *tokens)
     }
     return NULL;
 }
+
+const char *sb_emu_base64_problem(const char *b64, size_t len)
+{
+    if (len == 0)
+        return "empty base64-encoded bytes";
+    unsigned char *bytes = NULL;
+    size_t n = 0;
+    if (sb_emu_base64_decode(b64, len, &bytes, &n) < 0)
+        return "an invalid base64-encoded value";
+    free(bytes);
+    return n == 0 ? "empty base64-encoded bytes" : NULL;
+}
+
+const char *sb_emu_image_url_problem(const char *url, char *buf, size_t len)
+{
+    static const char *const mimes[] = {"image/png", "image/jpeg", "image/gif", "image/webp"};
+    if ((!strncasecmp(url, "https://", 8) && url[8]) || (!strncasecmp(url, "http://", 7) && url[7]))
+        return NULL;
+    struct sb_emu_data_url du;
+    if (sb_emu_data_url_parse(url, &du) < 0)
+        return "a value without the 'data:' prefix";
+    bool known = false;
+    for (size_t i = 0; i < sizeof mimes / sizeof mimes[0]; i++)
+        known |= !strcmp(du.mime, mimes[i]);
+    if (!known) {
+        snprintf(buf, len, "unsupported MIME type '%.64s'", du.mime);
+        return buf;
+    }
+    if (!du.base64)
+        return "a value that is not base64-encoded";
+    return sb_emu_base64_problem(du.data, du.data_len);
+}

@@ -148,38 +148,11 @@ static bool in_list(const char *s, const char *const *list)
     return false;
 }
 
-/* NULL if b64 is non-empty valid base64, else what is wrong with it (for the error message). */
-static const char *base64_problem(const char *b64, size_t len)
-{
-    if (len == 0)
-        return "empty base64-encoded bytes";
-    unsigned char *bytes = NULL;
-    size_t n = 0;
-    if (sb_emu_base64_decode(b64, len, &bytes, &n) < 0)
-        return "an invalid base64-encoded value";
-    free(bytes);
-    return n == 0 ? "empty base64-encoded bytes" : NULL;
-}
-
 /* An image URL must be http(s) or a base64 data URL of a PNG, JPEG, GIF or WebP image. */
 static bool check_image_url(struct sb_emu_call *call, const char *url, const char *param)
 {
-    static const char *const image_mimes[] = {"image/png", "image/jpeg", "image/gif", "image/webp", NULL};
-    if ((!strncasecmp(url, "https://", 8) && url[8]) || (!strncasecmp(url, "http://", 7) && url[7]))
-        return true;
-    struct sb_emu_data_url du;
-    const char *why = NULL;
-    char buf[192];
-    if (sb_emu_data_url_parse(url, &du) < 0) {
-        why = "a value without the 'data:' prefix";
-    } else if (!in_list(du.mime, image_mimes)) {
-        snprintf(buf, sizeof buf, "unsupported MIME type '%.64s'", du.mime);
-        why = buf;
-    } else if (!du.base64) {
-        why = "a value that is not base64-encoded";
-    } else {
-        why = base64_problem(du.data, du.data_len);
-    }
+    char buf[160];
+    const char *why = sb_emu_image_url_problem(url, buf, sizeof buf);
     if (!why)
         return true;
     return invalid(call, param, "invalid_value",
@@ -217,7 +190,7 @@ static bool check_file_part(struct sb_emu_call *call, const json_t *file, size_t
     else if (!du.base64)
         why = "a value that is not base64-encoded";
     else
-        why = base64_problem(du.data, du.data_len);
+        why = sb_emu_base64_problem(du.data, du.data_len);
     if (!why)
         return true;
     return invalid(call, param, "invalid_value",
@@ -313,7 +286,7 @@ static bool check_part(struct sb_emu_call *call, const char *role, const json_t 
             return invalid(call, param, "invalid_value",
                            "Invalid value: '%.32s'. Supported values are: 'wav' and 'mp3'.", f);
         snprintf(param, sizeof param, "messages[%zu].content[%zu].input_audio.data", mi, pi);
-        const char *why = base64_problem(json_string_value(data), json_string_length(data));
+        const char *why = sb_emu_base64_problem(json_string_value(data), json_string_length(data));
         if (why)
             return invalid(call, param, "invalid_value",
                            "Invalid '%s'. Expected base64-encoded audio data, but got %s.", param, why);

@@ -200,39 +200,12 @@ static bool valid_name(const char *s)
     return true;
 }
 
-/* NULL if b64 is non-empty valid base64, else what is wrong with it. */
-static const char *base64_problem(const char *b64, size_t len)
-{
-    if (len == 0)
-        return "empty base64-encoded bytes";
-    unsigned char *bytes = NULL;
-    size_t n = 0;
-    if (sb_emu_base64_decode(b64, len, &bytes, &n) < 0)
-        return "an invalid base64-encoded value";
-    free(bytes);
-    return n == 0 ? "empty base64-encoded bytes" : NULL;
-}
-
 /* ---- content parts ----------------------------------------------------------------- */
 
 static bool check_image_url(struct sb_emu_call *call, const char *url, const char *param)
 {
-    static const char *const mimes[] = {"image/png", "image/jpeg", "image/gif", "image/webp", NULL};
-    if ((!strncasecmp(url, "https://", 8) && url[8]) || (!strncasecmp(url, "http://", 7) && url[7]))
-        return true;
-    struct sb_emu_data_url du;
-    const char *why = NULL;
     char buf[160];
-    if (sb_emu_data_url_parse(url, &du) < 0) {
-        why = "a value without the 'data:' prefix";
-    } else if (!in_list(du.mime, mimes)) {
-        pathf(buf, sizeof buf, "unsupported MIME type '%.64s'", du.mime);
-        why = buf;
-    } else if (!du.base64) {
-        why = "a value that is not base64-encoded";
-    } else {
-        why = base64_problem(du.data, du.data_len);
-    }
+    const char *why = sb_emu_image_url_problem(url, buf, sizeof buf);
     if (!why)
         return true;
     return invalid(call, param, "invalid_value",
@@ -302,7 +275,7 @@ static bool check_input_part(struct sb_emu_call *call, const json_t *part, const
     else if (!du.base64)
         why = "a value that is not base64-encoded";
     else
-        why = base64_problem(du.data, du.data_len);
+        why = sb_emu_base64_problem(du.data, du.data_len);
     if (!why)
         return true;
     return invalid(call, param, "invalid_value",
