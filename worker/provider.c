@@ -438,3 +438,16 @@ bool sb_provider_is_text_file(const char *mime, const char *filename)
             return true;
     return false;
 }
+
+int sb_provider_request_set_json(sb_provider_request_t *req, const json_t *body, bool stream, json_t **err)
+{
+    req->body = json_dumps(body, JSON_COMPACT);
+    if (!req->body) {
+        *err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not encode the upstream request");
+        return -1;
+    }
+    req->body_len = strlen(req->body);
+    sb_provider_request_add_header(req, "Content-Type: application/json");
+    sb_provider_request_add_header(req, "Accept: %s", stream ? "text/event-stream" : "application/json");
+    return 0;
+}

@@ -41,6 +41,11 @@ typedef struct sb_provider_request {
 
 /* Frees the members and zeroes the struct; safe on a zeroed struct. */
 void sb_provider_request_clear(sb_provider_request_t *req);
+/* Sets req's body to body (borrowed) as compact JSON, with Content-Type and
+ * an Accept for a JSON reply or, when stream, an event stream. 0, or -1 with
+ * *err set (500) when the body cannot be encoded. */
+int sb_provider_request_set_json(sb_provider_request_t *req, const json_t *body, bool stream, json_t **err)
+    __attribute__((warn_unused_result));
 void sb_provider_request_add_header(sb_provider_request_t *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -762,14 +762,8 @@ static int sb_anth_build(const json_t *job, sb_provider_request_t *req, json_t *
         json_object_set_new(body, "stream", json_boolean(stream));
     }
 
-    req->body = json_dumps(body, JSON_COMPACT);
-    if (!req->body) {
-        *err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not encode the upstream request");
+    if (sb_provider_request_set_json(req, body, stream, err) < 0)
         goto fail;
-    }
-    req->body_len = strlen(req->body);
-    sb_provider_request_add_header(req, "Content-Type: application/json");
-    sb_provider_request_add_header(req, stream ? "Accept: text/event-stream" : "Accept: application/json");
     sb_provider_request_add_header(req, "anthropic-version: " SB_ANTH_VERSION);
     if (credential)
         sb_provider_request_add_header(req, "x-api-key: %s", credential);

@@ -498,14 +498,8 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
      * compatible servers reject unknown fields unevenly. */
     json_object_set_new(body, "stream", json_false());
 
-    req->body = json_dumps(body, JSON_COMPACT);
-    if (!req->body) {
-        *err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not encode the upstream request");
+    if (sb_provider_request_set_json(req, body, false, err) < 0)
         goto fail;
-    }
-    req->body_len = strlen(req->body);
-    sb_provider_request_add_header(req, "Content-Type: application/json");
-    sb_provider_request_add_header(req, "Accept: application/json");
     if (credential)
         sb_provider_request_add_header(req, "Authorization: Bearer %s", credential);
     json_decref(body);

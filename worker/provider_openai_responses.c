@@ -563,14 +563,8 @@ static int sb_oresp_build(const json_t *job, sb_provider_request_t *req, json_t 
         }
     }
 
-    req->body = json_dumps(body, JSON_COMPACT);
-    if (!req->body) {
-        *err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not encode the upstream request");
+    if (sb_provider_request_set_json(req, body, stream, err) < 0)
         goto fail;
-    }
-    req->body_len = strlen(req->body);
-    sb_provider_request_add_header(req, "Content-Type: application/json");
-    sb_provider_request_add_header(req, "Accept: %s", stream ? "text/event-stream" : "application/json");
     if (credential)
         sb_provider_request_add_header(req, "Authorization: Bearer %s", credential);
     json_decref(body);
