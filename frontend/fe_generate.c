@@ -22,6 +22,7 @@
 #include "fe_items.h"
 #include "fe_prompt.h"
 #include "fe_reasoning.h"
+#include "fe_stream.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
@@ -39,7 +40,12 @@ static void fe_generate_on_deadline(evutil_socket_t fd, short what, void *arg)
     if (r->state != FE_REQ_RUNNING)
         return;
     fe_broker_cancel(r->srv->broker, r->request_id);
-    fe_request_failf(r, 504, SB_ERR_TIMEOUT, "timeout", NULL, "timeout: the request exceeded its deadline");
+    fe_error_t e;
+    fe_error_set(&e, 504, SB_ERR_TIMEOUT, "timeout", NULL, "timeout: the request exceeded its deadline");
+    if (r->stream)
+        fe_stream_fail(r, &e);
+    else
+        fe_request_fail(r, &e);
 }
 
 void fe_generate_stored(const PGresult *res, const char *err, void *arg)
@@ -50,11 +56,19 @@ void fe_generate_stored(const PGresult *res, const char *err, void *arg)
     json_t *body = json_object_get(r->style_state, "rendered");
     if (err) {
         sb_error("storing %s failed: %s", r->response_id, err);
-        fe_request_failf(r, 500, SB_ERR_SERVER, "store_failed", NULL,
-                         "The response was generated but could not be stored; retry the request");
+        fe_error_t e;
+        fe_error_set(&e, 500, SB_ERR_SERVER, "store_failed", NULL,
+                     "The response was generated but could not be stored; retry the request");
+        if (r->stream)
+            fe_stream_fail(r, &e);
+        else
+            fe_request_fail(r, &e);
         return;
     }
-    fe_request_reply_json(r, 200, json_incref(body));
+    if (r->stream)
+        fe_stream_complete(r, body);
+    else
+        fe_request_reply_json(r, 200, json_incref(body));
 }
 
 static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
@@ -62,20 +76,28 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
     fe_request_t *r = arg;
     if (r->state != FE_REQ_RUNNING)
         return;
-    if (!fe_collect_event(&r->result, ev) && !final)
-        return;
-    if (!r->result.done) {
-        fe_request_failf(r, 502, SB_ERR_UPSTREAM, "incomplete_stream", NULL,
-                         "the upstream stream ended without a final event");
+    if (!fe_collect_event(&r->result, ev) && !final) {
+        if (r->stream)
+            fe_stream_event(r, ev);
         return;
     }
-    if (r->result.failed) {
-        fe_request_fail(r, &r->result.error);
-        return;
+    fe_error_t e;
+    if (!r->result.done)
+        fe_error_set(&e, 502, SB_ERR_UPSTREAM, "incomplete_stream", NULL,
+                     "the upstream stream ended without a final event");
+    else if (r->result.failed)
+        e = r->result.error;
+    json_t *rendered = NULL;
+    if (r->result.done && !r->result.failed) {
+        rendered = r->count_tokens ? r->style->render_count(r) : r->style->render(r);
+        if (!rendered)
+            fe_error_set(&e, 500, SB_ERR_SERVER, NULL, NULL, "could not render the response");
     }
-    json_t *rendered = r->count_tokens ? r->style->render_count(r) : r->style->render(r);
     if (!rendered) {
-        fe_request_failf(r, 500, SB_ERR_SERVER, NULL, NULL, "could not render the response");
+        if (r->stream)
+            fe_stream_fail(r, &e);
+        else
+            fe_request_fail(r, &e);
         return;
     }
     if (r->store && r->response_id[0] && r->style->store && !r->count_tokens) {
@@ -83,6 +105,11 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
         r->state = FE_REQ_STORING;
         fe_request_hold(r);
         r->style->store(r, rendered);
+        json_decref(rendered);
+        return;
+    }
+    if (r->stream) {
+        fe_stream_complete(r, rendered);
         json_decref(rendered);
         return;
     }
@@ -112,6 +139,10 @@ static void fe_generate_submit(fe_request_t *r)
         json_object_set_new(request, "op", json_string(SB_JOB_OP_COUNT_TOKENS));
     else if (r->n > 1)
         json_object_set_new(request, "n", json_integer(r->n));
+    if (r->stream)
+        json_object_set_new(request, "stream", json_true()); /* the worker streams from the upstream */
+    else
+        json_object_del(request, "stream");
     json_t *timeout = json_object_get(r->model, "timeout_ms");
     int64_t timeout_ms = json_is_integer(timeout) && json_integer_value(timeout) > 0 ? json_integer_value(timeout)
                                                                                     : r->srv->cfg.default_timeout_ms;
@@ -127,6 +158,8 @@ static void fe_generate_submit(fe_request_t *r)
                          "The gateway could not queue the request, retry later");
         return;
     }
+    if (r->stream)
+        fe_stream_begin(r);
     r->deadline = evtimer_new(r->srv->base, fe_generate_on_deadline, r);
     struct timeval tv = {(timeout_ms + FE_DEADLINE_SLACK_MS) / 1000, ((timeout_ms + FE_DEADLINE_SLACK_MS) % 1000) * 1000};
     evtimer_add(r->deadline, &tv);
@@ -247,6 +280,12 @@ void fe_generate_start(fe_request_t *r)
     if (r->count_tokens) { /* one count, nothing to keep */
         r->store = false;
         r->n = 1;
+        r->stream = false;
+    }
+    if (r->stream && !r->style->stream) {
+        fe_request_failf(r, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "stream",
+                         "unsupported parameter: streaming is not available for this endpoint");
+        return;
     }
     if (json_is_true(json_object_get(r->key, "zdr"))) {
         r->store = false;          /* zero-data-retention accounts are never stored */

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "fe_router.h"
+#include "fe_stream.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_keyhash.h"
@@ -52,6 +53,7 @@ static void fe_request_free(fe_request_t *r)
         event_free(r->deadline);
     if (r->client_watch)
         event_free(r->client_watch);
+    fe_stream_free(&r->stream_out);
     json_decref(r->key);
     json_decref(r->model);
     json_decref(r->body);
@@ -113,36 +115,23 @@ static void fe_request_log(fe_request_t *r)
     fe_reqlog_add(r->srv->reqlog, &row);
 }
 
-/* Sends the reply (if the client is still there), writes the log row, and
- * frees the request unless an asynchronous step still holds it. */
-static void fe_request_send(fe_request_t *r, int status, const char *content_type, const void *data, size_t len,
-                            int retry_after)
+static void fe_request_add_headers(fe_request_t *r, const char *content_type, int retry_after)
 {
-    if (r->state == FE_REQ_DONE)
-        return;
-    r->state = FE_REQ_DONE;
-    r->status = status;
-    if (r->deadline)
-        event_del(r->deadline);
-    if (r->client_watch) /* the connection may serve its next request now */
-        event_del(r->client_watch);
-    if (r->http) {
-        struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
-        evhttp_add_header(h, "Content-Type", content_type);
-        evhttp_add_header(h, "x-request-id", r->request_id);
-        evhttp_add_header(h, "request-id", r->request_id); /* the name Anthropic's SDKs read */
-        if (retry_after > 0) {
-            char ra[16];
-            snprintf(ra, sizeof ra, "%d", retry_after);
-            evhttp_add_header(h, "Retry-After", ra);
-        }
-        struct evbuffer *buf = evbuffer_new();
-        if (data && len)
-            evbuffer_add(buf, data, len);
-        evhttp_send_reply(r->http, status, NULL, buf);
-        evbuffer_free(buf);
-        r->http = NULL;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
+    evhttp_add_header(h, "Content-Type", content_type);
+    evhttp_add_header(h, "x-request-id", r->request_id);
+    evhttp_add_header(h, "request-id", r->request_id); /* the name Anthropic's SDKs read */
+    if (retry_after > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", retry_after);
+        evhttp_add_header(h, "Retry-After", ra);
     }
+}
+
+/* The request is over (its reply sent, or its client gone): state DONE, the
+ * log row, and the free unless an asynchronous step still holds it. */
+static void fe_request_done(fe_request_t *r)
+{
     if (r->conn) {
         evhttp_connection_set_closecb(r->conn, NULL, NULL);
         r->conn = NULL;
@@ -152,6 +141,71 @@ static void fe_request_send(fe_request_t *r, int status, const char *content_typ
     if (r->pending == 0)
         fe_request_free(r);
 }
+
+/* Stops the timers of a request whose reply is being finished. */
+static void fe_request_stop_watching(fe_request_t *r)
+{
+    r->state = FE_REQ_DONE;
+    fe_stream_free(&r->stream_out);
+    if (r->deadline)
+        event_del(r->deadline);
+    if (r->client_watch) /* the connection may serve its next request now */
+        event_del(r->client_watch);
+}
+
+/* Sends the reply (if the client is still there) and ends the request. A
+ * started stream just ends: its status went out with its first bytes, and
+ * `status` is only what the request log records. */
+static void fe_request_send(fe_request_t *r, int status, const char *content_type, const void *data, size_t len,
+                            int retry_after)
+{
+    if (r->state == FE_REQ_DONE)
+        return;
+    fe_request_stop_watching(r);
+    r->status = status;
+    if (r->stream_started) {
+        if (r->http) {
+            if (r->conn) /* evhttp may free the connection once the reply is out */
+                evhttp_connection_set_closecb(r->conn, NULL, NULL);
+            evhttp_send_reply_end(r->http);
+            r->http = NULL;
+        } else if (status < 400) {
+            r->status = 499; /* the client left before the end */
+        }
+    } else if (r->http) {
+        fe_request_add_headers(r, content_type, retry_after);
+        struct evbuffer *buf = evbuffer_new();
+        if (data && len)
+            evbuffer_add(buf, data, len);
+        evhttp_send_reply(r->http, status, NULL, buf);
+        evbuffer_free(buf);
+        r->http = NULL;
+    }
+    fe_request_done(r);
+}
+
+bool fe_request_stream_start(fe_request_t *r, const char *content_type)
+{
+    if (r->stream_started || !r->http || r->state == FE_REQ_DONE)
+        return r->stream_started;
+    r->stream_started = true;
+    r->status = 200;
+    fe_request_add_headers(r, content_type, 0);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
+    evhttp_add_header(h, "Cache-Control", "no-cache");
+    evhttp_add_header(h, "X-Accel-Buffering", "no"); /* proxies must not buffer the stream */
+    evhttp_send_reply_start(r->http, 200, "OK");
+    return true;
+}
+
+void fe_request_stream_write(fe_request_t *r, struct evbuffer *buf)
+{
+    if (r->http && r->stream_started && r->state != FE_REQ_DONE && evbuffer_get_length(buf) > 0)
+        evhttp_send_reply_chunk(r->http, buf);
+    evbuffer_drain(buf, evbuffer_get_length(buf));
+}
+
+void fe_request_stream_end(fe_request_t *r, int log_status) { fe_request_send(r, log_status, NULL, NULL, 0, 0); }
 
 static void fe_request_finish(fe_request_t *r, int status, json_t *body, int retry_after)
 {

@@ -15,6 +15,7 @@
 #include "fe_collect.h"
 #include "fe_error.h"
 #include "fe_server.h"
+#include "fe_stream.h"
 #include "sb_id.h"
 
 struct fe_request;
@@ -37,6 +38,8 @@ typedef struct fe_style {
     /* Stores the rendered result (r->store is true): issues one database
      * write whose callback is fe_generate_stored. NULL: nothing to store. */
     void (*store)(fe_request_t *r, const json_t *rendered);
+    /* How the style streams (fe_stream.h); NULL: it cannot. */
+    const fe_stream_style_t *stream;
 } fe_style_t;
 
 /* What an endpoint does once the caller is authenticated. */
@@ -76,7 +79,9 @@ struct fe_request {
     json_t *prompt_ref;      /* the request's prompt {id, version, variables}, owned */
     char *previous_response_id;
     bool store;
-    bool stream;
+    bool stream;             /* answer as a stream (fe_stream.h) */
+    bool stream_started;     /* the streamed reply's status and headers are out */
+    fe_stream_t *stream_out; /* the stream's state while it runs, owned */
     bool seal_reasoning;     /* return reasoning items with encrypted_content */
     bool count_tokens;   /* a token-count endpoint: parse takes its body, the job has request.op
                             "count_tokens", and style->render_count makes the reply */
@@ -99,6 +104,14 @@ void fe_request_handle(struct evhttp_request *http, void *arg);
 void fe_request_reply_json(fe_request_t *r, int status, json_t *body);
 /* A non-JSON body (file content); data is copied. */
 void fe_request_reply_raw(fe_request_t *r, int status, const char *content_type, const void *data, size_t len);
+
+/* A streamed reply: start sends status 200 and the headers (false when the
+ * client is gone); write sends buf's bytes as one chunk at once and empties
+ * buf; end finishes the reply and the request, logging log_status (the
+ * error's status when the stream ended with an error event). */
+bool fe_request_stream_start(fe_request_t *r, const char *content_type);
+void fe_request_stream_write(fe_request_t *r, struct evbuffer *buf);
+void fe_request_stream_end(fe_request_t *r, int log_status);
 
 /* Query-string parameter name (decoded) into buf: 0, or -1 when absent or too long. */
 int fe_request_query_get(const fe_request_t *r, const char *name, char *buf, size_t len);

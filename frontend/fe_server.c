@@ -31,6 +31,7 @@ void fe_config_defaults(fe_config_t *cfg)
     cfg->db_conns = 4;
     cfg->read_timeout_s = 30;
     cfg->default_timeout_ms = 60000;
+    cfg->stream_keepalive_ms = 15000;
     cfg->max_file_bytes = 16u * 1024u * 1024u;
 }
 

@@ -29,6 +29,7 @@ typedef struct {
     int read_timeout_s;   /* absolute limit for reading a request */
     int default_timeout_ms; /* job deadline when the model has none */
     size_t max_file_bytes;  /* POST /v1/files: largest file accepted (413 above) */
+    int stream_keepalive_ms;   /* a stream quiet this long gets a keep-alive; 0 = never */
     const char *reasoning_key; /* 64 hex chars: the key sealing encrypted reasoning; NULL = off */
 } fe_config_t;
 

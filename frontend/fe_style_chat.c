@@ -402,15 +402,20 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     json_t *modalities = fe_params_typed(body, "modalities", FE_P_ARRAY | FE_P_NULL, err);
     if (err->status)
         return -1;
-    if (json_is_true(stream)) {
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "stream",
-                     "unsupported parameter: 'stream' is not available on this gateway yet.");
-        return -1;
-    }
-    if (json_is_object(stream_options)) {
+    r->stream = json_is_true(stream);
+    if (json_is_object(stream_options) && !r->stream) {
         fe_params_invalid(err, "stream_options", "The 'stream_options' parameter is only allowed when 'stream' is "
                                                  "enabled.");
         return -1;
+    }
+    if (json_is_object(stream_options)) {
+        json_t *usage = fe_params_typed(stream_options, "include_usage", FE_P_BOOL | FE_P_NULL, err);
+        if (err->status) {
+            snprintf(err->param, sizeof err->param, "stream_options.include_usage");
+            return -1;
+        }
+        if (json_is_true(usage))
+            json_object_set_new(r->style_state, "include_usage", json_true());
     }
     if (json_is_integer(n) && (json_integer_value(n) < 1 || json_integer_value(n) > 16)) {
         fe_params_invalid(err, "n", "Invalid value for 'n': expected an integer from 1 to 16.");
@@ -558,4 +563,5 @@ const fe_style_t fe_style_chat = {
     .parse = fe_chat_parse,
     .render = fe_chat_render,
     .store = fe_chat_store,
+    .stream = &fe_stream_chat,
 };

@@ -18,6 +18,7 @@
 #include "fe_router.h"
 #include "fe_sql.h"
 #include "fe_structured.h"
+#include "fe_style_responses.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"
@@ -230,8 +231,7 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     json_t *background = fe_params_typed(body, "background", FE_P_BOOL | FE_P_NULL, err);
     if (err->status)
         return -1;
-    if (json_is_true(stream))
-        return fe_responses_unsupported(err, "stream", "'stream' is not available on this gateway yet.");
+    r->stream = json_is_true(stream);
     if (json_is_true(background))
         return fe_responses_unsupported(err, "background", "background responses are not available on this gateway.");
     json_t *c = json_object();
@@ -275,33 +275,43 @@ static json_t *fe_json_or_null(json_t *v) { return v ? json_incref(v) : json_nul
 
 static json_t *fe_json_number_or(json_t *v, double dflt) { return json_is_number(v) ? json_incref(v) : json_real(dflt); }
 
-static json_t *fe_responses_render(fe_request_t *r)
+json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items)
+{
+    json_t *output = r->seal_reasoning ? fe_reasoning_seal_items(r, items) : json_deep_copy(items);
+    if (output && !r->seal_reasoning) {
+        size_t i;
+        json_t *it;
+        json_array_foreach(output, i, it) fe_reasoning_strip_private(it);
+    }
+    return output;
+}
+
+json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_t *error)
 {
     const json_t *body = r->body;
     const json_t *c = r->canonical;
     const fe_collect_t *res = &r->result;
-    bool incomplete = !strcmp(res->status, "incomplete");
+    bool final = !status;
+    if (final)
+        status = !strcmp(res->status, "incomplete") ? "incomplete" : "completed";
+    bool incomplete = !strcmp(status, "incomplete");
     json_t *reasoning = json_object_get(c, "reasoning");
     json_t *text = json_object_get(c, "text");
     json_t *tool_choice = json_object_get(c, "tool_choice");
     json_t *tools = json_object_get(c, "tools");
     json_t *metadata = json_object_get(c, "metadata");
     json_t *ptc = json_object_get(c, "parallel_tool_calls");
-    json_t *output = r->seal_reasoning ? fe_reasoning_seal_items(r, res->items) : json_deep_copy(res->items);
+    /* In progress: nothing yet; failed: what was completed before. */
+    json_t *output = !strcmp(status, "in_progress") ? json_array() : fe_responses_public_items(r, res->items);
     if (!output)
         return NULL;
-    if (!r->seal_reasoning) {
-        size_t i;
-        json_t *it;
-        json_array_foreach(output, i, it) fe_reasoning_strip_private(it);
-    }
     long long now = (long long)time(NULL);
     json_t *out = json_object();
     json_object_set_new(out, "id", json_string(r->response_id));
     json_object_set_new(out, "object", json_string("response"));
     json_object_set_new(out, "created_at", json_integer(r->start_ms / 1000));
-    json_object_set_new(out, "completed_at", incomplete ? json_null() : json_integer(now));
-    json_object_set_new(out, "status", json_string(incomplete ? "incomplete" : "completed"));
+    json_object_set_new(out, "completed_at", !strcmp(status, "completed") ? json_integer(now) : json_null());
+    json_object_set_new(out, "status", json_string(status));
     json_object_set_new(out, "incomplete_details",
                         incomplete ? json_pack("{s:s}", "reason",
                                                res->incomplete_reason[0] ? res->incomplete_reason : "max_output_tokens")
@@ -311,7 +321,9 @@ static json_t *fe_responses_render(fe_request_t *r)
                         r->previous_response_id ? json_string(r->previous_response_id) : json_null());
     json_object_set_new(out, "instructions", fe_json_or_null(json_object_get(c, "instructions")));
     json_object_set_new(out, "output", output);
-    json_object_set_new(out, "error", json_null());
+    json_object_set_new(out, "error", error ? json_pack("{s:s, s:s}", "code", error->code[0] ? error->code : error->kind,
+                                                        "message", error->message)
+                                            : json_null());
     json_object_set_new(out, "tools", tools ? json_incref(tools) : json_array());
     json_object_set_new(out, "tool_choice", tool_choice ? json_incref(tool_choice) : json_string("auto"));
     json_object_set_new(out, "truncation", json_string(json_is_string(json_object_get(body, "truncation"))
@@ -328,7 +340,7 @@ static json_t *fe_responses_render(fe_request_t *r)
     json_object_set_new(out, "temperature", fe_json_number_or(json_object_get(c, "temperature"), 1.0));
     json_object_set_new(out, "reasoning", json_pack("{s:O?, s:O?}", "effort", json_object_get(reasoning, "effort"),
                                                     "summary", json_object_get(reasoning, "summary")));
-    json_object_set_new(out, "usage",
+    json_object_set_new(out, "usage", !final ? json_null() :
                         json_pack("{s:I, s:{s:i}, s:I, s:{s:I}, s:I}", "input_tokens", (json_int_t)res->input_tokens,
                                   "input_tokens_details", "cached_tokens", 0, "output_tokens",
                                   (json_int_t)res->output_tokens, "output_tokens_details", "reasoning_tokens",
@@ -349,6 +361,8 @@ static json_t *fe_responses_render(fe_request_t *r)
                                                      json_object_get(r->prompt_ref, "variables")));
     return out;
 }
+
+static json_t *fe_responses_render(fe_request_t *r) { return fe_responses_object(r, NULL, NULL); }
 
 /* Stores the response: body, the inherited context, this request's input,
  * and the output with reasoning in plain form (the stored copy is what
@@ -380,4 +394,5 @@ const fe_style_t fe_style_responses = {
     .parse = fe_responses_parse,
     .render = fe_responses_render,
     .store = fe_responses_store,
+    .stream = &fe_stream_responses,
 };

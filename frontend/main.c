@@ -72,7 +72,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: sb-frontend [--listen HOST:PORT] [--broker ENDPOINT] [--pg DSN] [--name NAME]\n"
             "                   [--max-body-bytes N] [--max-file-bytes N] [--db-conns N] [--read-timeout S]\n"
-            "                   [--drain-seconds S] [--reasoning-key-file PATH]\n"
+            "                   [--drain-seconds S] [--reasoning-key-file PATH] [--stream-keepalive-ms MS]\n"
             "  SB_PG_DSN and SB_BROKER_FRONTEND_ENDPOINT are read from the environment when not given.\n"
             "  The reasoning key (64 hex characters) seals encrypted reasoning items; without it\n"
             "  include=[\"reasoning.encrypted_content\"] is refused. SB_REASONING_KEY_FILE also names the file.\n");
@@ -95,6 +95,7 @@ int main(int argc, char **argv)
         {"max-body-bytes", required_argument, 0, 'm'}, {"db-conns", required_argument, 0, 'd'},
         {"read-timeout", required_argument, 0, 't'}, {"drain-seconds", required_argument, 0, 's'},
         {"max-file-bytes", required_argument, 0, 'f'}, {"reasoning-key-file", required_argument, 0, 'k'},
+        {"stream-keepalive-ms", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     const char *key_file = getenv("SB_REASONING_KEY_FILE");
     int c;
@@ -134,6 +135,11 @@ int main(int argc, char **argv)
             break;
         case 'k':
             key_file = optarg;
+            break;
+        case 'K':
+            if (parse_int(optarg, 0, 3600000, &v) < 0)
+                return usage(), 2;
+            cfg.stream_keepalive_ms = (int)v;
             break;
         case 'd':
             if (parse_int(optarg, 1, 64, &v) < 0)

@@ -27,7 +27,9 @@ static void sb_usage(FILE *f)
             "  --broker EP        broker worker endpoint (env SB_BROKER_WORKER_ENDPOINT, default %s)\n"
             "  --models a,b       models served, comma-separated (default \"*\": all)\n"
             "  --concurrency N    jobs at once, announced as credits (default 64)\n"
-            "  --name NAME        worker name in the broker (default <hostname>-<pid>)\n",
+            "  --name NAME        worker name in the broker (default <hostname>-<pid>)\n"
+            "  --stream-idle-timeout-ms MS  end a streamed upstream silent this long with a\n"
+            "                     timeout error event (default 60000)\n",
             SB_BROKER_WORKER_ENDPOINT_DEFAULT);
 }
 
@@ -60,13 +62,14 @@ int main(int argc, char **argv)
         {"models", required_argument, NULL, 'm'},
         {"concurrency", required_argument, NULL, 'c'},
         {"name", required_argument, NULL, 'n'},
+        {"stream-idle-timeout-ms", required_argument, NULL, 'i'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     sb_log_init("worker");
     sb_worker_config_t cfg = {.endpoint = getenv("SB_BROKER_WORKER_ENDPOINT"), .models = "*"};
     int c;
-    while ((c = getopt_long(argc, argv, "b:m:c:n:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:m:c:n:i:h", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
             cfg.endpoint = optarg;
@@ -83,6 +86,15 @@ int main(int argc, char **argv)
         case 'n':
             cfg.name = optarg;
             break;
+        case 'i': {
+            int ms;
+            if (sb_parse_int(optarg, &ms) < 0) {
+                fprintf(stderr, "sb-worker: --stream-idle-timeout-ms needs a positive integer\n");
+                return 2;
+            }
+            cfg.stream_idle_ms = ms;
+            break;
+        }
         case 'h':
             sb_usage(stdout);
             return 0;

@@ -56,6 +56,7 @@
 #define SB_WORKER_DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define SB_WORKER_DEFAULT_DRAIN_MS 30000
 #define SB_WORKER_DEFAULT_ROUTE_TIMEOUT_MS 60000
+#define SB_WORKER_DEFAULT_STREAM_IDLE_MS 60000
 /* Messages queued per direction before a send would fail (zmq's 1000 is
  * small once streams send one event per token). */
 #define SB_WORKER_HWM 100000
@@ -91,6 +92,10 @@ typedef struct sb_wcall {
     /* The attempt's events not yet passed on. For the plain case (one call,
      * nothing strict) the job's own `events`, so nothing is moved. */
     json_t *events;
+    /* A streamed strict call's events as passed on, kept for the check at
+     * its end (a stream cannot be held back); NULL otherwise. */
+    json_t *seen;
+    struct event *idle; /* streaming: fires when the upstream is quiet for stream_idle_ms */
     int64_t timeout_ms;  /* this attempt's total upstream timeout */
     int64_t upstream_ms; /* summed over attempts */
     int feed_error;      /* why the parser refused the body, or 0 */
@@ -105,7 +110,8 @@ typedef struct sb_wjob {
     json_t *own_job;           /* what the calls send when it is not job: a fan-out's job without
                                   request.n, or a count's one-token generation; else NULL */
     const json_t *call_job;    /* what the calls send: job or own_job */
-    sb_strict_t *strict;       /* the strict schemas; NULL: events are not held */
+    sb_strict_t *strict;       /* the strict schemas; NULL: nothing to check */
+    bool stream;               /* request.stream: events go on as they come, strict output is checked at the end */
     sb_provider_request_t req; /* built once; kept while a call may still (re)start */
     long long deadline_ms;     /* absolute epoch ms, 0 = none */
     sb_wcall_t *calls;
@@ -132,6 +138,7 @@ struct sb_worker {
     int liveness;
     int64_t connect_timeout_ms;
     int64_t drain_ms;
+    int64_t stream_idle_ms;
     void (*on_stopped)(void *arg);
     void *arg;
 
@@ -219,6 +226,9 @@ static void sb_wjob_free(sb_wjob_t *j)
         sb_upstream_cancel(j->w->upstream, &c->xfer);
         sb_provider_parser_destroy(&c->parser);
         json_decref(c->events);
+        json_decref(c->seen);
+        if (c->idle)
+            event_free(c->idle);
     }
     free(j->calls);
     sb_strict_destroy(&j->strict);
@@ -262,8 +272,11 @@ static void sb_wjob_flush_partial(sb_wjob_t *j)
 static void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
 {
     sb_worker_t *w = j->w;
-    for (int i = 0; i < j->n_calls; i++)
+    for (int i = 0; i < j->n_calls; i++) {
         sb_upstream_cancel(w->upstream, &j->calls[i].xfer);
+        if (j->calls[i].idle)
+            event_del(j->calls[i].idle);
+    }
     if (send) {
         if (final)
             json_array_append_new(j->events, final);
@@ -340,6 +353,35 @@ static int64_t sb_wjob_timeout(const json_t *job, long long deadline_ms)
 
 static int sb_wcall_on_data(long status, const char *data, size_t len, void *arg);
 static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg);
+static void sb_wcall_on_final(sb_wcall_t *c);
+
+/* (Re)arms a streaming call's idle timer. */
+static void sb_wcall_arm_idle(sb_wcall_t *c)
+{
+    if (!c->idle)
+        return;
+    int64_t ms = c->j->w->stream_idle_ms;
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    event_add(c->idle, &tv);
+}
+
+/* A streaming upstream said nothing for stream_idle_ms: it is stuck. The
+ * call ends with a timeout, which ends the job (and, in a fan-out, the other
+ * calls); the client gets the style's error event. */
+static void sb_wcall_on_idle(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sb_wcall_t *c = arg;
+    if (!c->xfer)
+        return;
+    sb_upstream_cancel(c->j->w->upstream, &c->xfer);
+    sb_warn("job %s: upstream stream idle for %lld ms; ending it", c->j->job_id, (long long)c->j->w->stream_idle_ms);
+    json_array_append_new(c->events, sb_wjob_error(504, SB_ERR_TIMEOUT,
+                                                   "timeout: the upstream stream sent nothing for %lld ms",
+                                                   (long long)c->j->w->stream_idle_ms));
+    sb_wcall_on_final(c);
+}
 
 /* Starts (or restarts, for the retry) a call's transfer with a fresh parser
  * and a timeout cut to the job's deadline. Returns 0, or a negative code with
@@ -362,6 +404,9 @@ static int sb_wcall_start(sb_wcall_t *c, json_t **err)
         *err = sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream request could not be started");
         return -EIO;
     }
+    if (j->stream && j->w->stream_idle_ms > 0 && !c->idle)
+        c->idle = evtimer_new(j->w->base, sb_wcall_on_idle, c);
+    sb_wcall_arm_idle(c);
     return 0;
 }
 
@@ -377,6 +422,8 @@ static void sb_wcall_pass(sb_wcall_t *c)
         json_t *ev;
         while (n < json_array_size(c->events) && !sb_event_is_final(ev = json_array_get(c->events, n))) {
             n++;
+            if (c->seen)
+                json_array_append(c->seen, ev);
             if (c->choice >= 0) {
                 enum sb_event_type t = sb_event_type_of(ev);
                 if (t == SB_EV_USAGE) {
@@ -426,13 +473,14 @@ static int sb_wcall_check(sb_wcall_t *c, const json_t *final, json_t **err)
 {
     sb_wjob_t *j = c->j;
     char what[160], why[512];
-    if (sb_strict_check(j->strict, c->events, final, what, sizeof what, why, sizeof why) == 0)
+    if (sb_strict_check(j->strict, c->seen ? c->seen : c->events, final, what, sizeof what, why, sizeof why) == 0)
         return 0;
     char choice[32] = "";
     if (c->choice >= 0)
         snprintf(choice, sizeof choice, " (choice %d)", c->choice);
-    json_array_clear(c->events); /* invalid output goes nowhere */
-    if (c->attempt < SB_WORKER_STRICT_ATTEMPTS) {
+    json_array_clear(c->events); /* invalid output goes nowhere (streamed: no further) */
+    /* A stream has shown this attempt already: no retry can take it back. */
+    if (c->attempt < SB_WORKER_STRICT_ATTEMPTS && !j->stream) {
         /* `what` names a schema, never the output. */
         sb_warn("job %s: model output%s did not match %s on attempt %d; retrying", j->job_id, choice, what, c->attempt);
         c->attempt++;
@@ -453,7 +501,11 @@ static int sb_wcall_check(sb_wcall_t *c, const json_t *final, json_t **err)
 static void sb_wcall_on_final(sb_wcall_t *c)
 {
     sb_wjob_t *j = c->j;
+    if (c->idle)
+        event_del(c->idle);
     json_t *final = sb_wcall_take_final(c);
+    if (c->seen && sb_event_type_of(final) == SB_EV_COMPLETED)
+        sb_wcall_pass(c); /* the rest of the stream, so the check sees all of it */
     if (sb_event_type_of(final) == SB_EV_COMPLETED) {
         c->upstream_ms += json_integer_value(json_object_get(final, "upstream_ms"));
         json_t *err = NULL;
@@ -518,7 +570,8 @@ static int sb_wcall_on_data(long status, const char *data, size_t len, void *arg
         c->feed_error = rc;
         return rc;
     }
-    if (!c->j->strict)
+    sb_wcall_arm_idle(c);
+    if (!c->j->strict || c->j->stream)
         sb_wcall_pass(c);
     return 0;
 }
@@ -618,6 +671,7 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
     /* The frontend checks schemas too, but a worker trusts no job. */
     if (!count && sb_strict_new(sb_job_request(j->job), &j->strict, &err) < 0)
         goto fail;
+    j->stream = !count && json_is_true(json_object_get(sb_job_request(j->job), "stream"));
     int n_calls = count ? 1 : sb_wjob_fanout(j->provider, j->job, &err);
     if (n_calls == 0)
         goto fail;
@@ -651,6 +705,8 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
         c->choice = n_calls > 1 ? i : -1;
         c->attempt = 1;
         c->events = (n_calls == 1 && !j->strict) ? json_incref(j->events) : json_array();
+        if (j->strict && j->stream)
+            c->seen = json_array();
     }
     for (int i = 0; i < n_calls; i++) {
         if (sb_wcall_start(&j->calls[i], &err) < 0)
@@ -854,6 +910,7 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
     w->connect_timeout_ms =
         cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : SB_WORKER_DEFAULT_CONNECT_TIMEOUT_MS;
     w->drain_ms = cfg->drain_ms > 0 ? cfg->drain_ms : SB_WORKER_DEFAULT_DRAIN_MS;
+    w->stream_idle_ms = cfg->stream_idle_ms > 0 ? cfg->stream_idle_ms : SB_WORKER_DEFAULT_STREAM_IDLE_MS;
     w->on_stopped = cfg->on_stopped;
     w->arg = cfg->arg;
     w->jobs = sb_map_new();

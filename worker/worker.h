@@ -38,6 +38,7 @@ typedef struct sb_worker_config {
     int liveness;               /* <= 0: SB_HEARTBEAT_LIVENESS */
     int64_t connect_timeout_ms; /* upstream connect phase; <= 0: 5000 */
     int64_t drain_ms;           /* on stop, how long in-flight jobs may run; <= 0: 30000 */
+    int64_t stream_idle_ms;     /* a streamed upstream silent this long is ended with a 504; <= 0: 60000 */
     /* Called once, at a safe point of the loop, when the worker reaches
      * STOPPED (typically: event_base_loopexit). May not destroy the worker. */
     void (*on_stopped)(void *arg);

@@ -1,0 +1,157 @@
+/*
+ * fe_stream: the style-neutral half of a streamed reply (see fe_stream.h).
+ */
+#include "fe_stream.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe_request.h"
+#include "sb_alloc.h"
+
+struct fe_stream {
+    const fe_stream_style_t *style;
+    struct evbuffer *out;      /* what the renderer writes; sent and emptied after each step */
+    struct event *keepalive;   /* fires after keepalive_ms without a write */
+    struct timeval keepalive_tv;
+    void *state;               /* the style's, style->state_size bytes */
+};
+
+void fe_stream_free(fe_stream_t **sp)
+{
+    fe_stream_t *s = *sp;
+    if (!s)
+        return;
+    *sp = NULL;
+    if (s->keepalive)
+        event_free(s->keepalive);
+    if (s->state && s->style->state_free)
+        s->style->state_free(s->state);
+    free(s->state);
+    if (s->out)
+        evbuffer_free(s->out);
+    free(s);
+}
+
+void *fe_stream_state(const fe_request_t *r) { return r->stream_out ? r->stream_out->state : NULL; }
+
+bool fe_stream_started(const fe_request_t *r) { return r->stream_started; }
+
+/* Sends what the renderer wrote and re-arms the keep-alive. */
+static void fe_stream_flush(fe_request_t *r)
+{
+    fe_stream_t *s = r->stream_out;
+    fe_request_stream_write(r, s->out);
+    if (s->keepalive)
+        event_add(s->keepalive, &s->keepalive_tv);
+}
+
+/* Starts the reply (status, headers, the style's opening events). False when
+ * the client is gone. */
+static bool fe_stream_open(fe_request_t *r)
+{
+    fe_stream_t *s = r->stream_out;
+    if (r->stream_started)
+        return true;
+    if (!fe_request_stream_start(r, s->style->content_type))
+        return false;
+    if (s->style->open)
+        s->style->open(r, s->out);
+    return true;
+}
+
+static void fe_stream_on_keepalive(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    fe_request_t *r = arg;
+    fe_stream_t *s = r->stream_out;
+    if (!s || r->state == FE_REQ_DONE)
+        return;
+    /* A quiet job starts the reply, so its client and any proxy between
+     * see bytes before they give up. */
+    if (!fe_stream_open(r))
+        return;
+    s->style->keepalive(r, s->out);
+    fe_stream_flush(r);
+}
+
+void fe_stream_begin(fe_request_t *r)
+{
+    const fe_stream_style_t *style = r->style->stream;
+    fe_stream_t *s = sb_xcalloc(1, sizeof *s);
+    s->style = style;
+    s->out = evbuffer_new();
+    if (!s->out)
+        abort(); /* out of memory, as sb_alloc handles it */
+    s->state = sb_xcalloc(1, style->state_size ? style->state_size : 1);
+    int ms = r->srv->cfg.stream_keepalive_ms;
+    if (ms > 0 && style->keepalive) {
+        s->keepalive = evtimer_new(r->srv->base, fe_stream_on_keepalive, r);
+        s->keepalive_tv.tv_sec = ms / 1000;
+        s->keepalive_tv.tv_usec = (ms % 1000) * 1000;
+        event_add(s->keepalive, &s->keepalive_tv);
+    }
+    r->stream_out = s;
+}
+
+void fe_stream_event(fe_request_t *r, const json_t *ev)
+{
+    fe_stream_t *s = r->stream_out;
+    if (!s || !fe_stream_open(r))
+        return;
+    s->style->event(r, ev, s->out);
+    fe_stream_flush(r);
+}
+
+void fe_stream_fail(fe_request_t *r, const fe_error_t *e)
+{
+    fe_stream_t *s = r->stream_out;
+    if (!s || !r->stream_started) {
+        fe_request_fail(r, e); /* nothing sent yet: an ordinary error reply */
+        return;
+    }
+    free(r->error_text);
+    r->error_text = sb_xstrdup(e->message);
+    s->style->fail(r, e, s->out);
+    fe_request_stream_write(r, s->out);
+    fe_request_stream_end(r, e->status);
+}
+
+void fe_stream_complete(fe_request_t *r, const json_t *rendered)
+{
+    fe_stream_t *s = r->stream_out;
+    if (!s || !fe_stream_open(r)) {
+        fe_request_stream_end(r, 499);
+        return;
+    }
+    s->style->close(r, rendered, s->out);
+    fe_request_stream_write(r, s->out);
+    fe_request_stream_end(r, 200);
+}
+
+static void fe_sse_add_json(struct evbuffer *out, const json_t *data)
+{
+    char *text = json_dumps(data, JSON_COMPACT);
+    if (!text)
+        abort(); /* out of memory: events are plain JSON objects */
+    evbuffer_add(out, text, strlen(text));
+    free(text);
+}
+
+void fe_sse_json(struct evbuffer *out, const char *name, const json_t *data, const char *end)
+{
+    if (name)
+        evbuffer_add_printf(out, "event: %s\n", name);
+    evbuffer_add(out, "data: ", 6);
+    fe_sse_add_json(out, data);
+    evbuffer_add(out, end, strlen(end));
+}
+
+void fe_sse_data(struct evbuffer *out, const char *text) { evbuffer_add_printf(out, "data: %s\n\n", text); }
+
+void fe_sse_comment(struct evbuffer *out, const char *text, const char *end)
+{
+    evbuffer_add_printf(out, ": %s%s", text, end);
+}

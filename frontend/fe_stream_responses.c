@@ -1,0 +1,350 @@
+/*
+ * fe_stream_responses: the Responses style's stream, as the Open Responses
+ * specification (openresponses-openapi.json) defines it. Every event is
+ * "event: <type>" + "data: {...}" whose "type" is the same, with a
+ * sequence_number rising from 0:
+ *
+ *   response.created, response.in_progress                     (the stream opens)
+ *   per output item, at its output_index (the canonical item_index):
+ *     response.output_item.added                                 (item in_progress, empty)
+ *     message:   response.content_part.added, response.output_text.delta…,
+ *                response.output_text.done, response.content_part.done per part
+ *                (a refusal part: response.refusal.delta / response.refusal.done)
+ *     function_call: response.function_call_arguments.delta…, …arguments.done
+ *     reasoning: response.content_part.added (reasoning_text),
+ *                response.reasoning.delta…, response.reasoning.done,
+ *                response.content_part.done
+ *     response.output_item.done                                  (the item as the final response has it)
+ *   response.completed | response.incomplete                     (the full response)
+ *   on failure: error, then response.failed
+ *
+ * Parts and arguments the upstream delivered whole (no deltas) still get one
+ * delta with all their text, so a client joining deltas always ends with the
+ * final text. Keep-alives are SSE comments.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe_request.h"
+#include "fe_stream.h"
+#include "fe_style_responses.h"
+#include "sb_alloc.h"
+#include "sb_event.h"
+#include "sb_id.h"
+
+/* Most output items one streamed response tracks (more are still streamed,
+ * as items delivered whole). */
+#define FE_SR_MAX_ITEMS 256
+/* Content parts tracked per message item. */
+#define FE_SR_MAX_PARTS 32
+
+typedef struct {
+    bool added, done;
+    bool args_streamed;
+    bool reasoning_opened;
+    unsigned parts_opened; /* bit c: content part c has had content_part.added */
+    char type[24];
+    char id[SB_ID_MAX];
+} fe_sr_item_t;
+
+typedef struct {
+    long long seq;
+    fe_sr_item_t items[FE_SR_MAX_ITEMS];
+} fe_sr_state_t;
+
+/* Writes one event: the "type" key first, then sequence_number, then obj's
+ * fields (stolen). */
+static void fe_sr_emit(fe_request_t *r, struct evbuffer *out, const char *type, json_t *obj)
+{
+    fe_sr_state_t *st = fe_stream_state(r);
+    json_t *ev = json_object();
+    json_object_set_new(ev, "type", json_string(type));
+    json_object_set_new(ev, "sequence_number", json_integer(st->seq++));
+    json_object_update(ev, obj);
+    json_decref(obj);
+    fe_sse_json(out, type, ev, "\n\n");
+    json_decref(ev);
+}
+
+static fe_sr_item_t *fe_sr_item(fe_request_t *r, const json_t *ev)
+{
+    fe_sr_state_t *st = fe_stream_state(r);
+    json_t *i = json_object_get(ev, "item_index");
+    if (!json_is_integer(i) || json_integer_value(i) < 0 || json_integer_value(i) >= FE_SR_MAX_ITEMS)
+        return NULL;
+    return &st->items[json_integer_value(i)];
+}
+
+static json_int_t fe_sr_index(const json_t *ev) { return json_integer_value(json_object_get(ev, "item_index")); }
+
+/* The item as output_item.added shows it: in progress, with nothing in it. */
+static json_t *fe_sr_item_started(const json_t *item, const char *id)
+{
+    json_t *it = json_deep_copy(item);
+    const char *type = json_string_value(json_object_get(it, "type"));
+    json_object_set_new(it, "id", json_string(id));
+    if (type && !strcmp(type, "message")) {
+        json_object_set_new(it, "status", json_string("in_progress"));
+        json_object_set_new(it, "content", json_array());
+        if (!json_object_get(it, "role"))
+            json_object_set_new(it, "role", json_string("assistant"));
+    } else if (type && !strcmp(type, "function_call")) {
+        json_object_set_new(it, "status", json_string("in_progress"));
+        json_object_set_new(it, "arguments", json_string(""));
+    } else if (type && !strcmp(type, "reasoning")) {
+        json_object_set_new(it, "summary", json_array());
+        json_object_del(it, "content");
+        json_object_del(it, "encrypted_content");
+    } else if (json_object_get(it, "status")) {
+        json_object_set_new(it, "status", json_string("in_progress"));
+    }
+    /* Private upstream fields never reach a client. */
+    json_object_del(it, "signature");
+    json_object_del(it, "redacted");
+    json_object_del(it, "upstream_encrypted_content");
+    json_object_del(it, "thought_signature");
+    return it;
+}
+
+static void fe_sr_add_item(fe_request_t *r, fe_sr_item_t *s, json_int_t index, const json_t *item,
+                           struct evbuffer *out)
+{
+    const char *id = json_string_value(json_object_get(item, "id"));
+    const char *type = json_string_value(json_object_get(item, "type"));
+    if (id && strlen(id) < sizeof s->id)
+        strcpy(s->id, id);
+    else
+        sb_id_new(s->id, sizeof s->id, "item_", 24);
+    snprintf(s->type, sizeof s->type, "%s", type ? type : "");
+    s->added = true;
+    fe_sr_emit(r, out, "response.output_item.added",
+               json_pack("{s:I, s:o}", "output_index", index, "item", fe_sr_item_started(item, s->id)));
+}
+
+static void fe_sr_part_added(fe_request_t *r, fe_sr_item_t *s, json_int_t index, int c, json_t *part,
+                             struct evbuffer *out)
+{
+    if (c < FE_SR_MAX_PARTS)
+        s->parts_opened |= 1u << c;
+    fe_sr_emit(r, out, "response.content_part.added",
+               json_pack("{s:s, s:I, s:i, s:o}", "item_id", s->id, "output_index", index, "content_index", c,
+                         "part", part));
+}
+
+static bool fe_sr_part_open(const fe_sr_item_t *s, int c) { return c < FE_SR_MAX_PARTS && (s->parts_opened >> c & 1); }
+
+static void fe_sr_text_delta(fe_request_t *r, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
+{
+    json_int_t index = fe_sr_index(ev);
+    int c = (int)json_integer_value(json_object_get(ev, "content_index"));
+    if (c < 0)
+        return;
+    if (!fe_sr_part_open(s, c))
+        fe_sr_part_added(r, s, index, c, json_pack("{s:s, s:s, s:[]}", "type", "output_text", "text", "", "annotations"),
+                         out);
+    fe_sr_emit(r, out, "response.output_text.delta",
+               json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index, "content_index", c,
+                         "delta", json_object_get(ev, "delta"), "logprobs"));
+}
+
+static void fe_sr_reasoning_delta(fe_request_t *r, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
+{
+    json_int_t index = fe_sr_index(ev);
+    if (!s->reasoning_opened) {
+        s->reasoning_opened = true;
+        fe_sr_part_added(r, s, index, 0, json_pack("{s:s, s:s}", "type", "reasoning_text", "text", ""), out);
+    }
+    fe_sr_emit(r, out, "response.reasoning.delta",
+               json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index, "content_index", 0, "delta",
+                         json_object_get(ev, "delta")));
+}
+
+/* A message's parts, each closed: added and one whole delta first when the
+ * upstream never streamed it. */
+static void fe_sr_close_message(fe_request_t *r, fe_sr_item_t *s, json_int_t index, const json_t *item,
+                                struct evbuffer *out)
+{
+    size_t c;
+    const json_t *part;
+    json_array_foreach(json_object_get(item, "content"), c, part)
+    {
+        const char *t = json_string_value(json_object_get(part, "type"));
+        bool refusal = t && !strcmp(t, "refusal");
+        const char *key = refusal ? "refusal" : "text";
+        json_t *text = json_object_get(part, key);
+        if (!json_is_string(text))
+            text = json_string("");
+        else
+            json_incref(text);
+        if (!fe_sr_part_open(s, (int)c)) {
+            json_t *empty = refusal ? json_pack("{s:s, s:s}", "type", "refusal", "refusal", "")
+                                    : json_pack("{s:s, s:s, s:[]}", "type", "output_text", "text", "", "annotations");
+            fe_sr_part_added(r, s, index, (int)c, empty, out);
+            if (json_string_length(text) > 0)
+                fe_sr_emit(r, out, refusal ? "response.refusal.delta" : "response.output_text.delta",
+                           refusal ? json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index,
+                                               "content_index", (int)c, "delta", text)
+                                   : json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index,
+                                               "content_index", (int)c, "delta", text, "logprobs"));
+        }
+        if (refusal)
+            fe_sr_emit(r, out, "response.refusal.done",
+                       json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index, "content_index",
+                                 (int)c, "refusal", text));
+        else
+            fe_sr_emit(r, out, "response.output_text.done",
+                       json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index,
+                                 "content_index", (int)c, "text", text, "logprobs"));
+        fe_sr_emit(r, out, "response.content_part.done",
+                   json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index, "content_index", (int)c,
+                             "part", part));
+        json_decref(text);
+    }
+}
+
+static void fe_sr_close_reasoning(fe_request_t *r, fe_sr_item_t *s, json_int_t index, const json_t *item,
+                                  struct evbuffer *out)
+{
+    /* The reasoning text as one string (its parts joined). */
+    size_t c, len = 0;
+    const json_t *part;
+    json_t *content = json_object_get(item, "content");
+    json_array_foreach(content, c, part) len += json_string_length(json_object_get(part, "text"));
+    if (len == 0 && !s->reasoning_opened)
+        return; /* nothing readable (e.g. only encrypted): no content events */
+    char *text = sb_xmalloc(len + 1);
+    size_t pos = 0;
+    json_array_foreach(content, c, part)
+    {
+        size_t n = json_string_length(json_object_get(part, "text"));
+        memcpy(text + pos, json_string_value(json_object_get(part, "text")), n);
+        pos += n;
+    }
+    text[pos] = '\0';
+    if (!s->reasoning_opened) {
+        s->reasoning_opened = true;
+        fe_sr_part_added(r, s, index, 0, json_pack("{s:s, s:s}", "type", "reasoning_text", "text", ""), out);
+        fe_sr_emit(r, out, "response.reasoning.delta",
+                   json_pack("{s:s, s:I, s:i, s:s}", "item_id", s->id, "output_index", index, "content_index", 0,
+                             "delta", text));
+    }
+    fe_sr_emit(r, out, "response.reasoning.done",
+               json_pack("{s:s, s:I, s:i, s:s}", "item_id", s->id, "output_index", index, "content_index", 0, "text",
+                         text));
+    fe_sr_emit(r, out, "response.content_part.done",
+               json_pack("{s:s, s:I, s:i, s:{s:s, s:s}}", "item_id", s->id, "output_index", index, "content_index", 0,
+                         "part", "type", "reasoning_text", "text", text));
+    free(text);
+}
+
+static void fe_sr_item_done(fe_request_t *r, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
+{
+    json_int_t index = fe_sr_index(ev);
+    const json_t *item = json_object_get(ev, "item");
+    if (!json_is_object(item))
+        return;
+    if (!s->added)
+        fe_sr_add_item(r, s, index, item, out);
+    s->done = true;
+    const char *type = json_string_value(json_object_get(item, "type"));
+    if (type && !strcmp(type, "message")) {
+        fe_sr_close_message(r, s, index, item, out);
+    } else if (type && !strcmp(type, "function_call")) {
+        json_t *args = json_object_get(item, "arguments");
+        if (!s->args_streamed && json_string_length(args) > 0)
+            fe_sr_emit(r, out, "response.function_call_arguments.delta",
+                       json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", index, "delta", args));
+        fe_sr_emit(r, out, "response.function_call_arguments.done",
+                   json_pack("{s:s, s:I, s:s}", "item_id", s->id, "output_index", index, "arguments",
+                             json_is_string(args) ? json_string_value(args) : ""));
+    } else if (type && !strcmp(type, "reasoning")) {
+        fe_sr_close_reasoning(r, s, index, item, out);
+    }
+    /* The item exactly as the final response shows it. */
+    json_t *one = json_pack("[O]", item);
+    json_t *pub = fe_responses_public_items(r, one);
+    json_decref(one);
+    json_t *shown = json_array_get(pub, 0);
+    if (shown)
+        fe_sr_emit(r, out, "response.output_item.done",
+                   json_pack("{s:I, s:O}", "output_index", index, "item", shown));
+    json_decref(pub);
+}
+
+static void fe_sr_open(fe_request_t *r, struct evbuffer *out)
+{
+    json_t *resp = fe_responses_object(r, "in_progress", NULL);
+    fe_sr_emit(r, out, "response.created", json_pack("{s:O}", "response", resp));
+    fe_sr_emit(r, out, "response.in_progress", json_pack("{s:o}", "response", resp));
+}
+
+static void fe_sr_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
+{
+    if (sb_event_choice(ev) != 0)
+        return; /* Responses has one choice */
+    enum sb_event_type t = sb_event_type_of(ev);
+    fe_sr_item_t *s = fe_sr_item(r, ev);
+    if (!s)
+        return;
+    switch (t) {
+    case SB_EV_ITEM_ADDED:
+        if (!s->added && json_is_object(json_object_get(ev, "item")))
+            fe_sr_add_item(r, s, fe_sr_index(ev), json_object_get(ev, "item"), out);
+        break;
+    case SB_EV_TEXT_DELTA:
+        if (s->added && !s->done)
+            fe_sr_text_delta(r, s, ev, out);
+        break;
+    case SB_EV_ARGS_DELTA:
+        if (s->added && !s->done) {
+            s->args_streamed = true;
+            fe_sr_emit(r, out, "response.function_call_arguments.delta",
+                       json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", fe_sr_index(ev), "delta",
+                                 json_object_get(ev, "delta")));
+        }
+        break;
+    case SB_EV_REASONING_DELTA:
+        if (s->added && !s->done)
+            fe_sr_reasoning_delta(r, s, ev, out);
+        break;
+    case SB_EV_ITEM_DONE:
+        if (!s->done)
+            fe_sr_item_done(r, s, ev, out);
+        break;
+    default:
+        break; /* usage and the like show in the final response */
+    }
+}
+
+static void fe_sr_close(fe_request_t *r, const json_t *rendered, struct evbuffer *out)
+{
+    const char *status = json_string_value(json_object_get(rendered, "status"));
+    fe_sr_emit(r, out, status && !strcmp(status, "incomplete") ? "response.incomplete" : "response.completed",
+               json_pack("{s:O}", "response", rendered));
+}
+
+static void fe_sr_fail(fe_request_t *r, const fe_error_t *e, struct evbuffer *out)
+{
+    json_t *body = fe_error_openai_body(e);
+    fe_sr_emit(r, out, "error", json_pack("{s:O}", "error", json_object_get(body, "error")));
+    json_decref(body);
+    json_t *resp = fe_responses_object(r, "failed", e);
+    if (resp)
+        fe_sr_emit(r, out, "response.failed", json_pack("{s:o}", "response", resp));
+}
+
+static void fe_sr_keepalive(fe_request_t *r, struct evbuffer *out)
+{
+    (void)r;
+    fe_sse_comment(out, "keep-alive", "\n\n");
+}
+
+const fe_stream_style_t fe_stream_responses = {
+    .content_type = "text/event-stream; charset=utf-8",
+    .state_size = sizeof(fe_sr_state_t),
+    .open = fe_sr_open,
+    .event = fe_sr_event,
+    .close = fe_sr_close,
+    .fail = fe_sr_fail,
+    .keepalive = fe_sr_keepalive,
+};

@@ -1,0 +1,23 @@
+/*
+ * fe_style_responses: what the Responses style shares with its stream
+ * renderer (fe_stream_responses.c).
+ */
+#ifndef FE_STYLE_RESPONSES_H
+#define FE_STYLE_RESPONSES_H
+
+#include <jansson.h>
+
+#include "fe_request.h"
+
+/* The Response object for r. status NULL: the finished response, from
+ * r->result; "in_progress": no output and no usage yet (a stream's first
+ * events); "failed": the items completed so far and `error`. New reference,
+ * or NULL when the output cannot be rendered. */
+json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_t *error);
+
+/* Output items as a client sees them: reasoning sealed into
+ * encrypted_content when asked, private upstream fields stripped otherwise.
+ * New reference, or NULL when sealing fails. */
+json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items);
+
+#endif
