@@ -420,8 +420,10 @@ static bool flag_set(void *b)
     return *(bool *)b;
 }
 
-/* The final event of job_id must be an error with this status and kind. */
-static void check_final_error(const char *job_id, int status, const char *kind, const char *message_prefix)
+/* The final event of job_id must be an error with this status and kind,
+ * after `before` other events. */
+static void check_final_error_after(const char *job_id, int before, int status, const char *kind,
+                                    const char *message_prefix)
 {
     const got_event_t *g = final_of(job_id);
     CHECK(g != NULL);
@@ -434,7 +436,13 @@ static void check_final_error(const char *job_id, int status, const char *kind, 
     CHECK(msg && !strncmp(msg, message_prefix, strlen(message_prefix)));
     if (!msg || strncmp(msg, message_prefix, strlen(message_prefix)))
         fprintf(stderr, "  job %s message: %s\n", job_id, msg ? msg : "(null)");
-    CHECK_INT(count_events(job_id), 1);
+    CHECK_INT(count_events(job_id), before + 1);
+}
+
+/* The job's only event must be an error with this status and kind. */
+static void check_final_error(const char *job_id, int status, const char *kind, const char *message_prefix)
+{
+    check_final_error_after(job_id, 0, status, kind, message_prefix);
 }
 
 static bool stopped;
@@ -1015,6 +1023,54 @@ static void test_count_by_generation(void)
     json_decref(evs);
 }
 
+/* A streamed job whose upstream sends nothing is ended by the stream idle
+ * timeout (300 ms here) with a 504, and its upstream request is closed. */
+static void test_stream_idle(sb_worker_t *w)
+{
+    int want = srv_n + 1;
+    json_t *job = make_job("openai-chat", "hang", srv_port, NULL);
+    json_object_set_new((json_t *)sb_job_request(job), "stream", json_true());
+    int64_t t0 = sb_mono_ms();
+    send_job("job_stream_idle", job, sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_stream_idle", 3000));
+    int64_t took = sb_mono_ms() - t0;
+    check_final_error("job_stream_idle", 504, "timeout", "timeout: the upstream stream sent nothing for 300 ms");
+    CHECK(took >= 250 && took < 2000);
+    CHECK(srv_n == want);
+    CHECK(run_until(rec_closed, &srv_recs[want - 1], 3000));
+    CHECK_INT(sb_worker_inflight(w), 0);
+    /* A job that does not stream has no idle limit, only its timeout. */
+    send_job("job_nostream_slow", make_job("openai-chat", "slow300", srv_port, NULL), sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_nostream_slow", 3000));
+    check_completed("job_nostream_slow");
+}
+
+/* Streamed strict output cannot be held back: the events go on as they come,
+ * the check runs at the end, and a violation ends the stream with 502 after
+ * one attempt (a retry could not take back what the client has seen). */
+static void test_stream_strict(void)
+{
+    int first = srv_n;
+    json_t *job = make_format_job("json_bad", true);
+    json_object_set_new((json_t *)sb_job_request(job), "stream", json_true());
+    send_job("job_stream_strict", job, 0);
+    CHECK(run_until(has_final, "job_stream_strict", 3000));
+    /* item_added, text_delta, item_done, usage went out before the check. */
+    check_final_error_after("job_stream_strict", 4, 502, "upstream_error",
+                      "The model's output did not match the JSON schema 'person' after 1 attempts: ");
+    CHECK_INT(srv_n, first + 1);
+    CHECK_STR(job_text("job_stream_strict", 0), srv_json_bad); /* it was streamed */
+
+    first = srv_n;
+    job = make_format_job("json_ok", true);
+    json_object_set_new((json_t *)sb_job_request(job), "stream", json_true());
+    send_job("job_stream_strict_ok", job, 0);
+    CHECK(run_until(has_final, "job_stream_strict_ok", 3000));
+    check_completed("job_stream_strict_ok");
+    CHECK_STR(job_text("job_stream_strict_ok", 0), srv_json_ok);
+    CHECK_INT(srv_n, first + 1);
+}
+
 int main(void)
 {
     zsys_handler_set(NULL);
@@ -1036,6 +1092,7 @@ int main(void)
                               .name = "test-worker",
                               .heartbeat_ms = 50,
                               .connect_timeout_ms = 2000,
+                              .stream_idle_ms = 300,
                               .on_stopped = on_stopped};
     sb_worker_t *w = sb_worker_new(&cfg, base);
     CHECK(w != NULL);
@@ -1060,6 +1117,8 @@ int main(void)
     test_fanout_fail();
     test_fanout_strict();
     test_count_by_generation();
+    test_stream_idle(w);
+    test_stream_strict();
     test_reconnect();
     test_drain(w);
     sb_worker_destroy(&w);
