@@ -878,7 +878,7 @@ enum sb_chat_stream_state {
     SB_CHAT_STREAM_START,  /* only whitespace so far: an event stream, or a plain JSON body? */
     SB_CHAT_STREAM_SSE,    /* reading events */
     SB_CHAT_STREAM_JSON,   /* a plain JSON body (the upstream ignored "stream"): buffered, translated at the end */
-    SB_CHAT_STREAM_DONE,   /* [DONE]: items and usage sent, completed waits for finish (upstream_ms) */
+    SB_CHAT_STREAM_DONE,   /* [DONE], or a whole end: items and usage sent, completed waits for finish */
     SB_CHAT_STREAM_FAILED, /* a final error sent; nothing after it counts */
 };
 

@@ -1,5 +1,7 @@
 /* Unit tests for the openai-chat adapter: canonical job -> exact upstream
- * request, chat responses -> exact canonical event sequences, error mapping. */
+ * request, chat responses (whole and streamed as SSE) -> exact canonical
+ * event sequences, error mapping. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -609,6 +611,765 @@ static void test_count(void)
     json_decref(job);
 }
 
+/*
+ * Streaming: the parser as the worker drives it. JSON here is written with '
+ * for " (sb_ptest.single_quotes is on for these tests).
+ */
+
+/* SSE text from lines, ' turned into " (each line gets eol; "" is the blank
+ * line that ends an event). Owned. */
+static char *sse(const char *const *lines, size_t n, const char *eol)
+{
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++)
+        total += strlen(lines[i]) + strlen(eol);
+    char *out = malloc(total), *p = out;
+    for (size_t i = 0; i < n; i++) {
+        for (const char *c = lines[i]; *c; c++)
+            *p++ = *c == '\'' ? '"' : *c;
+        memcpy(p, eol, strlen(eol));
+        p += strlen(eol);
+    }
+    *p = '\0';
+    return out;
+}
+#define SSE(lines) sse((lines), sizeof(lines) / sizeof(lines)[0], "\n")
+
+/* The events of streaming `text` (sent as is) with status 200 to a job with
+ * `request`, in chunks of `chunk` bytes (0: all at once); every feed must
+ * succeed. Ids as generated. */
+static json_t *stream_raw(const char *request, const char *text, size_t chunk)
+{
+    json_t *job = job_with(request);
+    sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_openai_chat, job);
+    json_t *events = json_array();
+    size_t len = strlen(text), step = chunk ? chunk : (len ? len : 1);
+    for (size_t off = 0; off < len; off += step) {
+        size_t n = len - off < step ? len - off : step;
+        CHECK(sb_provider_parser_feed(p, 200, text + off, n, events) == 0);
+    }
+    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_ms = 42};
+    sb_provider_parser_finish(p, &resp, events);
+    sb_provider_parser_destroy(&p);
+    CHECK(p == NULL);
+    json_decref(job);
+    return events;
+}
+
+#define STREAM_REQ "{'input':[],'stream':true}"
+#define STREAM_REQ_N2 "{'input':[],'stream':true,'n':2}"
+
+/* The same, ids normalized. */
+static json_t *stream_for(const char *request, const char *text, size_t chunk)
+{
+    json_t *events = stream_raw(request, text, chunk);
+    normalize_ids(events);
+    return events;
+}
+
+static json_t *stream_events(const char *text, size_t chunk)
+{
+    return stream_for(STREAM_REQ, text, chunk);
+}
+
+/* Upstream lines: a data line and the blank line after it; a chunk with
+ * choices; one choice of a chunk (finish: null or 'reason'); the usage
+ * chunk of stream_options.include_usage. */
+#define D(json) "data: " json, ""
+#define CHUNK(choices)                                                                                                 \
+    "{'id':'chatcmpl-1','object':'chat.completion.chunk','created':1,'model':'llama-3','choices':[" choices "]}"
+#define CH(i, delta, finish) "{'index':" #i ",'delta':{" delta "},'logprobs':null,'finish_reason':" finish "}"
+#define USAGE_CHUNK(in, out, r)                                                                                        \
+    "{'id':'chatcmpl-1','object':'chat.completion.chunk','created':1,'model':'llama-3','choices':[],"                  \
+    "'usage':{'prompt_tokens':" #in ",'completion_tokens':" #out ",'total_tokens':0,"                                  \
+    "'completion_tokens_details':{'reasoning_tokens':" #r "}}}"
+#define DONE "data: [DONE]", ""
+
+/* Expected events. T is NC (no choice) or C0, C1: the choice tag. */
+#define NC ""
+#define C0 "'choice':0,"
+#define C1 "'choice':1,"
+#define MSG_ADDED(T, i)                                                                                                \
+    "{" T "'type':'item_added','item_index':" #i ",'item':{'type':'message','id':'msg_','role':'assistant',"           \
+    "'status':'in_progress','content':[]}}"
+#define MSG_DONE(T, i, parts)                                                                                          \
+    "{" T "'type':'item_done','item_index':" #i ",'item':{'type':'message','id':'msg_','role':'assistant',"            \
+    "'status':'completed','content':[" parts "]}}"
+#define TEXT_PART(t) "{'type':'output_text','text':'" t "','annotations':[]}"
+#define REFUSAL_PART(t) "{'type':'refusal','refusal':'" t "'}"
+#define TEXT_DELTA(T, i, t) "{" T "'type':'text_delta','item_index':" #i ",'content_index':0,'delta':'" t "'}"
+#define RS_ADDED(T, i)                                                                                                 \
+    "{" T "'type':'item_added','item_index':" #i ",'item':{'type':'reasoning','id':'rs_','summary':[],'content':[]}}"
+#define RS_DELTA(T, i, t) "{" T "'type':'reasoning_delta','item_index':" #i ",'delta':'" t "'}"
+#define RS_DONE(T, i, t)                                                                                               \
+    "{" T "'type':'item_done','item_index':" #i ",'item':{'type':'reasoning','id':'rs_','summary':[],"                 \
+    "'content':[{'type':'reasoning_text','text':'" t "'}]}}"
+#define FC_ADDED(T, i, call, name)                                                                                     \
+    "{" T "'type':'item_added','item_index':" #i ",'item':{'type':'function_call','id':'fc_','call_id':'" call "',"    \
+    "'name':'" name "','arguments':'','status':'in_progress'}}"
+#define ARGS_DELTA(T, i, t) "{" T "'type':'args_delta','item_index':" #i ",'delta':'" t "'}"
+#define FC_DONE(T, i, call, name, args)                                                                                \
+    "{" T "'type':'item_done','item_index':" #i ",'item':{'type':'function_call','id':'fc_','call_id':'" call "',"     \
+    "'name':'" name "','arguments':'" args "','status':'completed'}}"
+#define CHOICE_DONE(k, status, reason)                                                                                 \
+    "{'type':'choice_done','choice':" #k ",'status':'" status "','incomplete_reason':" reason "}"
+#define USAGE(in, out, r) "{'type':'usage','input_tokens':" #in ",'output_tokens':" #out ",'reasoning_tokens':" #r "}"
+#define COMPLETED_AS(status, reason)                                                                                   \
+    "{'type':'completed','status':'" status "','incomplete_reason':" reason ",'model':'public-model','upstream_ms':"   \
+    "42}"
+#define COMPLETED COMPLETED_AS("completed", "null")
+#define ERR(status, kind, msg)                                                                                         \
+    "[{'type':'error','status':" #status ",'kind':'" kind "','code':null,'message':'" msg "'}]"
+
+/* A streaming job asks for a stream and its usage; others do not, and a
+ * count job never streams. */
+static void test_stream_request(void)
+{
+    json_t *job = job_with(STREAM_REQ);
+    sb_provider_request_t req;
+    json_t *err;
+    json_t *body = build(job, &req, &err);
+    CHECK_JSON(body, "{'model':'llama-3','messages':[],'stream':true,'stream_options':{'include_usage':true}}");
+    CHECK_INT(req.n_headers, 2);
+    CHECK_STR(req.headers[1], "Accept: text/event-stream");
+    json_decref(body);
+    sb_provider_request_clear(&req);
+    json_decref(job);
+
+    CHECK_BODY("{'input':[],'stream':false}", "{'model':'llama-3','messages':[],'stream':false}");
+    CHECK_BODY("{'input':[],'stream':null}", "{'model':'llama-3','messages':[],'stream':false}");
+
+    job = job_with("{'op':'count_tokens','input':[],'stream':true}");
+    body = build(job, &req, &err);
+    CHECK_JSON(body, "{'model':'llama-3','messages':[],'stream':false}");
+    CHECK_STR(req.headers[1], "Accept: application/json");
+    json_decref(body);
+    sb_provider_request_clear(&req);
+    json_t *gen = sb_provider_count_job(job);
+    body = build(gen, &req, &err);
+    CHECK_JSON(body, "{'model':'llama-3','messages':[],'max_tokens':1,'stream':false}");
+    json_decref(body);
+    sb_provider_request_clear(&req);
+    json_decref(gen);
+    json_decref(job);
+}
+
+static const char *const text_lines[] = {
+    ": OPENROUTER PROCESSING",
+    D(CHUNK(CH(0, "'role':'assistant','content':'','refusal':null", "null"))),
+    D(CHUNK(CH(0, "'content':'Hel'", "null"))),
+    "event: message",
+    "id: 3",
+    D(CHUNK(CH(0, "'content':'lo'", "null"))),
+    /* One event's data over two lines: joined with a line end. */
+    "data: {'choices':[{'index':0,",
+    "data: 'delta':{'content':' there'}}]}",
+    "",
+    D(CHUNK(CH(0, "", "'stop'"))),
+    D(USAGE_CHUNK(9, 3, 0)),
+    DONE,
+};
+
+static void test_stream_text(void)
+{
+    /* Whole, byte by byte, in odd chunks; with LF, CRLF and CR line ends:
+     * the same events. */
+    static const char *const eols[] = {"\n", "\r\n", "\r"};
+    static const size_t chunks[] = {0, 1, 2, 7, 64};
+    for (size_t e = 0; e < sizeof eols / sizeof eols[0]; e++) {
+        char *text = sse(text_lines, sizeof text_lines / sizeof text_lines[0], eols[e]);
+        for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+            json_t *events = stream_events(text, chunks[c]);
+            CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Hel"), TEXT_DELTA(NC, 0, "lo"),
+                                      TEXT_DELTA(NC, 0, " there"), MSG_DONE(NC, 0, TEXT_PART("Hello there")),
+                                      USAGE(9, 3, 0), COMPLETED));
+            json_decref(events);
+        }
+        free(text);
+    }
+
+    /* Events go out as their chunk arrives, not at the end: after the
+     * second content chunk, its delta is out. */
+    char *text = SSE(text_lines);
+    const char *lo = strstr(text, "\"content\":\"lo\"");
+    size_t upto = lo ? (size_t)(strstr(lo, "\n\n") - text) + 2 : 0;
+    json_t *job = job_with(STREAM_REQ);
+    sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_openai_chat, job);
+    json_t *events = json_array();
+    CHECK(sb_provider_parser_feed(p, 200, text, upto, events) == 0);
+    normalize_ids(events);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Hel"), TEXT_DELTA(NC, 0, "lo")));
+    json_array_clear(events);
+    /* The rest, with the data line of [DONE] last and unterminated. */
+    size_t len = strlen(text) - 2;
+    CHECK(sb_provider_parser_feed(p, 200, text + upto, len - upto, events) == 0);
+    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_ms = 42};
+    sb_provider_parser_finish(p, &resp, events);
+    normalize_ids(events);
+    CHECK_JSON(events, EVENTS(TEXT_DELTA(NC, 0, " there"), MSG_DONE(NC, 0, TEXT_PART("Hello there")), USAGE(9, 3, 0),
+                              COMPLETED));
+    json_decref(events);
+    sb_provider_parser_destroy(&p);
+    json_decref(job);
+    free(text);
+
+    /* Item ids: generated as for a whole response, the same in item_added
+     * and item_done. */
+    text = SSE(text_lines);
+    events = stream_raw(STREAM_REQ, text, 5);
+    const char *a = json_string_value(json_object_get(json_object_get(json_array_get(events, 0), "item"), "id"));
+    const char *b = json_string_value(json_object_get(json_object_get(json_array_get(events, 4), "item"), "id"));
+    CHECK(a && b && !strncmp(a, "msg_", 4) && strlen(a) == 4 + 32 && !strcmp(a, b));
+    json_decref(events);
+    free(text);
+
+    /* Without include_usage (a server that ignores it): no usage event.
+     * Content as an array of parts (some servers) is its text. */
+    const char *const no_usage[] = {
+        D(CHUNK(CH(0, "'role':'assistant'", "null"))),
+        D(CHUNK(CH(0, "'content':[{'type':'text','text':'Hi'}]", "null"))),
+        D(CHUNK(CH(0, "'content':null", "'stop'"))),
+        DONE,
+    };
+    text = SSE(no_usage);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Hi"), MSG_DONE(NC, 0, TEXT_PART("Hi")), COMPLETED));
+    json_decref(events);
+    free(text);
+
+    /* Usage on the last choice chunk (llama.cpp) rather than its own: one
+     * usage event, at the end, with reasoning tokens. */
+    const char *const usage_inline[] = {
+        D(CHUNK(CH(0, "'content':'Hi'", "null"))),
+        D("{'choices':[" CH(0, "", "'stop'") "],'usage':{'prompt_tokens':5,'completion_tokens':7,"
+                                             "'completion_tokens_details':{'reasoning_tokens':4}}}"),
+        DONE,
+    };
+    text = SSE(usage_inline);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Hi"), MSG_DONE(NC, 0, TEXT_PART("Hi")),
+                              USAGE(5, 7, 4), COMPLETED));
+    json_decref(events);
+    free(text);
+}
+
+/* reasoning_content (vLLM, DeepSeek) or reasoning (newer vLLM) pieces: a
+ * reasoning item, closed when the content starts. */
+static void test_stream_reasoning(void)
+{
+    const char *const lines[] = {
+        D(CHUNK(CH(0, "'role':'assistant','content':''", "null"))),
+        D(CHUNK(CH(0, "'reasoning_content':'Let me'", "null"))),
+        D(CHUNK(CH(0, "'reasoning_content':' think.','content':null", "null"))),
+        D(CHUNK(CH(0, "'reasoning_content':null,'content':'42'", "null"))),
+        D(CHUNK(CH(0, "'content':'!'", "null"))),
+        D(CHUNK(CH(0, "", "'stop'"))),
+        D(USAGE_CHUNK(3, 9, 6)),
+        DONE,
+    };
+    char *text = SSE(lines);
+    json_t *events = stream_events(text, 3);
+    CHECK_JSON(events, EVENTS(RS_ADDED(NC, 0), RS_DELTA(NC, 0, "Let me"), RS_DELTA(NC, 0, " think."),
+                              RS_DONE(NC, 0, "Let me think."), MSG_ADDED(NC, 1), TEXT_DELTA(NC, 1, "42"),
+                              TEXT_DELTA(NC, 1, "!"), MSG_DONE(NC, 1, TEXT_PART("42!")), USAGE(3, 9, 6), COMPLETED));
+    json_decref(events);
+    free(text);
+
+    /* "reasoning"; reasoning_content wins when a server sends both; the
+     * reasoning item closes with the choice when no content follows. */
+    const char *const both[] = {
+        D(CHUNK(CH(0, "'reasoning':'a'", "null"))),
+        D(CHUNK(CH(0, "'reasoning_content':'b','reasoning':'b'", "null"))),
+        D(CHUNK(CH(0, "", "'length'"))),
+        DONE,
+    };
+    text = SSE(both);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(RS_ADDED(NC, 0), RS_DELTA(NC, 0, "a"), RS_DELTA(NC, 0, "b"), RS_DONE(NC, 0, "ab"),
+                              COMPLETED_AS("incomplete", "'max_output_tokens'")));
+    json_decref(events);
+    free(text);
+}
+
+static void test_stream_tool_calls(void)
+{
+    /* Two parallel calls whose argument pieces interleave: both items open
+     * as their first piece comes, each piece goes to its own item, both
+     * close with the choice. */
+    const char *const lines[] = {
+        D(CHUNK(CH(0,
+                   "'role':'assistant','content':null,'tool_calls':[{'index':0,'id':'call_a','type':'function',"
+                   "'function':{'name':'get_weather','arguments':''}}]",
+                   "null"))),
+        D(CHUNK(CH(0,
+                   "'tool_calls':[{'index':1,'id':'call_b','type':'function','function':{'name':'get_time',"
+                   "'arguments':''}}]",
+                   "null"))),
+        D(CHUNK(CH(0, "'tool_calls':[{'index':0,'function':{'arguments':'{\\'city\\':'}}]", "null"))),
+        D(CHUNK(CH(0, "'tool_calls':[{'index':1,'function':{'arguments':'{\\'tz\\':'}}]", "null"))),
+        D(CHUNK(CH(0, "'tool_calls':[{'index':0,'function':{'arguments':' \\'Paris\\'}'}}]", "null"))),
+        D(CHUNK(CH(0, "'tool_calls':[{'index':1,'function':{'arguments':' \\'CET\\'}'}}]", "null"))),
+        D(CHUNK(CH(0, "", "'tool_calls'"))),
+        D(USAGE_CHUNK(20, 15, 0)),
+        DONE,
+    };
+    char *text = SSE(lines);
+    json_t *events = stream_events(text, 0);
+    CHECK_JSON(events,
+               EVENTS(FC_ADDED(NC, 0, "call_a", "get_weather"), FC_ADDED(NC, 1, "call_b", "get_time"),
+                      ARGS_DELTA(NC, 0, "{\\'city\\':"), ARGS_DELTA(NC, 1, "{\\'tz\\':"),
+                      ARGS_DELTA(NC, 0, " \\'Paris\\'}"), ARGS_DELTA(NC, 1, " \\'CET\\'}"),
+                      FC_DONE(NC, 0, "call_a", "get_weather", "{\\'city\\': \\'Paris\\'}"),
+                      FC_DONE(NC, 1, "call_b", "get_time", "{\\'tz\\': \\'CET\\'}"), USAGE(20, 15, 0), COMPLETED));
+    json_decref(events);
+    free(text);
+
+    /* Text first: the message closes when the first call starts. Pieces of
+     * two calls in one delta; a server repeating id and name in every piece
+     * (the first ones stay). */
+    const char *const mixed[] = {
+        D(CHUNK(CH(0, "'role':'assistant','content':'Checking.'", "null"))),
+        D(CHUNK(CH(0,
+                   "'tool_calls':[{'index':0,'id':'c1','type':'function','function':{'name':'f','arguments':'{'}},"
+                   "{'index':1,'id':'c2','type':'function','function':{'name':'g','arguments':''}}]",
+                   "null"))),
+        D(CHUNK(CH(0, "'tool_calls':[{'index':0,'id':'c1','function':{'name':'f','arguments':'}'}}]", "null"))),
+        D(CHUNK(CH(0, "", "'tool_calls'"))),
+        DONE,
+    };
+    text = SSE(mixed);
+    events = stream_events(text, 4);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Checking."), MSG_DONE(NC, 0, TEXT_PART("Checking.")),
+                              FC_ADDED(NC, 1, "c1", "f"), ARGS_DELTA(NC, 1, "{"), FC_ADDED(NC, 2, "c2", "g"),
+                              ARGS_DELTA(NC, 1, "}"), FC_DONE(NC, 1, "c1", "f", "{}"), FC_DONE(NC, 2, "c2", "g", ""),
+                              COMPLETED));
+    json_decref(events);
+    free(text);
+
+    /* No index (some servers): an entry with a new id is a new call, one
+     * without continues the latest. The name coming after the first piece:
+     * the item opens then, with the arguments so far. */
+    const char *const no_index[] = {
+        D(CHUNK(CH(0, "'tool_calls':[{'id':'c1','type':'function','function':{'arguments':'{\\'a\\''}}]", "null"))),
+        D(CHUNK(CH(0, "'tool_calls':[{'function':{'name':'f','arguments':':1}'}}]", "null"))),
+        D(CHUNK(
+            CH(0, "'tool_calls':[{'id':'c2','type':'function','function':{'name':'g','arguments':'{}'}}]", "null"))),
+        D(CHUNK(CH(0, "", "'tool_calls'"))),
+        DONE,
+    };
+    text = SSE(no_index);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(FC_ADDED(NC, 0, "c1", "f"), ARGS_DELTA(NC, 0, "{\\'a\\':1}"), FC_ADDED(NC, 1, "c2", "g"),
+                              ARGS_DELTA(NC, 1, "{}"), FC_DONE(NC, 0, "c1", "f", "{\\'a\\':1}"),
+                              FC_DONE(NC, 1, "c2", "g", "{}"), COMPLETED));
+    json_decref(events);
+    free(text);
+
+    /* A call that never got its name fails at the choice's end, as in a
+     * whole response; an entry that is no object at once. */
+    const char *const nameless[] = {
+        D(CHUNK(CH(0, "'tool_calls':[{'index':0,'id':'c1','type':'function','function':{'arguments':'{}'}}]", "null"))),
+        D(CHUNK(CH(0, "", "'tool_calls'"))),
+        DONE,
+    };
+    text = SSE(nameless);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, ERR(502, "upstream_error", "upstream returned a malformed tool call"));
+    json_decref(events);
+    free(text);
+    const char *const not_object[] = {
+        D(CHUNK(CH(0, "'content':'x'", "null"))),
+        D(CHUNK(CH(0, "'tool_calls':[7]", "null"))),
+        DONE,
+    };
+    text = SSE(not_object);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "x"), MSG_DONE(NC, 0, TEXT_PART("x")),
+                              "{'type':'error','status':502,'kind':'upstream_error','code':null,"
+                              "'message':'upstream returned a malformed tool call'}"));
+    json_decref(events);
+    free(text);
+}
+
+/* A refusal streams as delta.refusal: a message whose refusal part shows in
+ * its item_done (there is no refusal delta). */
+static void test_stream_refusal(void)
+{
+    const char *const lines[] = {
+        D(CHUNK(CH(0, "'role':'assistant','content':null,'refusal':''", "null"))),
+        D(CHUNK(CH(0, "'refusal':'I cannot'", "null"))),
+        D(CHUNK(CH(0, "'refusal':' help with that.'", "null"))),
+        D(CHUNK(CH(0, "", "'stop'"))),
+        DONE,
+    };
+    char *text = SSE(lines);
+    json_t *events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), MSG_DONE(NC, 0, REFUSAL_PART("I cannot help with that.")), COMPLETED));
+    json_decref(events);
+    free(text);
+}
+
+/* n = 2, the choices interleaved: events tagged, item indices per choice, a
+ * choice_done each as its finish_reason comes, one usage, an incomplete
+ * final because choice 1 was cut. */
+static void test_stream_choices(void)
+{
+    const char *const lines[] = {
+        D(CHUNK(CH(0, "'role':'assistant','content':''", "null") "," CH(1, "'role':'assistant','content':''", "null"))),
+        D(CHUNK(CH(1, "'reasoning_content':'hmm'", "null"))),
+        D(CHUNK(CH(0, "'content':'Hi'", "null"))),
+        D(CHUNK(CH(1, "'content':'Hello'", "null"))),
+        D(CHUNK(CH(0, "'content':' you'", "null"))),
+        D(CHUNK(CH(0, "", "'stop'"))),
+        D(CHUNK(CH(1, "'content':' there'", "null"))),
+        D(CHUNK(CH(1, "", "'length'"))),
+        D(USAGE_CHUNK(4, 12, 1)),
+        DONE,
+    };
+    char *text = SSE(lines);
+    json_t *events = stream_for(STREAM_REQ_N2, text, 1);
+    CHECK_JSON(events,
+               EVENTS(RS_ADDED(C1, 0), RS_DELTA(C1, 0, "hmm"), MSG_ADDED(C0, 0), TEXT_DELTA(C0, 0, "Hi"),
+                      RS_DONE(C1, 0, "hmm"), MSG_ADDED(C1, 1), TEXT_DELTA(C1, 1, "Hello"), TEXT_DELTA(C0, 0, " you"),
+                      MSG_DONE(C0, 0, TEXT_PART("Hi you")), CHOICE_DONE(0, "completed", "null"),
+                      TEXT_DELTA(C1, 1, " there"), MSG_DONE(C1, 1, TEXT_PART("Hello there")),
+                      CHOICE_DONE(1, "incomplete", "'max_output_tokens'"), USAGE(4, 12, 1),
+                      COMPLETED_AS("incomplete", "'max_output_tokens'")));
+    json_decref(events);
+    free(text);
+
+    /* A choice without its finish_reason before [DONE] ends completed. */
+    const char *const open[] = {
+        D(CHUNK(CH(0, "'content':'a'", "null"))),
+        D(CHUNK(CH(1, "'content':'b'", "'content_filter'"))),
+        DONE,
+    };
+    text = SSE(open);
+    events = stream_for(STREAM_REQ_N2, text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(C0, 0), TEXT_DELTA(C0, 0, "a"), MSG_ADDED(C1, 0), TEXT_DELTA(C1, 0, "b"),
+                              MSG_DONE(C1, 0, TEXT_PART("b")), CHOICE_DONE(1, "incomplete", "'content_filter'"),
+                              MSG_DONE(C0, 0, TEXT_PART("a")), CHOICE_DONE(0, "completed", "null"),
+                              COMPLETED_AS("incomplete", "'content_filter'")));
+    json_decref(events);
+    free(text);
+
+    /* One choice asked for: another index has nowhere to go. An index out
+     * of any range fails. */
+    const char *const extra[] = {
+        D(CHUNK(CH(0, "'content':'a'", "null") "," CH(1, "'content':'b'", "null"))),
+        D(CHUNK(CH(0, "", "'stop'") "," CH(1, "", "'stop'"))),
+        DONE,
+    };
+    text = SSE(extra);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "a"), MSG_DONE(NC, 0, TEXT_PART("a")), COMPLETED));
+    json_decref(events);
+    free(text);
+    const char *const range[] = {D(CHUNK(CH(100000, "'content':'a'", "null"))), DONE};
+    text = SSE(range);
+    events = stream_for(STREAM_REQ_N2, text, 0);
+    CHECK_JSON(events, ERR(502, "upstream_error", "upstream returned a choice out of range"));
+    json_decref(events);
+    free(text);
+}
+
+/* finish_reason length and content_filter: an incomplete answer. */
+static void test_stream_finish_reasons(void)
+{
+    const char *const length[] = {
+        D(CHUNK(CH(0, "'content':'Once upon'", "null"))),
+        D(CHUNK(CH(0, "", "'length'"))),
+        D(USAGE_CHUNK(2, 2, 0)),
+        DONE,
+    };
+    char *text = SSE(length);
+    json_t *events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Once upon"), MSG_DONE(NC, 0, TEXT_PART("Once upon")),
+                              USAGE(2, 2, 0), COMPLETED_AS("incomplete", "'max_output_tokens'")));
+    json_decref(events);
+    free(text);
+    const char *const filtered[] = {D(CHUNK(CH(0, "'content':''", "'content_filter'"))), DONE};
+    text = SSE(filtered);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(COMPLETED_AS("incomplete", "'content_filter'")));
+    json_decref(events);
+    free(text);
+}
+
+/* Errors: an error object mid-stream, a malformed data line, an early end,
+ * an error status. */
+static void test_stream_errors(void)
+{
+    /* OpenAI's mid-stream server_error: what came before stays, then the
+     * error; what comes after is ignored. */
+    const char *const mid[] = {
+        D(CHUNK(CH(0, "'content':'Hi'", "null"))),
+        D("{'error':{'message':'The server had an error while processing your request.','type':'server_error',"
+          "'param':null,'code':null}}"),
+        D(CHUNK(CH(0, "'content':' there'", "'stop'"))),
+        DONE,
+    };
+    char *text = SSE(mid);
+    json_t *events = stream_events(text, 6);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Hi"),
+                              "{'type':'error','status':502,'kind':'upstream_error','code':null,"
+                              "'message':'The server had an error while processing your request.'}"));
+    json_decref(events);
+    free(text);
+    /* vLLM's, with the HTTP status in code; one without a message. */
+    const char *const vllm[] = {
+        D("{'error':{'object':'error','message':'max_tokens is too large','type':'BadRequestError','param':null,"
+          "'code':400}}"),
+    };
+    text = SSE(vllm);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, ERR(400, "invalid_request", "max_tokens is too large"));
+    json_decref(events);
+    free(text);
+    events = stream_events("data: {\"error\":{}}\n\n", 0);
+    CHECK_JSON(events, ERR(502, "upstream_error", "upstream stream reported an error"));
+    json_decref(events);
+
+    /* A data line that is not JSON aborts the transfer at once (the worker
+     * then reports "could not be parsed"); what came before it is out. */
+    const char *bad[] = {
+        "data: {\"id\":\"chatcmpl-malformed\",\"object\":\n\n", /* the emulator's [[emu:malformed]] */
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [1,2]\n\n",
+        "data: {\"choices\":[]}\n\ndata: nonsense\n\ndata: [DONE]\n\n",
+    };
+    const size_t n_before[] = {0, 2, 0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *job = job_with(STREAM_REQ);
+        sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_openai_chat, job);
+        events = json_array();
+        CHECK_INT(sb_provider_parser_feed(p, 200, bad[i], strlen(bad[i]), events), -EBADMSG);
+        CHECK_INT(json_array_size(events), n_before[i]);
+        sb_provider_parser_destroy(&p);
+        json_decref(events);
+        json_decref(job);
+    }
+    /* The same as the unterminated last line: an error event. */
+    events = stream_events("data: {\"choices\":[]}\n\ndata: {oops", 0);
+    CHECK_JSON(events, ERR(502, "upstream_error", "upstream returned a malformed stream event"));
+    json_decref(events);
+
+    /* Cut off: before [DONE] with the choice unfinished, or with nothing at
+     * all, is a 502. */
+    const char *const cut[] = {
+        D(CHUNK(CH(0, "'content':'Hi'", "null"))),
+    };
+    text = SSE(cut);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Hi"),
+                              "{'type':'error','status':502,'kind':'upstream_error','code':null,"
+                              "'message':'upstream stream ended before the response was complete'}"));
+    json_decref(events);
+    free(text);
+    events = stream_events("", 0);
+    CHECK_JSON(events, ERR(502, "upstream_error", "upstream stream ended before the response was complete"));
+    json_decref(events);
+    events = stream_events(": ping\n\n\n", 0);
+    CHECK_JSON(events, ERR(502, "upstream_error", "upstream stream ended before the response was complete"));
+    json_decref(events);
+    /* n = 2 and only choice 0 finished: cut off too. */
+    const char *const half[] = {D(CHUNK(CH(0, "'content':'a'", "'stop'")))};
+    text = SSE(half);
+    events = stream_for(STREAM_REQ_N2, text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(C0, 0), TEXT_DELTA(C0, 0, "a"), MSG_DONE(C0, 0, TEXT_PART("a")),
+                              CHOICE_DONE(0, "completed", "null"),
+                              "{'type':'error','status':502,'kind':'upstream_error','code':null,"
+                              "'message':'upstream stream ended before the response was complete'}"));
+    json_decref(events);
+    free(text);
+    /* Every choice finished but no [DONE] (a lax server): complete. */
+    const char *const no_done[] = {D(CHUNK(CH(0, "'content':'a'", "'stop'"))), D(USAGE_CHUNK(1, 1, 0))};
+    text = SSE(no_done);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "a"), MSG_DONE(NC, 0, TEXT_PART("a")), USAGE(1, 1, 0),
+                              COMPLETED));
+    json_decref(events);
+    free(text);
+    /* [DONE] without any choice. */
+    const char *const empty[] = {D(USAGE_CHUNK(1, 0, 0)), DONE};
+    text = SSE(empty);
+    events = stream_events(text, 0);
+    CHECK_JSON(events, ERR(502, "upstream_error", "upstream response has no choices"));
+    json_decref(events);
+    free(text);
+
+    /* A non-2xx answer to a streaming job is a plain error body. */
+    json_t *job = job_with(STREAM_REQ);
+    sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_openai_chat, job);
+    events = json_array();
+    const char *body = "{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\"}}";
+    CHECK(sb_provider_parser_feed(p, 429, body, strlen(body), events) == 0);
+    sb_provider_response_t resp = {.status = 429, .retry_after = 3, .upstream_ms = 42};
+    sb_provider_parser_finish(p, &resp, events);
+    CHECK_JSON(events, "[{'type':'error','status':429,'kind':'rate_limit','code':null,'message':'Rate limit reached',"
+                       "'retry_after':3}]");
+    json_decref(events);
+    sb_provider_parser_destroy(&p);
+    json_decref(job);
+
+    /* An absurd line is refused (-E2BIG) rather than buffered on. */
+    job = job_with(STREAM_REQ);
+    p = sb_provider_parser_new(&sb_provider_openai_chat, job);
+    events = json_array();
+    size_t mib = 1024 * 1024;
+    char *x = malloc(mib);
+    memset(x, 'x', mib);
+    memcpy(x, "data: ", 6);
+    int rc = 0;
+    for (size_t sent = 0; rc == 0 && sent <= SB_PROVIDER_MAX_BODY; sent += mib)
+        rc = sb_provider_parser_feed(p, 200, x, mib, events);
+    CHECK_INT(rc, -E2BIG);
+    free(x);
+    sb_provider_parser_destroy(&p);
+    json_decref(events);
+    json_decref(job);
+
+    /* The stream state is freed cleanly mid-event (a cancelled job). */
+    job = job_with(STREAM_REQ_N2);
+    p = sb_provider_parser_new(&sb_provider_openai_chat, job);
+    events = json_array();
+    const char *part = "data: {\"choices\":[{\"index\":1,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\","
+                       "\"function\":{\"name\":\"f\",\"arguments\":\"{\"}}]}},{\"index\":0,\"delta\":"
+                       "{\"reasoning\":\"r\"}}]}\n\ndata: {\"choi";
+    CHECK(sb_provider_parser_feed(p, 200, part, strlen(part), events) == 0);
+    CHECK_INT(json_array_size(events), 4);
+    sb_provider_parser_destroy(&p);
+    json_decref(events);
+    json_decref(job);
+}
+
+/* A 2xx body that is plain JSON (a server that ignored "stream"): the
+ * whole-response translation, in any chunks. */
+static void test_stream_plain_json(void)
+{
+    const char *body = "{'id':'chatcmpl-1','object':'chat.completion','choices':[{'index':0,"
+                       "'message':{'role':'assistant','content':'Hello'},'finish_reason':'stop'}],"
+                       "'usage':{'prompt_tokens':9,'completion_tokens':1}}";
+    char *whole = Q(body);
+    char *spaced = malloc(strlen(whole) + 4);
+    memcpy(spaced, " \r\n", 3);
+    memcpy(spaced + 3, whole, strlen(whole) + 1);
+    const size_t chunks[] = {0, 1, 9};
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+        json_t *events = stream_events(spaced, chunks[c]);
+        CHECK_JSON(events, EVENTS(MSG_ADDED(NC, 0), TEXT_DELTA(NC, 0, "Hello"), MSG_DONE(NC, 0, TEXT_PART("Hello")),
+                                  USAGE(9, 1, 0), COMPLETED));
+        json_decref(events);
+    }
+    free(spaced);
+    free(whole);
+    /* Its errors are those of a whole response. */
+    json_t *events = stream_events("{\"choices\":[{\"message\":", 0);
+    CHECK_JSON(events, ERR(502, "upstream_error", "upstream returned malformed JSON"));
+    json_decref(events);
+}
+
+/* The events of `type` in events (new array). */
+static json_t *only(const json_t *events, const char *type)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *ev;
+    json_array_foreach (events, i, ev) {
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        if (t && !strcmp(t, type))
+            json_array_append(out, ev);
+    }
+    return out;
+}
+
+/* The streamed answer (SSE text) ends in the same items as the same answer
+ * sent whole (a body written with '), and so in the same item_added,
+ * choice_done, usage and completed events, so that a stored streamed answer
+ * equals a non-streamed one. Only the deltas differ. */
+#define CHECK_SAME(request, text, body) check_same((request), (text), (body), __FILE__, __LINE__)
+static void check_same(const char *request, const char *text, const char *whole_body, const char *file, int line)
+{
+    char *body = Q(whole_body);
+    json_t *streamed = stream_for(request, text, 3);
+    json_t *whole = parse_raw(request, 200, body, -1);
+    static const char *const types[] = {"item_done", "item_added", "choice_done", "usage", "completed"};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        json_t *a = only(streamed, types[t]), *b = only(whole, types[t]);
+        sb_test_checks++;
+        if (!json_equal(a, b) || (t == 0 && json_array_size(a) == 0)) {
+            sb_test_failures++;
+            char *sa = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS);
+            char *sb = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+            fprintf(stderr, "%s:%d: %s differ\n  streamed: %s\n  whole:    %s\n", file, line, types[t], sa, sb);
+            free(sa);
+            free(sb);
+        }
+        json_decref(a);
+        json_decref(b);
+    }
+    json_decref(streamed);
+    json_decref(whole);
+    free(body);
+}
+
+static void test_stream_same_items(void)
+{
+    /* Reasoning, text with a refusal, two interleaved calls. */
+    const char *const lines[] = {
+        D(CHUNK(CH(0, "'role':'assistant','content':''", "null"))),
+        D(CHUNK(CH(0, "'reasoning_content':'Let me'", "null"))),
+        D(CHUNK(CH(0, "'reasoning_content':' think.'", "null"))),
+        D(CHUNK(CH(0, "'content':'It is'", "null"))),
+        D(CHUNK(CH(0, "'content':' sunny.'", "null"))),
+        D(CHUNK(CH(0, "'refusal':'Not all.'", "null"))),
+        D(CHUNK(CH(0,
+                   "'tool_calls':[{'index':0,'id':'call_a','type':'function','function':{'name':'get_weather',"
+                   "'arguments':'{\\'city\\':'}}]",
+                   "null"))),
+        D(CHUNK(CH(0,
+                   "'tool_calls':[{'index':1,'id':'call_b','type':'function','function':{'name':'now',"
+                   "'arguments':''}}]",
+                   "null"))),
+        D(CHUNK(CH(0, "'tool_calls':[{'index':0,'function':{'arguments':'\\'Paris\\'}'}}]", "null"))),
+        D(CHUNK(CH(0, "", "'tool_calls'"))),
+        D(USAGE_CHUNK(20, 15, 5)),
+        DONE,
+    };
+    char *text = SSE(lines);
+    CHECK_SAME(
+        STREAM_REQ, text,
+        "{'choices':[{'index':0,'message':{'role':'assistant','reasoning_content':'Let me think.',"
+        "'content':'It is sunny.','refusal':'Not all.','tool_calls':["
+        "{'id':'call_a','type':'function','function':{'name':'get_weather','arguments':'{\\'city\\':\\'Paris\\'}'}},"
+        "{'id':'call_b','type':'function','function':{'name':'now','arguments':''}}]},"
+        "'finish_reason':'tool_calls'}],"
+        "'usage':{'prompt_tokens':20,'completion_tokens':15,'completion_tokens_details':{'reasoning_tokens':5}}}");
+    free(text);
+
+    /* n = 2 (the choices one after the other, so that the orders match):
+     * tags, per-choice item indices, choice_done, the incomplete final. */
+    const char *const two[] = {
+        D(CHUNK(CH(0, "'role':'assistant','content':''", "null"))),
+        D(CHUNK(CH(0, "'content':'a b'", "null"))),
+        D(CHUNK(CH(0, "", "'stop'"))),
+        D(CHUNK(CH(1, "'reasoning':'r'", "null"))),
+        D(CHUNK(CH(1, "'content':'c'", "null"))),
+        D(CHUNK(CH(1, "'tool_calls':[{'index':0,'id':'c1','type':'function','function':{'name':'f','arguments':'{}'}}]",
+                   "null"))),
+        D(CHUNK(CH(1, "", "'length'"))),
+        D(USAGE_CHUNK(4, 12, 1)),
+        DONE,
+    };
+    text = SSE(two);
+    CHECK_SAME(
+        STREAM_REQ_N2, text,
+        "{'choices':[{'index':0,'message':{'role':'assistant','content':'a b'},'finish_reason':'stop'},"
+        "{'index':1,'message':{'role':'assistant','reasoning':'r','content':'c','tool_calls':[{'id':'c1',"
+        "'type':'function','function':{'name':'f','arguments':'{}'}}]},'finish_reason':'length'}],"
+        "'usage':{'prompt_tokens':4,'completion_tokens':12,'completion_tokens_details':{'reasoning_tokens':1}}}");
+    free(text);
+}
+
 int main(void)
 {
     sb_ptest = (sb_ptest_t){.provider = &sb_provider_openai_chat, .route = route, .normalize_ids = normalize_ids};
@@ -628,5 +1389,16 @@ int main(void)
     test_response_choices();
     test_response_errors();
     test_count();
+    sb_ptest.single_quotes = true; /* the stream tests write JSON with ' */
+    test_stream_request();
+    test_stream_text();
+    test_stream_reasoning();
+    test_stream_tool_calls();
+    test_stream_refusal();
+    test_stream_choices();
+    test_stream_finish_reasons();
+    test_stream_errors();
+    test_stream_plain_json();
+    test_stream_same_items();
     return sb_test_finish("provider_openai_chat");
 }
