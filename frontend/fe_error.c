@@ -108,6 +108,8 @@ static const char *fe_error_anthropic_type(const fe_error_t *e)
         return "rate_limit_error";
     if (!strcmp(k, SB_ERR_OVERLOADED))
         return "overloaded_error";
+    if (!strcmp(k, SB_ERR_TIMEOUT))
+        return "timeout_error"; /* Anthropic's 504 */
     if (e->status == 400 || e->status == 405 || e->status == 422)
         return "invalid_request_error";
     return "api_error";

@@ -269,7 +269,11 @@ static void fe_request_on_close(struct evhttp_connection *conn, void *arg)
 {
     fe_request_t *r = arg;
     r->conn = NULL;
-    r->http = NULL; /* evhttp frees the request with its connection: no reply */
+    /* evhttp frees the request with its connection — except a streamed
+     * reply's, which it hands over to us when the client leaves mid-stream. */
+    if (r->http && !evhttp_request_get_connection(r->http))
+        evhttp_request_free(r->http);
+    r->http = NULL; /* no reply */
     if (r->client_watch)
         event_del(r->client_watch);
     if (r->state == FE_REQ_RUNNING)

@@ -18,7 +18,9 @@
  *   thinking {enabled, budget_tokens}   -> reasoning {effort, budget_tokens}
  *   output_config.format json_schema    -> text.format (strict)
  * Response side: reasoning -> thinking blocks (signature = the sealed item),
- * message parts -> text blocks, function_call -> tool_use blocks.
+ * message parts -> text blocks, function_call -> tool_use blocks; with
+ * "stream": true the same message as Anthropic's event stream
+ * (fe_stream_messages.c, built from the helpers in fe_style_messages.h).
  * This style stores nothing: a message is not retrievable later.
  *
  * POST /v1/messages/count_tokens takes the same body without max_tokens and
@@ -38,6 +40,7 @@
 #include "fe_request.h"
 #include "fe_router.h"
 #include "fe_structured.h"
+#include "fe_style_messages.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"
 #include "sb_event.h"
@@ -863,9 +866,7 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     json_t *stream = json_object_get(body, "stream");
     if (stream && !json_is_boolean(stream) && !json_is_null(stream))
         return fe_messages_fail(err, "invalid_type", "stream", "Input should be a valid boolean");
-    if (json_is_true(stream))
-        return fe_messages_fail(err, "unsupported_parameter", "stream",
-                                "unsupported parameter: 'stream' is not available on this gateway yet.");
+    r->stream = json_is_true(stream);
     json_t *cc = json_object_get(body, "cache_control");
     if (cc && !json_is_null(cc) && !json_is_object(cc))
         return fe_messages_fail(err, "invalid_type", "cache_control", "Input should be a valid dictionary");
@@ -913,12 +914,40 @@ static json_t *fe_messages_reasoning_text(const json_t *item)
     return json_string("");
 }
 
+bool fe_messages_thinking_omitted(const fe_request_t *r)
+{
+    return json_is_true(json_object_get(r->style_state, "thinking_omitted"));
+}
+
+/* The sealed token of a reasoning item (caller frees), or NULL. Sealing draws
+ * a random nonce, so each item is sealed once per request and the token kept
+ * in style_state "sealed" (by item id, with the item it seals): the streamed
+ * thinking block and the final message then carry the same signature. */
+static char *fe_messages_seal(const fe_request_t *r, const json_t *item)
+{
+    const char *id = json_string_value(json_object_get(item, "id"));
+    json_t *cache = json_object_get(r->style_state, "sealed");
+    json_t *hit = id ? json_object_get(cache, id) : NULL;
+    json_t *sealed_item = json_object_get(hit, "item");
+    if (sealed_item && (sealed_item == item || json_equal(sealed_item, (json_t *)item)))
+        return sb_xstrdup(json_string_value(json_object_get(hit, "token")));
+    char *token = fe_reasoning_seal_item(r, item);
+    if (!token || !id || !json_is_object(r->style_state))
+        return token;
+    if (!json_is_object(cache)) {
+        cache = json_object();
+        json_object_set_new(r->style_state, "sealed", cache);
+    }
+    json_object_set_new(cache, id, json_pack("{s:s, s:O}", "token", token, "item", item));
+    return token;
+}
+
 /* A reasoning item as a thinking block (redacted_thinking when the upstream
  * only gave an opaque blob), or NULL when sealing is not configured: the
  * client could not hand it back. */
-static json_t *fe_messages_thinking_block(const fe_request_t *r, const json_t *item)
+json_t *fe_messages_thinking_block(const fe_request_t *r, const json_t *item)
 {
-    char *token = fe_reasoning_seal_item(r, item);
+    char *token = fe_messages_seal(r, item);
     if (!token)
         return NULL;
     json_t *text = fe_messages_reasoning_text(item);
@@ -928,7 +957,7 @@ static json_t *fe_messages_thinking_block(const fe_request_t *r, const json_t *i
         block = json_pack("{s:s, s:s}", "type", "redacted_thinking", "data", token);
         json_decref(text);
     } else {
-        if (json_is_true(json_object_get(r->style_state, "thinking_omitted")))
+        if (fe_messages_thinking_omitted(r))
             json_string_set(text, "");
         block = json_pack("{s:s, s:o, s:s}", "type", "thinking", "thinking", text, "signature", token);
     }
@@ -936,19 +965,37 @@ static json_t *fe_messages_thinking_block(const fe_request_t *r, const json_t *i
     return block;
 }
 
-/* A function_call's arguments as tool_use input (an object; {} if invalid). */
-static json_t *fe_messages_tool_input(const json_t *item)
+json_t *fe_messages_tool_input(const json_t *item)
 {
     const char *args = json_string_value(json_object_get(item, "arguments"));
     json_t *input = args && *args ? json_loads(args, JSON_DECODE_ANY, NULL) : json_object();
     if (!json_is_object(input)) {
-        sb_warn("messages: tool call %.64s has arguments that are not a JSON object; sent as {}",
-                json_string_value(json_object_get(item, "call_id")) ? json_string_value(json_object_get(item, "call_id"))
-                                                                     : "(no call_id)");
         json_decref(input);
-        input = json_object();
+        return NULL;
     }
     return input;
+}
+
+const json_t *fe_messages_part_text(const json_t *part, bool *refusal)
+{
+    json_t *pt = json_object_get(part, "type");
+    json_t *text = NULL;
+    *refusal = false;
+    if (fe_messages_is(pt, "output_text"))
+        text = json_object_get(part, "text");
+    else if (fe_messages_is(pt, "refusal") && (text = json_object_get(part, "refusal")))
+        *refusal = true;
+    return json_is_string(text) ? text : NULL;
+}
+
+json_t *fe_messages_message(const fe_request_t *r, json_t *content, const char *stop_reason)
+{
+    const fe_collect_t *res = &r->result;
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:n, s:{s:I, s:I, s:i, s:i}}", "id", r->response_id, "type",
+                     "message", "role", "assistant", "model", r->model_id, "content", content, "stop_reason",
+                     stop_reason, "stop_sequence", "usage", "input_tokens", (json_int_t)res->input_tokens,
+                     "output_tokens", (json_int_t)res->output_tokens, "cache_creation_input_tokens", 0,
+                     "cache_read_input_tokens", 0);
 }
 
 static json_t *fe_messages_render(fe_request_t *r)
@@ -972,20 +1019,24 @@ static json_t *fe_messages_render(fe_request_t *r)
             json_t *p;
             json_array_foreach(json_object_get(it, "content"), j, p)
             {
-                json_t *pt = json_object_get(p, "type");
-                json_t *text = NULL;
-                if (fe_messages_is(pt, "output_text"))
-                    text = json_object_get(p, "text");
-                else if (fe_messages_is(pt, "refusal") && (text = json_object_get(p, "refusal")))
-                    refused = true;
-                if (json_is_string(text))
+                bool refusal;
+                const json_t *text = fe_messages_part_text(p, &refusal);
+                refused |= refusal;
+                if (text)
                     json_array_append_new(content, json_pack("{s:s, s:O}", "type", "text", "text", text));
             }
         } else if (!strcmp(type, "function_call")) {
             tool_use = true;
+            json_t *input = fe_messages_tool_input(it);
+            if (!input) {
+                const char *call_id = json_string_value(json_object_get(it, "call_id"));
+                sb_warn("messages: tool call %.64s has arguments that are not a JSON object; sent as {}",
+                        call_id ? call_id : "(no call_id)");
+                input = json_object();
+            }
             json_array_append_new(content, json_pack("{s:s, s:O?, s:O?, s:o}", "type", "tool_use", "id",
-                                                     json_object_get(it, "call_id"), "name", json_object_get(it, "name"),
-                                                     "input", fe_messages_tool_input(it)));
+                                                     json_object_get(it, "call_id"), "name",
+                                                     json_object_get(it, "name"), "input", input));
         }
     }
     bool incomplete = !strcmp(res->status, "incomplete");
@@ -994,10 +1045,7 @@ static json_t *fe_messages_render(fe_request_t *r)
                        : incomplete && (!why[0] || !strcmp(why, "max_output_tokens")) ? "max_tokens"
                        : refused || (incomplete && !strcmp(why, "content_filter"))     ? "refusal"
                                                                                       : "end_turn";
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:n, s:{s:I, s:I, s:i, s:i}}", "id", r->response_id, "type",
-                     "message", "role", "assistant", "model", r->model_id, "content", content, "stop_reason", stop,
-                     "stop_sequence", "usage", "input_tokens", (json_int_t)res->input_tokens, "output_tokens",
-                     (json_int_t)res->output_tokens, "cache_creation_input_tokens", 0, "cache_read_input_tokens", 0);
+    return fe_messages_message(r, content, stop);
 }
 
 /* The count as Anthropic's count_tokens answers it. */
@@ -1021,4 +1069,5 @@ const fe_style_t fe_style_messages = {
     .parse = fe_messages_parse,
     .render = fe_messages_render,
     .render_count = fe_messages_render_count,
+    .stream = &fe_stream_messages,
 };

@@ -366,7 +366,7 @@ test('request validation: required fields, unknown fields, other styles\' bodies
     [{ model: 'emu-chat', input: 'hello' }, 'input'],
     [{ model: 'emu-chat', contents: [{ parts: [{ text: 'hi' }] }] }, 'contents'],
     [{ model: 'emu-chat', max_tokens: 10, messages: msgs, response_format: { type: 'json_object' } }, 'response_format'],
-    [{ model: 'emu-chat', max_tokens: 10, messages: msgs, stream: true }, 'stream'],
+    [{ model: 'emu-chat', max_tokens: 10, messages: msgs, stream: 'yes' }, 'stream: Input should be a valid boolean'],
     [{ model: 'emu-chat', max_tokens: 10, messages: msgs, temperature: 1.5 }, 'temperature'],
     [{ model: 'emu-chat', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] }, 'top-level `system`'],
     [{ model: 'emu-chat', max_tokens: 10, messages: msgs, tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
