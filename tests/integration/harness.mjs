@@ -123,3 +123,144 @@ export async function upstreamRequestsContaining(marker) {
   const reqs = await upstreamRequests();
   return reqs.filter((r) => JSON.stringify(r.body ?? null).includes(marker));
 }
+
+// ---- streaming: fetch + a small Server-Sent Events reader --------------------------
+//
+// Items, in arrival order: an event block is {event, data, text, at} (event null when the
+// block has no "event:" line; data the parsed JSON of its data lines, or the text itself
+// when it is not JSON, e.g. "[DONE]"); a comment line (": keep-alive") is {comment, at}.
+// at = milliseconds since the request was sent. Lines may end in CRLF, LF or CR; an
+// unterminated block at the end of the body is dropped, as the SSE spec says.
+function sseItem(block, at) {
+  const text = block.data.join('\n');
+  let data = text;
+  try { data = JSON.parse(text); } catch { /* not JSON */ }
+  return { event: block.event, data, text, at };
+}
+
+export async function* readSSE(res, t0 = Date.now(), sink = null) {
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  let block = { event: null, data: [], any: false };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (!done) {
+        const s = decoder.decode(value, { stream: true });
+        if (sink) sink.raw += s;
+        buf += s;
+      }
+      for (;;) {
+        const m = /\r\n|\n|\r/.exec(buf);
+        if (!m) break;
+        if (m[0] === '\r' && m.index === buf.length - 1 && !done) break; // may be half a CRLF
+        const line = buf.slice(0, m.index);
+        buf = buf.slice(m.index + m[0].length);
+        const at = Date.now() - t0;
+        if (line === '') {
+          if (block.any) yield sseItem(block, at);
+          block = { event: null, data: [], any: false };
+        } else if (line.startsWith(':')) {
+          yield { comment: line.slice(1).trim(), at };
+        } else {
+          const i = line.indexOf(':');
+          const field = i < 0 ? line : line.slice(0, i);
+          let value = i < 0 ? '' : line.slice(i + 1);
+          if (value.startsWith(' ')) value = value.slice(1);
+          if (field === 'event') { block.event = value; block.any = true; }
+          if (field === 'data') { block.data.push(value); block.any = true; }
+        }
+      }
+      if (done) return;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+// Auth headers the way each inbound style's SDK sends them.
+export function styleHeaders(style, key = cfg.key) {
+  if (style === 'messages') return { authorization: `Bearer ${key}`, 'anthropic-version': '2023-06-01' };
+  if (style === 'gemini') return { 'x-goog-api-key': key };
+  return { authorization: `Bearer ${key}` };
+}
+
+// Starts a streamed request and returns as soon as the headers are in:
+// {res, status, headers, requestId, items() (the SSE reader), abort(), raw()}.
+// Key: a bearer token unless `headers` carries the credential (key null).
+export async function openSSE(path, { base = cfg.frontendA, key = cfg.key, body, headers = {}, method = 'POST' } = {}) {
+  const h = { 'content-type': 'application/json', accept: 'text/event-stream', ...headers };
+  if (key !== null && !h.authorization) h.authorization = `Bearer ${key}`;
+  const ac = new AbortController();
+  const t0 = Date.now();
+  const res = await fetch(base + path, {
+    method, headers: h, body: body === undefined ? undefined : JSON.stringify(body), signal: ac.signal,
+  });
+  const sink = { raw: '' };
+  return {
+    res,
+    status: res.status,
+    headers: res.headers,
+    requestId: res.headers.get('x-request-id'),
+    t0,
+    items: () => readSSE(res, t0, sink),
+    raw: () => sink.raw,
+    abort: () => ac.abort(),
+  };
+}
+
+// A whole streamed request: {status, headers, requestId, contentType, items, events
+// (items without comments), comments, raw (the body text), json (the body parsed, when
+// it is a plain JSON reply, e.g. an error before the stream started)}. timeout bounds it.
+export async function sse(path, { timeout = 30000, ...opts } = {}) {
+  const s = await openSSE(path, opts);
+  const timer = setTimeout(() => s.abort(), timeout);
+  try {
+    const contentType = s.headers.get('content-type') ?? '';
+    if (!contentType.startsWith('text/event-stream')) {
+      const text = await s.res.text();
+      let json = null;
+      try { json = JSON.parse(text); } catch { /* not JSON */ }
+      return { status: s.status, headers: s.headers, requestId: s.requestId, contentType, items: [], events: [], comments: [], raw: text, json };
+    }
+    const items = [];
+    try {
+      for await (const it of s.items()) items.push(it);
+    } catch (e) {
+      if (e.name !== 'AbortError') throw e;
+      throw new Error(`the stream did not end within ${timeout} ms; it ended with: ${s.raw().slice(-600)}`);
+    }
+    return {
+      status: s.status,
+      headers: s.headers,
+      requestId: s.requestId,
+      contentType,
+      items,
+      events: items.filter((x) => !('comment' in x)),
+      comments: items.filter((x) => 'comment' in x),
+      raw: s.raw(),
+      json: null,
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// The emulator's counters (closed_by_client: upstream requests whose client, a worker, hung up).
+export async function emuStats() {
+  return (await fetch(`${cfg.emu}/_emu/stats`)).json();
+}
+
+// A fetch that remembers every response it got (for x-request-id behind an SDK).
+export function recordingFetch() {
+  const responses = [];
+  const f = async (url, init) => {
+    const res = await fetch(url, init);
+    responses.push(res);
+    return res;
+  };
+  f.responses = responses;
+  f.lastRequestId = () => responses.at(-1)?.headers.get('x-request-id') ?? null;
+  return f;
+}
