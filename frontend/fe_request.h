@@ -82,6 +82,7 @@ struct fe_request {
     bool stream;             /* answer as a stream (fe_stream.h) */
     bool stream_started;     /* the streamed reply's status and headers are out */
     fe_stream_t *stream_out; /* the stream's state while it runs, owned */
+    const fe_stream_style_t *stream_style; /* set by parse when not style->stream */
     bool seal_reasoning;     /* return reasoning items with encrypted_content */
     bool count_tokens;   /* a token-count endpoint: parse takes its body, the job has request.op
                             "count_tokens", and style->render_count makes the reply */

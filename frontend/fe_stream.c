@@ -12,10 +12,10 @@
 
 struct fe_stream {
     const fe_stream_style_t *style;
-    struct evbuffer *out;      /* what the renderer writes; sent and emptied after each step */
-    struct event *keepalive;   /* fires after keepalive_ms without a write */
+    struct evbuffer *out;    /* what the renderer writes; sent and emptied after each step */
+    struct event *keepalive; /* fires after keepalive_ms without a write */
     struct timeval keepalive_tv;
-    void *state;               /* the style's, style->state_size bytes */
+    void *state; /* the style's, style->state_size bytes */
 };
 
 void fe_stream_free(fe_stream_t **sp)
@@ -34,9 +34,15 @@ void fe_stream_free(fe_stream_t **sp)
     free(s);
 }
 
-void *fe_stream_state(const fe_request_t *r) { return r->stream_out ? r->stream_out->state : NULL; }
+void *fe_stream_state(const fe_request_t *r)
+{
+    return r->stream_out ? r->stream_out->state : NULL;
+}
 
-bool fe_stream_started(const fe_request_t *r) { return r->stream_started; }
+bool fe_stream_started(const fe_request_t *r)
+{
+    return r->stream_started;
+}
 
 /* Sends what the renderer wrote and re-arms the keep-alive. */
 static void fe_stream_flush(fe_request_t *r)
@@ -79,7 +85,7 @@ static void fe_stream_on_keepalive(evutil_socket_t fd, short what, void *arg)
 
 void fe_stream_begin(fe_request_t *r)
 {
-    const fe_stream_style_t *style = r->style->stream;
+    const fe_stream_style_t *style = r->stream_style ? r->stream_style : r->style->stream;
     fe_stream_t *s = sb_xcalloc(1, sizeof *s);
     s->style = style;
     s->out = evbuffer_new();
@@ -149,7 +155,10 @@ void fe_sse_json(struct evbuffer *out, const char *name, const json_t *data, con
     evbuffer_add(out, end, strlen(end));
 }
 
-void fe_sse_data(struct evbuffer *out, const char *text) { evbuffer_add_printf(out, "data: %s\n\n", text); }
+void fe_sse_data(struct evbuffer *out, const char *text)
+{
+    evbuffer_add_printf(out, "data: %s\n\n", text);
+}
 
 void fe_sse_comment(struct evbuffer *out, const char *text, const char *end)
 {

@@ -50,7 +50,8 @@ typedef struct fe_stream_style {
 extern const fe_stream_style_t fe_stream_responses;
 extern const fe_stream_style_t fe_stream_chat;
 extern const fe_stream_style_t fe_stream_messages;
-extern const fe_stream_style_t fe_stream_gemini;
+extern const fe_stream_style_t fe_stream_gemini;       /* ?alt=sse */
+extern const fe_stream_style_t fe_stream_gemini_array; /* Google's default: one streamed JSON array */
 
 typedef struct fe_stream fe_stream_t;
 

@@ -29,8 +29,8 @@
 #define FE_SC_MAX_ITEMS 64
 
 typedef struct {
-    bool streamed;     /* some delta of it went out */
-    int tool_index;    /* function_call: its index in tool_calls; -1 otherwise */
+    bool streamed;  /* some delta of it went out */
+    int tool_index; /* function_call: its index in tool_calls; -1 otherwise */
 } fe_sc_item_t;
 
 typedef struct {
@@ -76,8 +76,7 @@ static fe_sc_choice_t *fe_sc_choice(fe_request_t *r, int k, struct evbuffer *out
         c->started = true;
         for (int i = 0; i < FE_SC_MAX_ITEMS; i++)
             c->items[i].tool_index = -1;
-        fe_sc_chunk(r, out, k, json_pack("{s:s, s:s, s:n}", "role", "assistant", "content", "", "refusal"), NULL,
-                    NULL);
+        fe_sc_chunk(r, out, k, json_pack("{s:s, s:s, s:n}", "role", "assistant", "content", "", "refusal"), NULL, NULL);
     }
     return c;
 }
@@ -124,15 +123,15 @@ static void fe_sc_item_done(fe_request_t *r, fe_sc_choice_t *c, fe_sc_item_t *it
             fe_sc_tool_start(r, c, it, k, item, out);
         json_t *args = json_object_get(item, "arguments");
         if (!it->streamed && json_string_length(args) > 0)
-            fe_sc_chunk(r, out, k, fe_sc_tool_delta(it->tool_index, json_pack("{s:{s:O}}", "function", "arguments", args)),
-                        NULL, NULL);
+            fe_sc_chunk(r, out, k,
+                        fe_sc_tool_delta(it->tool_index, json_pack("{s:{s:O}}", "function", "arguments", args)), NULL,
+                        NULL);
         return;
     }
     size_t j;
     const json_t *p;
     if (!strcmp(type, "message")) {
-        json_array_foreach(json_object_get(item, "content"), j, p)
-        {
+        json_array_foreach (json_object_get(item, "content"), j, p) {
             const char *pt = json_string_value(json_object_get(p, "type"));
             bool refusal = pt && !strcmp(pt, "refusal");
             json_t *text = json_object_get(p, refusal ? "refusal" : "text");
@@ -141,8 +140,7 @@ static void fe_sc_item_done(fe_request_t *r, fe_sc_choice_t *c, fe_sc_item_t *it
                 fe_sc_chunk(r, out, k, json_pack("{s:O}", refusal ? "refusal" : "content", text), NULL, NULL);
         }
     } else if (!strcmp(type, "reasoning") && !it->streamed) {
-        json_array_foreach(json_object_get(item, "content"), j, p)
-        {
+        json_array_foreach (json_object_get(item, "content"), j, p) {
             json_t *text = json_object_get(p, "text");
             if (json_string_length(text) > 0)
                 fe_sc_chunk(r, out, k, json_pack("{s:O}", "reasoning_content", text), NULL, NULL);
@@ -206,8 +204,8 @@ static void fe_sc_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
             break; /* arguments of a call that never started: sent whole at its end */
         it->streamed = true;
         fe_sc_chunk(r, out, k,
-                    fe_sc_tool_delta(it->tool_index, json_pack("{s:{s:O}}", "function", "arguments",
-                                                               json_object_get(ev, "delta"))),
+                    fe_sc_tool_delta(it->tool_index,
+                                     json_pack("{s:{s:O}}", "function", "arguments", json_object_get(ev, "delta"))),
                     NULL, NULL);
         break;
     case SB_EV_ITEM_DONE:

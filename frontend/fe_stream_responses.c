@@ -75,7 +75,10 @@ static fe_sr_item_t *fe_sr_item(fe_request_t *r, const json_t *ev)
     return &st->items[json_integer_value(i)];
 }
 
-static json_int_t fe_sr_index(const json_t *ev) { return json_integer_value(json_object_get(ev, "item_index")); }
+static json_int_t fe_sr_index(const json_t *ev)
+{
+    return json_integer_value(json_object_get(ev, "item_index"));
+}
 
 /* The item as output_item.added shows it: in progress, with nothing in it. */
 static json_t *fe_sr_item_started(const json_t *item, const char *id)
@@ -106,8 +109,7 @@ static json_t *fe_sr_item_started(const json_t *item, const char *id)
     return it;
 }
 
-static void fe_sr_add_item(fe_request_t *r, fe_sr_item_t *s, json_int_t index, const json_t *item,
-                           struct evbuffer *out)
+static void fe_sr_add_item(fe_request_t *r, fe_sr_item_t *s, json_int_t index, const json_t *item, struct evbuffer *out)
 {
     const char *id = json_string_value(json_object_get(item, "id"));
     const char *type = json_string_value(json_object_get(item, "type"));
@@ -126,12 +128,15 @@ static void fe_sr_part_added(fe_request_t *r, fe_sr_item_t *s, json_int_t index,
 {
     if (c < FE_SR_MAX_PARTS)
         s->parts_opened |= 1u << c;
-    fe_sr_emit(r, out, "response.content_part.added",
-               json_pack("{s:s, s:I, s:i, s:o}", "item_id", s->id, "output_index", index, "content_index", c,
-                         "part", part));
+    fe_sr_emit(
+        r, out, "response.content_part.added",
+        json_pack("{s:s, s:I, s:i, s:o}", "item_id", s->id, "output_index", index, "content_index", c, "part", part));
 }
 
-static bool fe_sr_part_open(const fe_sr_item_t *s, int c) { return c < FE_SR_MAX_PARTS && (s->parts_opened >> c & 1); }
+static bool fe_sr_part_open(const fe_sr_item_t *s, int c)
+{
+    return c < FE_SR_MAX_PARTS && (s->parts_opened >> c & 1);
+}
 
 static void fe_sr_text_delta(fe_request_t *r, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
 {
@@ -140,8 +145,8 @@ static void fe_sr_text_delta(fe_request_t *r, fe_sr_item_t *s, const json_t *ev,
     if (c < 0)
         return;
     if (!fe_sr_part_open(s, c))
-        fe_sr_part_added(r, s, index, c, json_pack("{s:s, s:s, s:[]}", "type", "output_text", "text", "", "annotations"),
-                         out);
+        fe_sr_part_added(r, s, index, c,
+                         json_pack("{s:s, s:s, s:[]}", "type", "output_text", "text", "", "annotations"), out);
     fe_sr_emit(r, out, "response.output_text.delta",
                json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index, "content_index", c,
                          "delta", json_object_get(ev, "delta"), "logprobs"));
@@ -166,8 +171,7 @@ static void fe_sr_close_message(fe_request_t *r, fe_sr_item_t *s, json_int_t ind
 {
     size_t c;
     const json_t *part;
-    json_array_foreach(json_object_get(item, "content"), c, part)
-    {
+    json_array_foreach (json_object_get(item, "content"), c, part) {
         const char *t = json_string_value(json_object_get(part, "type"));
         bool refusal = t && !strcmp(t, "refusal");
         const char *key = refusal ? "refusal" : "text";
@@ -193,8 +197,8 @@ static void fe_sr_close_message(fe_request_t *r, fe_sr_item_t *s, json_int_t ind
                                  (int)c, "refusal", text));
         else
             fe_sr_emit(r, out, "response.output_text.done",
-                       json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index,
-                                 "content_index", (int)c, "text", text, "logprobs"));
+                       json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index, "content_index",
+                                 (int)c, "text", text, "logprobs"));
         fe_sr_emit(r, out, "response.content_part.done",
                    json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index, "content_index", (int)c,
                              "part", part));
@@ -209,13 +213,13 @@ static void fe_sr_close_reasoning(fe_request_t *r, fe_sr_item_t *s, json_int_t i
     size_t c, len = 0;
     const json_t *part;
     json_t *content = json_object_get(item, "content");
-    json_array_foreach(content, c, part) len += json_string_length(json_object_get(part, "text"));
+    json_array_foreach (content, c, part)
+        len += json_string_length(json_object_get(part, "text"));
     if (len == 0 && !s->reasoning_opened)
         return; /* nothing readable (e.g. only encrypted): no content events */
     char *text = sb_xmalloc(len + 1);
     size_t pos = 0;
-    json_array_foreach(content, c, part)
-    {
+    json_array_foreach (content, c, part) {
         size_t n = json_string_length(json_object_get(part, "text"));
         memcpy(text + pos, json_string_value(json_object_get(part, "text")), n);
         pos += n;
@@ -228,9 +232,9 @@ static void fe_sr_close_reasoning(fe_request_t *r, fe_sr_item_t *s, json_int_t i
                    json_pack("{s:s, s:I, s:i, s:s}", "item_id", s->id, "output_index", index, "content_index", 0,
                              "delta", text));
     }
-    fe_sr_emit(r, out, "response.reasoning.done",
-               json_pack("{s:s, s:I, s:i, s:s}", "item_id", s->id, "output_index", index, "content_index", 0, "text",
-                         text));
+    fe_sr_emit(
+        r, out, "response.reasoning.done",
+        json_pack("{s:s, s:I, s:i, s:s}", "item_id", s->id, "output_index", index, "content_index", 0, "text", text));
     fe_sr_emit(r, out, "response.content_part.done",
                json_pack("{s:s, s:I, s:i, s:{s:s, s:s}}", "item_id", s->id, "output_index", index, "content_index", 0,
                          "part", "type", "reasoning_text", "text", text));
@@ -266,8 +270,7 @@ static void fe_sr_item_done(fe_request_t *r, fe_sr_item_t *s, const json_t *ev, 
     json_decref(one);
     json_t *shown = json_array_get(pub, 0);
     if (shown)
-        fe_sr_emit(r, out, "response.output_item.done",
-                   json_pack("{s:I, s:O}", "output_index", index, "item", shown));
+        fe_sr_emit(r, out, "response.output_item.done", json_pack("{s:I, s:O}", "output_index", index, "item", shown));
     json_decref(pub);
 }
 

@@ -1,6 +1,8 @@
 /*
  * fe_style_gemini: the Generate Content style (Google Gemini's wire format):
- * POST /v1beta/models/{model}:generateContent, GET /v1beta/models and
+ * POST /v1beta/models/{model}:generateContent, :streamGenerateContent
+ * (rendered by fe_stream_gemini.c: server-sent events with ?alt=sse, else
+ * one streamed JSON array), GET /v1beta/models and
  * GET /v1beta/models/{model}. x-goog-api-key or ?key= auth, Google's error
  * body ({"error":{"code","message","status"}}).
  *
@@ -49,12 +51,12 @@
 #include "fe_router.h"
 #include "fe_sql.h"
 #include "fe_structured.h"
+#include "fe_style_gemini.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"
 
-/* Google's limits: candidateCount 1..8, at most 5 stop sequences. */
-#define FE_GEMINI_MAX_CANDIDATES 8
+/* Google's limit: at most 5 stop sequences (candidateCount: the header). */
 #define FE_GEMINI_MAX_STOP 5
 
 /* The object a thoughtSignature seals when it stands for several items (the
@@ -1109,13 +1111,19 @@ static int fe_gemini_parse_count(fe_request_t *r, const json_t *body, fe_error_t
     return fe_gemini_parse_request(r, gcr, err);
 }
 
-/* The body of :generateContent, or (r->count_tokens) of :countTokens. */
+/* The body of :generateContent, :streamGenerateContent, or (r->count_tokens)
+ * of :countTokens. */
 static int fe_gemini_parse(fe_request_t *r, json_t *body, fe_error_t *err)
 {
     const char *colon = strrchr(r->path, ':');
-    if (colon && !strcmp(colon, ":streamGenerateContent"))
-        return fe_gemini_unsupported(err, "streamGenerateContent is not available on this gateway yet; use "
-                                          "generateContent.");
+    if (colon && !strcmp(colon, ":streamGenerateContent")) {
+        /* Google streams server-sent events for alt=sse and one JSON array
+         * otherwise: two renderers, differing from the headers on. */
+        char alt[8];
+        r->stream = true;
+        if (fe_request_query_get(r, "alt", alt, sizeof alt) < 0 || strcmp(alt, "sse") != 0)
+            r->stream_style = &fe_stream_gemini_array;
+    }
     r->model_id = sb_xstrdup(r->path_arg ? r->path_arg : "");
     r->store = false;
     if (r->count_tokens)
@@ -1128,9 +1136,12 @@ static int fe_gemini_parse(fe_request_t *r, json_t *body, fe_error_t *err)
 
 /* ---- render --------------------------------------------------------------- */
 
-/* Sealed signature for items (one item: itself; several: a carry). NULL
- * when the gateway has no reasoning key. */
-static json_t *fe_gemini_seal(fe_request_t *r, json_t *items)
+bool fe_gemini_include_thoughts(const fe_request_t *r)
+{
+    return json_is_true(json_object_get(r->style_state, "include_thoughts"));
+}
+
+json_t *fe_gemini_seal(fe_request_t *r, json_t *items)
 {
     json_t *what = json_array_size(items) == 1 ? json_incref(json_array_get(items, 0))
                                                : json_pack("{s:s, s:O}", "type", FE_GEMINI_CARRY, "items", items);
@@ -1143,9 +1154,7 @@ static json_t *fe_gemini_seal(fe_request_t *r, json_t *items)
     return s;
 }
 
-/* The thought text of a reasoning item: its summary if it has one, else
- * its full reasoning text. */
-static json_t *fe_gemini_thought_text(const json_t *it)
+json_t *fe_gemini_thought_text(const json_t *it)
 {
     const json_t *from = json_array_size(json_object_get(it, "summary")) > 0 ? json_object_get(it, "summary")
                                                                              : json_object_get(it, "content");
@@ -1166,9 +1175,7 @@ static json_t *fe_gemini_thought_text(const json_t *it)
     return s ? s : json_string("");
 }
 
-/* Adds part, first giving it the signature of the reasoning items waiting
- * to be carried (and of own, the part's own item, when it needs one). */
-static void fe_gemini_emit(fe_request_t *r, json_t *parts, json_t *part, json_t *pending, const json_t *own)
+void fe_gemini_emit(fe_request_t *r, json_t *parts, json_t *part, json_t *pending, const json_t *own)
 {
     json_t *sealed = json_array();
     json_array_extend(sealed, pending);
@@ -1180,6 +1187,53 @@ static void fe_gemini_emit(fe_request_t *r, json_t *parts, json_t *part, json_t 
     json_decref(sealed);
     json_array_clear(pending);
     json_array_append_new(parts, part);
+}
+
+const json_t *fe_gemini_part_text(const json_t *part)
+{
+    const char *pt = json_string_value(json_object_get(part, "type"));
+    json_t *text = json_object_get(part, pt && !strcmp(pt, "refusal") ? "refusal" : "text");
+    return json_is_string(text) ? text : NULL;
+}
+
+json_t *fe_gemini_call_part(const json_t *it)
+{
+    /* Upstream arguments are a JSON object; anything else (never seen in
+     * practice) cannot be a Struct and becomes {}. */
+    const char *text = json_string_value(json_object_get(it, "arguments"));
+    json_t *args = text ? json_loads(text, 0, NULL) : NULL;
+    if (!json_is_object(args)) {
+        json_decref(args);
+        args = json_object();
+    }
+    return json_pack("{s:{s:O?, s:o, s:O?}}", "functionCall", "name", json_object_get(it, "name"), "args", args, "id",
+                     json_object_get(it, "call_id"));
+}
+
+const char *fe_gemini_finish_reason(const fe_request_t *r, int k)
+{
+    const char *status = fe_collect_choice_status(&r->result, k);
+    const char *why = fe_collect_choice_reason(&r->result, k);
+    return strcmp(status, "incomplete") != 0 ? "STOP" : !strcmp(why, "content_filter") ? "SAFETY" : "MAX_TOKENS";
+}
+
+json_t *fe_gemini_usage(const fe_request_t *r)
+{
+    const fe_collect_t *res = &r->result;
+    int64_t thoughts = res->reasoning_tokens;
+    int64_t cand = res->output_tokens - thoughts > 0 ? res->output_tokens - thoughts : 0;
+    json_t *usage =
+        json_pack("{s:I, s:I, s:I}", "promptTokenCount", (json_int_t)res->input_tokens, "candidatesTokenCount",
+                  (json_int_t)cand, "totalTokenCount", (json_int_t)(res->input_tokens + res->output_tokens));
+    if (thoughts > 0)
+        json_object_set_new(usage, "thoughtsTokenCount", json_integer(thoughts));
+    return usage;
+}
+
+json_t *fe_gemini_response(const fe_request_t *r, json_t *candidates, json_t *usage)
+{
+    return json_pack("{s:o, s:o, s:s, s:s}", "candidates", candidates, "usageMetadata", usage, "modelVersion",
+                     r->model_id, "responseId", r->response_id);
 }
 
 static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts)
@@ -1207,22 +1261,12 @@ static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts
             size_t j;
             json_t *p;
             json_array_foreach(json_object_get(it, "content"), j, p) {
-                const char *pt = json_string_value(json_object_get(p, "type"));
-                json_t *text = json_object_get(p, pt && !strcmp(pt, "refusal") ? "refusal" : "text");
-                if (json_is_string(text))
+                const json_t *text = fe_gemini_part_text(p);
+                if (text)
                     fe_gemini_emit(r, parts, json_pack("{s:O}", "text", text), pending, NULL);
             }
         } else if (!strcmp(type, "function_call")) {
-            /* Upstream arguments are a JSON object; anything else (never
-             * seen in practice) cannot be a Struct and becomes {}. */
-            const char *text = json_string_value(json_object_get(it, "arguments"));
-            json_t *args = text ? json_loads(text, 0, NULL) : NULL;
-            if (!json_is_object(args)) {
-                json_decref(args);
-                args = json_object();
-            }
-            json_t *part = json_pack("{s:{s:O?, s:o, s:O?}}", "functionCall", "name", json_object_get(it, "name"),
-                                     "args", args, "id", json_object_get(it, "call_id"));
+            json_t *part = fe_gemini_call_part(it);
             if (part)
                 fe_gemini_emit(r, parts, part, pending, it);
         }
@@ -1230,35 +1274,21 @@ static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts
     if (json_array_size(pending) > 0) /* reasoning with nothing after it */
         fe_gemini_emit(r, parts, json_pack("{s:s}", "text", ""), pending, NULL);
     json_decref(pending);
-    const char *status = fe_collect_choice_status(&r->result, k);
-    const char *why = fe_collect_choice_reason(&r->result, k);
-    const char *finish = strcmp(status, "incomplete") != 0 ? "STOP"
-                         : !strcmp(why, "content_filter")  ? "SAFETY"
-                                                           : "MAX_TOKENS";
     json_t *content = json_object();
     if (json_array_size(parts) > 0)
         json_object_set(content, "parts", parts);
     json_object_set_new(content, "role", json_string("model"));
     json_decref(parts);
-    return json_pack("{s:o, s:s, s:i}", "content", content, "finishReason", finish, "index", k);
+    return json_pack("{s:o, s:s, s:i}", "content", content, "finishReason", fe_gemini_finish_reason(r, k), "index", k);
 }
 
 static json_t *fe_gemini_render(fe_request_t *r)
 {
-    const fe_collect_t *res = &r->result;
-    bool include_thoughts = json_is_true(json_object_get(r->style_state, "include_thoughts"));
+    bool include_thoughts = fe_gemini_include_thoughts(r);
     json_t *candidates = json_array();
     for (int k = 0; k < r->n; k++)
         json_array_append_new(candidates, fe_gemini_candidate(r, k, include_thoughts));
-    int64_t thoughts = res->reasoning_tokens;
-    int64_t cand = res->output_tokens - thoughts > 0 ? res->output_tokens - thoughts : 0;
-    json_t *usage =
-        json_pack("{s:I, s:I, s:I}", "promptTokenCount", (json_int_t)res->input_tokens, "candidatesTokenCount",
-                  (json_int_t)cand, "totalTokenCount", (json_int_t)(res->input_tokens + res->output_tokens));
-    if (thoughts > 0)
-        json_object_set_new(usage, "thoughtsTokenCount", json_integer(thoughts));
-    return json_pack("{s:o, s:o, s:s, s:s}", "candidates", candidates, "usageMetadata", usage, "modelVersion",
-                     r->model_id, "responseId", r->response_id);
+    return fe_gemini_response(r, candidates, fe_gemini_usage(r));
 }
 
 /* CountTokensResponse. The upstream's per-modality breakdown is not carried
@@ -1283,4 +1313,5 @@ const fe_style_t fe_style_gemini = {
     .parse = fe_gemini_parse,
     .render = fe_gemini_render,
     .render_count = fe_gemini_render_count,
+    .stream = &fe_stream_gemini,
 };

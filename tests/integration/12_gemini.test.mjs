@@ -448,15 +448,6 @@ test('request errors are 400 INVALID_ARGUMENT in Google\'s words', async () => {
   assertGoogleError(await gen({ contents: [userText('x')], generationConfig: { responseModalities: ['IMAGE'] } }), 400);
 });
 
-test('streamGenerateContent is a 400 until streaming arrives', async () => {
-  const res = await gpost(`/v1beta/models/${MODEL}:streamGenerateContent?alt=sse`, { contents: [userText('x')] });
-  const e = assertGoogleError(res, 400);
-  assert.match(e.message, /streamGenerateContent/);
-  await assert.rejects(async () => {
-    for await (const chunk of await ai.models.generateContentStream({ model: MODEL, contents: 'x' })) void chunk;
-  }, (err) => err.status === 400);
-});
-
 test('upstream errors keep their status, with Google\'s status names', async () => {
   for (const status of [400, 429, 500, 502, 503]) {
     const res = await gen({ contents: [userText(`[[emu:status=${status}]] ${unique()}`)] });

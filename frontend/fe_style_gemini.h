@@ -1,0 +1,52 @@
+/*
+ * fe_style_gemini: what the Generate Content style shares with its stream
+ * renderer (fe_stream_gemini.c), so that a streamed answer is built from the
+ * same pieces as the non-streamed GenerateContentResponse.
+ */
+#ifndef FE_STYLE_GEMINI_H
+#define FE_STYLE_GEMINI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "fe_request.h"
+
+/* Google's limit on generationConfig.candidateCount. */
+#define FE_GEMINI_MAX_CANDIDATES 8
+
+/* Whether the request asked for thought parts (thinkingConfig.includeThoughts). */
+bool fe_gemini_include_thoughts(const fe_request_t *r);
+
+/* The sealed thoughtSignature standing for items (one item: itself;
+ * several: a carry). New string, or NULL when the gateway has no reasoning
+ * key. items is borrowed. */
+json_t *fe_gemini_seal(fe_request_t *r, json_t *items);
+
+/* The thought text of a reasoning item: its summary if it has one, else its
+ * full reasoning text (new string). */
+json_t *fe_gemini_thought_text(const json_t *reasoning);
+
+/* Appends part (stolen) to parts, first giving it the signature of the
+ * reasoning items in pending, which wait to be carried by the next part (and
+ * of own, the part's own function_call item, when it needs one). Empties
+ * pending. */
+void fe_gemini_emit(fe_request_t *r, json_t *parts, json_t *part, json_t *pending, const json_t *own);
+
+/* The text a message content part shows as a Gemini text part: its "text",
+ * or a refusal's "refusal" (borrowed; NULL when it has none). */
+const json_t *fe_gemini_part_text(const json_t *part);
+
+/* A function_call item as a {"functionCall":{name, args, id}} part (new
+ * reference); args that are not a JSON object become {}. */
+json_t *fe_gemini_call_part(const json_t *call);
+
+/* Candidate k's finishReason: STOP, MAX_TOKENS or SAFETY. */
+const char *fe_gemini_finish_reason(const fe_request_t *r, int k);
+
+/* usageMetadata from r->result as it stands (new reference). */
+json_t *fe_gemini_usage(const fe_request_t *r);
+
+/* A GenerateContentResponse around candidates and usage (both stolen). */
+json_t *fe_gemini_response(const fe_request_t *r, json_t *candidates, json_t *usage);
+
+#endif
