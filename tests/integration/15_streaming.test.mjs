@@ -12,24 +12,15 @@
 // same input returns.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import {
   cfg, client, http, sse, styleHeaders, unique, upstreamRequestContaining,
 } from './harness.mjs';
+import { validateEvent, validateResponse } from './openresponses.mjs';
 
 // ---- Open Responses streaming schema ---------------------------------------------------
 
-const spec = JSON.parse(readFileSync(new URL('../../../shared/spec/openresponses-openapi.json', import.meta.url)));
-const ajv = new Ajv({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema({ $id: 'openresponses', components: spec.components });
-const streamSchema = spec.paths['/responses'].post.responses['200'].content['text/event-stream'].schema;
-const validateEvent = ajv.compile(JSON.parse(JSON.stringify(streamSchema).replaceAll('"#/components/', '"openresponses#/components/')));
-const validateResponse = ajv.compile({ $ref: 'openresponses#/components/schemas/ResponseResource' });
 
 function assertValidEvents(events) {
   for (const e of events) {

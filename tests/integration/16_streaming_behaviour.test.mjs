@@ -11,21 +11,13 @@
 // Timing assertions are deliberately generous.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import {
   cfg, client, emuStats, http, psql, recordingFetch, sse, styleHeaders, unique, upstreamRequestContaining, waitFor,
 } from './harness.mjs';
+import { validateEvent } from './openresponses.mjs';
 
-const spec = JSON.parse(readFileSync(new URL('../../../shared/spec/openresponses-openapi.json', import.meta.url)));
-const ajv = new Ajv({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema({ $id: 'openresponses', components: spec.components });
-const streamSchema = spec.paths['/responses'].post.responses['200'].content['text/event-stream'].schema;
-const validateEvent = ajv.compile(JSON.parse(JSON.stringify(streamSchema).replaceAll('"#/components/', '"openresponses#/components/')));
 
 function assertValidEvents(events) {
   for (const e of events) {

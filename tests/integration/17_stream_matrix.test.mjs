@@ -7,12 +7,10 @@
 // name and arguments (its argument pieces joining to the same arguments).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import Ajv from 'ajv';
-import addFormats from 'ajv-formats';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { cfg, client, http, sse, unique, upstreamRequestContaining } from './harness.mjs';
+import { validateEvent } from './openresponses.mjs';
 
 const MODELS = {
   'openai-chat': 'emu-chat',
@@ -189,12 +187,6 @@ for (const [style, drive] of Object.entries(styles)) {
 
 // The raw Responses events, whatever the upstream kind: valid Open Responses streaming events
 // with sequence numbers 0,1,2..., and the stored response equals response.completed.
-const spec = JSON.parse(readFileSync(new URL('../../../shared/spec/openresponses-openapi.json', import.meta.url)));
-const ajv = new Ajv({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema({ $id: 'openresponses', components: spec.components });
-const streamSchema = spec.paths['/responses'].post.responses['200'].content['text/event-stream'].schema;
-const validateEvent = ajv.compile(JSON.parse(JSON.stringify(streamSchema).replaceAll('"#/components/', '"openresponses#/components/')));
 
 for (const [kind, model] of Object.entries(MODELS)) {
   test(`raw Responses stream ← ${kind}: every event valid and numbered; the stored response equals response.completed`, async () => {
