@@ -12,8 +12,7 @@
 #include <strings.h>
 
 #include "sb_stream.h"
-
-#define LINE_MAX_BYTES (64 * 1024)
+#include "sb_http_lines.h"
 
 void sb_stream_resp_reset(struct sb_stream_resp *r)
 {
@@ -22,73 +21,32 @@ void sb_stream_resp_reset(struct sb_stream_resp *r)
     r->content_length = -1;
 }
 
-/* Next CRLF (or LF) line, or NULL (*err set when the line is too long). */
-static char *read_line(struct evbuffer *in, bool *err)
-{
-    size_t len = 0;
-    char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_CRLF);
-    if (!line && evbuffer_get_length(in) > LINE_MAX_BYTES)
-        *err = true;
-    return line;
-}
-
-static bool header_is(const char *line, const char *name, const char **value)
-{
-    size_t n = strlen(name);
-    if (strncasecmp(line, name, n) != 0 || line[n] != ':')
-        return false;
-    const char *v = line + n + 1;
-    while (*v == ' ' || *v == '\t')
-        v++;
-    *value = v;
-    return true;
-}
-
-static bool has_token(const char *value, const char *token)
-{
-    size_t n = strlen(token);
-    for (const char *p = value; *p; p++)
-        if (strncasecmp(p, token, n) == 0)
-            return true;
-    return false;
-}
-
 static int parse_status_line(struct sb_stream_resp *r, const char *line)
 {
-    if (strncmp(line, "HTTP/1.", 7) != 0 || (line[7] != '0' && line[7] != '1') || line[8] != ' ')
+    bool http10;
+    if (sb_http_status_line(line, &r->status, &http10) < 0)
         return -EINVAL;
-    r->keep_alive = line[7] == '1';
-    const char *s = line + 9;
-    if (s[0] < '1' || s[0] > '5' || s[1] < '0' || s[1] > '9' || s[2] < '0' || s[2] > '9' ||
-        (s[3] != ' ' && s[3] != '\0'))
-        return -EINVAL;
-    r->status = (s[0] - '0') * 100 + (s[1] - '0') * 10 + (s[2] - '0');
+    r->keep_alive = !http10;
     return 0;
 }
 
 static int parse_header(struct sb_stream_resp *r, const char *line)
 {
     const char *v;
-    if (header_is(line, "Content-Length", &v)) {
-        char *end = NULL;
-        errno = 0;
-        long long n = strtoll(v, &end, 10);
-        if (errno || end == v || n < 0)
-            return -EINVAL;
-        while (*end == ' ' || *end == '\t')
-            end++;
-        if (*end)
+    if (sb_http_header_is(line, "Content-Length", &v)) {
+        long long n;
+        if (sb_http_content_length(v, &n) < 0)
             return -EINVAL;
         r->content_length = n;
-    } else if (header_is(line, "Transfer-Encoding", &v)) {
-        if (has_token(v, "chunked"))
+    } else if (sb_http_header_is(line, "Transfer-Encoding", &v)) {
+        if (sb_http_has_token(v, "chunked"))
             r->chunked = true;
-    } else if (header_is(line, "Connection", &v)) {
-        if (has_token(v, "close"))
+    } else if (sb_http_header_is(line, "Connection", &v)) {
+        if (sb_http_has_token(v, "close"))
             r->keep_alive = false;
-        else if (has_token(v, "keep-alive"))
+        else if (sb_http_has_token(v, "keep-alive"))
             r->keep_alive = true;
-    } else if (header_is(line, "Content-Type", &v)) {
+    } else if (sb_http_header_is(line, "Content-Type", &v)) {
         r->event_stream = strncasecmp(v, "text/event-stream", 17) == 0;
     }
     return 0;
@@ -127,14 +85,14 @@ enum sb_stream_parse sb_stream_resp_feed(struct sb_stream_resp *r, struct evbuff
     for (;;) {
         switch (r->state) {
         case SB_STREAM_RESP_STATUS:
-            if (!(line = read_line(in, &err)))
+            if (!(line = sb_http_read_line(in, &err)))
                 goto again;
             if (parse_status_line(r, line) < 0)
                 goto fail;
             r->state = SB_STREAM_RESP_HEADERS;
             break;
         case SB_STREAM_RESP_HEADERS:
-            if (!(line = read_line(in, &err)))
+            if (!(line = sb_http_read_line(in, &err)))
                 goto again;
             if (line[0] == '\0') {
                 if (r->status < 200) /* interim response: the real one follows */
@@ -155,7 +113,7 @@ enum sb_stream_parse sb_stream_resp_feed(struct sb_stream_resp *r, struct evbuff
             break;
         }
         case SB_STREAM_RESP_CHUNK_SIZE: {
-            if (!(line = read_line(in, &err)))
+            if (!(line = sb_http_read_line(in, &err)))
                 goto again;
             char *end = NULL;
             errno = 0;
@@ -196,7 +154,7 @@ enum sb_stream_parse sb_stream_resp_feed(struct sb_stream_resp *r, struct evbuff
             break;
         }
         case SB_STREAM_RESP_TRAILERS:
-            if (!(line = read_line(in, &err)))
+            if (!(line = sb_http_read_line(in, &err)))
                 goto again;
             if (line[0] == '\0')
                 r->state = SB_STREAM_RESP_COMPLETE;
