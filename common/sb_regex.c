@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "sb_alloc.h"
+#include "sb_buf.h"
 
 /* Limits that keep glibc's regcomp/regexec time bounded for patterns from
  * untrusted requests (measured on glibc 2.36; each worst case is tens of ms):
@@ -57,33 +58,14 @@ static void sb_regex_errf(char *err, size_t errsz, const char *fmt, ...)
 
 /* ---- small helpers ---------------------------------------------------- */
 
-struct sb_regex_buf {
-    char *p;
-    size_t len, cap;
-};
-
-static void sb_regex_buf_addn(struct sb_regex_buf *b, const char *s, size_t n)
+static void sb_regex_buf_adds(sb_buf_t *b, const char *s)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->p = sb_xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+    sb_buf_add(b, s, strlen(s));
 }
 
-static void sb_regex_buf_adds(struct sb_regex_buf *b, const char *s)
+static void sb_regex_buf_addc(sb_buf_t *b, char c)
 {
-    sb_regex_buf_addn(b, s, strlen(s));
-}
-
-static void sb_regex_buf_addc(struct sb_regex_buf *b, char c)
-{
-    sb_regex_buf_addn(b, &c, 1);
+    sb_buf_add(b, &c, 1);
 }
 
 /* ---- ECMA-262 pattern -> byte-level POSIX ERE -------------------------- */
@@ -201,7 +183,7 @@ static void sb_regex_cset_class(struct sb_regex_cset *s, char c)
 struct sb_regex_rx {
     const char *pat;              /* source, for messages */
     const unsigned char *p, *end; /* cursor in the source */
-    struct sb_regex_buf out;      /* ERE being built */
+    sb_buf_t out;      /* ERE being built */
     char *err;
     size_t errsz;
 };
@@ -258,7 +240,7 @@ static int sb_regex_utf8_encode(uint32_t c, unsigned char b[4])
 /* Emits the ASCII members of in[] as one bracket expression (or a plain
  * character), placing ] - ^ [ where POSIX reads them literally. A set with
  * NUL is written negated, since NUL cannot appear in the pattern text. */
-static void sb_regex_rx_ascii(struct sb_regex_buf *o, const unsigned char in[128])
+static void sb_regex_rx_ascii(sb_buf_t *o, const unsigned char in[128])
 {
     int neg = in[0];
     unsigned char m[128];
@@ -316,7 +298,7 @@ static const struct {
 
 /* Emits payloads [lo, hi] of n-byte sequences as alternatives of byte
  * ranges, splitting until every continuation byte spans a full range. */
-static void sb_regex_rx_utf8_seq(struct sb_regex_buf *o, int n, uint32_t lo, uint32_t hi)
+static void sb_regex_rx_utf8_seq(sb_buf_t *o, int n, uint32_t lo, uint32_t hi)
 {
     for (int i = 1; i < n; i++) {
         uint32_t m = (1u << (6 * i)) - 1;
@@ -347,7 +329,7 @@ static void sb_regex_rx_utf8_seq(struct sb_regex_buf *o, int n, uint32_t lo, uin
         if (a == b)
             sb_regex_buf_addc(o, (char)a);
         else
-            sb_regex_buf_addn(o, r, 5);
+            sb_buf_add(o, r, 5);
     }
 }
 
@@ -644,7 +626,7 @@ static void sb_regex_rx_literal(struct sb_regex_rx *x, uint32_t c)
     int wrap = sb_regex_rx_is_quant(x->p, x->end);
     if (wrap)
         sb_regex_buf_addc(&x->out, '(');
-    sb_regex_buf_addn(&x->out, (const char *)b, (size_t)n);
+    sb_buf_add(&x->out, (const char *)b, (size_t)n);
     if (wrap)
         sb_regex_buf_addc(&x->out, ')');
 }
@@ -851,7 +833,7 @@ static int sb_regex_rx_translate(const char *pattern, size_t len, char **out, ch
                     rc = sb_regex_rx_fail(&x, "numbers out of order in {} quantifier");
                     goto done;
                 }
-                sb_regex_buf_addn(&x.out, (const char *)x.p, n);
+                sb_buf_add(&x.out, (const char *)x.p, n);
                 x.p += n;
             } else {
                 x.p++;

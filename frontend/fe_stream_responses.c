@@ -22,6 +22,7 @@
  * delta with all their text, so a client joining deltas always ends with the
  * final text. Keep-alives are SSE comments.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,7 +115,7 @@ static void fe_sr_add_item(fe_request_t *r, fe_sr_item_t *s, json_int_t index, c
     const char *id = json_string_value(json_object_get(item, "id"));
     const char *type = json_string_value(json_object_get(item, "type"));
     if (id && strlen(id) < sizeof s->id)
-        strcpy(s->id, id);
+        snprintf(s->id, sizeof s->id, "%s", id);
     else
         sb_id_new(s->id, sizeof s->id, "item_", 24);
     snprintf(s->type, sizeof s->type, "%s", type ? type : "");

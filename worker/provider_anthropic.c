@@ -75,6 +75,7 @@
 #include "provider.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"
+#include "sb_buf.h"
 #include "sb_event.h"
 #include "sb_id.h"
 #include "sb_job.h"
@@ -98,40 +99,15 @@
  * Request side.
  */
 
-/* A growable byte buffer (text being joined or streamed). */
-typedef struct sb_anth_buf {
-    char *p;
-    size_t len, cap;
-} sb_anth_buf_t;
-
-static void sb_anth_buf_add(sb_anth_buf_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->p = sb_xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_anth_buf_free(sb_anth_buf_t *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
 
 /* Adds a piece of system text, after sep when the buffer is not empty. */
-static void sb_anth_buf_join(sb_anth_buf_t *b, const char *sep, const json_t *s)
+static void sb_anth_buf_join(sb_buf_t *b, const char *sep, const json_t *s)
 {
     if (json_string_length(s) == 0)
         return;
     if (b->len > 0)
-        sb_anth_buf_add(b, sep, strlen(sep));
-    sb_anth_buf_add(b, json_string_value(s), json_string_length(s));
+        sb_buf_add(b, sep, strlen(sep));
+    sb_buf_add(b, json_string_value(s), json_string_length(s));
 }
 
 /* Appends one block to messages in role's turn: onto the last message when it
@@ -256,16 +232,16 @@ static int sb_anth_part(const json_t *part, size_t index, bool assistant, json_t
 }
 
 /* A system or developer message's text parts, joined with "\n", onto system. */
-static int sb_anth_system(sb_anth_buf_t *system, const json_t *parts, json_t **err)
+static int sb_anth_system(sb_buf_t *system, const json_t *parts, json_t **err)
 {
-    sb_anth_buf_t piece = {0};
+    sb_buf_t piece = {0};
     size_t i;
     const json_t *part;
     json_array_foreach (parts, i, part) {
         const char *t = json_string_value(json_object_get(part, "type"));
         const json_t *text = json_object_get(part, "text");
         if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) || !json_is_string(text)) {
-            sb_anth_buf_free(&piece);
+            sb_buf_free(&piece);
             *err = sb_provider_unsupported("content part type '%s' in a system or developer message is not supported by "
                                        "Anthropic upstreams (text only)",
                                        t ? t : "(none)");
@@ -274,15 +250,15 @@ static int sb_anth_system(sb_anth_buf_t *system, const json_t *parts, json_t **e
         if (json_string_length(text) == 0)
             continue;
         if (piece.len > 0)
-            sb_anth_buf_add(&piece, "\n", 1);
-        sb_anth_buf_add(&piece, json_string_value(text), json_string_length(text));
+            sb_buf_add(&piece, "\n", 1);
+        sb_buf_add(&piece, json_string_value(text), json_string_length(text));
     }
     if (piece.len > 0) {
         if (system->len > 0)
-            sb_anth_buf_add(system, "\n\n", 2);
-        sb_anth_buf_add(system, piece.p, piece.len);
+            sb_buf_add(system, "\n\n", 2);
+        sb_buf_add(system, piece.p, piece.len);
     }
-    sb_anth_buf_free(&piece);
+    sb_buf_free(&piece);
     return 0;
 }
 
@@ -386,25 +362,25 @@ static void sb_anth_thinking(json_t *messages, const json_t *item)
     const json_t *signature = json_object_get(item, "signature");
     if (!json_is_string(signature))
         return;
-    sb_anth_buf_t text = {0};
+    sb_buf_t text = {0};
     size_t i;
     const json_t *part;
     json_array_foreach (json_object_get(item, "content"), i, part) {
         const json_t *t = json_object_get(part, "text");
         if (json_is_string(t))
-            sb_anth_buf_add(&text, json_string_value(t), json_string_length(t));
+            sb_buf_add(&text, json_string_value(t), json_string_length(t));
     }
     sb_anth_push(messages, "assistant",
                  json_pack("{s:s, s:s%, s:O}", "type", "thinking", "thinking", text.p ? text.p : "", text.len,
                            "signature", signature));
-    sb_anth_buf_free(&text);
+    sb_buf_free(&text);
 }
 
 /* request.instructions and input -> body.system and body.messages. */
 static int sb_anth_messages(json_t *body, const json_t *request, json_t **err)
 {
     json_t *messages = json_array();
-    sb_anth_buf_t system = {0};
+    sb_buf_t system = {0};
     const json_t *instructions = json_object_get(request, "instructions");
     if (json_is_string(instructions))
         sb_anth_buf_join(&system, "\n\n", instructions);
@@ -454,10 +430,10 @@ static int sb_anth_messages(json_t *body, const json_t *request, json_t **err)
     if (system.len > 0)
         json_object_set_new(body, "system", json_stringn(system.p, system.len));
     json_object_set_new(body, "messages", messages);
-    sb_anth_buf_free(&system);
+    sb_buf_free(&system);
     return 0;
 fail:
-    sb_anth_buf_free(&system);
+    sb_buf_free(&system);
     json_decref(messages);
     return -EINVAL;
 }
@@ -813,8 +789,8 @@ typedef struct sb_anth_out {
     int block_item;
     char block_id[SB_ID_MAX];
     json_t *block_json; /* the block as it started (tool_use id/name/input, redacted data) */
-    sb_anth_buf_t text; /* its text, thinking or partial_json so far */
-    sb_anth_buf_t sig;  /* a thinking block's signature */
+    sb_buf_t text; /* its text, thinking or partial_json so far */
+    sb_buf_t sig;  /* a thinking block's signature */
     /* The message. */
     char stop_reason[48];
     bool have_usage;
@@ -832,8 +808,8 @@ static void sb_anth_out_clear(sb_anth_out_t *o)
 {
     json_decref(o->msg_parts);
     json_decref(o->block_json);
-    sb_anth_buf_free(&o->text);
-    sb_anth_buf_free(&o->sig);
+    sb_buf_free(&o->text);
+    sb_buf_free(&o->sig);
     memset(o, 0, sizeof *o);
     o->msg_item = -1;
 }
@@ -865,16 +841,16 @@ static void sb_anth_close_message(sb_anth_out_t *o, bool refusal)
     json_t *parts = o->msg_parts;
     o->msg_parts = NULL;
     if (refusal) {
-        sb_anth_buf_t text = {0};
+        sb_buf_t text = {0};
         size_t i;
         const json_t *part;
         json_array_foreach (parts, i, part) {
             const json_t *t = json_object_get(part, "text");
-            sb_anth_buf_add(&text, json_string_value(t), json_string_length(t));
+            sb_buf_add(&text, json_string_value(t), json_string_length(t));
         }
         json_decref(parts);
         parts = json_pack("[{s:s, s:s}]", "type", "refusal", "refusal", text.len ? text.p : SB_ANTH_REFUSAL_TEXT);
-        sb_anth_buf_free(&text);
+        sb_buf_free(&text);
     }
     sb_anth_emit(
         o, sb_event_item_done(o->msg_item, json_pack("{s:s, s:s, s:s, s:s, s:o}", "type", "message", "id", o->msg_id,
@@ -889,7 +865,7 @@ static void sb_anth_block_delta_text(sb_anth_out_t *o, const char *s, size_t n)
     if (o->msg_item < 0)
         sb_anth_open_message(o);
     sb_anth_emit(o, sb_event_text_delta(o->msg_item, (int)json_array_size(o->msg_parts), s, n));
-    sb_anth_buf_add(&o->text, s, n);
+    sb_buf_add(&o->text, s, n);
 }
 
 static void sb_anth_block_delta_thinking(sb_anth_out_t *o, const char *s, size_t n)
@@ -897,7 +873,7 @@ static void sb_anth_block_delta_thinking(sb_anth_out_t *o, const char *s, size_t
     if (n == 0)
         return;
     sb_anth_emit(o, sb_event_reasoning_delta(o->block_item, s, n));
-    sb_anth_buf_add(&o->text, s, n);
+    sb_buf_add(&o->text, s, n);
 }
 
 static void sb_anth_block_delta_args(sb_anth_out_t *o, const char *s, size_t n)
@@ -905,7 +881,7 @@ static void sb_anth_block_delta_args(sb_anth_out_t *o, const char *s, size_t n)
     if (n == 0)
         return;
     sb_anth_emit(o, sb_event_args_delta(o->block_item, s, n));
-    sb_anth_buf_add(&o->text, s, n);
+    sb_buf_add(&o->text, s, n);
 }
 
 static void sb_anth_block_stop(sb_anth_out_t *o);
@@ -945,7 +921,7 @@ static int sb_anth_block_start(sb_anth_out_t *o, json_int_t index, const json_t 
             const json_t *sig = json_object_get(block, "signature");
             sb_anth_block_delta_thinking(o, json_string_value(t), json_string_length(t));
             if (json_is_string(sig))
-                sb_anth_buf_add(&o->sig, json_string_value(sig), json_string_length(sig));
+                sb_buf_add(&o->sig, json_string_value(sig), json_string_length(sig));
         }
         return 0;
     } else if (!strcmp(type, "tool_use")) {
@@ -988,7 +964,7 @@ static void sb_anth_block_delta(sb_anth_out_t *o, json_int_t index, const json_t
     } else if (o->block == SB_ANTH_BLOCK_THINKING && !strcmp(type, "signature_delta")) {
         v = json_object_get(delta, "signature");
         if (json_is_string(v))
-            sb_anth_buf_add(&o->sig, json_string_value(v), json_string_length(v));
+            sb_buf_add(&o->sig, json_string_value(v), json_string_length(v));
     } else if (o->block == SB_ANTH_BLOCK_TOOL && !strcmp(type, "input_json_delta")) {
         v = json_object_get(delta, "partial_json");
         sb_anth_block_delta_args(o, json_string_value(v), json_string_length(v));
@@ -1218,8 +1194,8 @@ typedef struct sb_anth_stream {
     const json_t *job; /* borrowed */
     enum sb_anth_stream_state state;
     sb_anth_out_t o;
-    sb_anth_buf_t line; /* the current line, not yet ended */
-    sb_anth_buf_t data; /* the current event's data lines */
+    sb_buf_t line; /* the current line, not yet ended */
+    sb_buf_t data; /* the current event's data lines */
     bool have_data;
 } sb_anth_stream_t;
 
@@ -1237,8 +1213,8 @@ static void sb_anth_stream_destroy(void *state)
     if (!s)
         return;
     sb_anth_out_clear(&s->o);
-    sb_anth_buf_free(&s->line);
-    sb_anth_buf_free(&s->data);
+    sb_buf_free(&s->line);
+    sb_buf_free(&s->data);
     free(s);
 }
 
@@ -1304,8 +1280,8 @@ static int sb_anth_stream_line(sb_anth_stream_t *s, const char *line, size_t len
         if (s->data.len + n + 1 > SB_PROVIDER_MAX_BODY)
             return -E2BIG;
         if (s->have_data)
-            sb_anth_buf_add(&s->data, "\n", 1);
-        sb_anth_buf_add(&s->data, v, n);
+            sb_buf_add(&s->data, "\n", 1);
+        sb_buf_add(&s->data, v, n);
         s->have_data = true;
     }
     /* event:, id:, retry: and ":" comments carry nothing needed here. */
@@ -1323,7 +1299,7 @@ static int sb_anth_stream_feed(void *state, const char *data, size_t len, json_t
         const char *line = data + start;
         size_t n = i - start;
         if (s->line.len > 0) { /* the line began in an earlier chunk */
-            sb_anth_buf_add(&s->line, line, n);
+            sb_buf_add(&s->line, line, n);
             line = s->line.p;
             n = s->line.len;
         }
@@ -1338,7 +1314,7 @@ static int sb_anth_stream_feed(void *state, const char *data, size_t len, json_t
     if (start < len) {
         if (s->line.len + (len - start) > SB_PROVIDER_MAX_BODY)
             return -E2BIG;
-        sb_anth_buf_add(&s->line, data + start, len - start);
+        sb_buf_add(&s->line, data + start, len - start);
     }
     return 0;
 }

@@ -67,6 +67,7 @@
 
 #include "provider.h"
 #include "sb_alloc.h"
+#include "sb_buf.h"
 #include "sb_event.h"
 #include "sb_id.h"
 #include "sb_job.h"
@@ -789,24 +790,6 @@ static int sb_gem_build_count_request(const json_t *job, sb_provider_request_t *
  * chunks.
  */
 
-typedef struct sb_gem_buf {
-    char *p;
-    size_t len, cap;
-} sb_gem_buf_t;
-
-static void sb_gem_buf_add(sb_gem_buf_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->p = sb_xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
 
 /* The item a candidate is in the middle of: a run of thought parts or of
  * text parts (function calls are complete in one part, so never open). */
@@ -819,7 +802,7 @@ typedef struct sb_gem_cand {
     enum sb_gem_open open;
     int open_index;
     char id[SB_ID_MAX];
-    sb_gem_buf_t text;
+    sb_buf_t text;
 } sb_gem_cand_t;
 
 typedef struct sb_gem_state {
@@ -834,8 +817,8 @@ typedef struct sb_gem_state {
     json_t *final;               /* an error that ends the response, once set */
     const char *status, *reason; /* the first incomplete choice's */
     /* SSE framing */
-    sb_gem_buf_t line; /* a line not yet ended */
-    sb_gem_buf_t data; /* data lines of the event being read */
+    sb_buf_t line; /* a line not yet ended */
+    sb_buf_t data; /* data lines of the event being read */
 } sb_gem_state_t;
 
 static void sb_gem_state_init(sb_gem_state_t *st, const json_t *job, bool streaming)
@@ -982,7 +965,7 @@ static void sb_gem_part_out(sb_gem_state_t *st, json_t *out, int k, sb_gem_cand_
         sb_gem_open_item(st, out, k, c, kind);
     }
     if (len > 0) {
-        sb_gem_buf_add(&c->text, json_string_value(text), len);
+        sb_buf_add(&c->text, json_string_value(text), len);
         const char *s = json_string_value(text);
         sb_gem_emit(st, out, k,
                     kind == SB_GEM_OPEN_REASONING ? sb_event_reasoning_delta(c->open_index, s, len)
@@ -1289,10 +1272,10 @@ static int sb_gem_line(sb_gem_state_t *st, json_t *events)
         return 0; /* comments, event:, id:, retry: */
     size_t skip = (n > 5 && s[5] == ' ') ? 6 : 5;
     if (st->data.len > 0)
-        sb_gem_buf_add(&st->data, "\n", 1);
+        sb_buf_add(&st->data, "\n", 1);
     if (st->data.len + (n - skip) > SB_PROVIDER_MAX_BODY)
         return -E2BIG;
-    sb_gem_buf_add(&st->data, s + skip, n - skip);
+    sb_buf_add(&st->data, s + skip, n - skip);
     return 0;
 }
 
@@ -1304,7 +1287,7 @@ static int sb_gem_stream_feed(void *state, const char *data, size_t len, json_t 
         size_t n = nl ? (size_t)(nl - data) : len;
         if (st->line.len + n > SB_PROVIDER_MAX_BODY)
             return -E2BIG;
-        sb_gem_buf_add(&st->line, data, n);
+        sb_buf_add(&st->line, data, n);
         if (!nl)
             break;
         data += n + 1;

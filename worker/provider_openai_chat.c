@@ -76,6 +76,7 @@
 #include "provider.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"
+#include "sb_buf.h"
 #include "sb_event.h"
 #include "sb_id.h"
 #include "sb_job.h"
@@ -814,34 +815,10 @@ done:
  * and must not size an allocation. */
 #define SB_CHAT_MAX_CHOICES 256
 
-typedef struct sb_chat_buf {
-    char *p;
-    size_t len, cap;
-} sb_chat_buf_t;
-
-static void sb_chat_buf_add(sb_chat_buf_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->p = sb_xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_chat_buf_free(sb_chat_buf_t *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
 
 /* The buffer as a JSON string (new reference). Its pieces were jansson
  * strings, so their concatenation is UTF-8. */
-static json_t *sb_chat_buf_string(const sb_chat_buf_t *b)
+static json_t *sb_chat_buf_string(const sb_buf_t *b)
 {
     json_t *s = json_stringn(b->p ? b->p : "", b->len);
     return s ? s : json_string("");
@@ -854,7 +831,7 @@ typedef struct sb_chat_call {
     char id[SB_ID_MAX]; /* the item's id */
     json_t *call_id;    /* the upstream's id, NULL until seen */
     json_t *name;       /* NULL until seen */
-    sb_chat_buf_t args; /* the arguments so far */
+    sb_buf_t args; /* the arguments so far */
 } sb_chat_call_t;
 
 /* The reasoning or message item a choice is writing. */
@@ -867,8 +844,8 @@ typedef struct sb_chat_choice {
     enum sb_chat_open open;
     int open_item;
     char open_id[SB_ID_MAX];
-    sb_chat_buf_t text;    /* the open item's text (reasoning or output_text) */
-    sb_chat_buf_t refusal; /* the open message's refusal */
+    sb_buf_t text;    /* the open item's text (reasoning or output_text) */
+    sb_buf_t refusal; /* the open message's refusal */
     sb_chat_call_t *calls; /* open until the choice ends: servers may interleave their pieces */
     size_t n_calls;
     const char *status, *reason; /* once finished */
@@ -891,8 +868,8 @@ typedef struct sb_chat_stream {
     sb_chat_choice_t *choices;
     size_t n_choices;
     json_t *usage;      /* the latest usage object */
-    sb_chat_buf_t line; /* SSE: a line not yet ended; JSON: the whole body */
-    sb_chat_buf_t data; /* the data lines of the event being read */
+    sb_buf_t line; /* SSE: a line not yet ended; JSON: the whole body */
+    sb_buf_t data; /* the data lines of the event being read */
     bool have_data;
     bool skip_lf; /* the last chunk ended in CR: an LF opening the next one ends no line */
 } sb_chat_stream_t;
@@ -912,13 +889,13 @@ static void sb_chat_choice_clear(sb_chat_choice_t *c)
     for (size_t i = 0; i < c->n_calls; i++) {
         json_decref(c->calls[i].call_id);
         json_decref(c->calls[i].name);
-        sb_chat_buf_free(&c->calls[i].args);
+        sb_buf_free(&c->calls[i].args);
     }
     free(c->calls);
     c->calls = NULL;
     c->n_calls = 0;
-    sb_chat_buf_free(&c->text);
-    sb_chat_buf_free(&c->refusal);
+    sb_buf_free(&c->text);
+    sb_buf_free(&c->refusal);
 }
 
 static void sb_chat_stream_destroy(void *state)
@@ -930,8 +907,8 @@ static void sb_chat_stream_destroy(void *state)
         sb_chat_choice_clear(&s->choices[k]);
     free(s->choices);
     json_decref(s->usage);
-    sb_chat_buf_free(&s->line);
-    sb_chat_buf_free(&s->data);
+    sb_buf_free(&s->line);
+    sb_buf_free(&s->data);
     free(s);
 }
 
@@ -1001,10 +978,10 @@ static void sb_chat_stream_piece(sb_chat_stream_t *s, int k, sb_chat_choice_t *c
                                                   : sb_chat_message_item(c->open_id, false, NULL, NULL)));
     }
     if (refusal) {
-        sb_chat_buf_add(&c->refusal, p, n);
+        sb_buf_add(&c->refusal, p, n);
         return;
     }
-    sb_chat_buf_add(&c->text, p, n);
+    sb_buf_add(&c->text, p, n);
     sb_chat_stream_emit(s, k,
                         kind == SB_CHAT_OPEN_REASONING ? sb_event_reasoning_delta(c->open_item, p, n)
                                                        : sb_event_text_delta(c->open_item, 0, p, n));
@@ -1064,7 +1041,7 @@ static int sb_chat_stream_tool_call(sb_chat_stream_t *s, int k, sb_chat_choice_t
     const char *piece = dumped ? dumped : json_string_value(args);
     size_t n = dumped ? strlen(dumped) : json_string_length(args);
     if (n > 0)
-        sb_chat_buf_add(&call->args, piece, n);
+        sb_buf_add(&call->args, piece, n);
     if (call->item < 0 && call->call_id && call->name) {
         call->item = c->next_item++;
         sb_chat_new_id(call->id, sizeof call->id, "fc_");
@@ -1260,8 +1237,8 @@ static int sb_chat_stream_line(sb_chat_stream_t *s, const char *line, size_t n)
     if (n + 1 > SB_PROVIDER_MAX_BODY - s->data.len)
         return -E2BIG;
     if (s->have_data)
-        sb_chat_buf_add(&s->data, "\n", 1);
-    sb_chat_buf_add(&s->data, line, n);
+        sb_buf_add(&s->data, "\n", 1);
+    sb_buf_add(&s->data, line, n);
     s->have_data = true;
     return 0;
 }
@@ -1285,7 +1262,7 @@ static int sb_chat_stream_sse(sb_chat_stream_t *s, const char *data, size_t len)
         if (s->line.len > 0) { /* the line began in an earlier chunk */
             if (n > SB_PROVIDER_MAX_BODY - s->line.len)
                 return -E2BIG;
-            sb_chat_buf_add(&s->line, line, n);
+            sb_buf_add(&s->line, line, n);
             line = s->line.p;
             n = s->line.len;
         }
@@ -1306,7 +1283,7 @@ static int sb_chat_stream_sse(sb_chat_stream_t *s, const char *data, size_t len)
     if (start < len) {
         if (len - start > SB_PROVIDER_MAX_BODY - s->line.len)
             return -E2BIG; /* an absurd line */
-        sb_chat_buf_add(&s->line, data + start, len - start);
+        sb_buf_add(&s->line, data + start, len - start);
     }
     return 0;
 }
@@ -1332,7 +1309,7 @@ static int sb_chat_stream_feed(void *state, const char *data, size_t len, json_t
     case SB_CHAT_STREAM_JSON:
         if (len > SB_PROVIDER_MAX_BODY - s->line.len)
             return -E2BIG;
-        sb_chat_buf_add(&s->line, data, len);
+        sb_buf_add(&s->line, data, len);
         return 0;
     default:
         return 0; /* over: nothing after [DONE] or an error counts */
