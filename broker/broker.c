@@ -3,6 +3,8 @@
  * message (a malformed one is logged and dropped, never fatal), keeps the job
  * table, dispatches queued jobs to workers, forwards events, and turns
  * deadlines, cancellations and lost peers into canonical error events.
+ * It consults each model's circuit breaker (broker_breaker.c) before it
+ * queues or dispatches a job and reports each dispatched job's end to it.
  *
  * Everything runs on one thread. Workers found dead mid-iteration are only
  * marked (sb_broker_registry_mark_lost) and reaped at the end of the
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker_breaker.h"
 #include "broker_internal.h"
 #include "sb_alloc.h"
 #include "sb_broker.h"
@@ -44,6 +47,8 @@ struct sb_broker {
     int heartbeat_ms;
     int liveness;
     int grace_ms;
+    int breaker_failures; /* 0: no circuit breaking */
+    int breaker_cooldown_ms;
 
     zsock_t *frontends; /* ROUTER, frontends connect here */
     zsock_t *workers;   /* ROUTER, workers connect here */
@@ -52,6 +57,7 @@ struct sb_broker {
     sb_map_t *jobs; /* job_id -> sb_broker_job_t, every job the broker holds (owning) */
     sb_broker_queues_t *queues;
     sb_broker_registry_t *registry;
+    sb_breakers_t *breakers; /* per-model circuit breakers (holds none when disabled) */
 
     bool need_dispatch;     /* a job was queued or a credit freed since the last dispatch */
     bool stats_dirty;       /* queues or workers changed since the last stats line */
@@ -66,13 +72,16 @@ struct sb_broker {
  */
 
 /* Sends an error EVENT for job_id to a frontend: header {job_id, final:true},
- * body the msgpack of sb_event_error(...). Failures are logged, not returned:
- * there is nobody left to tell. */
-static void sb_broker_send_error(sb_broker_t *b, zframe_t *frontend, const char *job_id, int status, const char *kind,
-                                 const char *code, const char *message)
+ * body the msgpack of sb_event_error(...), plus "retry_after" (seconds, for
+ * the frontend's Retry-After) when retry_after_s > 0. Failures are logged,
+ * not returned: there is nobody left to tell. */
+static void sb_broker_send_error_retry(sb_broker_t *b, zframe_t *frontend, const char *job_id, int status,
+                                       const char *kind, const char *code, const char *message, int retry_after_s)
 {
     json_t *hdr = json_pack("{s:s, s:b}", "job_id", job_id, "final", 1);
     json_t *ev = sb_event_error(status, kind, code, message);
+    if (ev && retry_after_s > 0)
+        json_object_set_new(ev, "retry_after", json_integer(retry_after_s));
     char *buf = NULL;
     size_t len = 0;
     int rc = -EINVAL;
@@ -85,6 +94,12 @@ static void sb_broker_send_error(sb_broker_t *b, zframe_t *frontend, const char 
     free(buf);
     json_decref(ev);
     json_decref(hdr);
+}
+
+static void sb_broker_send_error(sb_broker_t *b, zframe_t *frontend, const char *job_id, int status, const char *kind,
+                                 const char *code, const char *message)
+{
+    sb_broker_send_error_retry(b, frontend, job_id, status, kind, code, message, 0);
 }
 
 /* Sends CANCEL {job_id} to the job's worker. A failed send means the worker
@@ -105,13 +120,83 @@ static void sb_broker_send_cancel(sb_broker_t *b, sb_broker_job_t *job)
 }
 
 /*
+ * Circuit breaking (the state machine is broker_breaker.c).
+ */
+
+static void sb_broker_job_finish(sb_broker_t *b, sb_broker_job_t *job);
+
+/* Answers a job 503 circuit_open: its model's circuit is open, or half-open
+ * with the probe out or already chosen. */
+static void sb_broker_send_circuit_open(sb_broker_t *b, sb_breaker_t *br, zframe_t *frontend, const char *job_id)
+{
+    int retry_s = sb_breaker_retry_after_s(br, sb_mono_ms());
+    int failures = sb_breaker_failures(br);
+    char *m = sb_xasprintf("model '%s' is temporarily unavailable: its upstream failed %d time%s in a row; "
+                           "retry in %d s",
+                           sb_breaker_model(br), failures, failures == 1 ? "" : "s", retry_s);
+    sb_broker_send_error_retry(b, frontend, job_id, 503, SB_ERR_OVERLOADED, "circuit_open", m, retry_s);
+    free(m);
+}
+
+/* Answers every job queued for the breaker's model 503 circuit_open: its
+ * circuit just opened, or its probe just went out. */
+static void sb_broker_refuse_queued(sb_broker_t *b, sb_breaker_t *br)
+{
+    sb_broker_queue_t *q = sb_broker_queues_get(b->queues, sb_breaker_model(br));
+    if (!q || !q->head)
+        return;
+    sb_info("model %s: answering its %zu queued job(s) 503 circuit_open", q->model, q->len);
+    while (q->head) {
+        sb_broker_job_t *job = q->head;
+        sb_broker_send_circuit_open(b, br, job->frontend, job->id);
+        sb_broker_job_finish(b, job);
+    }
+}
+
+/* Reports how a dispatched job ended to its model's breaker, once (later
+ * calls do nothing). If that opened the circuit, what is queued for the
+ * model is refused at once. */
+static void sb_broker_job_report(sb_broker_t *b, sb_broker_job_t *job, enum sb_breaker_outcome outcome)
+{
+    uint64_t ticket = job->breaker_ticket;
+    if (!ticket)
+        return;
+    job->breaker_ticket = 0;
+    /* A ticket outstanding keeps its breaker from being pruned. */
+    sb_breaker_t *br = sb_breakers_find(b->breakers, job->model);
+    if (!br)
+        return;
+    if (sb_breaker_on_outcome(br, ticket, outcome, sb_mono_ms())) {
+        b->stats_dirty = true;
+        sb_broker_refuse_queued(b, br);
+    }
+}
+
+/* The outcome a final EVENT header reports: "upstream": "ok" or "failed";
+ * absent (the job never reached the upstream) or anything else: none. */
+static enum sb_breaker_outcome sb_broker_event_outcome(const sb_wire_msg_t *msg)
+{
+    const char *up = sb_wire_header_str(msg, "upstream");
+    if (!up)
+        return SB_BREAKER_NO_OUTCOME;
+    if (!strcmp(up, "ok"))
+        return SB_BREAKER_OK;
+    if (!strcmp(up, "failed"))
+        return SB_BREAKER_FAILED;
+    sb_debug("ignoring an unknown upstream outcome '%s'", up);
+    return SB_BREAKER_NO_OUTCOME;
+}
+
+/*
  * Job bookkeeping.
  */
 
 /* Unlinks a job from wherever it is, drops it from the job table and frees
- * it. A credit it held goes back to its worker. */
+ * it. A credit it held goes back to its worker; a dispatched job not yet
+ * reported to its breaker ends there without an outcome. */
 static void sb_broker_job_finish(sb_broker_t *b, sb_broker_job_t *job)
 {
+    sb_broker_job_report(b, job, SB_BREAKER_NO_OUTCOME);
     if (job->state == SB_BJOB_QUEUED) {
         sb_broker_queue_remove(b->queues, job);
         b->stats_dirty = true;
@@ -125,12 +210,17 @@ static void sb_broker_job_finish(sb_broker_t *b, sb_broker_job_t *job)
 }
 
 /* Stops caring about an in-flight job: tells its worker to cancel it and
- * drops its later events. The credit returns with the worker's final event. */
+ * drops its later events. The credit returns with the worker's final event.
+ * Its outcome will not count; if it was its model's probe, the next job
+ * probes instead. */
 static void sb_broker_job_abandon(sb_broker_t *b, sb_broker_job_t *job)
 {
     if (job->state != SB_BJOB_DISPATCHED)
         return;
     sb_broker_job_set_state(job, SB_BJOB_ABANDONED);
+    sb_breaker_t *br = job->breaker_ticket ? sb_breakers_find(b->breakers, job->model) : NULL;
+    if (br)
+        sb_breaker_on_abandon(br, job->breaker_ticket);
     sb_broker_send_cancel(b, job);
 }
 
@@ -156,7 +246,27 @@ static int sb_broker_dispatch_one(sb_broker_t *b, sb_broker_queue_t *q, sb_broke
     zframe_destroy(&job->body);
     b->stats_dirty = true;
     sb_debug("job %s: dispatched to worker %s (%d/%d credits in use)", job->id, w->name, w->in_flight, w->credits);
+    sb_breaker_t *br = sb_breakers_get(b->breakers, job->model);
+    if (br) {
+        job->breaker_ticket = sb_breaker_on_dispatch(br, sb_mono_ms());
+        if (sb_breaker_is_probe(br, job->breaker_ticket)) {
+            sb_info("job %s: probing model %s's upstream", job->id, job->model);
+            /* Only one job probes; in HALF_OPEN only one may wait anyway. */
+            sb_broker_refuse_queued(b, br);
+        }
+    }
     return 0;
+}
+
+/* Whether the job at the head of q may be dispatched as far as its model's
+ * circuit is concerned. Nothing should be waiting in an OPEN or PROBING
+ * model's queue (its jobs were refused when it opened or its probe went out,
+ * and SUBMITs are refused meanwhile): this keeps a job that did from going
+ * out anyway. */
+static bool sb_broker_circuit_allows_dispatch(sb_broker_t *b, const sb_broker_queue_t *q)
+{
+    sb_breaker_t *br = sb_breakers_find(b->breakers, q->model);
+    return !br || sb_breaker_allow_dispatch(br, sb_mono_ms());
 }
 
 /* Gives queued jobs to workers with free credit, one job per model per round
@@ -172,7 +282,9 @@ static void sb_broker_dispatch(sb_broker_t *b)
         sb_broker_queue_t *q = sb_broker_queues_first(b->queues);
         for (size_t i = 0; i < n && q; i++) {
             sb_broker_queue_t *next = q->next;
-            sb_broker_worker_t *w = q->head ? sb_broker_registry_best(b->registry, q->model) : NULL;
+            sb_broker_worker_t *w = q->head && sb_broker_circuit_allows_dispatch(b, q)
+                                        ? sb_broker_registry_best(b->registry, q->model)
+                                        : NULL;
             if (w) {
                 progress = true;
                 if (sb_broker_dispatch_one(b, q, w) == 0)
@@ -226,6 +338,14 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
         sb_broker_send_error(b, msg->routing_id, job_id, 503, SB_ERR_OVERLOADED, "no_workers", m);
         free(m);
         return;
+    }
+    sb_breaker_t *br = sb_breakers_find(b->breakers, model);
+    if (br) {
+        const sb_broker_queue_t *q0 = sb_broker_queues_get(b->queues, model);
+        if (!sb_breaker_allow_submit(br, sb_mono_ms(), q0 ? q0->len : 0)) {
+            sb_broker_send_circuit_open(b, br, msg->routing_id, job_id);
+            return;
+        }
     }
     if (deadline_ms <= sb_now_ms()) {
         sb_broker_send_error(b, msg->routing_id, job_id, 504, SB_ERR_TIMEOUT, "deadline_exceeded",
@@ -325,6 +445,16 @@ static void sb_broker_on_ready(sb_broker_t *b, sb_wire_msg_t *msg, sb_broker_wor
     b->stats_dirty = true;
 }
 
+/* A job's final EVENT arrived: its upstream outcome goes to its model's
+ * breaker (unless the job was abandoned: the broker no longer cares how it
+ * went, and a cancel may itself fail the upstream call), then it is done. */
+static void sb_broker_job_end(sb_broker_t *b, sb_broker_job_t *job, const sb_wire_msg_t *msg)
+{
+    sb_broker_job_report(b, job,
+                         job->state == SB_BJOB_DISPATCHED ? sb_broker_event_outcome(msg) : SB_BREAKER_NO_OUTCOME);
+    sb_broker_job_finish(b, job);
+}
+
 static void sb_broker_on_event(sb_broker_t *b, sb_broker_worker_t *w, const sb_wire_msg_t *msg)
 {
     const json_t *jid = json_object_get(msg->header, "job_id");
@@ -348,7 +478,7 @@ static void sb_broker_on_event(sb_broker_t *b, sb_broker_worker_t *w, const sb_w
         if (job->state == SB_BJOB_DISPATCHED)
             sb_broker_send_error(b, job->frontend, job->id, 502, SB_ERR_UPSTREAM, "bad_worker_event",
                                  "the worker handling this request sent a malformed event");
-        sb_broker_job_finish(b, job);
+        sb_broker_job_end(b, job, msg);
         return;
     }
     if (job->state == SB_BJOB_DISPATCHED) {
@@ -362,7 +492,12 @@ static void sb_broker_on_event(sb_broker_t *b, sb_broker_worker_t *w, const sb_w
         }
     }
     if (final)
-        sb_broker_job_finish(b, job);
+        sb_broker_job_end(b, job, msg);
+    else if (job->state == SB_BJOB_DISPATCHED)
+        /* Events before the final one come only from an upstream that is
+         * answering (a stream): the route works. A probe that streams for
+         * minutes closes its circuit at its first event, not its last. */
+        sb_broker_job_report(b, job, SB_BREAKER_OK);
 }
 
 static void sb_broker_on_worker(sb_broker_t *b, sb_wire_msg_t *msg)
@@ -458,9 +593,13 @@ static void sb_broker_sweep_deadlines(sb_broker_t *b)
         w = wnext;
     }
     sb_broker_queues_prune(b->queues);
+    sb_breakers_tick(b->breakers, sb_mono_ms());
+    sb_breakers_prune(b->breakers);
 }
 
-static void sb_broker_log_stats(sb_broker_t *b)
+/* circuits: the models whose circuit is not closed, as sb_breakers_describe
+ * wrote them ("" when none). */
+static void sb_broker_log_stats(sb_broker_t *b, const char *circuits)
 {
     char line[1024];
     size_t off = 0;
@@ -473,8 +612,9 @@ static void sb_broker_log_stats(sb_broker_t *b)
     }
     if (off >= sizeof line)
         memcpy(line + sizeof line - 5, " ...", 5);
-    sb_info("queues: %zu queued, %zu held, %zu worker(s);%s", sb_broker_queues_total(b->queues), sb_map_size(b->jobs),
-            sb_broker_registry_count(b->registry), line[0] ? line : " all empty");
+    sb_info("queues: %zu queued, %zu held, %zu worker(s);%s%s%s", sb_broker_queues_total(b->queues),
+            sb_map_size(b->jobs), sb_broker_registry_count(b->registry), line[0] ? line : " all empty",
+            circuits[0] ? "; circuits not closed:" : "", circuits);
 }
 
 /* Fails the jobs of workers lost this iteration (502 to frontends still
@@ -528,8 +668,10 @@ static void sb_broker_run_timers(sb_broker_t *b)
         b->next_sweep = now + SB_BROKER_SWEEP_MS;
     }
     if (now >= b->next_stats) {
-        if (b->stats_dirty)
-            sb_broker_log_stats(b);
+        /* A circuit that is not closed is worth a line every time. */
+        char circuits[512];
+        if (sb_breakers_describe(b->breakers, now, circuits, sizeof circuits) > 0 || b->stats_dirty)
+            sb_broker_log_stats(b, circuits);
         b->stats_dirty = false;
         b->next_stats = now + SB_BROKER_STATS_MS;
     }
@@ -584,6 +726,11 @@ int sb_broker_run(sb_broker_t *b)
 {
     sb_info("broker running: frontends on %s, workers on %s, queue max %zu per model", b->frontend_endpoint,
             b->worker_endpoint, b->queue_max);
+    if (b->breaker_failures > 0)
+        sb_info("circuit breaker: a model's circuit opens after %d failed upstream outcomes in a row, for %d ms",
+                b->breaker_failures, b->breaker_cooldown_ms);
+    else
+        sb_info("circuit breaker: disabled");
     while (sb_broker_run_once(b, SB_BROKER_SWEEP_MS) == 0)
         ;
     sb_info("broker stopping: %zu job(s) held, %zu worker(s)", sb_map_size(b->jobs),
@@ -604,6 +751,8 @@ void sb_broker_config_init(sb_broker_config_t *cfg)
     cfg->heartbeat_interval_ms = SB_HEARTBEAT_INTERVAL_MS;
     cfg->heartbeat_liveness = SB_HEARTBEAT_LIVENESS;
     cfg->deadline_grace_ms = -1;
+    cfg->breaker_failures = SB_BROKER_BREAKER_FAILURES_DEFAULT;
+    cfg->breaker_cooldown_ms = SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT;
 }
 
 /* A ROUTER that reports unroutable peers (ROUTER_MANDATORY) and never blocks
@@ -640,6 +789,9 @@ sb_broker_t *sb_broker_new(const sb_broker_config_t *cfg)
     b->heartbeat_ms = cfg->heartbeat_interval_ms > 0 ? cfg->heartbeat_interval_ms : SB_HEARTBEAT_INTERVAL_MS;
     b->liveness = cfg->heartbeat_liveness > 0 ? cfg->heartbeat_liveness : SB_HEARTBEAT_LIVENESS;
     b->grace_ms = cfg->deadline_grace_ms >= 0 ? cfg->deadline_grace_ms : SB_BROKER_DEADLINE_GRACE_MS;
+    b->breaker_failures = cfg->breaker_failures >= 0 ? cfg->breaker_failures : SB_BROKER_BREAKER_FAILURES_DEFAULT;
+    b->breaker_cooldown_ms =
+        cfg->breaker_cooldown_ms > 0 ? cfg->breaker_cooldown_ms : SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT;
     b->frontends = sb_broker_bind(fe, SB_BROKER_FRONTEND_SNDHWM, &b->frontend_endpoint);
     if (!b->frontends)
         goto fail;
@@ -652,6 +804,7 @@ sb_broker_t *sb_broker_new(const sb_broker_config_t *cfg)
     b->jobs = sb_map_new();
     b->queues = sb_broker_queues_new(b->queue_max);
     b->registry = sb_broker_registry_new();
+    b->breakers = sb_breakers_new(b->breaker_failures, b->breaker_cooldown_ms);
     int64_t now = sb_mono_ms();
     b->next_heartbeat = now + b->heartbeat_ms;
     b->next_sweep = now + SB_BROKER_SWEEP_MS;
@@ -683,6 +836,7 @@ void sb_broker_destroy(sb_broker_t **pb)
     }
     sb_broker_queues_destroy(&b->queues);
     sb_broker_registry_destroy(&b->registry);
+    sb_breakers_destroy(&b->breakers);
     zpoller_destroy(&b->poller);
     zsock_destroy(&b->frontends);
     zsock_destroy(&b->workers);

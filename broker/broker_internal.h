@@ -49,6 +49,9 @@ struct sb_broker_job {
     enum sb_broker_job_state state;
     sb_broker_queue_t *queue;     /* while QUEUED */
     sb_broker_worker_t *worker;   /* while DISPATCHED or ABANDONED */
+    uint64_t breaker_ticket;      /* from its model's circuit breaker when dispatched (broker_breaker.h),
+                                     until its end is reported there; 0: none (not dispatched, breaker
+                                     disabled, or already reported) */
     sb_broker_job_t *prev, *next; /* links in the queue or in the worker's list */
 };
 

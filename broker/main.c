@@ -21,19 +21,25 @@ static void sb_broker_usage(FILE *out)
             "  --worker-endpoint EP    bind for workers (env SB_BROKER_WORKER_ENDPOINT,\n"
             "                          default " SB_BROKER_WORKER_ENDPOINT_DEFAULT ")\n"
             "  --queue-max N           queued jobs per model before 429 (default %d)\n"
+            "  --breaker-failures K    failed upstream outcomes in a row that open a model's\n"
+            "                          circuit (its jobs get 503 circuit_open); 0 disables\n"
+            "                          the breaker (default %d)\n"
+            "  --breaker-cooldown-ms MS  how long an open circuit refuses jobs before one\n"
+            "                          probe goes out; doubled on each failed probe, up to\n"
+            "                          8x (default %d)\n"
             "  --help\n",
-            SB_BROKER_QUEUE_MAX_DEFAULT);
+            SB_BROKER_QUEUE_MAX_DEFAULT, SB_BROKER_BREAKER_FAILURES_DEFAULT, SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT);
 }
 
-/* A whole decimal number in [1, INT_MAX]; -EINVAL otherwise. */
-static int sb_broker_parse_count(const char *s, size_t *out)
+/* A whole decimal number in [min, INT_MAX]; -EINVAL otherwise. */
+static int sb_broker_parse_int(const char *s, long min, int *out)
 {
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < 1 || v > INT_MAX)
+    if (errno || end == s || *end != '\0' || v < min || v > INT_MAX)
         return -EINVAL;
-    *out = (size_t)v;
+    *out = (int)v;
     return 0;
 }
 
@@ -45,15 +51,17 @@ int main(int argc, char **argv)
     cfg.frontend_endpoint = getenv("SB_BROKER_FRONTEND_ENDPOINT");
     cfg.worker_endpoint = getenv("SB_BROKER_WORKER_ENDPOINT");
 
-    enum { OPT_FRONTEND = 1, OPT_WORKER, OPT_QUEUE_MAX, OPT_HELP };
+    enum { OPT_FRONTEND = 1, OPT_WORKER, OPT_QUEUE_MAX, OPT_BREAKER_FAILURES, OPT_BREAKER_COOLDOWN, OPT_HELP };
     static const struct option options[] = {
         {"frontend-endpoint", required_argument, NULL, OPT_FRONTEND},
         {"worker-endpoint", required_argument, NULL, OPT_WORKER},
         {"queue-max", required_argument, NULL, OPT_QUEUE_MAX},
+        {"breaker-failures", required_argument, NULL, OPT_BREAKER_FAILURES},
+        {"breaker-cooldown-ms", required_argument, NULL, OPT_BREAKER_COOLDOWN},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    int opt;
+    int opt, n;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (opt) {
         case OPT_FRONTEND:
@@ -63,8 +71,21 @@ int main(int argc, char **argv)
             cfg.worker_endpoint = optarg;
             break;
         case OPT_QUEUE_MAX:
-            if (sb_broker_parse_count(optarg, &cfg.queue_max) < 0) {
+            if (sb_broker_parse_int(optarg, 1, &n) < 0) {
                 fprintf(stderr, "sb-broker: --queue-max wants a positive integer, not '%s'\n", optarg);
+                return 2;
+            }
+            cfg.queue_max = (size_t)n;
+            break;
+        case OPT_BREAKER_FAILURES:
+            if (sb_broker_parse_int(optarg, 0, &cfg.breaker_failures) < 0) {
+                fprintf(stderr, "sb-broker: --breaker-failures wants an integer >= 0, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_BREAKER_COOLDOWN:
+            if (sb_broker_parse_int(optarg, 1, &cfg.breaker_cooldown_ms) < 0) {
+                fprintf(stderr, "sb-broker: --breaker-cooldown-ms wants a positive integer, not '%s'\n", optarg);
                 return 2;
             }
             break;

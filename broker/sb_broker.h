@@ -5,7 +5,9 @@
  * model, hands each job to the live worker serving the model that has the
  * most free credit, forwards events back to the submitting frontend, and
  * turns deadlines, cancellations and lost workers into canonical error
- * events. It never decodes job or event bodies. The wire protocol is
+ * events. A circuit breaker per model stops sending jobs to a route whose
+ * upstream keeps failing (as workers report it in their final EVENTs). It
+ * never decodes job or event bodies. The wire protocol is
  * common/sb_protocol.h; the semantics are written up in docs/protocol.md.
  *
  * Not thread-safe: every call on one broker must come from the thread that
@@ -20,6 +22,10 @@
 /* How long past an in-flight job's deadline the broker waits before it gives
  * up on the worker, so the worker's own timeout error normally arrives first. */
 #define SB_BROKER_DEADLINE_GRACE_MS 250
+/* Per-model circuit breaker (docs/protocol.md): failed upstream outcomes in a
+ * row that open a model's circuit, and how long it then stays open. */
+#define SB_BROKER_BREAKER_FAILURES_DEFAULT 5
+#define SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT 10000
 
 typedef struct sb_broker sb_broker_t;
 
@@ -30,6 +36,10 @@ typedef struct {
     int heartbeat_interval_ms;     /* <= 0: SB_HEARTBEAT_INTERVAL_MS */
     int heartbeat_liveness;        /* <= 0: SB_HEARTBEAT_LIVENESS */
     int deadline_grace_ms;         /* < 0: SB_BROKER_DEADLINE_GRACE_MS; 0 is honoured */
+    int breaker_failures;          /* failed outcomes in a row that open a model's circuit; 0 disables
+                                      the breaker; < 0: SB_BROKER_BREAKER_FAILURES_DEFAULT */
+    int breaker_cooldown_ms;       /* how long an open circuit refuses jobs (doubled on each re-open
+                                      by a failed probe, up to 8x); <= 0: SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT */
 } sb_broker_config_t;
 
 /* Fills cfg with the defaults above (endpoints NULL, deadline_grace_ms -1). */

@@ -83,9 +83,10 @@ static json_t *fe_auth_key_record(const PGresult *res)
         json_decref(models);
         models = json_array();
     }
-    return json_pack("{s:I, s:I, s:b, s:b, s:o}", "key_id", (json_int_t)strtoll(PQgetvalue(res, 0, 0), NULL, 10),
+    return json_pack("{s:I, s:I, s:b, s:b, s:o, s:b}", "key_id", (json_int_t)strtoll(PQgetvalue(res, 0, 0), NULL, 10),
                      "account_id", (json_int_t)strtoll(PQgetvalue(res, 0, 1), NULL, 10), "usable",
-                     PQgetvalue(res, 0, 2)[0] == 't', "zdr", PQgetvalue(res, 0, 3)[0] == 't', "models", models);
+                     PQgetvalue(res, 0, 2)[0] == 't', "zdr", PQgetvalue(res, 0, 3)[0] == 't', "models", models,
+                     "limited", PQgetvalue(res, 0, 5)[0] == 't');
 }
 
 static json_t *fe_auth_model_record(const PGresult *res)

@@ -1,14 +1,25 @@
-/* fe_body: bounded JSON request bodies. */
+/* fe_body: bounded JSON request bodies: size, depth and element count. */
 #include "fe_body.h"
 
 #include <event2/buffer.h>
 
 #include "sb_event.h"
 
-int fe_body_depth(const char *buf, size_t len)
+static size_t fe_body_max_elements = 200000;
+
+void fe_body_set_max_elements(size_t max_elements)
+{
+    fe_body_max_elements = max_elements;
+}
+
+/* One pass: depth by brackets, elements by commas plus one for each container
+ * that is not empty (the first non-blank character after its opener is not
+ * its closer). */
+void fe_body_scan(const char *buf, size_t len, fe_body_stats_t *out)
 {
     int depth = 0, max = 0;
-    bool in_str = false, esc = false;
+    size_t elements = 0;
+    bool in_str = false, esc = false, opened = false;
     for (size_t i = 0; i < len; i++) {
         char c = buf[i];
         if (in_str) {
@@ -20,15 +31,34 @@ int fe_body_depth(const char *buf, size_t len)
                 in_str = false;
             continue;
         }
-        if (c == '"')
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+            continue;
+        if (opened) {
+            opened = false;
+            if (c != ']' && c != '}')
+                elements++;
+        }
+        if (c == '"') {
             in_str = true;
-        else if (c == '{' || c == '[') {
+        } else if (c == '{' || c == '[') {
             if (++depth > max)
                 max = depth;
-        } else if (c == '}' || c == ']')
+            opened = true;
+        } else if (c == '}' || c == ']') {
             depth--;
+        } else if (c == ',') {
+            elements++;
+        }
     }
-    return max;
+    out->depth = max;
+    out->elements = elements;
+}
+
+int fe_body_depth(const char *buf, size_t len)
+{
+    fe_body_stats_t st;
+    fe_body_scan(buf, len, &st);
+    return st.depth;
 }
 
 json_t *fe_body_json(struct evhttp_request *http, size_t max_bytes, int max_depth, fe_error_t *err)
@@ -46,9 +76,18 @@ json_t *fe_body_json(struct evhttp_request *http, size_t max_bytes, int max_dept
         return NULL;
     }
     const char *buf = (const char *)evbuffer_pullup(in, -1);
-    if (fe_body_depth(buf, len) > max_depth) {
+    fe_body_stats_t st;
+    fe_body_scan(buf, len, &st);
+    if (st.depth > max_depth) {
         fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "json_too_deep", NULL,
                      "We could not parse the JSON body of your request: nesting deeper than %d levels.", max_depth);
+        return NULL;
+    }
+    if (st.elements > fe_body_max_elements) {
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "json_too_many_elements", NULL,
+                     "We could not parse the JSON body of your request: more than %zu values (array elements and "
+                     "object members).",
+                     fe_body_max_elements);
         return NULL;
     }
     json_error_t jerr;

@@ -113,7 +113,16 @@ bool fe_collect_event(fe_collect_t *c, const json_t *ev)
         }
         break;
     }
+    case SB_EV_TEXT_DELTA:
+    case SB_EV_ARGS_DELTA:
+    case SB_EV_REASONING_DELTA: {
+        const json_t *d = json_object_get(ev, "delta");
+        if (json_is_string(d))
+            fe_tokens_feed(&c->streamed, json_string_value(d), json_string_length(d));
+        break;
+    }
     case SB_EV_USAGE:
+        c->usage_seen = true;
         c->input_tokens = fe_collect_int(ev, "input_tokens");
         c->output_tokens = fe_collect_int(ev, "output_tokens");
         c->reasoning_tokens = fe_collect_int(ev, "reasoning_tokens");
@@ -142,7 +151,8 @@ bool fe_collect_event(fe_collect_t *c, const json_t *ev)
         fe_collect_compact(c->items);
         size_t k;
         json_t *more;
-        json_array_foreach(c->more, k, more) fe_collect_compact(json_object_get(more, "items"));
+        json_array_foreach (c->more, k, more)
+            fe_collect_compact(json_object_get(more, "items"));
     }
     return c->done;
 }

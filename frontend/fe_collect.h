@@ -11,11 +11,14 @@
 #include <stdint.h>
 
 #include "fe_error.h"
+#include "fe_tokens.h"
 
 typedef struct {
     json_t *items; /* array of completed output items of choice 0, by item_index */
     json_t *more;  /* choices 1..n-1 (Chat Completions n): {"items":[...], "status", "reason"} by choice - 1 */
     int64_t input_tokens, output_tokens, reasoning_tokens;
+    bool usage_seen;
+    fe_tokens_counter_t streamed; /* the deltas' text, estimated (fe_tokens.h): output of a job that never ends */
     bool done;
     bool failed;               /* done with an error */
     fe_error_t error;          /* when failed */

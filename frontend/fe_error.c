@@ -36,6 +36,7 @@ void fe_error_set(fe_error_t *e, int status, const char *kind, const char *code,
     va_end(ap);
     fe_error_trim_utf8(e->message);
     e->retry_after = 0;
+    e->no_retry = false;
 }
 
 static const char *fe_error_kind_intern(const char *k)
@@ -62,6 +63,12 @@ void fe_error_from_event(fe_error_t *e, const json_t *ev)
     json_t *ra = json_object_get(ev, "retry_after");
     if (json_is_integer(ra) && json_integer_value(ra) > 0)
         e->retry_after = (int)json_integer_value(ra);
+    /* 429s say which one they are, as OpenAI's codes do. */
+    if (e->status == 429 && !e->code[0])
+        snprintf(e->code, sizeof e->code, "%s",
+                 !strcmp(e->kind, SB_ERR_QUOTA) ? "insufficient_quota" : "rate_limit_exceeded");
+    if (!strcmp(e->kind, SB_ERR_QUOTA))
+        e->no_retry = true;
 }
 
 /* OpenAI's "type" for each canonical kind. */
@@ -129,6 +136,7 @@ static const char *fe_error_google_status(const fe_error_t *e)
     case 405:
     case 413:
     case 422:
+    case 431:
         return "INVALID_ARGUMENT";
     case 401:
         return "UNAUTHENTICATED";
@@ -147,6 +155,7 @@ static const char *fe_error_google_status(const fe_error_t *e)
     case 502:
     case 503:
         return "UNAVAILABLE";
+    case 408: /* the client's request did not arrive in time */
     case 504:
         return "DEADLINE_EXCEEDED";
     default:

@@ -17,13 +17,17 @@
 #include <string.h>
 
 #include "fe_body.h"
+#include "fe_fallback.h"
 #include "fe_features.h"
 #include "fe_files.h"
 #include "fe_items.h"
+#include "fe_limits.h"
 #include "fe_prompt.h"
 #include "fe_reasoning.h"
-#include "fe_stream.h"
+#include "fe_router.h"
 #include "fe_sql.h"
+#include "fe_stream.h"
+#include "fe_tokens.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_job.h"
@@ -71,16 +75,9 @@ void fe_generate_stored(const PGresult *res, const char *err, void *arg)
         fe_request_reply_json(r, 200, json_incref(body));
 }
 
-static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
+/* The job is over and the lease released: render, store, reply. */
+static void fe_generate_finish(fe_request_t *r)
 {
-    fe_request_t *r = arg;
-    if (r->state != FE_REQ_RUNNING)
-        return;
-    if (!fe_collect_event(&r->result, ev) && !final) {
-        if (r->stream)
-            fe_stream_event(r, ev);
-        return;
-    }
     fe_error_t e;
     if (!r->result.done)
         fe_error_set(&e, 502, SB_ERR_UPSTREAM, "incomplete_stream", NULL,
@@ -116,6 +113,31 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
     fe_request_reply_json(r, 200, rendered);
 }
 
+static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
+{
+    fe_request_t *r = arg;
+    if (r->state != FE_REQ_RUNNING)
+        return;
+    if (!fe_collect_event(&r->result, ev) && !final) {
+        if (r->stream)
+            fe_stream_event(r, ev);
+        return;
+    }
+    if (r->deadline)
+        event_del(r->deadline);
+    if (r->result.failed && fe_fallback_try(r))
+        return;
+    fe_generate_job_over(r);
+}
+
+void fe_generate_job_over(fe_request_t *r)
+{
+    /* The lease is released before the client sees the end, so its next
+     * request finds the slot free on any frontend. */
+    r->state = FE_REQ_STORING;
+    fe_limits_release(r, fe_generate_finish);
+}
+
 static json_t *fe_generate_route(const fe_request_t *r)
 {
     const json_t *m = r->model;
@@ -129,7 +151,7 @@ static json_t *fe_generate_route(const fe_request_t *r)
                      max_out ? max_out : json_null());
 }
 
-static void fe_generate_submit(fe_request_t *r)
+void fe_generate_submit(fe_request_t *r)
 {
     /* The worker gets the full context with files and reasoning resolved;
      * the canonical request keeps this request's own input for storage. */
@@ -145,23 +167,27 @@ static void fe_generate_submit(fe_request_t *r)
         json_object_del(request, "stream");
     json_t *timeout = json_object_get(r->model, "timeout_ms");
     int64_t timeout_ms = json_is_integer(timeout) && json_integer_value(timeout) > 0 ? json_integer_value(timeout)
-                                                                                    : r->srv->cfg.default_timeout_ms;
+                                                                                     : r->srv->cfg.default_timeout_ms;
     int64_t deadline = sb_now_ms() + timeout_ms;
-    json_t *job = sb_job_new(r->request_id, r->model_id, (long long)json_integer_value(json_object_get(r->key, "account_id")),
-                             fe_generate_route(r), request);
+    json_t *job =
+        sb_job_new(r->request_id, r->model_id, (long long)json_integer_value(json_object_get(r->key, "account_id")),
+                   fe_generate_route(r), request);
     r->state = FE_REQ_RUNNING;
-    int rc = job ? fe_broker_submit(r->srv->broker, r->request_id, r->model_id, deadline, job, fe_generate_on_event, r)
-                 : -1;
+    r->submitted = true;
+    int rc =
+        job ? fe_broker_submit(r->srv->broker, r->request_id, r->model_id, deadline, job, fe_generate_on_event, r) : -1;
     json_decref(job);
     if (rc < 0) {
         fe_request_failf(r, 503, SB_ERR_OVERLOADED, "broker_unavailable", NULL,
                          "The gateway could not queue the request, retry later");
         return;
     }
-    if (r->stream)
+    if (r->stream && !r->stream_out)
         fe_stream_begin(r);
-    r->deadline = evtimer_new(r->srv->base, fe_generate_on_deadline, r);
-    struct timeval tv = {(timeout_ms + FE_DEADLINE_SLACK_MS) / 1000, ((timeout_ms + FE_DEADLINE_SLACK_MS) % 1000) * 1000};
+    if (!r->deadline) /* a fallback's job reuses the timer */
+        r->deadline = evtimer_new(r->srv->base, fe_generate_on_deadline, r);
+    struct timeval tv = {(timeout_ms + FE_DEADLINE_SLACK_MS) / 1000,
+                         ((timeout_ms + FE_DEADLINE_SLACK_MS) % 1000) * 1000};
     evtimer_add(r->deadline, &tv);
 }
 
@@ -197,6 +223,45 @@ static void fe_generate_load_context(fe_request_t *r)
     fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
 }
 
+/* The parameter a style names its output limit by, and its input by. */
+static const char *fe_generate_max_param(const fe_request_t *r)
+{
+    return r->style == &fe_style_responses ? "max_output_tokens"
+           : r->style == &fe_style_gemini  ? "generationConfig.maxOutputTokens"
+                                           : "max_tokens";
+}
+
+static const char *fe_generate_input_param(const fe_request_t *r)
+{
+    return r->style == &fe_style_responses ? "input" : r->style == &fe_style_gemini ? "contents" : "messages";
+}
+
+int fe_generate_check_size(fe_request_t *r, fe_error_t *err)
+{
+    json_int_t context = json_integer_value(json_object_get(r->model, "context_length"));
+    json_int_t max_out = json_integer_value(json_object_get(r->model, "max_output_tokens"));
+    const json_t *asked = json_object_get(r->canonical, "max_output_tokens");
+    json_int_t want = json_is_integer(asked) ? json_integer_value(asked) : 0;
+    if (max_out > 0 && want > max_out && !r->count_tokens) {
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_value", fe_generate_max_param(r),
+                     "%s is too large: %lld. The model '%.100s' supports at most %lld output tokens.",
+                     fe_generate_max_param(r), (long long)want, r->model_id, (long long)max_out);
+        return -1;
+    }
+    r->est_tokens = fe_tokens_request(r->canonical, r->job_input);
+    if (context > 0 && r->est_tokens + want > context && !r->count_tokens) { /* a count says how far over */
+        char also[96] = "";
+        if (want > 0)
+            snprintf(also, sizeof also, " and %s asks for %lld more", fe_generate_max_param(r), (long long)want);
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "context_length_exceeded", fe_generate_input_param(r),
+                     "context length exceeded: the model '%.100s' has a context length of %lld tokens, but the "
+                     "input has at least %lld tokens%s. Shorten the input or lower the output limit.",
+                     r->model_id, (long long)context, (long long)r->est_tokens, also);
+        return -1;
+    }
+    return 0;
+}
+
 /* The synchronous checks on the whole context; builds r->job_input. */
 static int fe_generate_check(fe_request_t *r)
 {
@@ -208,7 +273,7 @@ static int fe_generate_check(fe_request_t *r)
     json_decref(own);
     r->job_input = input;
     if (fe_features_check(r, input, &err) < 0 || fe_items_check_calls(input, &err) < 0 ||
-        fe_reasoning_open_items(r, input, &err) < 0) {
+        fe_generate_check_size(r, &err) < 0 || fe_reasoning_open_items(r, input, &err) < 0) {
         fe_request_fail(r, &err);
         return -1;
     }
@@ -236,6 +301,10 @@ void fe_generate_continue(fe_request_t *r)
         fe_files_resolve(r); /* marks FE_PREP_FILES and continues, or fails */
         return;
     }
+    if (!(r->prepared & FE_PREP_ADMIT) && json_is_true(json_object_get(r->key, "limited")) && !r->count_tokens) {
+        fe_limits_admit(r); /* marks FE_PREP_ADMIT and continues, or answers 429 */
+        return;
+    }
     fe_generate_submit(r);
 }
 
@@ -260,6 +329,9 @@ static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
         return;
     }
     r->model = json_incref(rec);
+    json_t *fallbacks = json_object_get(rec, "fallbacks");
+    if (json_array_size(fallbacks) > 0)
+        r->fallbacks = json_deep_copy(fallbacks);
     fe_generate_continue(r);
 }
 
@@ -288,7 +360,7 @@ void fe_generate_start(fe_request_t *r)
         return;
     }
     if (json_is_true(json_object_get(r->key, "zdr"))) {
-        r->store = false;          /* zero-data-retention accounts are never stored */
+        r->store = false;                       /* zero-data-retention accounts are never stored */
         r->seal_reasoning = r->srv->seal_ready; /* and get their reasoning back sealed */
     }
     r->state = FE_REQ_MODEL;

@@ -74,7 +74,10 @@ fe_reqlog_t *fe_reqlog_new(struct event_base *base, fe_db_t *db, const char *fro
     return l;
 }
 
-static json_t *fe_reqlog_id_or_null(long long v) { return v > 0 ? json_integer(v) : json_null(); }
+static json_t *fe_reqlog_id_or_null(long long v)
+{
+    return v > 0 ? json_integer(v) : json_null();
+}
 
 void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
 {
@@ -83,21 +86,22 @@ void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
                  FE_REQLOG_BUFFER_MAX);
         json_array_remove(l->buffer, 0);
     }
-    json_t *row = json_pack("{s:s, s:I, s:o, s:o, s:s?, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:s?, s:b, s:s}",
-                            "request_id", r->request_id, "ts_ms", (json_int_t)r->ts_ms, "key_id",
-                            fe_reqlog_id_or_null(r->key_id), "account_id", fe_reqlog_id_or_null(r->account_id),
-                            "model", r->model, "path", r->path, "status", r->status, "latency_ms", r->latency_ms,
-                            "upstream_latency_ms", r->upstream_ms >= 0 ? json_integer(r->upstream_ms) : json_null(),
-                            "tokens_in", (json_int_t)r->tokens_in, "tokens_out", (json_int_t)r->tokens_out,
-                            "reasoning_tokens", (json_int_t)r->reasoning_tokens, "error", r->error, "stream",
-                            r->stream, "frontend", l->frontend);
+    json_t *row = json_pack(
+        "{s:s, s:I, s:o, s:o, s:s?, s:s?, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:o, s:s?, s:b, s:s}", "request_id",
+        r->request_id, "ts_ms", (json_int_t)r->ts_ms, "key_id", fe_reqlog_id_or_null(r->key_id), "account_id",
+        fe_reqlog_id_or_null(r->account_id), "model", r->model, "requested_model", r->requested_model, "path", r->path,
+        "status", r->status, "latency_ms", r->latency_ms, "upstream_latency_ms",
+        r->upstream_ms >= 0 ? json_integer(r->upstream_ms) : json_null(), "tokens_in", (json_int_t)r->tokens_in,
+        "tokens_out", (json_int_t)r->tokens_out, "reasoning_tokens", (json_int_t)r->reasoning_tokens,
+        "tokens_estimated", r->tokens_estimated > 0 ? json_integer(r->tokens_estimated) : json_null(), "error",
+        r->error, "stream", r->stream, "frontend", l->frontend);
     if (!row) {
         /* Only invalid UTF-8 in model/path/error can get here: keep the row, lose the text. */
-        row = json_pack("{s:s, s:I, s:o, s:o, s:s, s:i, s:i, s:s, s:b, s:s}", "request_id", r->request_id, "ts_ms",
-                        (json_int_t)r->ts_ms, "key_id", fe_reqlog_id_or_null(r->key_id), "account_id",
-                        fe_reqlog_id_or_null(r->account_id), "path", "(invalid utf-8)", "status", r->status,
-                        "latency_ms", r->latency_ms, "error", "(invalid utf-8)", "stream", r->stream, "frontend",
-                        l->frontend);
+        row =
+            json_pack("{s:s, s:I, s:o, s:o, s:s, s:i, s:i, s:s, s:b, s:s}", "request_id", r->request_id, "ts_ms",
+                      (json_int_t)r->ts_ms, "key_id", fe_reqlog_id_or_null(r->key_id), "account_id",
+                      fe_reqlog_id_or_null(r->account_id), "path", "(invalid utf-8)", "status", r->status, "latency_ms",
+                      r->latency_ms, "error", "(invalid utf-8)", "stream", r->stream, "frontend", l->frontend);
     }
     json_array_append_new(l->buffer, row);
     if (json_array_size(l->buffer) >= FE_REQLOG_BATCH_MAX)

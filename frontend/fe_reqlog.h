@@ -21,11 +21,13 @@ typedef struct {
     long long key_id;       /* <= 0: unknown */
     long long account_id;   /* <= 0: unknown */
     const char *model;      /* NULL: unknown */
+    const char *requested_model; /* the model asked for when a fallback answered; NULL otherwise */
     const char *path;
     int status;
     int latency_ms;
     int upstream_ms;        /* < 0: none */
     long long tokens_in, tokens_out, reasoning_tokens;
+    long long tokens_estimated; /* the gateway's input estimate; 0: none made */
     const char *error;      /* NULL on success; never contains secrets */
     bool stream;
 } fe_reqlog_row_t;

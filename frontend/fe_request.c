@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "fe_limits.h"
 #include "fe_router.h"
 #include "fe_stream.h"
 #include "sb_alloc.h"
@@ -64,6 +65,8 @@ static void fe_request_free(fe_request_t *r)
     json_decref(r->style_state);
     fe_collect_free(&r->result);
     free(r->model_id);
+    free(r->requested_model);
+    json_decref(r->fallbacks);
     free(r->previous_response_id);
     free(r->path);
     free(r->path_arg);
@@ -96,6 +99,8 @@ static long long fe_request_key_field(const fe_request_t *r, const char *f)
 
 static void fe_request_log(fe_request_t *r)
 {
+    int64_t tokens_in, tokens_out;
+    fe_limits_usage(r, &tokens_in, &tokens_out);
     fe_reqlog_row_t row = {
         .request_id = r->request_id,
         .ts_ms = r->start_ms,
@@ -106,8 +111,10 @@ static void fe_request_log(fe_request_t *r)
         .status = r->status,
         .latency_ms = (int)((sb_mono_us() - r->start_us) / 1000),
         .upstream_ms = (int)r->result.upstream_ms,
-        .tokens_in = r->result.input_tokens,
-        .tokens_out = r->result.output_tokens,
+        .requested_model = r->requested_model,
+        .tokens_in = tokens_in,
+        .tokens_out = tokens_out,
+        .tokens_estimated = r->est_tokens,
         .reasoning_tokens = r->result.reasoning_tokens,
         .error = r->error_text,
         .stream = r->stream,
@@ -126,6 +133,8 @@ static void fe_request_add_headers(fe_request_t *r, const char *content_type, in
         snprintf(ra, sizeof ra, "%d", retry_after);
         evhttp_add_header(h, "Retry-After", ra);
     }
+    if (r->no_retry && r->status >= 400)
+        evhttp_add_header(h, "x-should-retry", "false");
 }
 
 /* The request is over (its reply sent, or its client gone): state DONE, the
@@ -133,10 +142,11 @@ static void fe_request_add_headers(fe_request_t *r, const char *content_type, in
 static void fe_request_done(fe_request_t *r)
 {
     if (r->conn) {
-        evhttp_connection_set_closecb(r->conn, NULL, NULL);
+        fe_conn_guard_detach_request(r->srv->guard, r->conn);
         r->conn = NULL;
     }
     fe_request_log(r);
+    fe_limits_release(r, NULL); /* a request that ends early (client gone, deadline) still frees its slot */
     r->srv->active_requests--;
     if (r->pending == 0)
         fe_request_free(r);
@@ -153,6 +163,20 @@ static void fe_request_stop_watching(fe_request_t *r)
         event_del(r->client_watch);
 }
 
+/* Reason phrases libevent 2.1 does not know (it says "Client Error"); NULL:
+ * libevent's own. */
+static const char *fe_request_reason(int status)
+{
+    switch (status) {
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    default:
+        return NULL;
+    }
+}
+
 /* Sends the reply (if the client is still there) and ends the request. A
  * started stream just ends: its status went out with its first bytes, and
  * `status` is only what the request log records. */
@@ -165,8 +189,10 @@ static void fe_request_send(fe_request_t *r, int status, const char *content_typ
     r->status = status;
     if (r->stream_started) {
         if (r->http) {
-            if (r->conn) /* evhttp may free the connection once the reply is out */
-                evhttp_connection_set_closecb(r->conn, NULL, NULL);
+            if (r->conn) { /* evhttp may free the connection once the reply is out */
+                fe_conn_guard_detach_request(r->srv->guard, r->conn);
+                r->conn = NULL;
+            }
             evhttp_send_reply_end(r->http);
             r->http = NULL;
         } else if (status < 400) {
@@ -177,7 +203,7 @@ static void fe_request_send(fe_request_t *r, int status, const char *content_typ
         struct evbuffer *buf = evbuffer_new();
         if (data && len)
             evbuffer_add(buf, data, len);
-        evhttp_send_reply(r->http, status, NULL, buf);
+        evhttp_send_reply(r->http, status, fe_request_reason(status), buf);
         evbuffer_free(buf);
         r->http = NULL;
     }
@@ -246,6 +272,7 @@ int fe_request_query_get(const fe_request_t *r, const char *name, char *buf, siz
 
 void fe_request_fail(fe_request_t *r, const fe_error_t *e)
 {
+    r->no_retry = e->no_retry;
     free(r->error_text);
     r->error_text = sb_xstrdup(e->message);
     fe_request_finish(r, e->status, r->style->error_body(r, e), e->retry_after);
@@ -346,6 +373,19 @@ static void fe_request_set_nodelay(struct evhttp_connection *conn)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/* The request line and headers as the client sent them, line ends included
+ * (an HTTP/1.1 version assumed): what --max-header-bytes limits. */
+static size_t fe_request_header_bytes(struct evhttp_request *http)
+{
+    const char *uri = evhttp_request_get_uri(http);
+    size_t n = strlen(fe_method_name(evhttp_request_get_command(http))) + 1 + (uri ? strlen(uri) : 0) +
+               sizeof " HTTP/1.1\r\n" - 1;
+    const struct evkeyvalq *headers = evhttp_request_get_input_headers(http);
+    for (const struct evkeyval *h = TAILQ_FIRST(headers); h; h = TAILQ_NEXT(h, next))
+        n += strlen(h->key) + 2 + strlen(h->value) + 2;
+    return n + 2;
+}
+
 void fe_request_handle(struct evhttp_request *http, void *arg)
 {
     fe_server_t *srv = arg;
@@ -367,10 +407,30 @@ void fe_request_handle(struct evhttp_request *http, void *arg)
     free(decoded);
     r->style = fe_router_style_for_path(r->path);
 
+    bool over_cap = false;
     r->conn = evhttp_request_get_connection(http);
     if (r->conn) {
         fe_request_set_nodelay(r->conn);
-        evhttp_connection_set_closecb(r->conn, fe_request_on_close, r);
+        over_cap = fe_conn_guard_attach_request(srv->guard, r->conn, fe_request_on_close, r);
+    }
+    if (over_cap) {
+        /* The connection was accepted beyond --max-connections: refused, and
+         * closed after the reply so that the client reconnects. */
+        evhttp_add_header(evhttp_request_get_output_headers(http), "Connection", "close");
+        fe_error_t e;
+        fe_error_set(&e, 503, SB_ERR_OVERLOADED, "too_many_connections", NULL,
+                     "This gateway instance has too many open connections; retry shortly.");
+        e.retry_after = 1;
+        fe_request_fail(r, &e);
+        return;
+    }
+    size_t header_bytes = fe_request_header_bytes(http);
+    if (header_bytes > srv->cfg.max_header_bytes) {
+        fe_request_failf(r, 431, SB_ERR_TOO_LARGE, "headers_too_large", NULL,
+                         "Request header fields too large: %zu bytes of request line and headers exceed the limit "
+                         "of %zu bytes.",
+                         header_bytes, srv->cfg.max_header_bytes);
+        return;
     }
 
     const char *method = fe_method_name(evhttp_request_get_command(http));

@@ -84,6 +84,12 @@ struct fe_request {
     fe_stream_t *stream_out; /* the stream's state while it runs, owned */
     const fe_stream_style_t *stream_style; /* set by parse when not style->stream */
     bool seal_reasoning;     /* return reasoning items with encrypted_content */
+    bool submitted;          /* a job went to the broker (its upstream may bill) */
+    bool lease;              /* admitted under limits; released at the end (fe_limits.h) */
+    bool no_retry;           /* the error reply says x-should-retry: false */
+    int64_t est_tokens;      /* input token estimate (fe_tokens.h) */
+    char *requested_model;   /* the model asked for, when a fallback answered; owned */
+    json_t *fallbacks;       /* models still to try when the upstream fails (fe_fallback.h); owned */
     bool count_tokens;   /* a token-count endpoint: parse takes its body, the job has request.op
                             "count_tokens", and style->render_count makes the reply */
     int n;                   /* choices asked for (Chat Completions n); 1 otherwise */
@@ -130,6 +136,14 @@ void fe_generate_start(fe_request_t *r);
 /* A preparation step (prompt, context, files) finished: go on to the next
  * one or submit the job. Steps that fail end the request themselves. */
 void fe_generate_continue(fe_request_t *r);
+/* Submits (or, for a fallback, submits again) the request's job. */
+void fe_generate_submit(fe_request_t *r);
+/* The job is over with no fallback to try: release the lease, then render,
+ * store and reply (or fail). */
+void fe_generate_job_over(fe_request_t *r);
+/* Output limit and context length of r->model against the request: sets
+ * r->est_tokens; -1 with *err set (400) when it does not fit. */
+int fe_generate_check_size(fe_request_t *r, fe_error_t *err);
 /* Database callback for style->store writes. */
 void fe_generate_stored(const PGresult *res, const char *err, void *arg);
 
@@ -141,6 +155,7 @@ enum {
     FE_PREP_CONTEXT = 2, /* previous_response_id's items loaded */
     FE_PREP_CHECKED = 4, /* features, call ids, reasoning checked; job_input built */
     FE_PREP_FILES = 8,   /* file_id parts resolved to their content */
+    FE_PREP_ADMIT = 16,  /* admitted under the key's rate limits and quota (fe_limits.h) */
 };
 
 #endif

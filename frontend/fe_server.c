@@ -2,7 +2,7 @@
  * fe_server: builds one frontend instance: database pool and LISTEN for
  * cache invalidation, broker client, request log, and the HTTP listener
  * (SO_REUSEPORT so several processes share a port; limits on body size,
- * header size and read time).
+ * header size, read time and open connections, with fe_conn_guard).
  */
 #include "fe_server.h"
 
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_body.h"
 #include "fe_request.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
@@ -28,8 +29,11 @@ void fe_config_defaults(fe_config_t *cfg)
     cfg->max_body_bytes = 32u * 1024u * 1024u;
     cfg->max_header_bytes = 64u * 1024u;
     cfg->max_json_depth = 64;
+    cfg->max_json_elements = 200000;
     cfg->db_conns = 4;
     cfg->read_timeout_s = 30;
+    cfg->read_deadline_ms = 30000;
+    cfg->max_connections = 4096;
     cfg->default_timeout_ms = 60000;
     cfg->stream_keepalive_ms = 15000;
     cfg->max_file_bytes = 16u * 1024u * 1024u;
@@ -75,8 +79,20 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     size_t max_body = cfg->max_body_bytes > cfg->max_file_bytes + 65536 ? cfg->max_body_bytes
                                                                          : cfg->max_file_bytes + 65536;
     evhttp_set_max_body_size(s->http, (ev_ssize_t)max_body);
-    evhttp_set_max_headers_size(s->http, (ev_ssize_t)cfg->max_header_bytes);
+    /* Headers over max_header_bytes get 431 in the request's style
+     * (fe_request_handle); evhttp keeps a generous hard ceiling, which the
+     * connection guard enforces first (431 too) as the bytes arrive. */
+    size_t header_ceiling = 4 * cfg->max_header_bytes;
+    evhttp_set_max_headers_size(s->http, (ev_ssize_t)header_ceiling);
     evhttp_set_timeout(s->http, cfg->read_timeout_s);
+    fe_conn_guard_limits_t lim = {
+        .max_connections = cfg->max_connections,
+        .read_deadline_ms = cfg->read_deadline_ms,
+        .header_ceiling = header_ceiling,
+        .body_ceiling = max_body,
+    };
+    s->guard = fe_conn_guard_new(base, s->http, &lim, s->reqlog);
+    fe_body_set_max_elements(cfg->max_json_elements);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT |
                                             EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
     evhttp_set_gencb(s->http, fe_request_handle, s);
@@ -113,7 +129,8 @@ void fe_server_destroy(fe_server_t **ps)
         return;
     fe_server_t *s = *ps;
     if (s->http)
-        evhttp_free(s->http);
+        evhttp_free(s->http); /* closes every client connection */
+    fe_conn_guard_destroy(&s->guard);
     /* Outstanding jobs fail now; their requests log a row each. */
     fe_broker_destroy(&s->broker);
     if (s->reqlog) {

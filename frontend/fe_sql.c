@@ -5,15 +5,27 @@
  * zero-data-retention flag, allowed model ids as a JSON array. */
 static const char fe_sql_key_lookup[] =
     "SELECT k.id, k.account_id, (k.enabled AND a.enabled), a.zero_data_retention, "
-    "       COALESCE((SELECT json_agg(gm.model_id) FROM group_models gm WHERE gm.group_id = k.group_id), '[]') "
-    "FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = $1";
+    "       COALESCE((SELECT json_agg(gm.model_id) FROM group_models gm WHERE gm.group_id = k.group_id), '[]'), "
+    "       num_nonnulls(k.rpm_limit, k.tpm_limit, k.concurrency_limit, g.rpm_limit, g.tpm_limit, "
+    "                    g.concurrency_limit, a.quota_tokens) > 0 "
+    "FROM api_keys k JOIN accounts a ON a.id = k.account_id JOIN token_groups g ON g.id = k.group_id "
+    "WHERE k.key_hash = $1";
+
+/* $1 request id, $2 key id, $3 tokens reserved, $4 lease lifetime in
+ * ms -> admitted, kind, scope, what, limit, retry_after_ms (schema/003). */
+static const char fe_sql_limit_admit[] =
+    "SELECT admitted, kind, scope, what, limit_value, retry_after_ms FROM sb_limit_admit($1, $2::bigint, $3::bigint, "
+    "$4::integer)";
+
+/* $1 request id, $2 tokens used (input + output). */
+static const char fe_sql_limit_release[] = "SELECT sb_limit_release($1, $2::bigint)";
 
 /* $1 model id -> the model and its route as one JSON object. */
 static const char fe_sql_model_lookup[] =
     "SELECT json_build_object('id', id, 'enabled', enabled, 'provider', provider, 'base_url', base_url, "
     "  'upstream_model', upstream_model, 'credential_ref', credential_ref, 'capabilities', capabilities, "
     "  'context_length', context_length, 'max_output_tokens', max_output_tokens, 'timeout_ms', timeout_ms, "
-    "  'created', extract(epoch FROM created_at)::bigint) "
+    "  'fallbacks', to_json(fallbacks), 'created', extract(epoch FROM created_at)::bigint) "
     "FROM models WHERE id = $1";
 
 static const char fe_sql_model_list[] =
@@ -23,13 +35,15 @@ static const char fe_sql_model_list[] =
 /* $1 JSON array of rows. Idempotent on request_id so a retried batch cannot
  * write a row twice. */
 const char fe_sql_reqlog_insert_sql[] =
-    "INSERT INTO request_log (request_id, ts, key_id, account_id, model, path, status, latency_ms, "
-    "  upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, error, stream, frontend) "
-    "SELECT request_id, to_timestamp(ts_ms / 1000.0), key_id, account_id, model, path, status, latency_ms, "
-    "  upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, error, stream, frontend "
+    "INSERT INTO request_log (request_id, ts, key_id, account_id, model, requested_model, path, status, latency_ms, "
+    "  upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, tokens_estimated, error, stream, frontend) "
+    "SELECT request_id, to_timestamp(ts_ms / 1000.0), key_id, account_id, model, requested_model, path, status, "
+    "  latency_ms, upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, tokens_estimated, error, stream, "
+    "  frontend "
     "FROM jsonb_to_recordset($1::jsonb) AS x(request_id text, ts_ms bigint, key_id bigint, account_id bigint, "
-    "  model text, path text, status int, latency_ms int, upstream_latency_ms int, tokens_in int, tokens_out int, "
-    "  reasoning_tokens int, error text, stream boolean, frontend text) "
+    "  model text, requested_model text, path text, status int, latency_ms int, upstream_latency_ms int, "
+    "  tokens_in int, tokens_out int, reasoning_tokens int, tokens_estimated int, error text, stream boolean, "
+    "  frontend text) "
     "ON CONFLICT (request_id) DO NOTHING";
 
 /* $1 response id, $2 account id -> what a follow-up request inherits: the
@@ -135,6 +149,8 @@ static const char fe_sql_response_delete[] = "DELETE FROM responses WHERE id = $
 
 const fe_db_stmt_t fe_sql_statements[] = {
     {FE_SQL_KEY_LOOKUP, fe_sql_key_lookup},
+    {FE_SQL_LIMIT_ADMIT, fe_sql_limit_admit},
+    {FE_SQL_LIMIT_RELEASE, fe_sql_limit_release},
     {FE_SQL_MODEL_LOOKUP, fe_sql_model_lookup},
     {FE_SQL_MODEL_LIST, fe_sql_model_list},
     {FE_SQL_REQLOG_INSERT, fe_sql_reqlog_insert_sql},

@@ -75,10 +75,8 @@ static void fe_stream_on_keepalive(evutil_socket_t fd, short what, void *arg)
     fe_stream_t *s = r->stream_out;
     if (!s || r->state == FE_REQ_DONE)
         return;
-    /* A quiet job starts the reply, so its client and any proxy between
-     * see bytes before they give up. */
-    if (!fe_stream_open(r))
-        return;
+    if (!r->stream_started)
+        return; /* armed only once the stream is open (fe_stream_begin) */
     s->style->keepalive(r, s->out);
     fe_stream_flush(r);
 }
@@ -97,7 +95,10 @@ void fe_stream_begin(fe_request_t *r)
         s->keepalive = evtimer_new(r->srv->base, fe_stream_on_keepalive, r);
         s->keepalive_tv.tv_sec = ms / 1000;
         s->keepalive_tv.tv_usec = (ms % 1000) * 1000;
-        event_add(s->keepalive, &s->keepalive_tv);
+        /* Not armed yet: until the first event nothing is sent, so an error
+         * (after the worker's retries) is still an HTTP status and the
+         * request may still fail over to another model (fe_fallback.h).
+         * Upstreams send their first event as soon as they accept a request. */
     }
     r->stream_out = s;
 }

@@ -73,6 +73,20 @@ static void usage(void)
             "usage: sb-frontend [--listen HOST:PORT] [--broker ENDPOINT] [--pg DSN] [--name NAME]\n"
             "                   [--max-body-bytes N] [--max-file-bytes N] [--db-conns N] [--read-timeout S]\n"
             "                   [--drain-seconds S] [--reasoning-key-file PATH] [--stream-keepalive-ms MS]\n"
+            "                   [--max-header-bytes N] [--max-json-depth N] [--max-json-elements N]\n"
+            "                   [--read-deadline-ms MS] [--max-connections N]\n"
+            "  Limits (each refused in the error body of the request's API style):\n"
+            "    --max-body-bytes N       JSON request body (413 above; default 33554432)\n"
+            "    --max-file-bytes N       file upload (413 above; default 16777216)\n"
+            "    --max-header-bytes N     request line + headers (431 above; default 65536)\n"
+            "    --max-json-depth N       nesting of a JSON body (400 json_too_deep above; default 64)\n"
+            "    --max-json-elements N    array elements + object members of a JSON body\n"
+            "                             (400 json_too_many_elements above; default 200000)\n"
+            "    --read-timeout S         longest silence while reading a request or between two (default 30)\n"
+            "    --read-deadline-ms MS    time to read a whole request, first byte to last (408 after;\n"
+            "                             0 = none; default 30000)\n"
+            "    --max-connections N      open client connections; requests on connections beyond get 503\n"
+            "                             with Retry-After: 1 (default 4096)\n"
             "  SB_PG_DSN and SB_BROKER_FRONTEND_ENDPOINT are read from the environment when not given.\n"
             "  The reasoning key (64 hex characters) seals encrypted reasoning items; without it\n"
             "  include=[\"reasoning.encrypted_content\"] is refused. SB_REASONING_KEY_FILE also names the file.\n");
@@ -96,6 +110,9 @@ int main(int argc, char **argv)
         {"read-timeout", required_argument, 0, 't'}, {"drain-seconds", required_argument, 0, 's'},
         {"max-file-bytes", required_argument, 0, 'f'}, {"reasoning-key-file", required_argument, 0, 'k'},
         {"stream-keepalive-ms", required_argument, 0, 'K'},
+        {"max-header-bytes", required_argument, 0, 'H'}, {"max-json-depth", required_argument, 0, 'D'},
+        {"max-json-elements", required_argument, 0, 'E'}, {"read-deadline-ms", required_argument, 0, 'R'},
+        {"max-connections", required_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     const char *key_file = getenv("SB_REASONING_KEY_FILE");
     int c;
@@ -155,6 +172,31 @@ int main(int argc, char **argv)
             if (parse_int(optarg, 0, 3600, &v) < 0)
                 return usage(), 2;
             drain_seconds = (int)v;
+            break;
+        case 'H':
+            if (parse_int(optarg, 1024, 16L << 20, &v) < 0)
+                return usage(), 2;
+            cfg.max_header_bytes = (size_t)v;
+            break;
+        case 'D':
+            if (parse_int(optarg, 1, 10000, &v) < 0)
+                return usage(), 2;
+            cfg.max_json_depth = (int)v;
+            break;
+        case 'E':
+            if (parse_int(optarg, 1, 100000000, &v) < 0)
+                return usage(), 2;
+            cfg.max_json_elements = (size_t)v;
+            break;
+        case 'R':
+            if (parse_int(optarg, 0, 3600000, &v) < 0)
+                return usage(), 2;
+            cfg.read_deadline_ms = (int)v;
+            break;
+        case 'C':
+            if (parse_int(optarg, 1, 1000000, &v) < 0)
+                return usage(), 2;
+            cfg.max_connections = (int)v;
             break;
         default:
             usage();

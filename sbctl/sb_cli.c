@@ -23,14 +23,18 @@ struct sb_cli_spec {
 
 #define SB_MODEL_OPTS                                                                                                  \
     (SB_OPT_PROVIDER | SB_OPT_BASE_URL | SB_OPT_UPSTREAM_MODEL | SB_OPT_CREDENTIAL_REF | SB_OPT_CONTEXT_LENGTH |       \
-     SB_OPT_MAX_OUTPUT_TOKENS | SB_OPT_TIMEOUT_MS | SB_OPT_CAPABILITIES)
+     SB_OPT_MAX_OUTPUT_TOKENS | SB_OPT_TIMEOUT_MS | SB_OPT_CAPABILITIES | SB_OPT_FALLBACKS)
 
 #define SB_PROMPT_BODY_OPTS (SB_OPT_INSTRUCTIONS | SB_OPT_BODY | SB_OPT_BODY_FILE)
 #define SB_PROMPT_BODY_HELP "(--instructions TEXT | --body JSON | --body-file PATH)"
 
 #define SB_MODEL_OPTS_HELP                                                                                             \
     "[--upstream-model NAME] [--credential-ref ENVVAR]\n"                                                              \
-    "        [--context-length N] [--max-output-tokens N] [--timeout-ms N] [--capabilities JSON]"
+    "        [--context-length N] [--max-output-tokens N] [--timeout-ms N] [--capabilities JSON]\n"                    \
+    "        [--fallbacks ID,ID...]"
+
+#define SB_LIMITS_SCOPE_OPTS (SB_OPT_KEY | SB_OPT_GROUP | SB_OPT_ACCOUNT)
+#define SB_LIMITS_RATE_OPTS (SB_OPT_RPM | SB_OPT_TPM | SB_OPT_CONCURRENCY)
 
 static const struct sb_cli_spec sb_cli_specs[] = {
     {SB_CLI_MIGRATE, NULL, "migrate", 0, 0, SB_OPT_DIR, "[--dir DIR]",
@@ -64,7 +68,10 @@ static const struct sb_cli_spec sb_cli_specs[] = {
     {SB_CLI_MODEL_DISABLE, "model", "disable", 1, 1, 0, "ID", "disable a model"},
     {SB_CLI_MODEL_ENABLE, "model", "enable", 1, 1, 0, "ID", "enable a model"},
     {SB_CLI_MODEL_SET, "model", "set", 1, 1, SB_MODEL_OPTS, "ID [--provider P] [--base-url URL] " SB_MODEL_OPTS_HELP,
-     "change a model's settings (only the options given; --credential-ref '' clears it)"},
+     "change a model's settings (only the options given; --credential-ref '' and --fallbacks '' clear)"},
+    {SB_CLI_MODEL_FALLBACK, "model", "fallback", 1, SB_CLI_MAX_ARGS, 0, "ID [FALLBACK ...]",
+     "set the models tried, in this order, when ID's upstream fails before the client has\n"
+     "      seen a byte (existing models, not ID, no repeats; no FALLBACK clears the list)"},
 
     {SB_CLI_PROMPT_CREATE, "prompt", "create", 0, 0,
      SB_OPT_ACCOUNT | SB_OPT_NAME | SB_PROMPT_BODY_OPTS | SB_OPT_IF_NOT_EXISTS,
@@ -80,6 +87,18 @@ static const struct sb_cli_spec sb_cli_specs[] = {
      "list prompt templates: current version and number of versions"},
     {SB_CLI_PROMPT_SHOW, "prompt", "show", 1, 1, SB_OPT_VERSION, "PROMPT_ID [--version N]",
      "print a version's body as JSON (default: the current version)"},
+
+    {SB_CLI_LIMITS_SET, "limits", "set", 0, 0, SB_LIMITS_SCOPE_OPTS | SB_LIMITS_RATE_OPTS | SB_OPT_QUOTA_TOKENS,
+     "(--key ID | --group NAME) [--rpm N] [--tpm N] [--concurrency N]\n"
+     "  sbctl limits set --account NAME --quota-tokens N",
+     "set a key's or a group's requests per minute, tokens per minute and concurrent\n"
+     "      requests, or an account's token quota (only the options given; N = none clears it)"},
+    {SB_CLI_LIMITS_SHOW, "limits", "show", 0, 0, SB_OPT_ACCOUNT, "[--account NAME]",
+     "list the keys and groups with a limit and the accounts with a quota, with the quota's\n"
+     "      use (--account: that account, and the limited keys and groups it uses)"},
+    {SB_CLI_LIMITS_RESET_USAGE, "limits", "reset-usage", 0, 0, SB_OPT_ACCOUNT, "--account NAME",
+     "set the tokens drawn from the account's quota back to 0 (a new period, or a top-up);\n"
+     "      prints the previous value"},
 };
 
 #define SB_CLI_NSPECS (sizeof sb_cli_specs / sizeof sb_cli_specs[0])
@@ -110,11 +129,17 @@ static const struct sb_cli_opt sb_cli_opts[] = {
     {"--body-file", SB_OPT_BODY_FILE, true},
     {"--no-set-current", SB_OPT_NO_SET_CURRENT, false},
     {"--version", SB_OPT_VERSION, true},
+    {"--key", SB_OPT_KEY, true},
+    {"--rpm", SB_OPT_RPM, true},
+    {"--tpm", SB_OPT_TPM, true},
+    {"--concurrency", SB_OPT_CONCURRENCY, true},
+    {"--quota-tokens", SB_OPT_QUOTA_TOKENS, true},
+    {"--fallbacks", SB_OPT_FALLBACKS, true},
 };
 
 #define SB_CLI_NOPTS (sizeof sb_cli_opts / sizeof sb_cli_opts[0])
 
-static const char *const sb_cli_groups[] = {"account", "group", "key", "model", "prompt"};
+static const char *const sb_cli_groups[] = {"account", "group", "key", "model", "prompt", "limits"};
 
 __attribute__((format(printf, 3, 4))) static int sb_cli_fail(char *err, size_t errsz, const char *fmt, ...)
 {
@@ -358,6 +383,46 @@ static int sb_cli_positive(const char *opt, const char *val, int *out, char *err
     return 0;
 }
 
+/* Parses a limit option's value: an integer in [min, max], or "none"
+ * (SB_CLI_LIMIT_NONE: clear the limit). */
+static int sb_cli_limit(const char *opt, const char *val, long long min, long long max, long long *out, char *err,
+                        size_t errsz)
+{
+    if (!strcmp(val, "none")) {
+        *out = SB_CLI_LIMIT_NONE;
+        return 0;
+    }
+    if (sb_cli_parse_int(val, min, max, out) != 0)
+        return sb_cli_fail(err, errsz, "%s: expected an integer between %lld and %lld, or none, got '%s'", opt, min,
+                           max, val);
+    return 0;
+}
+
+/* --fallbacks: "" or comma-separated model ids. Whether they exist, repeat or
+ * name the model itself is the command's check (exit 1, like a missing name). */
+static int sb_cli_model_list(const char *opt, const char *val, char *err, size_t errsz)
+{
+    if (!*val)
+        return 0; /* clears the list */
+    int n = 0;
+    for (const char *p = val;;) {
+        size_t len = strcspn(p, ",");
+        char id[SB_CLI_MODEL_MAX + 1];
+        if (len == 0 || len > SB_CLI_MODEL_MAX)
+            return sb_cli_fail(err, errsz, "%s: expected model ids separated by commas, got '%s'", opt, val);
+        memcpy(id, p, len);
+        id[len] = '\0';
+        if (!sb_cli_valid_model_id(id))
+            return sb_cli_fail(err, errsz, "%s: invalid model id '%s'", opt, id);
+        if (++n > SB_CLI_FALLBACK_MAX)
+            return sb_cli_fail(err, errsz, "%s: at most %d fallbacks", opt, SB_CLI_FALLBACK_MAX);
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+    return 0;
+}
+
 /* Stores one option's value in cli, validating it. */
 static int sb_cli_set_opt(struct sb_cli *cli, const struct sb_cli_opt *o, const char *val, char *err, size_t errsz)
 {
@@ -452,6 +517,25 @@ static int sb_cli_set_opt(struct sb_cli *cli, const struct sb_cli_opt *o, const 
         return 0;
     case SB_OPT_VERSION:
         return sb_cli_positive(o->name, val, &cli->version, err, errsz);
+    case SB_OPT_KEY:
+        if (sb_cli_parse_int(val, 1, LLONG_MAX, &cli->key_id) != 0)
+            return sb_cli_fail(err, errsz, "--key: invalid key id '%s' (a positive integer, see 'sbctl key list')",
+                               val);
+        return 0;
+    case SB_OPT_RPM:
+        return sb_cli_limit(o->name, val, 1, INT_MAX, &cli->rpm, err, errsz);
+    case SB_OPT_TPM:
+        return sb_cli_limit(o->name, val, 1, LLONG_MAX, &cli->tpm, err, errsz);
+    case SB_OPT_CONCURRENCY:
+        return sb_cli_limit(o->name, val, 1, INT_MAX, &cli->concurrency, err, errsz);
+    case SB_OPT_QUOTA_TOKENS:
+        return sb_cli_limit(o->name, val, 0, LLONG_MAX, &cli->quota_tokens, err, errsz);
+    case SB_OPT_FALLBACKS: {
+        int rc = sb_cli_model_list(o->name, val, err, errsz);
+        if (rc == 0)
+            cli->fallbacks = val;
+        return rc;
+    }
     }
     return sb_cli_fail(err, errsz, "internal error: unhandled option %s", o->name);
 }
@@ -466,6 +550,27 @@ static int sb_cli_check_body_source(const struct sb_cli *cli, const char *verb, 
 {
     if (!!cli->instructions + !!cli->body + !!cli->body_file != 1)
         return sb_cli_fail(err, errsz, "prompt %s: give exactly one of --instructions, --body, --body-file", verb);
+    return 0;
+}
+
+/* limits set: one scope, at least one limit, and only the limits that scope has. */
+static int sb_cli_check_limits_set(const struct sb_cli *cli, char *err, size_t errsz)
+{
+    unsigned scope = cli->given & SB_LIMITS_SCOPE_OPTS;
+    if (scope == 0 || (scope & (scope - 1)) != 0)
+        return sb_cli_fail(err, errsz, "limits set: give exactly one of --key ID, --group NAME, --account NAME");
+    if (!(cli->given & (SB_LIMITS_RATE_OPTS | SB_OPT_QUOTA_TOKENS)))
+        return sb_cli_fail(err, errsz,
+                           "limits set: nothing to set (give --rpm, --tpm or --concurrency for a key or group, "
+                           "--quota-tokens for an account)");
+    if (scope == SB_OPT_ACCOUNT && (cli->given & SB_LIMITS_RATE_OPTS))
+        return sb_cli_fail(err, errsz,
+                           "limits set: --rpm, --tpm and --concurrency apply to a key or a group, not an account "
+                           "(an account has --quota-tokens)");
+    if (scope != SB_OPT_ACCOUNT && (cli->given & SB_OPT_QUOTA_TOKENS))
+        return sb_cli_fail(err, errsz,
+                           "limits set: --quota-tokens applies to an account (--account NAME), not to a key or a "
+                           "group");
     return 0;
 }
 
@@ -521,6 +626,7 @@ static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
     case SB_CLI_MODEL_DISABLE:
     case SB_CLI_MODEL_ENABLE:
     case SB_CLI_MODEL_SET:
+    case SB_CLI_MODEL_FALLBACK:
         if (!sb_cli_valid_model_id(cli->arg[0]))
             return sb_cli_fail(err, errsz,
                                "invalid model id '%s' (1-%d characters of A-Z a-z 0-9 . _ @ : + - /, starting "
@@ -533,6 +639,9 @@ static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
                 return sb_cli_fail(err, errsz, "invalid model id '%s'", cli->arg[0]);
             cli->upstream_model = cli->arg[0];
         }
+        for (int i = 1; cli->cmd == SB_CLI_MODEL_FALLBACK && i < cli->nargs; i++)
+            if (!sb_cli_valid_model_id(cli->arg[i]))
+                return sb_cli_fail(err, errsz, "invalid fallback model id '%s'", cli->arg[i]);
         return 0;
     case SB_CLI_PROMPT_CREATE:
         if (!cli->account)
@@ -557,6 +666,12 @@ static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
         if (!sb_cli_valid_prompt_id(cli->arg[0]))
             return sb_cli_bad_prompt_id(cli->arg[0], err, errsz);
         return 0;
+    case SB_CLI_LIMITS_SET:
+        return sb_cli_check_limits_set(cli, err, errsz);
+    case SB_CLI_LIMITS_RESET_USAGE:
+        if (!cli->account)
+            return sb_cli_fail(err, errsz, "limits reset-usage: --account NAME is required");
+        return 0;
     case SB_CLI_HELP:
     case SB_CLI_MIGRATE:
     case SB_CLI_ACCOUNT_LIST:
@@ -564,6 +679,7 @@ static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
     case SB_CLI_KEY_LIST:
     case SB_CLI_MODEL_LIST:
     case SB_CLI_PROMPT_LIST:
+    case SB_CLI_LIMITS_SHOW:
         return 0;
     }
     return 0;
@@ -659,8 +775,11 @@ int sb_cli_parse(struct sb_cli *cli, int argc, char **argv, char *err, size_t er
             cli->given |= o->bit;
             continue;
         }
-        if (cli->nargs >= spec->max_args)
+        if (cli->nargs >= spec->max_args) {
+            if (spec->cmd == SB_CLI_MODEL_FALLBACK)
+                return sb_cli_fail(err, errsz, "model fallback: at most %d fallbacks", SB_CLI_FALLBACK_MAX);
             return sb_cli_fail(err, errsz, "%s %s: unexpected argument '%s'", cmdname, sub, a);
+        }
         cli->arg[cli->nargs++] = a;
     }
     if (cli->nargs < spec->min_args)
@@ -685,6 +804,15 @@ static void sb_cli_usage_prompt_body(FILE *out)
                  "TEXT is short for {\"instructions\": TEXT}; --body-file - reads standard input.\n");
 }
 
+/* How the limits combine, after the limits commands' usage. */
+static void sb_cli_usage_limits(FILE *out)
+{
+    fprintf(out, "\nA request must pass its key's limits and its token group's (shared by all the group's\n"
+                 "keys) and fit in its account's quota: input + output tokens, reasoning included, drawn\n"
+                 "as requests finish and never reset by themselves. Changes apply to running frontends\n"
+                 "at once.\n");
+}
+
 void sb_cli_usage(FILE *out, const char *group, const char *verb)
 {
     if (verb) {
@@ -694,12 +822,14 @@ void sb_cli_usage(FILE *out, const char *group, const char *verb)
             sb_cli_usage_one(out, s);
             if (s->opts & SB_PROMPT_BODY_OPTS)
                 sb_cli_usage_prompt_body(out);
+            if (s->group && !strcmp(s->group, "limits"))
+                sb_cli_usage_limits(out);
             return;
         }
     }
     if (!group) {
         fprintf(out, "sbctl: administer a Switchboard gateway (accounts, token groups, API keys, models,\n"
-                     "prompt templates).\n\n"
+                     "prompt templates, rate limits and quotas).\n\n"
                      "Connects with the libpq connection string in SB_PG_DSN, or libpq's own PG*\n"
                      "variables when SB_PG_DSN is unset. Exit status: 0 ok, 1 error, 2 usage error.\n\n"
                      "commands:\n");
@@ -714,6 +844,8 @@ void sb_cli_usage(FILE *out, const char *group, const char *verb)
     }
     if (!group || !strcmp(group, "prompt"))
         sb_cli_usage_prompt_body(out);
+    if (group && !strcmp(group, "limits"))
+        sb_cli_usage_limits(out);
     if (!group)
         fprintf(out, "\n'sbctl COMMAND --help' shows one command's usage. migrate finds schema/ via\n"
                      "--dir, then SB_SCHEMA_DIR, then ../../schema from the executable, then the\n"

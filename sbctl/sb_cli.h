@@ -36,11 +36,15 @@ enum sb_cli_cmd {
     SB_CLI_MODEL_DISABLE,
     SB_CLI_MODEL_ENABLE,
     SB_CLI_MODEL_SET,
+    SB_CLI_MODEL_FALLBACK,
     SB_CLI_PROMPT_CREATE,
     SB_CLI_PROMPT_VERSION,
     SB_CLI_PROMPT_SET_CURRENT,
     SB_CLI_PROMPT_LIST,
     SB_CLI_PROMPT_SHOW,
+    SB_CLI_LIMITS_SET,
+    SB_CLI_LIMITS_SHOW,
+    SB_CLI_LIMITS_RESET_USAGE,
 };
 
 /* Options a command may accept (bit mask in its spec). */
@@ -64,15 +68,24 @@ enum sb_cli_opt_bit {
     SB_OPT_BODY_FILE = 1u << 16,
     SB_OPT_NO_SET_CURRENT = 1u << 17,
     SB_OPT_VERSION = 1u << 18,
+    SB_OPT_KEY = 1u << 19,
+    SB_OPT_RPM = 1u << 20,
+    SB_OPT_TPM = 1u << 21,
+    SB_OPT_CONCURRENCY = 1u << 22,
+    SB_OPT_QUOTA_TOKENS = 1u << 23,
+    SB_OPT_FALLBACKS = 1u << 24,
 };
 
-#define SB_CLI_MAX_ARGS 2
 #define SB_CLI_NAME_MAX 128  /* account, group names */
 #define SB_CLI_MODEL_MAX 200 /* model ids, upstream model names */
 #define SB_CLI_LABEL_MAX 200 /* key labels (--name) */
 #define SB_CLI_URL_MAX 2048
 #define SB_CLI_PROMPT_ID_MAX 80       /* "pmpt_" + suffix (sbctl makes 32 hex digits) */
 #define SB_CLI_BODY_MAX (1024 * 1024) /* a prompt version's body, in bytes */
+#define SB_CLI_LIMIT_NONE (-1LL)      /* limits set: "none", clear the limit */
+
+#define SB_CLI_FALLBACK_MAX 16                    /* models in one fallback chain */
+#define SB_CLI_MAX_ARGS (1 + SB_CLI_FALLBACK_MAX) /* model fallback ID FALLBACK... */
 
 struct sb_cli {
     enum sb_cli_cmd cmd;
@@ -81,7 +94,7 @@ struct sb_cli {
 
     const char *arg[SB_CLI_MAX_ARGS]; /* positional arguments */
     int nargs;
-    long long key_id; /* key disable/enable/set-group: arg[0] parsed */
+    long long key_id; /* key disable/enable/set-group: arg[0] parsed; limits set: --key */
     int version;      /* prompt set-current: arg[1] parsed; prompt show: --version (0 = current) */
 
     unsigned given; /* sb_cli_opt_bit of every option present */
@@ -103,6 +116,16 @@ struct sb_cli {
     const char *instructions;
     const char *body;
     const char *body_file;
+    /* limits set: the new limit when its option is given (see given), or
+     * SB_CLI_LIMIT_NONE to clear it. Ranges as the schema's CHECKs: rpm and
+     * concurrency 1..INT_MAX, tpm 1..LLONG_MAX, quota_tokens 0..LLONG_MAX. */
+    long long rpm;
+    long long tpm;
+    long long concurrency;
+    long long quota_tokens;
+    /* model add/set --fallbacks: comma-separated model ids, each checked
+     * with sb_cli_valid_model_id, at most SB_CLI_FALLBACK_MAX; "" clears. */
+    const char *fallbacks;
     bool zdr;
     bool if_not_exists;
     bool no_set_current;

@@ -66,6 +66,8 @@ int sb_ctl_run(struct sb_ctldb *db, const struct sb_cli *cli)
         return sb_ctl_model_set_enabled(db, cli, true);
     case SB_CLI_MODEL_SET:
         return sb_ctl_model_set(db, cli);
+    case SB_CLI_MODEL_FALLBACK:
+        return sb_ctl_model_fallback(db, cli);
     case SB_CLI_PROMPT_CREATE:
         return sb_ctl_prompt_create(db, cli);
     case SB_CLI_PROMPT_VERSION:
@@ -76,6 +78,12 @@ int sb_ctl_run(struct sb_ctldb *db, const struct sb_cli *cli)
         return sb_ctl_prompt_list(db, cli);
     case SB_CLI_PROMPT_SHOW:
         return sb_ctl_prompt_show(db, cli);
+    case SB_CLI_LIMITS_SET:
+        return sb_ctl_limits_set(db, cli);
+    case SB_CLI_LIMITS_SHOW:
+        return sb_ctl_limits_show(db, cli);
+    case SB_CLI_LIMITS_RESET_USAGE:
+        return sb_ctl_limits_reset_usage(db, cli);
     }
     fprintf(stderr, "sbctl: internal error: unhandled command %d\n", (int)cli->cmd);
     return -EINVAL;

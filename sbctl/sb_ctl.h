@@ -1,9 +1,10 @@
 /*
  * sb_ctl: sbctl's commands. sb_ctl_run dispatches a parsed command line to one
  * sb_ctl_<area>_<verb> function (one file per area: account, group, key,
- * model, prompt). Every function returns 0 or a negative errno-style code after
- * printing the reason to stderr: -ENOENT for a name or id that does not
- * exist, -EEXIST for a duplicate, -EIO for a database error.
+ * model, prompt, limits). Every function returns 0 or a negative errno-style
+ * code after printing the reason to stderr: -ENOENT for a name or id that does
+ * not exist, -EEXIST for a duplicate, -EINVAL for a fallback list naming a
+ * model itself or a model twice, -EIO for a database error.
  *
  * Output: listings are aligned tables with a header line on stdout; changes
  * print one confirmation line on stdout; "key create" prints only the secret,
@@ -54,11 +55,16 @@ int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTC
 int sb_ctl_model_list(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_model_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled) SB_CTL_MUSTCHECK;
 int sb_ctl_model_set(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_model_fallback(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 
 int sb_ctl_prompt_create(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_prompt_version(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_prompt_set_current(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_prompt_list(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_prompt_show(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+
+int sb_ctl_limits_set(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_limits_show(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_limits_reset_usage(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 
 #endif

@@ -6,16 +6,70 @@
  * "add" inserts the required columns and then applies the optional ones with
  * the same UPDATE as "set", in one transaction, so the column defaults live
  * only in schema/001_init.sql.
+ *
+ * A model's fallbacks (schema/003_limits.sql) are the models the frontend
+ * tries, in order, when this one's upstream fails before the client has seen
+ * a byte: "model fallback ID A B" or --fallbacks A,B on add/set. The list is
+ * passed to PostgreSQL as one comma-joined text (model ids have no commas).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "sb_buf.h"
 #include "sb_ctl.h"
+
+/*
+ * Checks model and its new fallback list (comma-joined ids, "" = none): the
+ * model must exist (said first, alone), and each fallback must exist, not be
+ * the model itself, and appear once. A disabled fallback is allowed (the
+ * frontend skips it until it is enabled), with a warning. Returns 0, -EINVAL
+ * or -ENOENT (every problem printed), or -EIO.
+ */
+static int sb_ctl_model_check_fallbacks(struct sb_ctldb *db, const char *model, const char *list)
+{
+    static const char sql[] = "SELECT f.id, f.id = $2 AS self, f.n > min(f.n) OVER (PARTITION BY f.id) AS repeated, "
+                              "m.id IS NOT NULL AS known, COALESCE(m.enabled, true) AS enabled "
+                              "FROM unnest(string_to_array($1, ',')) WITH ORDINALITY AS f(id, n) "
+                              "LEFT JOIN models m ON m.id = f.id ORDER BY f.n";
+    const char *params[] = {list, model};
+    PGresult *res = sb_ctldb_exec(db, "SELECT 1 FROM models WHERE id = $1", 1, &params[1]);
+    if (!res)
+        return -EIO;
+    int found = PQntuples(res);
+    PQclear(res);
+    if (!found) {
+        fprintf(stderr, "sbctl: model '%s' does not exist\n", model);
+        return -ENOENT;
+    }
+    res = sb_ctldb_exec(db, sql, 2, params);
+    if (!res)
+        return -EIO;
+    int rc = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *id = PQgetvalue(res, i, 0);
+        if (!strcmp(PQgetvalue(res, i, 1), "t")) {
+            fprintf(stderr, "sbctl: model '%s' cannot be its own fallback\n", model);
+            rc = -EINVAL;
+        } else if (!strcmp(PQgetvalue(res, i, 2), "t")) {
+            fprintf(stderr, "sbctl: fallback '%s' is listed more than once\n", id);
+            rc = -EINVAL;
+        } else if (strcmp(PQgetvalue(res, i, 3), "t") != 0) {
+            fprintf(stderr, "sbctl: fallback model '%s' does not exist (see 'sbctl model list')\n", id);
+            if (rc == 0)
+                rc = -ENOENT;
+        } else if (strcmp(PQgetvalue(res, i, 4), "t") != 0) {
+            fprintf(stderr, "sbctl: warning: fallback model '%s' is disabled; it is skipped until enabled\n", id);
+        }
+    }
+    PQclear(res);
+    return rc;
+}
 
 /* Applies the options given on the command line to model cli->arg[0]; an
  * option not given is NULL and leaves its column alone. Returns 0, -ENOENT
- * when the model does not exist, or -EIO. */
+ * when the model (or a --fallbacks model) does not exist, -EINVAL for a
+ * --fallbacks list naming the model itself or a model twice, or -EIO. */
 static int sb_ctl_model_update(struct sb_ctldb *db, const struct sb_cli *cli)
 {
     static const char sql[] =
@@ -27,7 +81,8 @@ static int sb_ctl_model_update(struct sb_ctldb *db, const struct sb_cli *cli)
         "capabilities = COALESCE($6::jsonb, capabilities), "
         "context_length = COALESCE($7::int, context_length), "
         "max_output_tokens = COALESCE($8::int, max_output_tokens), "
-        "timeout_ms = COALESCE($9::int, timeout_ms) "
+        "timeout_ms = COALESCE($9::int, timeout_ms), "
+        "fallbacks = COALESCE(string_to_array($10::text, ','), fallbacks) "
         "WHERE id = $1 RETURNING id";
     char ctx[16], maxout[16], timeout[16];
     snprintf(ctx, sizeof ctx, "%d", cli->context_length);
@@ -43,8 +98,14 @@ static int sb_ctl_model_update(struct sb_ctldb *db, const struct sb_cli *cli)
         cli->context_length > 0 ? ctx : NULL,
         cli->max_output_tokens > 0 ? maxout : NULL,
         cli->timeout_ms > 0 ? timeout : NULL,
+        cli->fallbacks,
     };
-    PGresult *res = sb_ctldb_exec(db, sql, 9, params);
+    if (cli->fallbacks) {
+        int rc = sb_ctl_model_check_fallbacks(db, cli->arg[0], cli->fallbacks);
+        if (rc != 0)
+            return rc;
+    }
+    PGresult *res = sb_ctldb_exec(db, sql, 10, params);
     if (!res)
         return -EIO;
     int found = PQntuples(res);
@@ -92,6 +153,7 @@ int sb_ctl_model_list(struct sb_ctldb *db, const struct sb_cli *cli)
     static const char sql[] = "SELECT id, provider, upstream_model AS upstream, base_url, "
                               "credential_ref AS credential, context_length AS context, "
                               "max_output_tokens AS max_output, timeout_ms, enabled::text AS enabled, "
+                              "NULLIF(array_to_string(fallbacks, ','), '') AS fallbacks, "
                               "capabilities::text AS capabilities "
                               "FROM models ORDER BY id";
     return sb_ctl_print_query(db, sql, 0, NULL);
@@ -118,5 +180,31 @@ int sb_ctl_model_set(struct sb_ctldb *db, const struct sb_cli *cli)
     int rc = sb_ctl_model_update(db, cli);
     if (rc == 0)
         printf("model %s updated\n", cli->arg[0]);
+    return rc;
+}
+
+int sb_ctl_model_fallback(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    const char *model = cli->arg[0];
+    sb_buf_t list = {0};
+    for (int i = 1; i < cli->nargs; i++) {
+        if (i > 1)
+            sb_buf_add(&list, ",", 1);
+        sb_buf_add(&list, cli->arg[i], strlen(cli->arg[i]));
+    }
+    const char *params[] = {model, list.p ? list.p : ""};
+    int rc = sb_ctl_model_check_fallbacks(db, model, params[1]);
+    if (rc != 0)
+        goto fail;
+    rc = sb_ctldb_run(db, "UPDATE models SET fallbacks = string_to_array($2, ',') WHERE id = $1", 2, params);
+    if (rc != 0)
+        goto fail;
+    if (cli->nargs > 1)
+        printf("model %s falls back to %s (in this order)\n", model, params[1]);
+    else
+        printf("model %s has no fallbacks\n", model);
+
+fail:
+    sb_buf_free(&list);
     return rc;
 }

@@ -3,6 +3,8 @@
  * (worker.h).
  *
  *   sb-worker [--broker EP] [--models a,b] [--concurrency N] [--name NAME]
+ *             [--stream-idle-timeout-ms MS] [--connect-timeout-ms MS]
+ *             [--retry-max N] [--retry-base-ms MS] [--retry-cap-ms MS] [--retry-budget R]
  *
  * SIGINT/SIGTERM: stop taking jobs, let in-flight ones finish (30 s at most),
  * exit. A second signal fails the remaining jobs at once.
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,18 +32,39 @@ static void sb_usage(FILE *f)
             "  --concurrency N    jobs at once, announced as credits (default 64)\n"
             "  --name NAME        worker name in the broker (default <hostname>-<pid>)\n"
             "  --stream-idle-timeout-ms MS  end a streamed upstream silent this long with a\n"
-            "                     timeout error event (default 60000)\n",
+            "                     timeout error event (default 60000)\n"
+            "  --connect-timeout-ms MS  upstream connect timeout; a dead host fails this fast\n"
+            "                     and can be retried (default 5000)\n"
+            "  --retry-max N      retries per upstream call after a transient failure, 0: none\n"
+            "                     (default 2)\n"
+            "  --retry-base-ms MS, --retry-cap-ms MS  backoff before retry k: random in\n"
+            "                     [0, min(cap, base * 2^k)], at least Retry-After (default 250, 4000)\n"
+            "  --retry-budget R   retry tokens a route earns per call; a retry costs 1, so\n"
+            "                     retries stay within R x calls, 0: none (default 0.2)\n",
             SB_BROKER_WORKER_ENDPOINT_DEFAULT);
 }
 
-static int sb_parse_int(const char *s, int *out)
+/* A decimal integer in [min, INT_MAX]. */
+static int sb_parse_int(const char *s, int min, int *out)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+    if (errno || end == s || *end || v < min || v > INT_MAX)
         return -EINVAL;
     *out = (int)v;
+    return 0;
+}
+
+/* A decimal number in [0, 100]. */
+static int sb_parse_ratio(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 100)
+        return -EINVAL;
+    *out = v;
     return 0;
 }
 
@@ -63,12 +87,18 @@ int main(int argc, char **argv)
         {"concurrency", required_argument, NULL, 'c'},
         {"name", required_argument, NULL, 'n'},
         {"stream-idle-timeout-ms", required_argument, NULL, 'i'},
+        {"connect-timeout-ms", required_argument, NULL, 'T'},
+        {"retry-max", required_argument, NULL, 'R'},
+        {"retry-base-ms", required_argument, NULL, 'B'},
+        {"retry-cap-ms", required_argument, NULL, 'C'},
+        {"retry-budget", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     sb_log_init("worker");
     sb_worker_config_t cfg = {.endpoint = getenv("SB_BROKER_WORKER_ENDPOINT"), .models = "*"};
-    int c;
+    int c, v;
+    double ratio;
     while ((c = getopt_long(argc, argv, "b:m:c:n:i:h", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
@@ -78,7 +108,7 @@ int main(int argc, char **argv)
             cfg.models = optarg;
             break;
         case 'c':
-            if (sb_parse_int(optarg, &cfg.credits) < 0) {
+            if (sb_parse_int(optarg, 1, &cfg.credits) < 0) {
                 fprintf(stderr, "sb-worker: --concurrency needs a positive integer\n");
                 return 2;
             }
@@ -86,15 +116,42 @@ int main(int argc, char **argv)
         case 'n':
             cfg.name = optarg;
             break;
-        case 'i': {
-            int ms;
-            if (sb_parse_int(optarg, &ms) < 0) {
+        case 'i':
+            if (sb_parse_int(optarg, 1, &v) < 0) {
                 fprintf(stderr, "sb-worker: --stream-idle-timeout-ms needs a positive integer\n");
                 return 2;
             }
-            cfg.stream_idle_ms = ms;
+            cfg.stream_idle_ms = v;
             break;
-        }
+        case 'T':
+            if (sb_parse_int(optarg, 1, &v) < 0) {
+                fprintf(stderr, "sb-worker: --connect-timeout-ms needs a positive integer\n");
+                return 2;
+            }
+            cfg.connect_timeout_ms = v;
+            break;
+        case 'R':
+            if (sb_parse_int(optarg, 0, &v) < 0) {
+                fprintf(stderr, "sb-worker: --retry-max needs an integer >= 0\n");
+                return 2;
+            }
+            cfg.retry_max = v > 0 ? v : -1; /* the config's 0 is the default */
+            break;
+        case 'B':
+        case 'C':
+            if (sb_parse_int(optarg, 1, &v) < 0) {
+                fprintf(stderr, "sb-worker: --retry-%s-ms needs a positive integer\n", c == 'B' ? "base" : "cap");
+                return 2;
+            }
+            *(c == 'B' ? &cfg.retry_base_ms : &cfg.retry_cap_ms) = v;
+            break;
+        case 'G':
+            if (sb_parse_ratio(optarg, &ratio) < 0) {
+                fprintf(stderr, "sb-worker: --retry-budget needs a number from 0 to 100\n");
+                return 2;
+            }
+            cfg.retry_budget = ratio > 0 ? ratio : -1; /* the config's 0 is the default */
+            break;
         case 'h':
             sb_usage(stdout);
             return 0;

@@ -278,6 +278,41 @@ json_t *sb_provider_error_for_status(long status, const char *message, bool quot
     return ev;
 }
 
+/* Whether an upstream error says the input is longer than the model's
+ * context window (the rules are listed at sb_provider_upstream_error). */
+static bool sb_provider_is_context_error(long status, const json_t *root, const char *message)
+{
+    const json_t *e = json_object_get(root, "error");
+    if (!json_is_object(e))
+        e = root; /* the error object itself, or an old vLLM body with its fields at the top */
+    const char *code = json_string_value(json_object_get(e, "code"));
+    const char *type = json_string_value(json_object_get(e, "type"));
+    const char *gstatus = json_string_value(json_object_get(e, "status"));
+    if ((code && !strcmp(code, "context_length_exceeded")) || (type && !strcmp(type, "exceed_context_size_error")))
+        return true;
+    if (status != 400 || !message)
+        return false;
+    if (strcasestr(message, "context length"))
+        return true;
+    static const char anthropic[] = "prompt is too long";
+    if (type && !strcmp(type, "invalid_request_error") && !strncmp(message, anthropic, sizeof anthropic - 1))
+        return true;
+    return gstatus && !strcmp(gstatus, "INVALID_ARGUMENT") && strstr(message, "exceeds the maximum number of tokens");
+}
+
+json_t *sb_provider_upstream_error(long status, const json_t *root, const char *message, bool quota, long retry_after)
+{
+    if (!sb_provider_is_context_error(status, root, message))
+        return sb_provider_error_for_status(status, message, quota, retry_after);
+    static const char generic[] = "the input is longer than the model's context window";
+    char *clipped = sb_provider_clip(message && *message ? message : generic);
+    char *msg = sb_xasprintf("context length exceeded: %s", clipped);
+    json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, "context_length_exceeded", msg);
+    free(msg);
+    free(clipped);
+    return ev;
+}
+
 int sb_provider_credential(const json_t *job, const char **value, json_t **err)
 {
     *value = NULL;

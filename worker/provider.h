@@ -176,6 +176,21 @@ bool sb_provider_is_text_file(const char *mime, const char *filename);
  * retry_after >= 0 adds "retry_after". Returns a new reference. */
 json_t *sb_provider_error_for_status(long status, const char *message, bool quota, long retry_after);
 
+/* The canonical error event for an upstream error, as
+ * sb_provider_error_for_status, except for one error every upstream has its
+ * own way of saying: the input does not fit the model's context window. That
+ * becomes status 400, kind invalid_request, code "context_length_exceeded",
+ * message "context length exceeded: <the upstream's message>". root is the
+ * upstream's error body ({"error":{...}}) or the error object itself, may be
+ * NULL; message is what the adapter would pass on (NULL: nothing). Recognised:
+ * error.code "context_length_exceeded" (OpenAI Chat and Responses), type
+ * "exceed_context_size_error" (llama.cpp), and for a 400: a message that
+ * mentions "context length" (vLLM and other compatible servers: "maximum
+ * context length"), an invalid_request_error whose message starts "prompt is
+ * too long" (Anthropic), an INVALID_ARGUMENT whose message says "exceeds the
+ * maximum number of tokens" (Gemini). Returns a new reference. */
+json_t *sb_provider_upstream_error(long status, const json_t *root, const char *message, bool quota, long retry_after);
+
 /* Looks up route.credential_ref in the environment. Returns 0 with *value
  * NULL (no credential configured on the route) or borrowed from environ;
  * a negative code with *err set (502) when the variable is missing or unusable. */

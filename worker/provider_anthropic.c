@@ -1106,7 +1106,7 @@ static json_t *sb_anth_error_event(long status, const json_t *root, long retry_a
 {
     if (status == 529)
         status = 503;
-    return sb_provider_error_for_status(status, sb_provider_error_message(root), false, retry_after);
+    return sb_provider_upstream_error(status, root, sb_provider_error_message(root), false, retry_after);
 }
 
 static void sb_anth_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)

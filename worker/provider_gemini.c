@@ -1071,7 +1071,7 @@ static json_t *sb_gem_error_event(long status, const json_t *root, long retry_af
             }
         }
     }
-    return sb_provider_error_for_status(status, sb_provider_error_message(root), false, retry_after);
+    return sb_provider_upstream_error(status, root, sb_provider_error_message(root), false, retry_after);
 }
 
 /* One GenerateContentResponse: the whole response, or one stream chunk. */

@@ -709,7 +709,7 @@ static int sb_chat_emit_choice(json_t *out, const json_t *root, const json_t *ch
     if (!json_is_object(message)) {
         /* Some proxies answer 200 with an error body. */
         const char *m = sb_provider_error_message(root);
-        *final = sb_provider_error_for_status(502, m ? m : "upstream response has no choices", false, -1);
+        *final = sb_provider_upstream_error(502, root, m ? m : "upstream response has no choices", false, -1);
         return -EINVAL;
     }
     int index = 0;
@@ -756,8 +756,8 @@ static void sb_chat_parse_response(const json_t *job, const sb_provider_response
     json_t *final = NULL;
     json_t *root = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
     if (resp->status < 200 || resp->status >= 300) {
-        final = sb_provider_error_for_status(resp->status, sb_provider_error_message(root), sb_chat_is_quota(root),
-                                             resp->retry_after);
+        final = sb_provider_upstream_error(resp->status, root, sb_provider_error_message(root), sb_chat_is_quota(root),
+                                           resp->retry_after);
         goto done;
     }
     if (!json_is_object(root)) {
@@ -770,7 +770,7 @@ static void sb_chat_parse_response(const json_t *job, const sb_provider_response
     const char *status = "completed", *reason = NULL;
     if (n_choices == 0) {
         const char *m = sb_provider_error_message(root);
-        final = sb_provider_error_for_status(502, m ? m : "upstream response has no choices", false, -1);
+        final = sb_provider_upstream_error(502, root, m ? m : "upstream response has no choices", false, -1);
         goto done;
     }
     for (size_t k = 0; k < n_choices; k++) {
@@ -1090,7 +1090,7 @@ static json_t *sb_chat_stream_error(const json_t *root)
     bool quota = sb_chat_is_quota(root);
     long status = quota ? 429 : code >= 400 && code < 600 ? (long)code : 502;
     const char *m = sb_provider_error_message(root);
-    return sb_provider_error_for_status(status, m ? m : "upstream stream reported an error", quota, -1);
+    return sb_provider_upstream_error(status, root, m ? m : "upstream stream reported an error", quota, -1);
 }
 
 /* One chat.completion.chunk. */

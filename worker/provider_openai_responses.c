@@ -748,8 +748,8 @@ static json_t *sb_oresp_failed(const json_t *job, const json_t *error)
                         !strcmp(code, "unsupported_image_media_type") || !strcmp(code, "context_length_exceeded"))) {
         status = 400; /* the input was refused: the client's to fix */
     }
-    json_t *ev = sb_provider_error_for_status(status, msg ? msg : "upstream response failed", quota, -1);
-    if (code)
+    json_t *ev = sb_provider_upstream_error(status, error, msg ? msg : "upstream response failed", quota, -1);
+    if (code && json_is_null(json_object_get(ev, "code")))
         json_object_set_new(ev, "code", json_string(code));
     return ev;
 }
@@ -798,7 +798,7 @@ static json_t *sb_oresp_http_error(const json_t *job, const sb_provider_response
      * sk-...abcd"): never pass it on. */
     const char *msg = resp->status == 401 ? "the upstream rejected the route's credential"
                                           : sb_oresp_safe_message(job, sb_provider_error_message(root));
-    return sb_provider_error_for_status(resp->status, msg, sb_oresp_is_quota(root), resp->retry_after);
+    return sb_provider_upstream_error(resp->status, root, msg, sb_oresp_is_quota(root), resp->retry_after);
 }
 
 static void sb_oresp_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
@@ -819,7 +819,7 @@ static void sb_oresp_parse_response(const json_t *job, const sb_provider_respons
     if (!json_is_array(output) && !sb_oresp_is(status, "failed")) {
         /* Some proxies answer 200 with an error body. */
         const char *m = sb_oresp_safe_message(job, sb_provider_error_message(root));
-        final = sb_provider_error_for_status(502, m ? m : "upstream response has no output", false, -1);
+        final = sb_provider_upstream_error(502, root, m ? m : "upstream response has no output", false, -1);
         goto done;
     }
     final = sb_oresp_outcome(job, root, NULL, resp->upstream_ms);

@@ -26,6 +26,25 @@
  * A count job (request.op "count_tokens") is one call, never strict: to the
  * adapter's counting endpoint, or, for an adapter without one, a one-token
  * generation (sb_provider_count_job) whose usage is the count.
+ *
+ * Upstream retries (retry.h): an attempt that ends with a transient failure
+ * (no connection, a broken transfer, HTTP 408/429/500/502/503/504/529) is
+ * retried after a jittered backoff, honouring Retry-After as a floor, when
+ * all of these hold: no event of the job has left for the broker (a streamed
+ * job sends as it goes; a non-streamed one holds every event until its final
+ * one, so the client has seen nothing), the call has retries left
+ * (--retry-max), the retry would start at least SB_WORKER_RETRY_MIN_LEFT_MS
+ * before the job's deadline (without one: the delay is within the route's
+ * timeout), and the route's retry budget has a token (retry_budget.h; every
+ * call that starts deposits, every retry withdraws). Each call of a fan-out
+ * retries on its own; a cancel ends the job, pending retry included. The
+ * strict-output retry above is separate and spends no budget. Every attempt
+ * gets a fresh timeout: the route's, cut to what is left of the deadline.
+ *
+ * The final EVENT's header carries "upstream": "failed" when a call's last
+ * attempt found the route failed (retry.h), else "ok" when the upstream
+ * answered, and nothing when the job never reached it or was interrupted
+ * (cancel, shutdown).
  */
 #include "worker.h"
 
@@ -39,6 +58,8 @@
 #include <unistd.h>
 
 #include "provider.h"
+#include "retry.h"
+#include "retry_budget.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_job.h"
@@ -66,6 +87,13 @@
 #define SB_WORKER_MAX_FANOUT 128
 /* Upstream attempts per call when strict output does not validate. */
 #define SB_WORKER_STRICT_ATTEMPTS 2
+#define SB_WORKER_DEFAULT_RETRY_MAX 2
+#define SB_WORKER_DEFAULT_RETRY_BASE_MS 250
+#define SB_WORKER_DEFAULT_RETRY_CAP_MS 4000
+#define SB_WORKER_DEFAULT_RETRY_BUDGET 0.2
+/* A retry must start at least this long before the job's deadline: one with
+ * less left could only turn the upstream's error into a timeout. */
+#define SB_WORKER_RETRY_MIN_LEFT_MS 100
 
 /* A job's life. Jobs in the `jobs` table are NEW or UPSTREAM. */
 enum sb_wjob_state {
@@ -80,22 +108,26 @@ struct sb_wjob;
 
 /*
  * One upstream call of a job: the job's only one, or one choice of a fan-out.
- * A call is running while it has an xfer (its first attempt, or the retry);
- * it is over once its final event has been passed on or has ended the job.
+ * A call is running while it has an xfer (an attempt) or its retry timer is
+ * pending; it is over once its final event has been passed on or has ended
+ * the job.
  */
 typedef struct sb_wcall {
     struct sb_wjob *j;
-    int choice;  /* the choice it produces in a fan-out, else -1 (events go on untagged) */
-    int attempt; /* 1, then 2 on the strict-output retry */
+    int choice;                /* the choice it produces in a fan-out, else -1 (events go on untagged) */
+    int attempt;               /* 1, then 2 on the strict-output retry */
+    int retries;               /* upstream retries after transient failures so far (retry.h) */
+    enum sb_retry_route route; /* what its latest attempt said about the route */
     sb_provider_parser_t *parser;
-    sb_upstream_xfer_t *xfer; /* borrowed from upstream while running */
+    sb_upstream_xfer_t *xfer;  /* borrowed from upstream while running */
+    struct event *retry_timer; /* pending while it waits to retry */
     /* The attempt's events not yet passed on. For the plain case (one call,
      * nothing strict) the job's own `events`, so nothing is moved. */
     json_t *events;
     /* A streamed strict call's events as passed on, kept for the check at
      * its end (a stream cannot be held back); NULL otherwise. */
     json_t *seen;
-    struct event *idle; /* streaming: fires when the upstream is quiet for stream_idle_ms */
+    struct event *idle;  /* streaming: fires when the upstream is quiet for stream_idle_ms */
     int64_t timeout_ms;  /* this attempt's total upstream timeout */
     int64_t upstream_ms; /* summed over attempts */
     int feed_error;      /* why the parser refused the body, or 0 */
@@ -112,6 +144,9 @@ typedef struct sb_wjob {
     const json_t *call_job;    /* what the calls send: job or own_job */
     sb_strict_t *strict;       /* the strict schemas; NULL: nothing to check */
     bool stream;               /* request.stream: events go on as they come, strict output is checked at the end */
+    bool sent;                 /* an event has left for the broker: no retry can be invisible any more */
+    bool interrupted;          /* ended by a cancel or shutdown: the header says nothing of the upstream */
+    char *route_key;           /* its retry budget's route (retry_budget.h) */
     sb_provider_request_t req; /* built once; kept while a call may still (re)start */
     long long deadline_ms;     /* absolute epoch ms, 0 = none */
     sb_wcall_t *calls;
@@ -139,6 +174,10 @@ struct sb_worker {
     int64_t connect_timeout_ms;
     int64_t drain_ms;
     int64_t stream_idle_ms;
+    int retry_max;
+    int64_t retry_base_ms;
+    int64_t retry_cap_ms;
+    sb_retry_budget_t *budget;
     void (*on_stopped)(void *arg);
     void *arg;
 
@@ -229,8 +268,11 @@ static void sb_wjob_free(sb_wjob_t *j)
         json_decref(c->seen);
         if (c->idle)
             event_free(c->idle);
+        if (c->retry_timer)
+            event_free(c->retry_timer);
     }
     free(j->calls);
+    free(j->route_key);
     sb_strict_destroy(&j->strict);
     sb_provider_request_clear(&j->req);
     json_decref(j->events);
@@ -239,9 +281,13 @@ static void sb_wjob_free(sb_wjob_t *j)
     free(j);
 }
 
-static void sb_worker_send_event(sb_worker_t *w, const char *job_id, const json_t *ev)
+/* Sends one EVENT. upstream ("ok"/"failed", or NULL to leave it out) goes
+ * into a final event's header. */
+static void sb_worker_send_event(sb_worker_t *w, const char *job_id, const json_t *ev, const char *upstream)
 {
     json_t *hdr = json_pack("{s:s, s:b}", "job_id", job_id, "final", sb_event_is_final(ev));
+    if (upstream && sb_event_is_final(ev))
+        json_object_set_new(hdr, "upstream", json_string(upstream));
     char *buf = NULL;
     size_t len = 0;
     int rc = sb_mpjson_encode(ev, &buf, &len);
@@ -254,14 +300,37 @@ static void sb_worker_send_event(sb_worker_t *w, const char *job_id, const json_
     json_decref(hdr);
 }
 
-/* Sends the pending events up to (not including) the first final one. */
+/* A streamed job: sends the pending events up to (not including) the first
+ * final one. A non-streamed job's client sees nothing before the end, so its
+ * events wait for the final one: until then every call may still be retried
+ * (a fan-out's finished choices do not stop the others' retries). */
 static void sb_wjob_flush_partial(sb_wjob_t *j)
 {
+    if (!j->stream)
+        return;
     size_t n = 0;
-    while (n < json_array_size(j->events) && !sb_event_is_final(json_array_get(j->events, n)))
-        sb_worker_send_event(j->w, j->job_id, json_array_get(j->events, n++));
+    while (n < json_array_size(j->events) && !sb_event_is_final(json_array_get(j->events, n))) {
+        sb_worker_send_event(j->w, j->job_id, json_array_get(j->events, n++), NULL);
+        j->sent = true;
+    }
     for (; n > 0; n--)
         json_array_remove(j->events, 0);
+}
+
+/* What the final header says about the upstream: "failed" when any call's
+ * last attempt found the route failed, "ok" when one reached an answering
+ * upstream, NULL when none reached it or the job was interrupted. */
+static const char *sb_wjob_upstream(const sb_wjob_t *j)
+{
+    if (j->interrupted)
+        return NULL;
+    bool ok = false;
+    for (int i = 0; i < j->n_calls; i++) {
+        if (j->calls[i].route == SB_RETRY_ROUTE_FAILED)
+            return "failed";
+        ok |= j->calls[i].route == SB_RETRY_ROUTE_OK;
+    }
+    return ok ? "ok" : NULL;
 }
 
 /* Moves a job to DONE and onto the reap list. With send, first makes the
@@ -276,6 +345,8 @@ static void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
         sb_upstream_cancel(w->upstream, &j->calls[i].xfer);
         if (j->calls[i].idle)
             event_del(j->calls[i].idle);
+        if (j->calls[i].retry_timer)
+            event_del(j->calls[i].retry_timer);
     }
     if (send) {
         if (final)
@@ -292,15 +363,19 @@ static void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
                 json_array_remove(j->events, i + 1);
         }
         const json_t *last = json_array_get(j->events, json_array_size(j->events) - 1);
+        const char *upstream = sb_wjob_upstream(j);
         if (sb_event_type_of(last) == SB_EV_ERROR)
-            sb_info("job %s: error %lld %s", j->job_id, (long long)json_integer_value(json_object_get(last, "status")),
-                    json_string_value(json_object_get(last, "kind")));
+            sb_info("job %s: error %lld %s%s%s", j->job_id,
+                    (long long)json_integer_value(json_object_get(last, "status")),
+                    json_string_value(json_object_get(last, "kind")), upstream ? ", upstream " : "",
+                    upstream ? upstream : "");
         else
             sb_info("job %s: %s in %lld ms", j->job_id, json_string_value(json_object_get(last, "status")),
                     (long long)json_integer_value(json_object_get(last, "upstream_ms")));
         for (size_t k = 0; k < json_array_size(j->events); k++)
-            sb_worker_send_event(w, j->job_id, json_array_get(j->events, k));
+            sb_worker_send_event(w, j->job_id, json_array_get(j->events, k), upstream);
         json_array_clear(j->events);
+        j->sent = true;
     } else {
         json_decref(final);
         sb_info("job %s: abandoned", j->job_id);
@@ -376,6 +451,7 @@ static void sb_wcall_on_idle(evutil_socket_t fd, short what, void *arg)
     if (!c->xfer)
         return;
     sb_upstream_cancel(c->j->w->upstream, &c->xfer);
+    c->route = SB_RETRY_ROUTE_FAILED;
     sb_warn("job %s: upstream stream idle for %lld ms; ending it", c->j->job_id, (long long)c->j->w->stream_idle_ms);
     json_array_append_new(c->events, sb_wjob_error(504, SB_ERR_TIMEOUT,
                                                    "timeout: the upstream stream sent nothing for %lld ms",
@@ -383,7 +459,7 @@ static void sb_wcall_on_idle(evutil_socket_t fd, short what, void *arg)
     sb_wcall_on_final(c);
 }
 
-/* Starts (or restarts, for the retry) a call's transfer with a fresh parser
+/* Starts (or restarts, for a retry) a call's transfer with a fresh parser
  * and a timeout cut to the job's deadline. Returns 0, or a negative code with
  * *err set to the job's final error event. */
 static int sb_wcall_start(sb_wcall_t *c, json_t **err)
@@ -391,9 +467,10 @@ static int sb_wcall_start(sb_wcall_t *c, json_t **err)
     sb_wjob_t *j = c->j;
     c->timeout_ms = sb_wjob_timeout(j->job, j->deadline_ms);
     if (c->timeout_ms <= 0) {
+        bool first = c->attempt == 1 && c->retries == 0;
         *err = sb_event_error(504, SB_ERR_TIMEOUT, NULL,
-                              c->attempt == 1 ? "timeout: the job's deadline passed before it reached the upstream"
-                                              : "timeout: the job's deadline passed before the retry could start");
+                              first ? "timeout: the job's deadline passed before it reached the upstream"
+                                    : "timeout: the job's deadline passed before the retry could start");
         return -ETIMEDOUT;
     }
     sb_provider_parser_destroy(&c->parser);
@@ -576,6 +653,93 @@ static int sb_wcall_on_data(long status, const char *data, size_t len, void *arg
     return 0;
 }
 
+/* A call's retry timer: its next attempt. */
+static void sb_wcall_on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    sb_wcall_t *c = arg;
+    json_t *err = NULL;
+    if (sb_wcall_start(c, &err) < 0)
+        sb_wjob_finish(c->j, err);
+}
+
+/* The first final event among a call's events (borrowed), or NULL. */
+static const json_t *sb_wcall_peek_final(const sb_wcall_t *c)
+{
+    for (size_t i = 0; i < json_array_size(c->events); i++)
+        if (sb_event_is_final(json_array_get(c->events, i)))
+            return json_array_get(c->events, i);
+    return NULL;
+}
+
+/*
+ * An attempt is over and its events (the final one included) are in
+ * c->events: records what it says about the route and, when its failure is
+ * transient and the rules (top of file) allow, drops its events and arms
+ * the retry timer. Returns true when a retry is pending.
+ */
+static bool sb_wcall_retry(sb_wcall_t *c, const sb_upstream_result_t *res)
+{
+    sb_wjob_t *j = c->j;
+    sb_worker_t *w = j->w;
+    const json_t *final = sb_wcall_peek_final(c);
+    sb_retry_verdict_t v = sb_retry_classify(res->outcome, res->status, final);
+    c->route = v.route;
+    if (!v.transient || w->retry_max <= 0)
+        return false;
+    char why[160];
+    if (res->outcome == SB_UPSTREAM_OK)
+        snprintf(why, sizeof why, "upstream %ld", res->status);
+    else if (res->outcome == SB_UPSTREAM_CONNECT_FAILED)
+        snprintf(why, sizeof why, "upstream connection failed (%s)", res->detail);
+    else
+        snprintf(why, sizeof why, "upstream transfer failed (%s)", res->detail);
+    char choice[32] = "";
+    if (c->choice >= 0)
+        snprintf(choice, sizeof choice, " (choice %d)", c->choice);
+    if (c->retries >= w->retry_max) {
+        sb_info("job %s%s: %s; no retry left after %d", j->job_id, choice, why, c->retries);
+        return false;
+    }
+    if (j->sent) {
+        sb_info("job %s%s: %s; not retried: the client has seen part of the answer", j->job_id, choice, why);
+        return false;
+    }
+    const json_t *ra = json_object_get(final, "retry_after");
+    long retry_after = json_is_integer(ra) ? (long)json_integer_value(ra) : res->retry_after;
+    int64_t delay = sb_retry_backoff_ms(c->retries + 1, w->retry_base_ms, w->retry_cap_ms, retry_after);
+    if (j->deadline_ms > 0 ? sb_now_ms() + delay + SB_WORKER_RETRY_MIN_LEFT_MS > j->deadline_ms
+                           : delay > sb_wjob_timeout(j->job, 0)) {
+        sb_info("job %s%s: %s; not retried: a retry after %lld ms would pass the deadline", j->job_id, choice, why,
+                (long long)delay);
+        return false;
+    }
+    if (!c->retry_timer && !(c->retry_timer = evtimer_new(w->base, sb_wcall_on_retry, c)))
+        return false;
+    if (!sb_retry_budget_withdraw(w->budget, j->route_key)) {
+        if (sb_retry_budget_warn_due(w->budget, j->route_key, sb_mono_ms())) {
+            const char *provider = sb_job_route_str(j->job, "provider");
+            const char *url = sb_job_route_str(j->job, "base_url");
+            const char *model = sb_job_route_str(j->job, "upstream_model");
+            sb_warn("retry budget of route %s %s %s exhausted: not retrying (job %s%s: %s)", provider ? provider : "",
+                    url ? url : "", model ? model : "", j->job_id, choice, why);
+        }
+        return false;
+    }
+    c->retries++;
+    sb_info("job %s%s: retry %d of %d after %lld ms: %s", j->job_id, choice, c->retries, w->retry_max, (long long)delay,
+            why);
+    /* Nothing of this attempt has left (j->sent is false): it goes nowhere. */
+    json_array_clear(c->events);
+    if (c->seen)
+        json_array_clear(c->seen);
+    if (c->idle)
+        event_del(c->idle);
+    struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
+    if (evtimer_add(c->retry_timer, &tv) < 0)
+        sb_wcall_on_retry(-1, 0, c); /* only on a libevent failure: retry at once rather than lose the call */
+    return true;
+}
+
 static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg)
 {
     sb_wcall_t *c = arg;
@@ -606,6 +770,8 @@ static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg)
     }
     if (final)
         json_array_append_new(c->events, final);
+    if (sb_wcall_retry(c, res))
+        return;
     sb_wcall_on_final(c);
 }
 
@@ -697,6 +863,7 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
         goto fail;
     }
     j->deadline_ms = deadline_ms;
+    j->route_key = sb_retry_budget_key(j->job);
     j->calls = sb_xcalloc((size_t)n_calls, sizeof *j->calls);
     j->n_calls = n_calls;
     for (int i = 0; i < n_calls; i++) {
@@ -712,8 +879,9 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
         if (sb_wcall_start(&j->calls[i], &err) < 0)
             goto fail; /* ending the job cancels the calls already started */
         j->calls_open++;
+        sb_retry_budget_deposit(w->budget, j->route_key); /* a call the client asked for */
     }
-    if (!j->strict) /* no retry will need it; curl has its own copy */
+    if (!j->strict && w->retry_max <= 0) /* no retry will need it; curl has its own copy */
         sb_provider_request_clear(&j->req);
     sb_debug("job %s: %s %s, %d call(s), timeout %lld ms%s%s", j->job_id, kind,
              json_string_value(json_object_get(j->job, "model")), n_calls, (long long)j->calls[0].timeout_ms,
@@ -750,6 +918,7 @@ static void sb_worker_on_cancel(sb_worker_t *w, const sb_wire_msg_t *msg)
     sb_wjob_t *j = job_id ? sb_map_get(w->jobs, job_id) : NULL;
     if (!j)
         return; /* already over: its final event is on its way */
+    j->interrupted = true; /* a pending retry dies with it */
     sb_wjob_finish(j, sb_event_error(499, "cancelled", NULL, "job cancelled"));
 }
 
@@ -761,7 +930,9 @@ static int sb_worker_abandon_one(const char *key, void *value, void *arg)
 
 static int sb_worker_fail_one(const char *key, void *value, void *arg)
 {
-    sb_wjob_end(value, true, sb_event_error(503, SB_ERR_OVERLOADED, NULL, "worker is shutting down"));
+    sb_wjob_t *j = value;
+    j->interrupted = true;
+    sb_wjob_end(j, true, sb_event_error(503, SB_ERR_OVERLOADED, NULL, "worker is shutting down"));
     return 1;
 }
 
@@ -911,6 +1082,12 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
         cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : SB_WORKER_DEFAULT_CONNECT_TIMEOUT_MS;
     w->drain_ms = cfg->drain_ms > 0 ? cfg->drain_ms : SB_WORKER_DEFAULT_DRAIN_MS;
     w->stream_idle_ms = cfg->stream_idle_ms > 0 ? cfg->stream_idle_ms : SB_WORKER_DEFAULT_STREAM_IDLE_MS;
+    w->retry_max = cfg->retry_max > 0 ? cfg->retry_max : cfg->retry_max == 0 ? SB_WORKER_DEFAULT_RETRY_MAX : 0;
+    w->retry_base_ms = cfg->retry_base_ms > 0 ? cfg->retry_base_ms : SB_WORKER_DEFAULT_RETRY_BASE_MS;
+    w->retry_cap_ms = cfg->retry_cap_ms > 0 ? cfg->retry_cap_ms : SB_WORKER_DEFAULT_RETRY_CAP_MS;
+    w->budget = sb_retry_budget_new(cfg->retry_budget > 0    ? cfg->retry_budget
+                                    : cfg->retry_budget == 0 ? SB_WORKER_DEFAULT_RETRY_BUDGET
+                                                             : 0);
     w->on_stopped = cfg->on_stopped;
     w->arg = cfg->arg;
     w->jobs = sb_map_new();
@@ -926,7 +1103,8 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
     if (event_add(w->heartbeat, &tv) < 0)
         goto fail;
     sb_worker_send_ready(w);
-    sb_info("worker %s: connecting to %s, %d credits", w->name, w->endpoint, w->credits);
+    sb_info("worker %s: connecting to %s, %d credits, up to %d upstream retries per call", w->name, w->endpoint,
+            w->credits, w->retry_max);
     return w;
 fail:
     sb_worker_destroy(&w);
@@ -954,6 +1132,7 @@ void sb_worker_destroy(sb_worker_t **pw)
     if (w->reap)
         event_free(w->reap);
     sb_map_destroy(&w->jobs);
+    sb_retry_budget_destroy(&w->budget);
     json_decref(w->models);
     free(w->endpoint);
     free(w->name);

@@ -5,9 +5,13 @@
  * itself with READY, heartbeats, and turns each JOB into an upstream HTTP
  * request (through a provider adapter, provider.h) whose answer goes back as
  * canonical EVENT messages, the last one marked final. A job makes more than
- * one request in two cases: n choices from an upstream that cannot do n (one
- * request per choice, merged), and strict structured output that fails its
- * schema (one retry; strict.h). Many jobs run at once on the caller's one
+ * one request in three cases: n choices from an upstream that cannot do n
+ * (one request per choice, merged), strict structured output that fails its
+ * schema (one retry; strict.h), and a transient upstream failure before the
+ * client has seen anything (retries with jittered backoff, within a per-route
+ * budget; retry.h, retry_budget.h). The final EVENT's header says whether
+ * the upstream answered ("upstream": "ok") or the route failed ("failed"),
+ * for the broker's circuit breaker. Many jobs run at once on the caller's one
  * libevent loop; nothing here blocks or starts a thread.
  *
  * The caller owns the event_base and runs it; curl_global_init must have been
@@ -39,6 +43,10 @@ typedef struct sb_worker_config {
     int64_t connect_timeout_ms; /* upstream connect phase; <= 0: 5000 */
     int64_t drain_ms;           /* on stop, how long in-flight jobs may run; <= 0: 30000 */
     int64_t stream_idle_ms;     /* a streamed upstream silent this long is ended with a 504; <= 0: 60000 */
+    int retry_max;              /* retries per upstream call after a transient failure; 0: 2, < 0: none */
+    int64_t retry_base_ms;      /* backoff before retry k: random in [0, min(cap, base * 2^k)]; <= 0: 250 */
+    int64_t retry_cap_ms;       /* <= 0: 4000 */
+    double retry_budget;        /* retry tokens each new call earns its route (retry_budget.h); 0: 0.2, < 0: none */
     /* Called once, at a safe point of the loop, when the worker reaches
      * STOPPED (typically: event_base_loopexit). May not destroy the worker. */
     void (*on_stopped)(void *arg);

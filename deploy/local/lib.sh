@@ -413,7 +413,7 @@ sb_seed_model() {
     sb_sbctl model add "$1" --if-not-exists --provider "$2" --base-url "$3" --upstream-model emu-model \
         --credential-ref SB_EMU_UPSTREAM_KEY &&
         sb_sbctl model set "$1" --provider "$2" --base-url "$3" --upstream-model emu-model \
-            --credential-ref SB_EMU_UPSTREAM_KEY &&
+            --credential-ref SB_EMU_UPSTREAM_KEY --max-output-tokens 65536 &&
         sb_sbctl model enable "$1"
 }
 
@@ -437,7 +437,7 @@ sb_seed() {
                 --base-url "http://127.0.0.1:$SB_EMU_PORT/v1" --upstream-model emu-model \
                 --credential-ref SB_EMU_UPSTREAM_KEY &&
             sb_sbctl model set emu-chat --provider openai-chat --base-url "http://127.0.0.1:$SB_EMU_PORT/v1" \
-                --upstream-model emu-model --credential-ref SB_EMU_UPSTREAM_KEY &&
+                --upstream-model emu-model --credential-ref SB_EMU_UPSTREAM_KEY --max-output-tokens 65536 &&
             sb_sbctl model enable emu-chat &&
             sb_seed_model emu-responses openai-responses "http://127.0.0.1:$SB_EMU_PORT/v1" &&
             sb_seed_model emu-claude anthropic "http://127.0.0.1:$SB_EMU_PORT" &&

@@ -368,9 +368,26 @@ static void reply_stream(struct sb_emu_reply *rep, const struct msg_reply *x)
     emit(rep, "message_stop", json_object());
 }
 
+/* Endless ([[emu:endless]]): a text block whose text_delta events never stop (no content_block_stop, no
+ * message_delta, no message_stop). */
+static void reply_endless(struct sb_emu_reply *rep, const struct msg_reply *x)
+{
+    sb_emu_reply_stream_start(rep);
+    emit(rep, "message_start", json_pack("{s:o}", "message", message_json(x, true)));
+    block_start(rep, 0, json_pack("{s:s, s:s}", "type", "text", "text", ""));
+    const char *text = x->a->ncalls == 0 && x->a->choices[0].text ? x->a->choices[0].text : "";
+    stream_words(rep, 0, "text_delta", "text", text);
+    sb_emu_reply_endless(rep, "event: content_block_delta\ndata: ",
+                         json_pack("{s:s, s:i, s:{s:s, s:s}}", "type", "content_block_delta", "index", 0, "delta",
+                                   "type", "text_delta", "text", SB_EMU_ENDLESS_TEXT),
+                         "\n\n", NULL, 0);
+}
+
 /* ---- errors ------------------------------------------------------------------------------- */
 
-static void status_error(struct sb_emu_call *call, int status)
+/* Anthropic has one 429 (rate_limit_error, with retry-after) whether the limit is a rate or a spend: quota changes
+ * nothing. */
+static void status_error(struct sb_emu_call *call, int status, const struct sb_emu_directives *d)
 {
     const char *type = status == 401   ? "authentication_error"
                        : status == 402 ? "billing_error"
@@ -386,17 +403,54 @@ static void status_error(struct sb_emu_call *call, int status)
         sb_emu_anthropic_error(call, status, type, "Overloaded");
     else
         sb_emu_anthropic_error(call, status, type, SB_EMU_STATUS_MESSAGE_FMT, status);
-    if (status == 429)
-        sb_emu_reply_header(&call->reply, "retry-after", "2");
+    struct sb_emu_directives plain = d ? *d : (struct sb_emu_directives){.retry_after = -1};
+    plain.quota = false;
+    int retry = sb_emu_retry_after(&plain, status);
+    if (retry >= 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", retry);
+        sb_emu_reply_header(&call->reply, "retry-after", v);
+    }
 }
+
+static void context_error(struct sb_emu_call *call, long long tokens, long long limit)
+{
+    sb_emu_anthropic_error(call, 400, "invalid_request_error", "prompt is too long: %lld tokens > %lld maximum", tokens,
+                           limit);
+}
+
+static const struct sb_emu_fault_errors messages_errors = {
+    .status = status_error, .context = context_error, .context_window = 200000};
+static const struct sb_emu_fault_errors count_errors = {.status = status_error};
 
 /* ---- handlers ------------------------------------------------------------------------------ */
 
 static bool start(struct sb_emu_call *call, bool count)
 {
     call->protocol = "anthropic";
+    sb_emu_call_set_model_from_body(call);
     sb_emu_reply_header(&call->reply, "request-id", call->request_id);
     return sb_emu_anthropic_check_headers(call) && sb_emu_anthropic_check(call, count);
+}
+
+/* The text of the last user message that has text (owned, NULL if none); its acknowledgements into *acks. */
+static char *last_user_text(const json_t *messages, char **acks)
+{
+    char *user_text = NULL;
+    long long ignored = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach (messages, i, m) {
+        if (strcmp(json_string_value(json_object_get(m, "role")), "user") || !has_text(json_object_get(m, "content")))
+            continue;
+        free(user_text);
+        user_text = blocks_text(json_object_get(m, "content"));
+        if (acks) {
+            free(*acks);
+            *acks = message_acks(m, &ignored);
+        }
+    }
+    return user_text;
 }
 
 void sb_emu_anthropic_messages_handle(struct sb_emu_call *call)
@@ -412,39 +466,22 @@ void sb_emu_anthropic_messages_handle(struct sb_emu_call *call)
         return;
     const json_t *body = call->json;
     json_t *messages = json_object_get(body, "messages");
-    long long ignored = 0;
-    size_t i;
-    json_t *m;
-    json_array_foreach (messages, i, m) {
-        if (strcmp(json_string_value(json_object_get(m, "role")), "user") || !has_text(json_object_get(m, "content")))
-            continue;
-        free(user_text);
-        free(acks);
-        user_text = blocks_text(json_object_get(m, "content"));
-        acks = message_acks(m, &ignored);
-    }
+    user_text = last_user_text(messages, &acks);
     tool_text = final_tool_result(messages);
 
     if (sb_emu_answer_begin(&a, user_text ? user_text : "", err, sizeof err) < 0) {
         sb_emu_anthropic_error(call, 400, "invalid_request_error", "%s", err);
         goto done;
     }
-    rep->delay_ms = a.d.latency_ms;
-    rep->hang = a.d.hang;
-    rep->drop = a.d.drop;
-    if (a.d.status) {
-        status_error(call, a.d.status);
-        goto done;
-    }
     bool stream = json_is_true(json_object_get(body, "stream"));
+    if (sb_emu_fault_stage(call, &a.d, stream, prompt_tokens(body), &messages_errors))
+        goto done;
     if (a.d.malformed) {
         if (stream) {
             sb_emu_reply_stream_start(rep);
             sb_emu_reply_chunk(rep, "event: message_start\ndata: {\"type\":\"message_start\",\n\n");
         } else {
-            rep->status = 200;
-            rep->body = sb_xstrdup("{\"id\":\"msg_malformed\", this is not JSON");
-            rep->body_len = strlen(rep->body);
+            sb_emu_reply_malformed(rep, "{\"id\":\"msg_malformed\", this is not JSON");
         }
         goto done;
     }
@@ -488,10 +525,11 @@ void sb_emu_anthropic_messages_handle(struct sb_emu_call *call)
         x.signature = sb_emu_anthropic_signature(a.reasoning);
 
     if (stream) {
-        reply_stream(rep, &x);
-        rep->chunk_delay_ms = a.d.chunk_delay_ms > 0 ? a.d.chunk_delay_ms : 0;
-        rep->hang_after = a.d.hang_after;
-        rep->drop_after = a.d.drop_after;
+        if (a.d.endless)
+            reply_endless(rep, &x);
+        else
+            reply_stream(rep, &x);
+        sb_emu_stream_faults(rep, &a.d);
     } else {
         json_t *msg = message_json(&x, false);
         sb_emu_reply_json(rep, 200, msg);
@@ -512,9 +550,24 @@ void sb_emu_anthropic_count_handle(struct sb_emu_call *call)
 {
     if (!start(call, true))
         return;
-    json_t *r = json_pack("{s:I}", "input_tokens", (json_int_t)prompt_tokens(call->json));
-    sb_emu_reply_json(&call->reply, 200, r);
-    json_decref(r);
+    char *user_text = last_user_text(json_object_get(call->json, "messages"), NULL);
+    struct sb_emu_directives d;
+    char *clean = NULL;
+    char err[MSG_MAX];
+    long long tokens = prompt_tokens(call->json);
+    if (sb_emu_directives_parse(user_text ? user_text : "", &d, &clean, err, sizeof err) < 0) {
+        sb_emu_anthropic_error(call, 400, "invalid_request_error", "%s", err);
+    } else if (!sb_emu_fault_stage(call, &d, false, tokens, &count_errors)) {
+        if (d.malformed) {
+            sb_emu_reply_malformed(&call->reply, "{\"input_tokens\": this is not JSON");
+        } else {
+            json_t *r = json_pack("{s:I}", "input_tokens", (json_int_t)tokens);
+            sb_emu_reply_json(&call->reply, 200, r);
+            json_decref(r);
+        }
+    }
+    free(clean);
+    free(user_text);
 }
 
 void sb_emu_anthropic_models_handle(struct sb_emu_call *call)

@@ -80,6 +80,30 @@ static int apply_directive(const char *s, size_t len, struct sb_emu_directives *
         if (parse_long(val, vlen, 0, 1000000, &v) < 0)
             goto bad_value;
         d->drop_after = v;
+    } else if (NAME_IS("retry_after") && val) {
+        if (parse_long(val, vlen, 0, 86400, &v) < 0)
+            goto bad_value;
+        d->retry_after = (int)v;
+    } else if (NAME_IS("quota") && !val) {
+        d->quota = true;
+    } else if (NAME_IS("trickle") && val) {
+        if (parse_long(val, vlen, 1, 60000, &v) < 0)
+            goto bad_value;
+        d->trickle_ms = (int)v;
+    } else if (NAME_IS("reset") && !val) {
+        d->reset = true;
+    } else if (NAME_IS("reset_after") && val) {
+        if (parse_long(val, vlen, 0, 1000000, &v) < 0)
+            goto bad_value;
+        d->reset_after = v;
+    } else if (NAME_IS("endless") && !val) {
+        d->endless = true;
+    } else if (NAME_IS("context_exceeded") && !val) {
+        d->context_exceeded = true;
+    } else if (NAME_IS("context") && val) {
+        if (parse_long(val, vlen, 0, 1000000000L, &v) < 0)
+            goto bad_value;
+        d->context_limit = v;
     } else {
         snprintf(err, errlen, "unknown emulator directive '[[emu:%.*s]]'", (int)(len > 64 ? 64 : len), s);
         return -EINVAL;
@@ -92,12 +116,21 @@ bad_value:
     return -EINVAL;
 }
 
-int sb_emu_directives_parse(const char *text, struct sb_emu_directives *d, char **clean, char *err, size_t errlen)
+/* No directive given: the values that mean "unset". */
+static void directives_init(struct sb_emu_directives *d)
 {
     memset(d, 0, sizeof *d);
     d->chunk_delay_ms = -1;
     d->hang_after = -1;
     d->drop_after = -1;
+    d->retry_after = -1;
+    d->reset_after = -1;
+    d->context_limit = -1;
+}
+
+int sb_emu_directives_parse(const char *text, struct sb_emu_directives *d, char **clean, char *err, size_t errlen)
+{
+    directives_init(d);
     *clean = NULL;
 
     size_t n = strlen(text);
@@ -144,6 +177,73 @@ int sb_emu_directives_parse(const char *text, struct sb_emu_directives *d, char 
 fail:
     free(out);
     return -EINVAL;
+}
+
+int sb_emu_directives_parse_list(const char *list, struct sb_emu_directives *d, char *err, size_t errlen)
+{
+    directives_init(d);
+    size_t n = 0;
+    const char *p = list;
+    for (;;) {
+        while (*p && (isspace((unsigned char)*p) || *p == ','))
+            p++;
+        if (!*p)
+            break;
+        size_t len = 0;
+        while (p[len] && !isspace((unsigned char)p[len]) && p[len] != ',')
+            len++;
+        const char *tok = p;
+        size_t tlen = len;
+        size_t open = strlen(DIRECTIVE_OPEN), close = strlen(DIRECTIVE_CLOSE);
+        if (tlen > open + close && !strncmp(tok, DIRECTIVE_OPEN, open) &&
+            !strncmp(tok + tlen - close, DIRECTIVE_CLOSE, close)) {
+            tok += open;
+            tlen -= open + close;
+        }
+        if (apply_directive(tok, tlen, d, err, errlen) < 0)
+            return -EINVAL;
+        n++;
+        p += len;
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "no emulator directive given");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void sb_emu_directives_merge(struct sb_emu_directives *d, const struct sb_emu_directives *route)
+{
+    if (!d->status)
+        d->status = route->status;
+    if (!d->latency_ms)
+        d->latency_ms = route->latency_ms;
+    d->hang = d->hang || route->hang;
+    d->drop = d->drop || route->drop;
+    d->length = d->length || route->length;
+    d->malformed = d->malformed || route->malformed;
+    if (d->chunk_delay_ms < 0)
+        d->chunk_delay_ms = route->chunk_delay_ms;
+    if (d->hang_after < 0)
+        d->hang_after = route->hang_after;
+    if (d->drop_after < 0)
+        d->drop_after = route->drop_after;
+    d->refuse = d->refuse || route->refuse;
+    d->violate = d->violate || route->violate;
+    if (!d->violate_tag[0])
+        memcpy(d->violate_tag, route->violate_tag, sizeof d->violate_tag);
+    if (d->retry_after < 0)
+        d->retry_after = route->retry_after;
+    d->quota = d->quota || route->quota;
+    if (!d->trickle_ms)
+        d->trickle_ms = route->trickle_ms;
+    d->reset = d->reset || route->reset;
+    if (d->reset_after < 0)
+        d->reset_after = route->reset_after;
+    d->endless = d->endless || route->endless;
+    d->context_exceeded = d->context_exceeded || route->context_exceeded;
+    if (d->context_limit < 0)
+        d->context_limit = route->context_limit;
 }
 
 static bool valid_function_name(const char *s, size_t len)

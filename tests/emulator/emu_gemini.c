@@ -445,18 +445,110 @@ static void reply_stream(struct sb_emu_reply *rep, const struct gem_reply *x, bo
         sb_emu_reply_chunk(rep, "]");
 }
 
+/*
+ * Endless ([[emu:endless]]): one chunk per word of the text, none final, then
+ * chunks of SB_EMU_ENDLESS_TEXT forever (no finishReason; a JSON array that
+ * never closes).
+ */
+static void reply_endless(struct sb_emu_reply *rep, const struct gem_reply *x, bool sse)
+{
+    sb_emu_reply_stream_start(rep);
+    if (!sse)
+        rep->content_type = "application/json; charset=UTF-8";
+    bool first = true;
+    const char *text = x->a->ncalls == 0 && x->a->choices[0].text ? x->a->choices[0].text : "";
+    if (!*text)
+        text = SB_EMU_ENDLESS_TEXT;
+    for (const char *p = text; *p;) {
+        size_t len = sb_emu_next_word_piece(p);
+        push_chunk(rep, sse, &first,
+                   response_json(
+                       x, json_pack("[o]", candidate_json(x, 0, json_pack("[{s:s%}]", "text", p, len), false)), false));
+        p += len;
+    }
+    json_t *chunk = response_json(
+        x, json_pack("[o]", candidate_json(x, 0, json_pack("[{s:s}]", "text", SB_EMU_ENDLESS_TEXT), false)), false);
+    sb_emu_reply_endless(rep, sse ? "data: " : ",\r\n", chunk, sse ? SSE_END : "", NULL, 0);
+}
+
 /* ---- handlers ------------------------------------------------------------------------------- */
 
-static void status_error(struct sb_emu_reply *rep, int status)
+#define QUOTA_MESSAGE                                                                                                  \
+    "You exceeded your current quota, please check your plan and billing details. For more information on this "       \
+    "error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+
+/*
+ * [[emu:status=NNN]]. Google says when to retry in a RetryInfo detail; the
+ * emulator also sends the Retry-After header. A quota 429 has Google's real
+ * message with QuotaFailure and Help details (RetryInfo only with retry_after).
+ */
+static void status_error(struct sb_emu_call *call, int status, const struct sb_emu_directives *d)
 {
-    json_t *details = NULL;
-    if (status == 429) {
-        details = json_pack("[{s:s, s:s}]", "@type", "type.googleapis.com/google.rpc.RetryInfo", "retryDelay", "2s");
-        sb_emu_gemini_error(rep, status, status_name(status), details, SB_EMU_STATUS_MESSAGE_FMT, status);
-        sb_emu_reply_header(rep, "Retry-After", "2");
-        return;
+    struct sb_emu_reply *rep = &call->reply;
+    int retry = sb_emu_retry_after(d, status);
+    json_t *details = json_array();
+    if (status == 429 && d && d->quota) {
+        json_array_append_new(details,
+                              json_pack("{s:s, s:[{s:s, s:s, s:{s:s, s:s}, s:s}]}", "@type",
+                                        "type.googleapis.com/google.rpc.QuotaFailure", "violations", "quotaMetric",
+                                        "generativelanguage.googleapis.com/generate_content_requests", "quotaId",
+                                        "GenerateRequestsPerDayPerProjectPerModel", "quotaDimensions", "location",
+                                        "global", "model", call->model ? call->model : "emu-model", "quotaValue", "0"));
+        json_array_append_new(details,
+                              json_pack("{s:s, s:[{s:s, s:s}]}", "@type", "type.googleapis.com/google.rpc.Help",
+                                        "links", "description", "Learn more about Gemini API quotas", "url",
+                                        "https://ai.google.dev/gemini-api/docs/rate-limits"));
     }
-    sb_emu_gemini_error(rep, status, status_name(status), NULL, SB_EMU_STATUS_MESSAGE_FMT, status);
+    if (retry >= 0) {
+        char delay[24];
+        snprintf(delay, sizeof delay, "%ds", retry);
+        json_array_append_new(
+            details, json_pack("{s:s, s:s}", "@type", "type.googleapis.com/google.rpc.RetryInfo", "retryDelay", delay));
+    }
+    if (json_array_size(details) == 0) {
+        json_decref(details);
+        details = NULL;
+    }
+    if (status == 429 && d && d->quota)
+        sb_emu_gemini_error(rep, status, status_name(status), details, QUOTA_MESSAGE);
+    else
+        sb_emu_gemini_error(rep, status, status_name(status), details, SB_EMU_STATUS_MESSAGE_FMT, status);
+    if (retry >= 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", retry);
+        sb_emu_reply_header(rep, "Retry-After", v);
+    }
+}
+
+static void context_error(struct sb_emu_call *call, long long tokens, long long limit)
+{
+    sb_emu_gemini_error(&call->reply, 400, "INVALID_ARGUMENT", NULL,
+                        "The input token count (%lld) exceeds the maximum number of tokens allowed (%lld).", tokens,
+                        limit);
+}
+
+static const struct sb_emu_fault_errors generate_errors = {
+    .status = status_error, .context = context_error, .context_window = 1048576};
+static const struct sb_emu_fault_errors count_errors = {.status = status_error};
+
+/* The text of the last user content that has text (owned, NULL if none); its acknowledgements into *acks. */
+static char *last_user_text(const json_t *contents, char **acks)
+{
+    char *user_text = NULL;
+    long long ignored = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach (contents, i, c) {
+        if (!is_user(c) || !has_text(c))
+            continue;
+        free(user_text);
+        user_text = parts_text(c);
+        if (acks) {
+            free(*acks);
+            *acks = content_acks(c, &ignored);
+        }
+    }
+    return user_text;
 }
 
 static void generate(struct sb_emu_call *call, const char *model, bool stream, bool sse)
@@ -473,38 +565,21 @@ static void generate(struct sb_emu_call *call, const char *model, bool stream, b
     if (!sb_emu_gemini_check(call, req, false))
         return;
     json_t *contents = sb_emu_gget(req, "contents");
-    long long ignored = 0;
-    size_t i;
-    json_t *c;
-    json_array_foreach (contents, i, c) {
-        if (!is_user(c) || !has_text(c))
-            continue;
-        free(user_text);
-        free(acks);
-        user_text = parts_text(c);
-        acks = content_acks(c, &ignored);
-    }
+    user_text = last_user_text(contents, &acks);
     tool_text = final_function_response(contents);
 
     if (sb_emu_answer_begin(&a, user_text ? user_text : "", err, sizeof err) < 0) {
         sb_emu_gemini_error(rep, 400, "INVALID_ARGUMENT", NULL, "%s", err);
         goto done;
     }
-    rep->delay_ms = a.d.latency_ms;
-    rep->hang = a.d.hang;
-    rep->drop = a.d.drop;
-    if (a.d.status) {
-        status_error(rep, a.d.status);
+    if (sb_emu_fault_stage(call, &a.d, stream, prompt_tokens(req), &generate_errors))
         goto done;
-    }
     if (a.d.malformed) {
         if (stream) {
             sb_emu_reply_stream_start(rep);
             sb_emu_reply_chunk(rep, sse ? "data: {\"candidates\": [{\"content\":" SSE_END : "[{\"candidates\": [");
         } else {
-            rep->status = 200;
-            rep->body = sb_xstrdup("{\"candidates\": [ this is not JSON");
-            rep->body_len = strlen(rep->body);
+            sb_emu_reply_malformed(rep, "{\"candidates\": [ this is not JSON");
         }
         goto done;
     }
@@ -564,10 +639,11 @@ static void generate(struct sb_emu_call *call, const char *model, bool stream, b
     x.prompt_tokens = prompt_tokens(req);
     sb_id_new(x.response_id, sizeof x.response_id, "", 11);
     if (stream) {
-        reply_stream(rep, &x, sse);
-        rep->chunk_delay_ms = a.d.chunk_delay_ms > 0 ? a.d.chunk_delay_ms : 0;
-        rep->hang_after = a.d.hang_after;
-        rep->drop_after = a.d.drop_after;
+        if (a.d.endless)
+            reply_endless(rep, &x, sse);
+        else
+            reply_stream(rep, &x, sse);
+        sb_emu_stream_faults(rep, &a.d);
     } else {
         json_t *r = full_response(&x);
         sb_emu_reply_json(rep, 200, r);
@@ -593,10 +669,24 @@ static void count_tokens(struct sb_emu_call *call)
     if (!sb_emu_gemini_check(call, req, true))
         return;
     long long n = prompt_tokens(req);
-    json_t *r = json_pack("{s:I, s:[{s:s, s:I}]}", "totalTokens", (json_int_t)n, "promptTokensDetails", "modality",
-                          "TEXT", "tokenCount", (json_int_t)n);
-    sb_emu_reply_json(&call->reply, 200, r);
-    json_decref(r);
+    char *user_text = last_user_text(sb_emu_gget(req, "contents"), NULL);
+    struct sb_emu_directives d;
+    char *clean = NULL;
+    char err[MSG_MAX];
+    if (sb_emu_directives_parse(user_text ? user_text : "", &d, &clean, err, sizeof err) < 0) {
+        sb_emu_gemini_error(&call->reply, 400, "INVALID_ARGUMENT", NULL, "%s", err);
+    } else if (!sb_emu_fault_stage(call, &d, false, n, &count_errors)) {
+        if (d.malformed) {
+            sb_emu_reply_malformed(&call->reply, "{\"totalTokens\": this is not JSON");
+        } else {
+            json_t *r = json_pack("{s:I, s:[{s:s, s:I}]}", "totalTokens", (json_int_t)n, "promptTokensDetails",
+                                  "modality", "TEXT", "tokenCount", (json_int_t)n);
+            sb_emu_reply_json(&call->reply, 200, r);
+            json_decref(r);
+        }
+    }
+    free(clean);
+    free(user_text);
 }
 
 static const char *const emu_models[] = {"emu-model", "gemini-2.5-flash", "gemini-2.5-pro", NULL};
@@ -618,9 +708,23 @@ static void not_found(struct sb_emu_call *call, const char *what)
     sb_emu_gemini_error(&call->reply, 404, "NOT_FOUND", NULL, "%s", what);
 }
 
+/* The model of a ".../models/{model}:{method}" path (the route of faults and stats), before auth is checked. */
+static void set_path_model(struct sb_emu_call *call)
+{
+    const char *name = strstr(call->path, "/models/");
+    const char *colon = name ? strchr(name + 8, ':') : NULL;
+    if (colon && colon > name + 8) {
+        char *model = sb_xstrndup(name + 8, (size_t)(colon - (name + 8)));
+        sb_emu_call_set_model(call, model);
+        free(model);
+    }
+}
+
 void sb_emu_gemini_route(struct sb_emu_call *call, bool is_get)
 {
     call->protocol = "gemini";
+    if (!is_get)
+        set_path_model(call);
     if (!check_auth(call))
         return;
     const char *p = call->path;

@@ -48,6 +48,23 @@ struct sb_emu_reply {
     int chunk_delay_ms; /* pause between chunks; 0 = send all at once */
     long hang_after;    /* >= 0: after this many chunks, hold the stream open forever */
     long drop_after;    /* >= 0: after this many chunks, close the connection */
+
+    /* Faults of the delivery (emu_faults.c sets them from the directives). */
+    int trickle_ms;   /* > 0: the body (or the stream) goes out in SB_EMU_TRICKLE_BYTES pieces this far apart */
+    bool reset;       /* reset the TCP connection part-way: after half the body (a stream: half the chunks) */
+    long reset_after; /* >= 0, streaming: after this many chunks, reset the TCP connection */
+
+    /*
+     * Endless stream ([[emu:endless]]): after the chunks, one more event
+     * forever, every chunk_delay_ms (at least 1 ms): pre + the JSON
+     * (with seq_field, when not NULL, set to endless_seq, endless_seq + 1, ...)
+     * + post. Set with sb_emu_reply_endless.
+     */
+    json_t *endless_json;          /* owned; NULL = not endless */
+    const char *endless_pre;       /* static */
+    const char *endless_post;      /* static */
+    const char *endless_seq_field; /* static or NULL */
+    long long endless_seq;
 };
 
 void sb_emu_reply_init(struct sb_emu_reply *r);
@@ -67,10 +84,23 @@ void sb_emu_reply_sse(struct sb_emu_reply *r, const char *event, const json_t *j
 void sb_emu_reply_chunk(struct sb_emu_reply *r, const char *data);
 /* Makes r a 200 text/event-stream reply (chunks follow). */
 void sb_emu_reply_stream_start(struct sb_emu_reply *r);
+/* Makes r endless after its chunks (see endless_json); json is stolen, the strings static. */
+void sb_emu_reply_endless(struct sb_emu_reply *r, const char *pre, json_t *json, const char *post,
+                          const char *seq_field, long long first_seq);
+/* 200 with body text (copied) that is not the JSON it pretends to be ([[emu:malformed]]). */
+void sb_emu_reply_malformed(struct sb_emu_reply *r, const char *text);
+
+/* Bytes per piece of a trickled body ([[emu:trickle=MS]]). */
+#define SB_EMU_TRICKLE_BYTES 16
+/* Pause between the events of an endless stream when chunk_delay is not given. */
+#define SB_EMU_ENDLESS_DELAY_MS 50
+/* The text of every content delta an endless stream repeats. */
+#define SB_EMU_ENDLESS_TEXT " more"
 
 /* ---- one request as seen by a protocol handler ---------------------------- */
 
 struct sb_emu;
+struct sb_emu_faults;
 
 #define SB_EMU_MAX_CHOICES 8 /* n */
 #define SB_EMU_REQUEST_ID_MAX 80
@@ -86,8 +116,15 @@ struct sb_emu_call {
     json_t *json;               /* the body parsed as JSON, or NULL (borrowed) */
     char request_id[SB_EMU_REQUEST_ID_MAX]; /* "req_<hex>", also sent as x-request-id */
     const char *protocol;       /* static; set by the handler: "openai-chat", "openai-responses", ... */
+    char *model;                /* owned (sb_emu_call_set_model): the upstream model asked for, or NULL */
+    bool faulted;               /* the reply carries an injected fault (per-model stats) */
     struct sb_emu_reply reply;  /* filled by the handler */
 };
+
+/* Records the upstream model the request asks for (copied; NULL-safe): the route of its faults and stats. */
+void sb_emu_call_set_model(struct sb_emu_call *call, const char *model);
+/* The same, from a JSON body's "model" when it is a non-empty string. */
+void sb_emu_call_set_model_from_body(struct sb_emu_call *call);
 
 /* Case-insensitive request header lookup; NULL if absent. */
 const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name);
@@ -121,6 +158,15 @@ struct sb_emu_directives {
     bool refuse;        /* content null, message.refusal set */
     bool violate;       /* structured output / generated arguments violate the schema */
     char violate_tag[SB_EMU_TAG_MAX + 1]; /* schema_violation_once=TAG: violate on TAG's first use */
+    /* Fault modes (emu_faults.c). */
+    int retry_after;         /* Retry-After seconds on an error reply, or -1 */
+    bool quota;              /* a 429 is an insufficient-quota one (implies status=429) */
+    int trickle_ms;          /* body in small pieces this far apart, or 0 */
+    bool reset;              /* reset the connection part-way through the body */
+    long reset_after;        /* streaming: reset after N events, or -1 */
+    bool endless;            /* streaming: content deltas forever, never the final event */
+    bool context_exceeded;   /* 400 context length exceeded */
+    long long context_limit; /* context=N: an input of more than N tokens is refused as too long, or -1 */
 };
 
 struct sb_emu_tool_call {
@@ -136,6 +182,16 @@ struct sb_emu_tool_call {
  */
 int sb_emu_directives_parse(const char *text, struct sb_emu_directives *d, char **clean, char *err,
                             size_t errlen) __attribute__((warn_unused_result));
+/*
+ * A directive list as a route fault gives it: "status=503 retry_after=2"
+ * (names and values as in-band, separated by whitespace or commas; a
+ * "[[emu:...]]" wrapper is accepted too). Fills d (reset first). 0, or
+ * -EINVAL naming the bad directive in err; an empty list is -EINVAL.
+ */
+int sb_emu_directives_parse_list(const char *list, struct sb_emu_directives *d, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Fills what d leaves unset from route (the request's own directives win). */
+void sb_emu_directives_merge(struct sb_emu_directives *d, const struct sb_emu_directives *route);
 
 /*
  * If text (already cleaned) starts with "CALL ", parses every line of the form
@@ -301,8 +357,10 @@ struct sb_emu_answer {
 
 /*
  * Parses the directives of user_text into a (zeroed first). 0, or -EINVAL
- * with a message in err (the protocol answers 400). The caller then handles
- * status, latency, hang, drop and malformed, and calls sb_emu_answer_make.
+ * with a message in err (the protocol answers 400). The caller then runs the
+ * fault stage (sb_emu_fault_stage: route faults, status, context, latency,
+ * hang, drop, trickle, reset), handles malformed, and calls
+ * sb_emu_answer_make.
  */
 int sb_emu_answer_begin(struct sb_emu_answer *a, const char *user_text, char *err, size_t errlen)
     __attribute__((warn_unused_result));
@@ -322,6 +380,43 @@ size_t sb_emu_next_word_piece(const char *s);
 size_t sb_emu_next_args_piece(const char *s);
 /* "emulated upstream error NNN" */
 #define SB_EMU_STATUS_MESSAGE_FMT "emulated upstream error %d"
+
+/* ---- fault injection (emu_faults.c) ------------------------------------------ */
+
+/*
+ * How a protocol writes the errors a fault asks for, each in the provider's
+ * own error body. status: [[emu:status=NNN]] with d->quota and the
+ * Retry-After d asks for (sb_emu_retry_after). context: the context window
+ * is exceeded, the input being `tokens` against `limit`; NULL where a
+ * context limit does not apply (token counting).
+ */
+struct sb_emu_fault_errors {
+    void (*status)(struct sb_emu_call *call, int status, const struct sb_emu_directives *d);
+    void (*context)(struct sb_emu_call *call, long long tokens, long long limit);
+    long long context_window; /* the provider's limit when only context_exceeded is given */
+};
+
+/*
+ * The fault stage: every handler runs it once the request is valid and its
+ * directives are read (d, from the last user text). It folds in the route
+ * faults configured for call->model (PUT /_emu/faults/{model}; the request's
+ * own directives win), puts the delivery faults on the reply (latency, hang,
+ * drop, trickle, reset), marks call->faulted, and answers the context or
+ * status error when one is due. prompt_tokens is the input count usage
+ * reports; stream says whether the stream-only faults apply. Returns true
+ * when the reply is decided (the handler stops there); false to go on, when
+ * the handler still owes [[emu:malformed]] and, for a stream,
+ * sb_emu_stream_faults.
+ */
+bool sb_emu_fault_stage(struct sb_emu_call *call, struct sb_emu_directives *d, bool stream, long long prompt_tokens,
+                        const struct sb_emu_fault_errors *errs);
+/* A stream's pacing and faults from d: chunk_delay, hang_after, drop_after, reset_after. */
+void sb_emu_stream_faults(struct sb_emu_reply *rep, const struct sb_emu_directives *d);
+/* Seconds for Retry-After on an error reply with this status: retry_after=S, else 1 for a 429 that is not
+ * about quota; -1 for none. */
+int sb_emu_retry_after(const struct sb_emu_directives *d, int status);
+/* The fault table and per-model counters of the emulator (emu_server.c owns it). */
+struct sb_emu_faults *sb_emu_faults_of(struct sb_emu *emu);
 
 /* ---- journal (emu_journal.c) ------------------------------------------------ */
 
@@ -358,8 +453,9 @@ bool sb_emu_openai_chat_check(struct sb_emu_call *call);
  * messages. Returns false after replying 400.
  */
 bool sb_emu_openai_check_body(struct sb_emu_call *call);
-/* [[emu:status=NNN]] as an OpenAI error (429: Retry-After: 2). */
-void sb_emu_openai_status_error(struct sb_emu_reply *r, int status);
+/* [[emu:status=NNN]] as an OpenAI error (429: rate_limit_exceeded or, with quota, insufficient_quota;
+ * Retry-After as sb_emu_retry_after says). d may be NULL. */
+void sb_emu_openai_status_error(struct sb_emu_call *call, int status, const struct sb_emu_directives *d);
 
 void sb_emu_openai_chat_handle(struct sb_emu_call *call);   /* POST /v1/chat/completions */
 void sb_emu_openai_models_handle(struct sb_emu_call *call); /* GET /v1/models */

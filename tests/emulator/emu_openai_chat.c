@@ -346,19 +346,57 @@ static void reply_stream(struct sb_emu_reply *rep, const struct chat_answer *a, 
     sb_emu_reply_chunk(rep, "data: [DONE]\n\n");
 }
 
-void sb_emu_openai_status_error(struct sb_emu_reply *rep, int status)
+/* Endless ([[emu:endless]]): the role delta and the content deltas, then SB_EMU_ENDLESS_TEXT deltas forever. */
+static void reply_endless(struct sb_emu_reply *rep, const struct chat_answer *a, bool include_usage)
 {
+    sb_emu_reply_stream_start(rep);
+    push_delta(rep, a, 0, json_pack("{s:s, s:s, s:n}", "role", "assistant", "content", "", "refusal"), NULL, NULL,
+               include_usage);
+    const char *content = choice_content(a, 0);
+    if (content)
+        stream_text(rep, a, 0, "content", content, include_usage);
+    json_t *choice = json_pack("{s:i, s:{s:s}, s:n, s:n}", "index", 0, "delta", "content", SB_EMU_ENDLESS_TEXT,
+                               "logprobs", "finish_reason");
+    sb_emu_reply_endless(rep, "data: ", chunk_json(a, json_pack("[o]", choice), include_usage), "\n\n", NULL, 0);
+}
+
+#define QUOTA_MESSAGE                                                                                                  \
+    "You exceeded your current quota, please check your plan and billing details. For more information on this "       \
+    "error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors."
+
+void sb_emu_openai_status_error(struct sb_emu_call *call, int status, const struct sb_emu_directives *d)
+{
+    struct sb_emu_reply *rep = &call->reply;
     char msg[64];
-    snprintf(msg, sizeof msg, "emulated upstream error %d", status);
-    if (status == 429) {
+    snprintf(msg, sizeof msg, SB_EMU_STATUS_MESSAGE_FMT, status);
+    if (status == 429 && d && d->quota)
+        sb_emu_openai_error(rep, status, QUOTA_MESSAGE, "insufficient_quota", NULL, "insufficient_quota");
+    else if (status == 429)
         sb_emu_openai_error(rep, status, msg, "requests", NULL, "rate_limit_exceeded");
-        sb_emu_reply_header(rep, "Retry-After", "2");
-    } else if (status >= 500) {
+    else if (status >= 500)
         sb_emu_openai_error(rep, status, msg, "server_error", NULL, NULL);
-    } else {
+    else
         sb_emu_openai_error(rep, status, msg, "invalid_request_error", NULL, NULL);
+    int retry = sb_emu_retry_after(d, status);
+    if (retry >= 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", retry);
+        sb_emu_reply_header(rep, "Retry-After", v);
     }
 }
+
+static void context_error(struct sb_emu_call *call, long long tokens, long long limit)
+{
+    char msg[MSG_MAX];
+    snprintf(msg, sizeof msg,
+             "This model's maximum context length is %lld tokens. However, your messages resulted in %lld tokens. "
+             "Please reduce the length of the messages.",
+             limit, tokens);
+    sb_emu_openai_error(&call->reply, 400, msg, "invalid_request_error", "messages", "context_length_exceeded");
+}
+
+static const struct sb_emu_fault_errors chat_errors = {
+    .status = sb_emu_openai_status_error, .context = context_error, .context_window = 128000};
 
 /* ---- the handler ------------------------------------------------------------------------ */
 
@@ -372,6 +410,7 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
     char err[MSG_MAX];
 
     call->protocol = "openai-chat";
+    sb_emu_call_set_model_from_body(call);
     if (sb_emu_openai_check_auth(call))
         return;
     if (!sb_emu_openai_chat_check(call))
@@ -401,23 +440,15 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
         sb_emu_openai_invalid(call, "messages", NULL, "%s", err);
         goto done;
     }
-    rep->delay_ms = ans.d.latency_ms;
-    rep->hang = ans.d.hang;
-    rep->drop = ans.d.drop;
-    if (ans.d.status) {
-        sb_emu_openai_status_error(rep, ans.d.status);
-        goto done;
-    }
     bool stream = json_is_true(json_object_get(body, "stream"));
+    if (sb_emu_fault_stage(call, &ans.d, stream, prompt, &chat_errors))
+        goto done;
     if (ans.d.malformed) {
-        rep->status = 200;
         if (stream) {
-            rep->stream = true;
-            rep->content_type = "text/event-stream; charset=utf-8";
+            sb_emu_reply_stream_start(rep);
             sb_emu_reply_chunk(rep, "data: {\"id\":\"chatcmpl-malformed\",\"object\":\n\n");
         } else {
-            rep->body = sb_xstrdup("{\"id\":\"chatcmpl-malformed\", this is not JSON");
-            rep->body_len = strlen(rep->body);
+            sb_emu_reply_malformed(rep, "{\"id\":\"chatcmpl-malformed\", this is not JSON");
         }
         goto done;
     }
@@ -471,10 +502,11 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
     if (stream) {
         json_t *sopts = json_object_get(body, "stream_options");
         bool include_usage = json_is_true(json_object_get(sopts, "include_usage"));
-        reply_stream(rep, &a, include_usage);
-        rep->chunk_delay_ms = ans.d.chunk_delay_ms > 0 ? ans.d.chunk_delay_ms : 0;
-        rep->hang_after = ans.d.hang_after;
-        rep->drop_after = ans.d.drop_after;
+        if (ans.d.endless)
+            reply_endless(rep, &a, include_usage);
+        else
+            reply_stream(rep, &a, include_usage);
+        sb_emu_stream_faults(rep, &ans.d);
     } else {
         reply_complete(rep, &a);
     }

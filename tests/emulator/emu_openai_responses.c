@@ -473,7 +473,50 @@ static void reply_stream(struct sb_emu_reply *rep, struct resp_reply *x)
          json_pack("{s:o}", "response", response_json(x, true, output_json(x))));
 }
 
+/* Endless ([[emu:endless]]): a message whose output_text deltas never stop (no .done, no response.completed). */
+static void reply_endless(struct sb_emu_reply *rep, struct resp_reply *x)
+{
+    sb_emu_reply_stream_start(rep);
+    emit(rep, x, "response.created", json_pack("{s:o}", "response", response_json(x, false, json_array())));
+    emit(rep, x, "response.in_progress", json_pack("{s:o}", "response", response_json(x, false, json_array())));
+    stream_item_added(rep, x, 0, message_item(x, "in_progress", json_array()));
+    emit(rep, x, "response.content_part.added",
+         json_pack("{s:s, s:I, s:i, s:o}", "item_id", x->msg_id, "output_index", (json_int_t)0, "content_index", 0,
+                   "part",
+                   json_pack("{s:s, s:[], s:[], s:s}", "type", "output_text", "annotations", "logprobs", "text", "")));
+    const char *text = x->a->ncalls == 0 && x->a->choices[0].finish != SB_EMU_FINISH_REFUSAL && x->a->choices[0].text
+                           ? x->a->choices[0].text
+                           : "";
+    const char *type = "response.output_text.delta";
+    for (const char *p = text; *p;) {
+        size_t len = sb_emu_next_word_piece(p);
+        emit(
+            rep, x, type,
+            delta_ev(x, x->msg_id, 0, json_pack("{s:i, s:s%, s:[]}", "content_index", 0, "delta", p, len, "logprobs")));
+        p += len;
+    }
+    json_t *ev = json_pack("{s:s, s:I}", "type", type, "sequence_number", (json_int_t)0);
+    json_t *fields = delta_ev(
+        x, x->msg_id, 0, json_pack("{s:i, s:s, s:[]}", "content_index", 0, "delta", SB_EMU_ENDLESS_TEXT, "logprobs"));
+    json_object_update(ev, fields);
+    json_decref(fields);
+    sb_emu_reply_endless(rep, "event: response.output_text.delta\ndata: ", ev, "\n\n", "sequence_number", x->seq);
+}
+
 /* ---- the handler ----------------------------------------------------------------------- */
+
+static void context_error(struct sb_emu_call *call, long long tokens, long long limit)
+{
+    (void)tokens;
+    (void)limit;
+    sb_emu_openai_error(&call->reply, 400,
+                        "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                        "invalid_request_error", "input", "context_length_exceeded");
+}
+
+static const struct sb_emu_fault_errors responses_errors = {
+    .status = sb_emu_openai_status_error, .context = context_error, .context_window = 128000};
+static const struct sb_emu_fault_errors count_errors = {.status = sb_emu_openai_status_error};
 
 /* The conversation as the model reads it. All strings owned (NULL when absent). */
 struct resp_input {
@@ -534,6 +577,7 @@ void sb_emu_openai_responses_handle(struct sb_emu_call *call)
     struct sb_emu_fn *fns = NULL;
     char err[MSG_MAX];
 
+    sb_emu_call_set_model_from_body(call);
     if (sb_emu_openai_check_auth(call) || !sb_emu_openai_responses_check(call, false))
         return;
     const json_t *body = call->json;
@@ -546,22 +590,15 @@ void sb_emu_openai_responses_handle(struct sb_emu_call *call)
         sb_emu_openai_invalid(call, "input", NULL, "%s", err);
         goto done;
     }
-    rep->delay_ms = a.d.latency_ms;
-    rep->hang = a.d.hang;
-    rep->drop = a.d.drop;
-    if (a.d.status) {
-        sb_emu_openai_status_error(rep, a.d.status);
-        goto done;
-    }
     bool stream = json_is_true(json_object_get(body, "stream"));
+    if (sb_emu_fault_stage(call, &a.d, stream, prompt, &responses_errors))
+        goto done;
     if (a.d.malformed) {
         if (stream) {
             sb_emu_reply_stream_start(rep);
             sb_emu_reply_chunk(rep, "event: response.created\ndata: {\"type\":\"response.created\",\n\n");
         } else {
-            rep->status = 200;
-            rep->body = sb_xstrdup("{\"id\":\"resp_malformed\", this is not JSON");
-            rep->body_len = strlen(rep->body);
+            sb_emu_reply_malformed(rep, "{\"id\":\"resp_malformed\", this is not JSON");
         }
         goto done;
     }
@@ -611,10 +648,11 @@ void sb_emu_openai_responses_handle(struct sb_emu_call *call)
     }
 
     if (stream) {
-        reply_stream(rep, &x);
-        rep->chunk_delay_ms = a.d.chunk_delay_ms > 0 ? a.d.chunk_delay_ms : 0;
-        rep->hang_after = a.d.hang_after;
-        rep->drop_after = a.d.drop_after;
+        if (a.d.endless)
+            reply_endless(rep, &x);
+        else
+            reply_stream(rep, &x);
+        sb_emu_stream_faults(rep, &a.d);
     } else {
         json_t *resp = response_json(&x, true, output_json(&x));
         sb_emu_reply_json(rep, 200, resp);
@@ -634,12 +672,26 @@ done:
 void sb_emu_openai_responses_count_handle(struct sb_emu_call *call)
 {
     call->protocol = "openai-responses";
+    sb_emu_call_set_model_from_body(call);
     if (sb_emu_openai_check_auth(call) || !sb_emu_openai_responses_check(call, true))
         return;
     struct resp_input in;
     read_input(call->json, &in);
-    json_t *r = json_pack("{s:s, s:I}", "object", "response.input_tokens", "input_tokens", (json_int_t)in.prompt);
-    sb_emu_reply_json(&call->reply, 200, r);
-    json_decref(r);
+    struct sb_emu_directives d;
+    char *clean = NULL;
+    char err[MSG_MAX];
+    if (sb_emu_directives_parse(in.user_text ? in.user_text : "", &d, &clean, err, sizeof err) < 0) {
+        sb_emu_openai_invalid(call, "input", NULL, "%s", err);
+    } else if (!sb_emu_fault_stage(call, &d, false, in.prompt, &count_errors)) {
+        if (d.malformed) {
+            sb_emu_reply_malformed(&call->reply, "{\"object\":\"response.input_tokens\", this is not JSON");
+        } else {
+            json_t *r =
+                json_pack("{s:s, s:I}", "object", "response.input_tokens", "input_tokens", (json_int_t)in.prompt);
+            sb_emu_reply_json(&call->reply, 200, r);
+            json_decref(r);
+        }
+    }
+    free(clean);
     resp_input_free(&in);
 }

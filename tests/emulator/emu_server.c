@@ -8,6 +8,14 @@
  * it now, after a timer, chunk by chunk, or never (hang), and notices when the
  * client goes away first.
  *
+ * Faults of the delivery ([[emu:latency|trickle|reset|reset_after|endless]],
+ * see emu_faults.c): nothing is written before a delay is over; a trickled
+ * or reset plain reply is sent with its Content-Length and then the body in
+ * pieces (or half of it, then a TCP reset); a stream is sent event by event
+ * (or in pieces), an endless one generating its next event each time.
+ * Writes are bounded: an endless stream waits while the client is not
+ * reading.
+ *
  * Client aborts. When a client closes its connection while a request is still
  * unanswered, libevent detaches the request from the connection (it becomes
  * ours to free) and frees the connection, calling our close callback first;
@@ -28,7 +36,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include "emu_faults.h"
 #include "emu_internal.h"
 #include "sb_alloc.h"
 #include "sb_id.h"
@@ -38,7 +48,7 @@
 /* Life of one /v1 request that is not answered synchronously. */
 enum sb_emu_req_state {
     SB_EMU_REQ_DELAYED,   /* nothing sent yet; the timer fires when the reply is due */
-    SB_EMU_REQ_STREAMING, /* status and headers sent; the timer sends the next chunk(s) */
+    SB_EMU_REQ_STREAMING, /* status and headers sent; the timer sends the next chunk(s) or piece(s) */
     SB_EMU_REQ_HANGING,   /* nothing more will be sent; waiting for the client to leave */
     SB_EMU_REQ_GONE,      /* the client left (or we dropped it); reaped by the next timer */
 };
@@ -53,9 +63,19 @@ struct sb_emu_req {
     struct event *timer;
     struct event *watch; /* EV_READ on the client socket: notices the client leaving */
     struct sb_emu_reply reply;
-    size_t next_chunk;
+    /* Progress of a STREAMING reply: an "event" is a chunk of a stream, or the whole body of a plain reply. */
+    bool body_mode;    /* a plain reply sent in pieces (trickle, reset): the body is the one event */
+    size_t events;     /* events fully sent */
+    size_t off;        /* bytes of the current event sent */
+    size_t sent;       /* bytes of body sent in all */
+    size_t reset_at;   /* body_mode with reset: reset the connection once this many bytes are out */
+    char *endless_cur; /* owned: the endless event being sent, or NULL */
+    size_t endless_len;
     struct sb_emu_req *prev, *next;
 };
+
+/* An endless stream stops writing while this much is still queued for the client. */
+#define ENDLESS_MAX_QUEUED (64 * 1024)
 
 struct sb_emu {
     struct event_base *base; /* borrowed */
@@ -65,7 +85,8 @@ struct sb_emu {
     int latency_ms;
     char *require_key;
     struct sb_emu_journal *journal;
-    struct sb_emu_req *reqs; /* live deferred requests */
+    struct sb_emu_faults *faults; /* route faults and per-model counters */
+    struct sb_emu_req *reqs;      /* live deferred requests */
     struct evhttp_connection **conn_by_fd;
     size_t conn_cap;
     struct sb_emu_stats stats;
@@ -91,6 +112,7 @@ void sb_emu_reply_init(struct sb_emu_reply *r)
     r->content_type = "application/json";
     r->hang_after = -1;
     r->drop_after = -1;
+    r->reset_after = -1;
 }
 
 void sb_emu_reply_clear(struct sb_emu_reply *r)
@@ -101,6 +123,7 @@ void sb_emu_reply_clear(struct sb_emu_reply *r)
     for (size_t i = 0; i < r->nchunks; i++)
         free(r->chunks[i]);
     free(r->chunks);
+    json_decref(r->endless_json);
     sb_emu_reply_init(r);
 }
 
@@ -162,7 +185,43 @@ void sb_emu_reply_stream_start(struct sb_emu_reply *r)
     r->content_type = "text/event-stream; charset=utf-8";
 }
 
+void sb_emu_reply_endless(struct sb_emu_reply *r, const char *pre, json_t *json, const char *post,
+                          const char *seq_field, long long first_seq)
+{
+    json_decref(r->endless_json);
+    r->endless_json = json;
+    r->endless_pre = pre;
+    r->endless_post = post;
+    r->endless_seq_field = seq_field;
+    r->endless_seq = first_seq;
+}
+
+void sb_emu_reply_malformed(struct sb_emu_reply *r, const char *text)
+{
+    free(r->body);
+    r->status = 200;
+    r->content_type = "application/json";
+    r->body = sb_xstrdup(text);
+    r->body_len = strlen(r->body);
+}
+
 /* ---- call helpers -------------------------------------------------------------- */
+
+void sb_emu_call_set_model(struct sb_emu_call *call, const char *model)
+{
+    free(call->model);
+    call->model = model && *model ? sb_xstrdup(model) : NULL;
+}
+
+void sb_emu_call_set_model_from_body(struct sb_emu_call *call)
+{
+    sb_emu_call_set_model(call, json_string_value(json_object_get(call->json, "model")));
+}
+
+struct sb_emu_faults *sb_emu_faults_of(struct sb_emu *emu)
+{
+    return emu->faults;
+}
 
 const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name)
 {
@@ -301,6 +360,7 @@ static void req_free(struct sb_emu_req *r)
     if (r->req && r->req_detached)
         evhttp_request_free(r->req);
     sb_emu_reply_clear(&r->reply);
+    free(r->endless_cur);
     free(r);
 }
 
@@ -361,38 +421,148 @@ static bool req_drop(struct sb_emu_req *r)
 }
 
 /*
- * Sends the chunks that are due. Returns true if r was freed (done or dropped).
+ * Resets the client connection on purpose ([[emu:reset]], reset_after): what
+ * was queued is flushed first (the timer retries in 1 ms while output is
+ * pending), then the socket is closed with SO_LINGER {1, 0}, so the kernel
+ * sends a RST and the client's next read fails with ECONNRESET. libevent
+ * would shut the socket down for writing before closing it, which sends a FIN
+ * first (the client would see a clean EOF); so the socket is closed here, by
+ * putting a placeholder socket in its descriptor slot (dup2), and libevent
+ * then frees the connection and closes the placeholder. Returns true if r was
+ * freed.
+ */
+static bool req_reset(struct sb_emu_req *r)
+{
+    struct bufferevent *bev = r->evcon ? evhttp_connection_get_bufferevent(r->evcon) : NULL;
+    if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+        arm_timer(r, 1);
+        return false;
+    }
+    r->dropping = true;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd >= 0) {
+        if (r->watch)
+            event_del(r->watch);
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) < 0)
+            sb_debug("emulator: SO_LINGER on fd %d: %s", (int)fd, strerror(errno));
+        int placeholder = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (placeholder >= 0) {
+            if (dup2(placeholder, fd) < 0)
+                sb_debug("emulator: dup2 over fd %d: %s", (int)fd, strerror(errno));
+            close(placeholder);
+        }
+    }
+    if (r->evcon)
+        evhttp_connection_free(r->evcon); /* runs on_conn_close, which frees or detaches r->req */
+    req_free(r);
+    return true;
+}
+
+/* The event being sent (a chunk, the body, or the next endless event, made on first use); NULL when none is left. */
+static const char *current_event(struct sb_emu_req *r, size_t *len)
+{
+    struct sb_emu_reply *rep = &r->reply;
+    if (r->body_mode) {
+        *len = rep->body_len;
+        return r->events == 0 ? (rep->body ? rep->body : "") : NULL;
+    }
+    if (r->events < rep->nchunks) {
+        *len = strlen(rep->chunks[r->events]);
+        return rep->chunks[r->events];
+    }
+    if (!rep->endless_json)
+        return NULL;
+    if (!r->endless_cur) {
+        if (rep->endless_seq_field)
+            json_object_set_new(rep->endless_json, rep->endless_seq_field,
+                                json_integer((json_int_t)(rep->endless_seq + (long long)(r->events - rep->nchunks))));
+        char *s = json_dumps(rep->endless_json, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        r->endless_cur = sb_xasprintf("%s%s%s", rep->endless_pre, s ? s : "{}", rep->endless_post);
+        r->endless_len = strlen(r->endless_cur);
+        free(s);
+    }
+    *len = r->endless_len;
+    return r->endless_cur;
+}
+
+static bool more_events(const struct sb_emu_req *r)
+{
+    if (r->body_mode)
+        return r->events == 0;
+    return r->events < r->reply.nchunks || r->reply.endless_json;
+}
+
+/*
+ * Sends what is due of a STREAMING reply: whole events, or with trickle one
+ * piece of SB_EMU_TRICKLE_BYTES, until a pause (chunk_delay, trickle), a
+ * fault (hang_after, drop_after, reset_after, the reset point of a body) or
+ * the end. Returns true if r was freed (done, dropped or reset).
  */
 static bool req_stream_step(struct sb_emu_req *r)
 {
     struct sb_emu_reply *rep = &r->reply;
-    struct evbuffer *buf = evbuffer_new();
-    while (r->next_chunk < rep->nchunks) {
-        if (rep->hang_after >= 0 && r->next_chunk >= (size_t)rep->hang_after) {
-            evbuffer_free(buf);
-            req_set_state(r, SB_EMU_REQ_HANGING);
-            return false;
+    for (;;) {
+        if (r->body_mode && rep->reset && r->sent >= r->reset_at)
+            return req_reset(r);
+        if (r->off == 0 && !r->body_mode) {
+            if (rep->hang_after >= 0 && r->events >= (size_t)rep->hang_after) {
+                req_set_state(r, SB_EMU_REQ_HANGING);
+                return false;
+            }
+            if (rep->drop_after >= 0 && r->events >= (size_t)rep->drop_after)
+                return req_drop(r);
+            if (rep->reset_after >= 0 && r->events >= (size_t)rep->reset_after)
+                return req_reset(r);
         }
-        if (rep->drop_after >= 0 && r->next_chunk >= (size_t)rep->drop_after) {
-            evbuffer_free(buf);
-            return req_drop(r);
+        size_t len = 0;
+        const char *ev = current_event(r, &len);
+        if (!ev)
+            break;
+        if (r->events >= rep->nchunks && !r->body_mode) {
+            /* Endless: never queue without bound for a client that does not read. */
+            struct bufferevent *bev = r->evcon ? evhttp_connection_get_bufferevent(r->evcon) : NULL;
+            if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > ENDLESS_MAX_QUEUED) {
+                arm_timer(r, rep->chunk_delay_ms > 0 ? rep->chunk_delay_ms : 1);
+                return false;
+            }
         }
-        const char *c = rep->chunks[r->next_chunk++];
-        evbuffer_add(buf, c, strlen(c));
+        size_t n = len - r->off;
+        if (rep->trickle_ms > 0 && n > SB_EMU_TRICKLE_BYTES)
+            n = SB_EMU_TRICKLE_BYTES;
+        if (r->body_mode && rep->reset && r->sent + n > r->reset_at)
+            n = r->reset_at - r->sent;
+        struct evbuffer *buf = evbuffer_new();
+        evbuffer_add(buf, ev + r->off, n);
         evhttp_send_reply_chunk(r->req, buf);
-        if (rep->chunk_delay_ms > 0 && r->next_chunk < rep->nchunks) {
-            evbuffer_free(buf);
-            arm_timer(r, rep->chunk_delay_ms);
+        evbuffer_free(buf);
+        r->off += n;
+        r->sent += n;
+        bool event_done = r->off == len;
+        if (event_done) {
+            r->events++;
+            r->off = 0;
+            free(r->endless_cur);
+            r->endless_cur = NULL;
+        }
+        if (r->body_mode && rep->reset && r->sent >= r->reset_at)
+            continue; /* reset now, at the top */
+        int pause = rep->trickle_ms > 0 ? rep->trickle_ms : event_done ? rep->chunk_delay_ms : 0;
+        if (rep->endless_json && pause <= 0 && r->events >= rep->nchunks)
+            pause = 1; /* an endless stream never spins */
+        if (pause > 0 && more_events(r)) {
+            arm_timer(r, pause);
             return false;
         }
     }
-    evbuffer_free(buf);
-    if (rep->hang_after >= 0 && r->next_chunk >= (size_t)rep->hang_after) {
+    if (!r->body_mode && rep->hang_after >= 0 && r->events >= (size_t)rep->hang_after) {
         req_set_state(r, SB_EMU_REQ_HANGING);
         return false;
     }
-    if (rep->drop_after >= 0)
+    if (!r->body_mode && rep->drop_after >= 0)
         return req_drop(r);
+    if (!r->body_mode && rep->reset_after >= 0)
+        return req_reset(r);
     evhttp_send_reply_end(r->req);
     r->req = NULL;
     req_free(r);
@@ -413,6 +583,20 @@ static void req_deliver(struct sb_emu_req *r)
     }
     add_reply_headers(r);
     if (rep->stream) {
+        if (rep->reset && rep->reset_after < 0)
+            rep->reset_after = rep->nchunks / 2 > 0 ? (long)(rep->nchunks / 2) : 1;
+        evhttp_send_reply_start(r->req, rep->status, status_reason(rep->status));
+        req_set_state(r, SB_EMU_REQ_STREAMING);
+        req_stream_step(r);
+        return;
+    }
+    if (rep->trickle_ms > 0 || rep->reset) {
+        /* A plain reply in pieces: its real Content-Length, so the framing is not chunked. */
+        char cl[32];
+        snprintf(cl, sizeof cl, "%zu", rep->body_len);
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Length", cl);
+        r->body_mode = true;
+        r->reset_at = rep->body_len / 2;
         evhttp_send_reply_start(r->req, rep->status, status_reason(rep->status));
         req_set_state(r, SB_EMU_REQ_STREAMING);
         req_stream_step(r);
@@ -469,8 +653,8 @@ static void on_client_readable(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Takes over call->reply. A plain reply due now is sent at once; anything
- * else (delay, hang, drop, stream) goes through r->timer, so that connections
- * are never freed inside libevent's request callback.
+ * else (delay, hang, drop, stream, trickle, reset) goes through r->timer, so
+ * that connections are never freed inside libevent's request callback.
  */
 static void req_start(struct sb_emu *emu, struct sb_emu_call *call)
 {
@@ -489,7 +673,7 @@ static void req_start(struct sb_emu *emu, struct sb_emu_call *call)
     emu->stats.open_requests++;
 
     long delay = (long)emu->latency_ms + r->reply.delay_ms;
-    if (delay == 0 && !r->reply.hang && !r->reply.drop && !r->reply.stream) {
+    if (delay == 0 && !r->reply.hang && !r->reply.drop && !r->reply.stream && !r->reply.trickle_ms && !r->reply.reset) {
         req_deliver(r);
         return;
     }
@@ -558,12 +742,36 @@ static size_t query_limit(const char *query)
 
 static json_t *stats_json(const struct sb_emu *emu)
 {
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "requests_total", (json_int_t)emu->stats.requests_total,
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "requests_total", (json_int_t)emu->stats.requests_total,
                      "open_requests", (json_int_t)emu->stats.open_requests, "closed_by_client",
                      (json_int_t)emu->stats.closed_by_client, "open_connections",
                      (json_int_t)emu->stats.open_connections, "connections_total",
                      (json_int_t)emu->stats.connections_total, "journal_size",
-                     (json_int_t)sb_emu_journal_size(emu->journal));
+                     (json_int_t)sb_emu_journal_size(emu->journal), "by_model", sb_emu_faults_by_model(emu->faults));
+}
+
+/* /_emu/faults and /_emu/faults/{model} (rest: what follows "/_emu/faults"); see emu_faults.h. */
+static void handle_faults(struct sb_emu *emu, struct evhttp_request *req, enum evhttp_cmd_type cmd, const char *rest)
+{
+    char *model = NULL;
+    if (*rest == '/') {
+        model = evhttp_uridecode(rest + 1, 0, NULL);
+        if (!model) {
+            send_json_now(req, 400, json_pack("{s:s}", "error", "bad percent-encoding in the model"));
+            return;
+        }
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    char *body = sb_xmalloc(len + 1);
+    if (len)
+        evbuffer_copyout(in, body, len);
+    body[len] = '\0';
+    int status = 500;
+    json_t *out = sb_emu_faults_control(emu->faults, method_name(cmd), model, body, len, &status);
+    send_json_now(req, status, out);
+    free(body);
+    free(model);
 }
 
 /* /_emu/...: the test-control endpoints. Always answered synchronously. */
@@ -584,7 +792,10 @@ static void handle_control(struct sb_emu *emu, struct evhttp_request *req, enum 
         emu->stats.requests_total = 0;
         emu->stats.closed_by_client = 0;
         emu->stats.connections_total = 0;
+        sb_emu_faults_reset_stats(emu->faults);
         send_json_now(req, 200, json_pack("{s:b}", "ok", 1));
+    } else if (!strcmp(path, "/_emu/faults") || !strncmp(path, "/_emu/faults/", 13)) {
+        handle_faults(emu, req, cmd, path + 12);
     } else {
         send_json_now(req, 404, json_pack("{s:s}", "error", "no such emulator control endpoint"));
     }
@@ -744,11 +955,16 @@ static void handle_v1(struct sb_emu *emu, struct evhttp_request *req, enum evhtt
             json_object_set_new(entry, "status", json_null());
         else
             json_object_set_new(entry, "status", json_integer(call.reply.status));
+        json_object_set_new(entry, "model", call.model ? json_string(call.model) : json_null());
+        json_object_set_new(entry, "fault", json_boolean(call.faulted));
         sb_emu_journal_add(emu->journal, entry);
     }
+    if (call.model)
+        sb_emu_faults_note(emu->faults, call.model, call.faulted);
 
     req_start(emu, &call);
     json_decref(call.json);
+    free(call.model);
     free(body);
 }
 
@@ -782,6 +998,7 @@ struct sb_emu *sb_emu_new(struct event_base *base, const struct sb_emu_config *c
     if (cfg->require_key && *cfg->require_key)
         emu->require_key = sb_xstrdup(cfg->require_key);
     emu->journal = sb_emu_journal_new(cfg->journal_max ? cfg->journal_max : SB_EMU_DEFAULT_JOURNAL);
+    emu->faults = sb_emu_faults_new();
 
     emu->http = evhttp_new(base);
     if (!emu->http) {
@@ -842,6 +1059,7 @@ void sb_emu_destroy(struct sb_emu **emup)
     while (emu->reqs)
         req_free(emu->reqs);
     sb_emu_journal_destroy(&emu->journal);
+    sb_emu_faults_destroy(&emu->faults);
     for (size_t i = 0; i < emu->ntags; i++)
         free(emu->tags[i]);
     free(emu->conn_by_fd);

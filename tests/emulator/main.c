@@ -71,15 +71,23 @@
  *                                        "body" (parsed JSON or null),"body_bytes","request_id",
  *                                        "protocol" ("openai-chat","openai-responses","anthropic",
  *                                        "gemini","openai" for the model list, or null),
- *                                        "status" (reply status; null for hang/drop)}
+ *                                        "status" (reply status; null for hang/drop),
+ *                                        "model" (the upstream model asked for, or null),
+ *                                        "fault" (true when a fault was injected, see below)}
  *                               anthropic-version and anthropic-beta are kept verbatim.
  *   DELETE /_emu/requests       clears the journal
  *   GET    /_emu/stats          {"requests_total","open_requests","closed_by_client",
- *                                "open_connections","connections_total","journal_size"}
+ *                                "open_connections","connections_total","journal_size",
+ *                                "by_model":{"<upstream model>":{"requests":N,"faults":F},...}}
  *                               open_requests: /v1 requests not yet answered (delayed, hanging,
  *                               streaming); closed_by_client: /v1 requests whose client closed
- *                               the connection before the reply was complete.
- *   DELETE /_emu/stats          zeroes requests_total, closed_by_client, connections_total
+ *                               the connection before the reply was complete. by_model: see
+ *                               "Fault injection" below.
+ *   DELETE /_emu/stats          zeroes requests_total, closed_by_client, connections_total and
+ *                               forgets by_model
+ *   PUT    /_emu/faults/{model} {"directives":"status=503 retry_after=2","count":3}: route faults
+ *   GET    /_emu/faults         DELETE /_emu/faults, GET|DELETE /_emu/faults/{model}: see "Fault
+ *                               injection" below
  * Every /v1 and /v1beta reply carries "x-request-id: req_<hex>" (also in the journal entry);
  * Anthropic replies also "request-id" with the same value, also in their error bodies.
  *
@@ -192,8 +200,12 @@
  * Directives, written anywhere in the last user message text as [[emu:...]]
  *   [[emu:status=NNN]]    400..599: reply NNN with an OpenAI error body, message
  *                         "emulated upstream error NNN" (429: type "requests", code
- *                         "rate_limit_exceeded" and "Retry-After: 2"; 5xx: type "server_error")
- *   [[emu:latency=MS]]    delay this reply by MS (added to --latency-ms)
+ *                         "rate_limit_exceeded" and "Retry-After: 1"; 5xx: type "server_error",
+ *                         code null). The fault directives (retry_after, quota, trickle, reset,
+ *                         reset_after, endless, context_exceeded, context) are described under
+ *                         "Fault injection" below.
+ *   [[emu:latency=MS]]    delay this reply by MS (added to --latency-ms); nothing at all, not
+ *                         even the status line, is sent before
  *   [[emu:hang]]          never answer; the request stays open until the client leaves
  *                         (then closed_by_client += 1, open_requests -= 1)
  *   [[emu:drop]]          close the connection without any reply
@@ -265,10 +277,11 @@
  *   must be a JSON object"); a forced tool call gets arguments generated from its schema;
  *   structured output from the same generator; every directive ([[emu:status|latency|hang|
  *   drop|length|malformed|chunk_delay|hang_after|drop_after|refuse|schema_violation|
- *   schema_violation_once=TAG]]); reasoning "Reasoning (<label>) about: <last user text>";
+ *   schema_violation_once=TAG]] and the fault directives below); reasoning "Reasoning
+ *   (<label>) about: <last user text>";
  *   token counts "4 + words" per message/item/content plus the system prompt or instructions
  *   as one more, 85 per image, decoded bytes / 100 per file or audio. Status directives
- *   answer in the provider's own error body; 429 adds "Retry-After: 2". Output tokens =
+ *   answer in the provider's own error body; 429 adds "Retry-After: 1". Output tokens =
  *   words of the text (or 1 + words of each call's arguments) + reasoning words.
  *   Where schema_violation cannot make tool arguments break the schema as an object (Messages
  *   tool_use.input, Gemini functionCall.args must be objects), the arguments are
@@ -438,7 +451,7 @@
  *   modelVersion; any model name is accepted)
  *   Errors: {"error":{"code","message","status"[,"details"]}} with status INVALID_ARGUMENT 400,
  *   UNAUTHENTICATED 401, PERMISSION_DENIED 403, NOT_FOUND 404, RESOURCE_EXHAUSTED 429 (details
- *   RetryInfo "2s"), INTERNAL 500, UNAVAILABLE 503, DEADLINE_EXCEEDED 504.
+ *   RetryInfo "1s"), INTERNAL 500 (and other 5xx), UNAVAILABLE 503, DEADLINE_EXCEEDED 504.
  *   Field names are read in lowerCamelCase or snake_case (proto3 JSON). Last user text: the
  *   non-thought text parts of the last user content (role "user" or none) that has text;
  *   inlineData image/... -> "[image: data:<mime>, N bytes]", audio/... -> "[audio: <wav|mp3|
@@ -505,6 +518,103 @@
  *   chunks form one JSON array ("[" chunk ",\r\n" chunk ... "]"), Content-Type application/json.
  *   :countTokens takes {contents} or {generateContentRequest} -> {"totalTokens":N,
  *   "promptTokensDetails":[{"modality":"TEXT","tokenCount":N}]}.
+ *
+ * Fault injection (emu_faults.c): the failures a gateway's resilience tests need, per request
+ * (in-band [[emu:...]] directives in the last user message) or per route (see "Route faults").
+ * Every mode works in every protocol, in the provider's own error body; "stream" modes apply
+ * to stream:true / :streamGenerateContent requests and are ignored otherwise.
+ *   [[emu:status=NNN]]      400..599 in the provider's error body (OpenAI/Responses: 5xx type
+ *                           "server_error", 429 type "requests" code "rate_limit_exceeded", else
+ *                           "invalid_request_error"; Anthropic: api_error 500/502/503, 529
+ *                           overloaded_error, 504 timeout_error, 429 rate_limit_error; Gemini:
+ *                           INTERNAL 500/502, UNAVAILABLE 503, RESOURCE_EXHAUSTED 429), message
+ *                           "emulated upstream error NNN". Streams get the same plain JSON error,
+ *                           as providers answer before a stream starts.
+ *   [[emu:retry_after=S]]   0..86400: "Retry-After: S" on the error reply (status, quota); Gemini
+ *                           also gets a google.rpc.RetryInfo detail {"retryDelay":"Ss"}. Without
+ *                           it a 429 carries "Retry-After: 1" (Gemini RetryInfo "1s"), other
+ *                           statuses none. Anthropic names the header "retry-after".
+ *   [[emu:quota]]           a 429 (implied when no status is given) that is about quota, where the
+ *                           provider tells them apart: OpenAI/Responses {"error":{"message":"You
+ *                           exceeded your current quota, please check your plan and billing
+ *                           details. For more information on this error, read the docs: https://
+ *                           platform.openai.com/docs/guides/error-codes/api-errors.","type":
+ *                           "insufficient_quota","param":null,"code":"insufficient_quota"}};
+ *                           Gemini RESOURCE_EXHAUSTED "You exceeded your current quota, please
+ *                           check your plan and billing details. For more information on this
+ *                           error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+ *                           with QuotaFailure and Help details; no Retry-After / RetryInfo unless
+ *                           retry_after is given. Anthropic has one 429: rate_limit_error with
+ *                           "retry-after: 1", as without quota.
+ *   [[emu:latency=MS]]      slow first byte: nothing (not even the status line) before MS.
+ *   [[emu:trickle=MS]]      1..60000: the body goes out in 16-byte pieces, MS apart (the first at
+ *                           once). A plain reply keeps its real Content-Length (not chunked); a
+ *                           stream's SSE bytes are cut into 16-byte HTTP chunks regardless of event
+ *                           boundaries (chunk_delay is then not used).
+ *   [[emu:reset]]           status line, headers and half of the body (Content-Length = the whole
+ *                           body), then a TCP reset (SO_LINGER {1,0} and close, no FIN first): the
+ *                           client's read fails with ECONNRESET. A stream: half of its events
+ *                           (at least 1), then the reset.
+ *   [[emu:reset_after=N]]   stream: N events (SSE events, Gemini array elements), then the reset.
+ *   [[emu:drop]] / [[emu:drop_after=N]] / [[emu:hang]] / [[emu:hang_after=N]]  as above (drop
+ *                           closes cleanly with a FIN; hang holds the connection open).
+ *   [[emu:malformed]]       200 with a body that is not JSON (stream: one broken event; token
+ *                           count endpoints too).
+ *   [[emu:endless]]         stream: the usual opening events and the answer's content deltas, then
+ *                           one more content delta " more" every chunk_delay ms (default 50;
+ *                           chunk_delay=0 means every 1 ms) forever; never a final event (no
+ *                           finish_reason / [DONE], response.completed, message_stop,
+ *                           finishReason; Gemini's JSON array never closes). Responses events keep
+ *                           counting sequence_number. It stops when the client disconnects (then
+ *                           closed_by_client += 1); while the client does not read, at most 64 KiB
+ *                           is queued. With reset_after/drop_after/hang_after it stops after that
+ *                           many events.
+ *   [[emu:context_exceeded]] 400, the provider's context-window error:
+ *                           OpenAI {"error":{"message":"This model's maximum context length is
+ *                             128000 tokens. However, your messages resulted in N tokens. Please
+ *                             reduce the length of the messages.","type":"invalid_request_error",
+ *                             "param":"messages","code":"context_length_exceeded"}}
+ *                           Responses {"error":{"message":"Your input exceeds the context window of
+ *                             this model. Please adjust your input and try again.","type":
+ *                             "invalid_request_error","param":"input","code":
+ *                             "context_length_exceeded"}}
+ *                           Anthropic invalid_request_error "prompt is too long: N tokens > 200000
+ *                             maximum"
+ *                           Gemini INVALID_ARGUMENT "The input token count (N) exceeds the maximum
+ *                             number of tokens allowed (1048576)."
+ *                           N = the input token count (as usage reports it) when it exceeds the
+ *                           limit, else limit + that count (forced on a short input).
+ *   [[emu:context=N]]       (mostly a route setting) a request whose input token count exceeds N
+ *                           gets the error above with N as the maximum and its real count;
+ *                           others are answered normally.
+ *   Precedence: drop, hang > context > status/quota > malformed > the answer; latency, trickle
+ *   and reset apply to whatever is sent (an error reply too). Token count endpoints
+ *   (count_tokens, input_tokens, :countTokens) honour status/quota/retry_after, latency, hang,
+ *   drop, trickle, reset and malformed, not context or the stream modes.
+ *   Route faults: a route is the upstream model a request asks for (the body's "model"; Gemini:
+ *   the {model} of models/{model}:method).
+ *     PUT /_emu/faults/{model}  {"directives":"status=503 retry_after=2","count":3}: the next
+ *                           `count` requests for that model (absent, null or 0: every request
+ *                           until cleared) behave as if those directives were in the request
+ *                           (same names and values, separated by spaces or commas; "[[emu:x]]"
+ *                           wrappers allowed). The request's own directives win on conflicts and
+ *                           combine otherwise. A route is used up only by requests that pass auth
+ *                           and validation (a 400 for the request itself does not count); used up,
+ *                           it disappears. {model} is the rest of the path, percent-decoded
+ *                           ("org/model" or "org%2Fmodel"). 200 {"model","directives","count",
+ *                           "remaining" (null when unlimited)}; replaces an earlier one. A bad
+ *                           body or directive -> 400 {"error":"unknown emulator directive
+ *                           '[[emu:bogus]]'"} (or "bad value in emulator directive ...").
+ *     GET /_emu/faults          {"faults":{"<model>":{"directives","count","remaining"},...}}
+ *     GET /_emu/faults/{model}  that entry, or 404
+ *     DELETE /_emu/faults/{model}  {"ok":true,"removed":1|0};  DELETE /_emu/faults: all,
+ *                           {"ok":true,"removed":N}. Other methods: 405.
+ *   Per-model counters (GET /_emu/stats "by_model"): requests = /v1 generation and token-count
+ *   requests that named that model (counted whatever the outcome: auth and validation errors
+ *   too); faults = those that got an injected fault: status/quota, context (exceeded), latency >
+ *   0, hang, drop, malformed, trickle, reset, and for streams endless, reset_after, hang_after,
+ *   drop_after, whether asked in-band or by a route. Tests count upstream attempts with them;
+ *   DELETE /_emu/stats forgets them.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -557,9 +667,20 @@ static void help(void)
             "  [[emu:schema_violation]]  structured output / forced tool arguments break the schema\n"
             "  [[emu:schema_violation_once=TAG]]  only the first time TAG is seen\n"
             "  CALL <name> {json}  one tool call per line\n"
+            "Faults (every protocol, its own error body):\n"
+            "  [[emu:retry_after=S]]  Retry-After: S on an error (429 without it: Retry-After: 1)\n"
+            "  [[emu:quota]]          429 insufficient_quota (OpenAI) / quota RESOURCE_EXHAUSTED (Gemini)\n"
+            "  [[emu:trickle=MS]]     body (or stream) in 16-byte pieces, MS apart\n"
+            "  [[emu:reset]]          headers and half the body, then a TCP reset (ECONNRESET)\n"
+            "  [[emu:reset_after=N]]  stream: N events, then a TCP reset\n"
+            "  [[emu:endless]]        stream: content deltas every chunk_delay ms (default 50), never the end\n"
+            "  [[emu:context_exceeded]]  400 context length exceeded; [[emu:context=N]] only above N input tokens\n"
             "Streaming in every protocol with its own SSE event sequence.\n"
             "Control: GET /_emu/health, GET|DELETE /_emu/requests (journal; credentials by header name only),\n"
-            "  GET|DELETE /_emu/stats.\n"
+            "  GET|DELETE /_emu/stats (by_model: requests and faults per upstream model),\n"
+            "  PUT /_emu/faults/{model} {\"directives\":\"status=503 retry_after=2\",\"count\":3} (route faults:\n"
+            "  the next count requests for that model, 0/absent = all until cleared), GET|DELETE /_emu/faults,\n"
+            "  GET|DELETE /_emu/faults/{model}.\n"
             "Full reference: the comment at the top of tests/emulator/main.c.\n");
 }
 

@@ -99,7 +99,7 @@ test('upstream errors map to the spec statuses and keep the upstream message', a
     });
     assertOpenAIError(res, status);
     assert.match(res.json.error.message, new RegExp(`emulated upstream error ${status}`));
-    if (status === 429) assert.equal(res.headers.get('retry-after'), '2');
+    if (status === 429) assert.equal(res.headers.get('retry-after'), '1');
     assert.ok(!res.text.includes(process.env.SB_EMU_UPSTREAM_KEY || 'never-matches'), 'upstream credential never leaks');
   }
   const malformed = await http('POST', '/v1/responses', { body: { model: 'emu-chat', input: `[[emu:malformed]] ${unique()}` } });

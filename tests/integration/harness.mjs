@@ -114,7 +114,8 @@ export function assertOpenAIError(res, status, { code, type } = {}) {
 export function ensureModel(id, { upstream = 'emu-model', capabilities = {} } = {}) {
   sbctl('model', 'add', id, '--if-not-exists', '--provider', 'openai-chat', '--base-url', `${cfg.emu}/v1`,
     '--upstream-model', upstream, '--credential-ref', 'SB_EMU_UPSTREAM_KEY');
-  sbctl('model', 'set', id, '--upstream-model', upstream, '--capabilities', JSON.stringify(capabilities));
+  sbctl('model', 'set', id, '--upstream-model', upstream, '--capabilities', JSON.stringify(capabilities),
+    '--max-output-tokens', '65536');
   return id;
 }
 

@@ -23,7 +23,9 @@ static sb_broker_t *B;
 static char FE[128], WK[128];
 static bool use_tcp; /* loopback tcp with ephemeral ports instead of inproc */
 
-static void setup(size_t queue_max)
+/* A fresh broker on fresh endpoints. breaker_failures < 0 and
+ * breaker_cooldown_ms <= 0 keep the defaults. */
+static void setup_cfg(size_t queue_max, int breaker_failures, int breaker_cooldown_ms)
 {
     static int n;
     n++;
@@ -40,12 +42,21 @@ static void setup(size_t queue_max)
     cfg.worker_endpoint = WK;
     if (queue_max)
         cfg.queue_max = queue_max;
+    if (breaker_failures >= 0)
+        cfg.breaker_failures = breaker_failures;
+    if (breaker_cooldown_ms > 0)
+        cfg.breaker_cooldown_ms = breaker_cooldown_ms;
     B = sb_broker_new(&cfg);
     CHECK(B != NULL);
     if (B) {
         snprintf(FE, sizeof FE, "%s", sb_broker_frontend_endpoint(B));
         snprintf(WK, sizeof WK, "%s", sb_broker_worker_endpoint(B));
     }
+}
+
+static void setup(size_t queue_max)
+{
+    setup_cfg(queue_max, -1, 0);
 }
 
 static void teardown(void) { sb_broker_destroy(&B); }
@@ -649,6 +660,304 @@ static void test_lifecycle(void)
     sb_broker_destroy(&b);
 }
 
+/*
+ * Circuit breaker (broker_breaker.c, driven through the broker).
+ */
+
+/* A final EVENT for id with "upstream": upstream in its header (NULL: no
+ * such field, as when the job never reached the upstream). */
+static void send_final(zsock_t *w, const char *id, const char *upstream)
+{
+    json_t *hdr = json_pack("{s:s, s:b}", "job_id", id, "final", 1);
+    if (upstream)
+        json_object_set_new(hdr, "upstream", json_string(upstream));
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_EVENT, hdr, "\xc0", 1), 0);
+    json_decref(hdr);
+}
+
+/* Submits id for model and expects it on worker w as a JOB. */
+static void submit_expect_job(zsock_t *fe, zsock_t *w, const char *id, const char *model)
+{
+    submit_simple(fe, id, model);
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, id);
+}
+
+/* Sends id's final event with the given outcome and expects it forwarded to fe. */
+static void finish_job(zsock_t *fe, zsock_t *w, const char *id, const char *upstream)
+{
+    send_final(w, id, upstream);
+    sb_wire_msg_t *m = expect(fe, 1000);
+    check_cmd(&m, SB_CMD_EVENT, id);
+}
+
+/* Checks that *pm is the 503 circuit_open error for job id of model, whose
+ * upstream failed `failures` times in a row, then destroys it. Returns its
+ * retry_after (seconds), or -1. */
+static int check_circuit_open(sb_wire_msg_t **pm, const char *id, const char *model, int failures)
+{
+    sb_wire_msg_t *m = *pm;
+    CHECK(m != NULL);
+    if (!m)
+        return -1;
+    json_t *ev = NULL;
+    CHECK(m->body != NULL);
+    if (m->body)
+        CHECK_INT(sb_mpjson_decode(zframe_data(m->body), zframe_size(m->body), &ev), 0);
+    const json_t *ra = json_object_get(ev, "retry_after");
+    CHECK(json_is_integer(ra));
+    int retry = json_is_integer(ra) ? (int)json_integer_value(ra) : -1;
+    CHECK(retry >= 1);
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "model '%s' is temporarily unavailable: its upstream failed %d time%s in a row; "
+             "retry in %d s",
+             model, failures, failures == 1 ? "" : "s", retry);
+    json_decref(ev);
+    check_error(pm, id, 503, "overloaded", "circuit_open", msg);
+    return retry;
+}
+
+/* K failed outcomes in a row open the circuit: what is queued for the model is
+ * refused at once, new SUBMITs too, and nothing more reaches the worker; jobs
+ * already running finish normally; other models are unaffected. */
+static void test_breaker_opens(void)
+{
+    setup_cfg(0, 3, 2500);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 3, "m1", "m2", NULL);
+    pump(20);
+    submit_expect_job(fe, w, "j1", "m1");
+    submit_expect_job(fe, w, "j2", "m1");
+    submit_expect_job(fe, w, "j3", "m1");
+    submit_simple(fe, "q1", "m1");
+    submit_simple(fe, "q2", "m1");
+    submit_simple(fe, "q3", "m1");
+    submit_simple(fe, "q4", "m1");
+    expect_none(w, 50); /* no credit left: queued */
+
+    /* Each failure frees a credit for the next queued job... */
+    finish_job(fe, w, "j1", "failed");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "q1");
+    finish_job(fe, w, "j2", "failed");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "q2");
+    /* ...until the third in a row opens the circuit: q3 and q4 are refused at once. */
+    int64_t t0 = sb_mono_ms();
+    finish_job(fe, w, "j3", "failed");
+    m = expect(fe, 1000);
+    CHECK_INT(check_circuit_open(&m, "q3", "m1", 3), 3); /* 2.5 s, rounded up */
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "q4", "m1", 3);
+    CHECK(sb_mono_ms() - t0 < 500);
+
+    /* The (K+1)th SUBMIT: refused, never dispatched. */
+    submit_simple(fe, "j4", "m1");
+    m = expect(fe, 1000);
+    int retry = check_circuit_open(&m, "j4", "m1", 3);
+    CHECK(retry >= 2 && retry <= 3);
+    expect_none(w, 100);
+
+    /* Jobs running when it opened finish normally; their outcomes are
+     * ignored (an ok does not close it, a failure does not extend it). */
+    send_event(w, "q1", false, "\xc0", 1);
+    m = expect(fe, 1000);
+    check_cmd(&m, SB_CMD_EVENT, "q1");
+    finish_job(fe, w, "q1", "ok");
+    finish_job(fe, w, "q2", "failed");
+    submit_simple(fe, "j5", "m1");
+    m = expect(fe, 1000);
+    CHECK_INT(check_circuit_open(&m, "j5", "m1", 3), retry);
+
+    /* Another model on the same worker is unaffected. */
+    submit_expect_job(fe, w, "k1", "m2");
+    finish_job(fe, w, "k1", "ok");
+    expect_none(fe, 50);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* After the cooldown one job probes while concurrent SUBMITs are refused; the
+ * probe's ok closes the circuit, its failure re-opens it for twice as long;
+ * a probe that ends without an outcome (cancelled, worker lost) lets the next
+ * job probe. */
+static void test_breaker_probe(void)
+{
+    setup_cfg(0, 2, 400);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 5, "m1", NULL);
+    pump(20);
+    submit_expect_job(fe, w, "j1", "m1");
+    submit_expect_job(fe, w, "j2", "m1");
+    finish_job(fe, w, "j1", "failed");
+    finish_job(fe, w, "j2", "failed");
+    submit_simple(fe, "r1", "m1");
+    sb_wire_msg_t *m = expect(fe, 1000);
+    CHECK_INT(check_circuit_open(&m, "r1", "m1", 2), 1);
+    pump(450);
+
+    /* Half-open: p1 probes; p2 and p3, submitted with it, are refused. */
+    submit_simple(fe, "p1", "m1");
+    submit_simple(fe, "p2", "m1");
+    submit_simple(fe, "p3", "m1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "p1");
+    m = expect(fe, 1000);
+    CHECK_INT(check_circuit_open(&m, "p2", "m1", 2), 1);
+    m = expect(fe, 1000);
+    CHECK_INT(check_circuit_open(&m, "p3", "m1", 2), 1);
+    expect_none(w, 100); /* exactly one probe */
+    submit_simple(fe, "p4", "m1");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "p4", "m1", 2);
+
+    /* The probe reached the upstream: closed, jobs flow again. */
+    finish_job(fe, w, "p1", "ok");
+    submit_expect_job(fe, w, "c1", "m1");
+    submit_expect_job(fe, w, "c2", "m1");
+    finish_job(fe, w, "c1", "failed"); /* the count starts over: one failure is not two */
+    submit_expect_job(fe, w, "c3", "m1");
+    finish_job(fe, w, "c2", "failed"); /* two in a row: open again */
+    submit_simple(fe, "r2", "m1");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "r2", "m1", 2);
+    finish_job(fe, w, "c3", "ok"); /* dispatched before it opened: ignored */
+    submit_simple(fe, "r3", "m1");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "r3", "m1", 2);
+    pump(450);
+
+    /* A failed probe re-opens it, now for 800 ms. */
+    submit_expect_job(fe, w, "p5", "m1");
+    finish_job(fe, w, "p5", "failed");
+    int64_t reopened = sb_mono_ms();
+    submit_simple(fe, "r4", "m1");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "r4", "m1", 3);
+    pump(500 - (int)(sb_mono_ms() - reopened));
+    submit_simple(fe, "r5", "m1"); /* past the first cooldown, not the doubled one */
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "r5", "m1", 3);
+    expect_none(w, 20);
+    pump(850 - (int)(sb_mono_ms() - reopened));
+
+    /* A probe cancelled by its frontend ends without an outcome: the next
+     * job probes, and the cancelled one's late result does not count. */
+    submit_expect_job(fe, w, "p6", "m1");
+    send_cancel(fe, "p6");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_CANCEL, "p6");
+    submit_expect_job(fe, w, "p7", "m1");
+    send_final(w, "p6", "failed");
+    expect_none(fe, 50); /* abandoned: its final event is dropped */
+    submit_simple(fe, "r6", "m1");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "r6", "m1", 3); /* p7 is still the probe */
+    expect_none(w, 20);
+
+    /* The probe's worker is lost (it re-registers): no outcome either. */
+    send_ready(w, "w1", 5, "m1", NULL);
+    m = expect(fe, 1000);
+    check_error(&m, "p7", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
+    submit_expect_job(fe, w, "p8", "m1");
+    submit_simple(fe, "r7", "m1");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "r7", "m1", 3);
+    finish_job(fe, w, "p8", "ok");
+    submit_expect_job(fe, w, "c4", "m1");
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* Only failures in a row count: an ok resets the count; outcomes without the
+ * field (or with an unknown value), cancelled jobs and lost workers neither
+ * count nor reset. */
+static void test_breaker_counting(void)
+{
+    setup_cfg(0, 3, 5000);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    static const char *const outcomes[] = {"failed", "failed", "ok", "failed", "failed", NULL,
+                                           NULL,     NULL,     NULL, "weird",  NULL};
+    char id[16];
+    for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++) {
+        snprintf(id, sizeof id, "a%zu", i);
+        submit_expect_job(fe, w, id, "m1");
+        finish_job(fe, w, id, outcomes[i]);
+    }
+    /* A job its frontend cancelled: whatever its late final event says, it
+     * does not count (the broker stopped caring about it). */
+    submit_expect_job(fe, w, "x1", "m1");
+    send_cancel(fe, "x1");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_CANCEL, "x1");
+    send_final(w, "x1", "failed");
+    expect_none(fe, 50);
+    /* A worker lost mid-job is not the route's fault. */
+    submit_expect_job(fe, w, "l1", "m1");
+    send_ready(w, "w1", 1, "m1", NULL);
+    m = expect(fe, 1000);
+    check_error(&m, "l1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
+    /* Still closed, with two failures in a row: the third opens it. */
+    submit_expect_job(fe, w, "b1", "m1");
+    finish_job(fe, w, "b1", "failed");
+    submit_simple(fe, "b2", "m1");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "b2", "m1", 3);
+    expect_none(w, 50);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* --breaker-failures 0: no circuit, however many failures. */
+static void test_breaker_disabled(void)
+{
+    setup_cfg(0, 0, 0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    char id[16];
+    for (int i = 0; i < 2 * SB_BROKER_BREAKER_FAILURES_DEFAULT; i++) {
+        snprintf(id, sizeof id, "d%d", i);
+        submit_expect_job(fe, w, id, "m1");
+        finish_job(fe, w, id, "failed");
+    }
+    submit_expect_job(fe, w, "last", "m1");
+    expect_none(fe, 50);
+
+    /* And the default is on: five failures open it. */
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+    setup(0);
+    fe = peer(FE);
+    w = peer(WK);
+    send_ready(w, "w1", 1, "m1", NULL);
+    pump(20);
+    for (int i = 0; i < SB_BROKER_BREAKER_FAILURES_DEFAULT; i++) {
+        snprintf(id, sizeof id, "e%d", i);
+        submit_expect_job(fe, w, id, "m1");
+        finish_job(fe, w, id, "failed");
+    }
+    submit_simple(fe, "e-last", "m1");
+    sb_wire_msg_t *m = expect(fe, 1000);
+    CHECK_INT(check_circuit_open(&m, "e-last", "m1", SB_BROKER_BREAKER_FAILURES_DEFAULT),
+              SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT / 1000);
+    expect_none(w, 20);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
 int main(void)
 {
     sb_log_init("test_broker"); /* SB_LOG_LEVEL=debug shows the broker's job transitions */
@@ -667,5 +976,9 @@ int main(void)
     test_ready_again();
     test_lifecycle();
     test_worker_lost();
+    test_breaker_opens();
+    test_breaker_probe();
+    test_breaker_counting();
+    test_breaker_disabled();
     return sb_test_finish("broker");
 }

@@ -8,7 +8,10 @@
  * calls and the tool-result round trip, structured output, reasoning /
  * thinking with its signature or encrypted content round trip, attachments,
  * stop and length reasons, directives, streaming event sequences and the
- * journal (credential headers by name only).
+ * journal (credential headers by name only); and the fault modes in each
+ * provider's own shape (status and Retry-After, quota, context length,
+ * endless streams, resets, trickle, route faults on generation and token
+ * counting, per-model counters).
  */
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -83,6 +86,9 @@ struct resp {
     char *headers;
     size_t hlen;
     json_t *json; /* the body parsed, or NULL */
+    CURLcode rc;
+    size_t pieces;       /* body callbacks (one per read) */
+    size_t small_pieces; /* of those, the ones of at most 16 bytes (a trickled body) */
 };
 
 static size_t append(char **buf, size_t *len, const char *data, size_t n)
@@ -97,6 +103,9 @@ static size_t append(char **buf, size_t *len, const char *data, size_t n)
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
     struct resp *r = arg;
+    r->pieces++;
+    if (size * nmemb <= 16)
+        r->small_pieces++;
     return append(&r->body, &r->len, data, size * nmemb);
 }
 
@@ -128,9 +137,12 @@ static char *unquote(const char *sq)
     return out;
 }
 
-/* One request; headers is a NULL-terminated list ("Name: value"); Content-Type JSON is added with a body. */
-static struct resp http(struct sb_emu *emu, const char *method, const char *path, const char *sq_body,
-                        const char *const *headers)
+/*
+ * One request; headers is a NULL-terminated list ("Name: value"); Content-Type JSON is added with a body.
+ * timeout_ms bounds the whole transfer (an endless stream ends with CURLE_OPERATION_TIMEDOUT).
+ */
+static struct resp http_timeout(struct sb_emu *emu, const char *method, const char *path, const char *sq_body,
+                                const char *const *headers, long timeout_ms)
 {
     struct resp r = {0};
     r.body = calloc(1, 1);
@@ -153,15 +165,21 @@ static struct resp http(struct sb_emu *emu, const char *method, const char *path
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_perform(c);
+    r.rc = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     free(body);
     r.json = json_loads(r.body, 0, NULL);
     return r;
+}
+
+static struct resp http(struct sb_emu *emu, const char *method, const char *path, const char *sq_body,
+                        const char *const *headers)
+{
+    return http_timeout(emu, method, path, sq_body, headers, 5000L);
 }
 
 static void resp_free(struct resp *r)
@@ -416,7 +434,7 @@ static void test_responses_errors(struct sb_emu *emu, struct sb_emu *keyed)
     resp_free(&r);
     r = responses(emu, "{'model':'m','input':'x [[emu:status=429]]'}");
     CHECK_INT(r.status, 429);
-    CHECK(contains(r.headers, "Retry-After: 2"));
+    CHECK(contains(r.headers, "Retry-After: 1"));
     resp_free(&r);
     r = responses(emu, "{'model':'m','input':'x [[emu:malformed]]'}");
     CHECK_INT(r.status, 200);
@@ -813,7 +831,7 @@ static void test_anthropic_errors(struct sb_emu *emu, struct sb_emu *keyed)
     r = messages(emu, "{'model':'c','max_tokens':10,'messages':[{'role':'user','content':'x [[emu:status=529]]'}]}");
     expect_ant_error(&r, 529, "overloaded_error", "Overloaded");
     r = messages(emu, "{'model':'c','max_tokens':10,'messages':[{'role':'user','content':'x [[emu:status=429]]'}]}");
-    CHECK(contains(r.headers, "retry-after: 2"));
+    CHECK(contains(r.headers, "retry-after: 1"));
     expect_ant_error(&r, 429, "rate_limit_error", "emulated upstream error 429");
     r = messages(emu, "{'model':'c','max_tokens':10,'messages':[{'role':'user','content':'x [[emu:status=500]]'}]}");
     expect_ant_error(&r, 500, "api_error", "emulated upstream error 500");
@@ -1200,7 +1218,7 @@ static void test_gemini_errors(struct sb_emu *emu, struct sb_emu *keyed)
     r = gemini(emu, "generateContent", "{'contents':[{'parts':[{'text':'x [[emu:status=503]]'}]}]}");
     expect_google_error(&r, 503, "UNAVAILABLE", "emulated upstream error 503");
     r = gemini(emu, "generateContent", "{'contents':[{'parts':[{'text':'x [[emu:status=429]]'}]}]}");
-    CHECK(contains(r.headers, "Retry-After: 2"));
+    CHECK(contains(r.headers, "Retry-After: 1"));
     expect_google_error(&r, 429, "RESOURCE_EXHAUSTED", "emulated upstream error 429");
 }
 
@@ -1366,6 +1384,329 @@ static void test_gemini_stream(struct sb_emu *emu)
 }
 
 /* ======================================================================================= */
+/* Fault modes in every protocol                                                             */
+/* ======================================================================================= */
+
+static struct resp put_fault(struct sb_emu *emu, const char *model, const char *sq_body)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/_emu/faults/%s", model);
+    return http(emu, "PUT", path, sq_body, NULL);
+}
+
+static long long model_stat(struct sb_emu *emu, const char *model, const char *field)
+{
+    struct resp r = http(emu, "GET", "/_emu/stats", NULL, NULL);
+    json_t *m = json_object_get(json_object_get(r.json, "by_model"), model);
+    long long v = m ? json_integer_value(json_object_get(m, field)) : -1;
+    resp_free(&r);
+    return v;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + strlen(needle), needle))
+        n++;
+    return n;
+}
+
+static void test_faults_responses(struct sb_emu *emu)
+{
+    struct resp r = responses(emu, "{'model':'m','input':'x [[emu:status=503]] [[emu:retry_after=4]]'}");
+    CHECK_INT(r.status, 503);
+    CHECK(contains(r.headers, "Retry-After: 4\r\n"));
+    CHECK_STR(s_at(r.json, "error.type"), "server_error");
+    CHECK_STR(s_at(r.json, "error.message"), "emulated upstream error 503");
+    resp_free(&r);
+    r = responses(emu, "{'model':'m','input':'[[emu:quota]]'}");
+    CHECK_INT(r.status, 429);
+    CHECK(!contains(r.headers, "Retry-After"));
+    CHECK_STR(s_at(r.json, "error.type"), "insufficient_quota");
+    CHECK_STR(s_at(r.json, "error.code"), "insufficient_quota");
+    CHECK_PREFIX(s_at(r.json, "error.message"), "You exceeded your current quota");
+    resp_free(&r);
+
+    /* Context window: the Responses API's own wording, param input. */
+    r = responses(emu, "{'model':'m','input':'x [[emu:context_exceeded]]'}");
+    CHECK_INT(r.status, 400);
+    CHECK_STR(s_at(r.json, "error.message"),
+              "Your input exceeds the context window of this model. Please adjust your input and try again.");
+    CHECK_STR(s_at(r.json, "error.type"), "invalid_request_error");
+    CHECK_STR(s_at(r.json, "error.param"), "input");
+    CHECK_STR(s_at(r.json, "error.code"), "context_length_exceeded");
+    resp_free(&r);
+    r = put_fault(emu, "resp-ctx", "{'directives':'context=5'}");
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
+    r = responses(emu, "{'model':'resp-ctx','input':'a'}"); /* 4 + 1 */
+    CHECK_INT(r.status, 200);
+    CHECK_INT(i_at(r.json, "usage.input_tokens"), 5);
+    resp_free(&r);
+    r = responses(emu, "{'model':'resp-ctx','input':'a b'}");
+    CHECK_INT(r.status, 400);
+    CHECK_STR(s_at(r.json, "error.code"), "context_length_exceeded");
+    resp_free(&r);
+
+    /* Endless: created, in_progress, the message item and part, the deltas of the answer, then " more" deltas with
+     * sequence numbers that keep counting; never a .done or response.completed. */
+    r = http_timeout(emu, "POST", "/v1/responses",
+                     "{'model':'m','stream':true,'input':'go [[emu:endless]] [[emu:chunk_delay=5]]'}", RESP_AUTH, 500);
+    CHECK(r.rc == CURLE_OPERATION_TIMEDOUT);
+    struct sse s;
+    sse_parse(r.body, &s);
+    CHECK(s.n >= 20);
+    size_t more = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        CHECK_INT(i_at(s.data[i], "sequence_number"), (long long)i);
+        CHECK(!contains(s.names[i], ".done") && !contains(s.names[i], "completed"));
+        if (s_at(s.data[i], "delta") && !strcmp(s_at(s.data[i], "delta"), " more")) {
+            CHECK_STR(s.names[i], "response.output_text.delta");
+            more++;
+        }
+    }
+    CHECK(more >= 10);
+    CHECK_STR(s.names[0], "response.created");
+    CHECK_STR(s_at(s.data[4], "delta"), "You");
+    sse_free(&s);
+    resp_free(&r);
+
+    /* reset_after=2: two events, then the connection is reset. */
+    r = responses(emu, "{'model':'m','stream':true,'input':'a b [[emu:reset_after=2]]'}");
+    CHECK(r.rc == CURLE_RECV_ERROR);
+    sse_parse(r.body, &s);
+    CHECK_INT(s.n, 2);
+    CHECK_STR(s.names[1], "response.in_progress");
+    sse_free(&s);
+    resp_free(&r);
+
+    /* A trickled plain reply arrives whole, in small pieces. */
+    r = responses(emu, "{'model':'m','input':'slow [[emu:trickle=2]]'}");
+    CHECK(r.rc == CURLE_OK);
+    CHECK_INT(r.status, 200);
+    CHECK_STR(resp_text(r.json), "You said: slow");
+    CHECK(r.small_pieces * 4 >= r.len / 16);
+    resp_free(&r);
+
+    /* input_tokens: route faults and in-band faults apply; the counters count it. */
+    r = put_fault(emu, "resp-count", "{'directives':'status=503','count':1}");
+    resp_free(&r);
+    r = http(emu, "POST", "/v1/responses/input_tokens", "{'model':'resp-count','input':'x'}", RESP_AUTH);
+    CHECK_INT(r.status, 503);
+    CHECK_STR(s_at(r.json, "error.type"), "server_error");
+    resp_free(&r);
+    r = http(emu, "POST", "/v1/responses/input_tokens", "{'model':'resp-count','input':'x'}", RESP_AUTH);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(i_at(r.json, "input_tokens"), 5);
+    resp_free(&r);
+    r = http(emu, "POST", "/v1/responses/input_tokens", "{'model':'resp-count','input':'x [[emu:malformed]]'}",
+             RESP_AUTH);
+    CHECK_INT(r.status, 200);
+    CHECK(r.json == NULL);
+    resp_free(&r);
+    CHECK_INT(model_stat(emu, "resp-count", "requests"), 3);
+    CHECK_INT(model_stat(emu, "resp-count", "faults"), 2);
+}
+
+static void test_faults_anthropic(struct sb_emu *emu)
+{
+    struct resp r = messages(emu, "{'model':'c','max_tokens':10,'messages':[{'role':'user','content':'x "
+                                  "[[emu:status=503]] [[emu:retry_after=3]]'}]}");
+    CHECK(contains(r.headers, "retry-after: 3\r\n"));
+    expect_ant_error(&r, 503, "api_error", "emulated upstream error 503");
+    r = messages(emu, "{'model':'c','max_tokens':10,'messages':[{'role':'user','content':'x [[emu:status=500]]'}]}");
+    CHECK(!contains(r.headers, "retry-after"));
+    expect_ant_error(&r, 500, "api_error", "emulated upstream error 500");
+    /* Anthropic has one kind of 429: quota changes nothing, retry-after stays. */
+    r = messages(emu, "{'model':'c','max_tokens':10,'messages':[{'role':'user','content':'x [[emu:quota]]'}]}");
+    CHECK(contains(r.headers, "retry-after: 1\r\n"));
+    expect_ant_error(&r, 429, "rate_limit_error", "emulated upstream error 429");
+
+    /* 1 user message of 2 words = 6 tokens; forced: 200000 + 6. */
+    r = messages(emu,
+                 "{'model':'c','max_tokens':10,'messages':[{'role':'user','content':'x [[emu:context_exceeded]]'}]}");
+    CHECK_STR(s_at(r.json, "error.message"), "prompt is too long: 200006 tokens > 200000 maximum");
+    expect_ant_error(&r, 400, "invalid_request_error", "prompt is too long");
+    r = messages(emu, "{'model':'c','max_tokens':10,'system':'s','messages':[{'role':'user','content':'a b c "
+                      "[[emu:context=9]]'}]}"); /* 5 + 8 = 13 */
+    CHECK_STR(s_at(r.json, "error.message"), "prompt is too long: 13 tokens > 9 maximum");
+    expect_ant_error(&r, 400, "invalid_request_error", "prompt is too long");
+
+    /* Endless: message_start, the text block, its deltas, then " more" deltas; never a stop. */
+    r = http_timeout(emu, "POST", "/v1/messages",
+                     "{'model':'c','max_tokens':10,'stream':true,'messages':[{'role':'user','content':'go "
+                     "[[emu:endless]] [[emu:chunk_delay=5]]'}]}",
+                     ANT_HEADERS, 500);
+    CHECK(r.rc == CURLE_OPERATION_TIMEDOUT);
+    struct sse s;
+    sse_parse(r.body, &s);
+    CHECK(s.n >= 20);
+    CHECK_STR(s.names[0], "message_start");
+    CHECK_STR(s.names[1], "content_block_start");
+    size_t more = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        CHECK(strcmp(s.names[i], "content_block_stop") && strcmp(s.names[i], "message_delta") &&
+              strcmp(s.names[i], "message_stop"));
+        if (!strcmp(s.names[i], "content_block_delta") && !strcmp(s_at(s.data[i], "delta.text"), " more"))
+            more++;
+    }
+    CHECK(more >= 10);
+    sse_free(&s);
+    resp_free(&r);
+
+    /* reset: part of the body, then the connection is reset. */
+    r = messages(emu, "{'model':'c','max_tokens':10,'messages':[{'role':'user','content':'x [[emu:reset]]'}]}");
+    CHECK(r.rc == CURLE_RECV_ERROR);
+    CHECK(r.len > 0 && r.json == NULL);
+    resp_free(&r);
+
+    /* A trickled stream still ends with message_stop. */
+    r = messages(emu, "{'model':'c','max_tokens':10,'stream':true,'messages':[{'role':'user','content':'a "
+                      "[[emu:trickle=1]]'}]}");
+    CHECK(r.rc == CURLE_OK);
+    sse_parse(r.body, &s);
+    CHECK_STR(s.names[s.n - 1], "message_stop");
+    CHECK(r.small_pieces * 4 >= r.len / 16);
+    sse_free(&s);
+    resp_free(&r);
+
+    /* count_tokens: a route fault (overloaded), then the count. */
+    r = put_fault(emu, "ant-count", "{'directives':'status=529','count':1}");
+    resp_free(&r);
+    r = http(emu, "POST", "/v1/messages/count_tokens",
+             "{'model':'ant-count','messages':[{'role':'user','content':'a b'}]}", ANT_HEADERS);
+    expect_ant_error(&r, 529, "overloaded_error", "Overloaded");
+    r = http(emu, "POST", "/v1/messages/count_tokens",
+             "{'model':'ant-count','messages':[{'role':'user','content':'a b'}]}", ANT_HEADERS);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(i_at(r.json, "input_tokens"), 6);
+    resp_free(&r);
+    CHECK_INT(model_stat(emu, "ant-count", "requests"), 2);
+    CHECK_INT(model_stat(emu, "ant-count", "faults"), 1);
+}
+
+static void test_faults_gemini(struct sb_emu *emu)
+{
+    struct resp r = gemini(emu, "generateContent",
+                           "{'contents':[{'parts':[{'text':'x [[emu:status=503]] [[emu:retry_after=2]]'}]}]}");
+    CHECK(contains(r.headers, "Retry-After: 2\r\n"));
+    CHECK_STR(s_at(r.json, "error.details.0.@type"), "type.googleapis.com/google.rpc.RetryInfo");
+    CHECK_STR(s_at(r.json, "error.details.0.retryDelay"), "2s");
+    expect_google_error(&r, 503, "UNAVAILABLE", "emulated upstream error 503");
+    r = gemini(emu, "generateContent", "{'contents':[{'parts':[{'text':'x [[emu:status=429]]'}]}]}");
+    CHECK(contains(r.headers, "Retry-After: 1\r\n"));
+    CHECK_STR(s_at(r.json, "error.details.0.retryDelay"), "1s");
+    expect_google_error(&r, 429, "RESOURCE_EXHAUSTED", "emulated upstream error 429");
+    r = gemini(emu, "generateContent", "{'contents':[{'parts':[{'text':'x [[emu:status=500]]'}]}]}");
+    CHECK(at(r.json, "error.details") == NULL);
+    expect_google_error(&r, 500, "INTERNAL", "emulated upstream error 500");
+
+    /* Quota: Google's wording with QuotaFailure and Help details; RetryInfo only when asked. */
+    r = gemini(emu, "generateContent", "{'contents':[{'parts':[{'text':'x [[emu:quota]]'}]}]}");
+    CHECK(!contains(r.headers, "Retry-After"));
+    CHECK_STR(s_at(r.json, "error.details.0.@type"), "type.googleapis.com/google.rpc.QuotaFailure");
+    CHECK_STR(s_at(r.json, "error.details.0.violations.0.quotaDimensions.model"), "gemini-x");
+    CHECK_STR(s_at(r.json, "error.details.1.@type"), "type.googleapis.com/google.rpc.Help");
+    CHECK(at(r.json, "error.details.2") == NULL);
+    expect_google_error(&r, 429, "RESOURCE_EXHAUSTED",
+                        "You exceeded your current quota, please check your plan and billing details.");
+    r = gemini(emu, "generateContent", "{'contents':[{'parts':[{'text':'x [[emu:quota]] [[emu:retry_after=9]]'}]}]}");
+    CHECK(contains(r.headers, "Retry-After: 9\r\n"));
+    CHECK_STR(s_at(r.json, "error.details.2.retryDelay"), "9s");
+    expect_google_error(&r, 429, "RESOURCE_EXHAUSTED", "You exceeded your current quota");
+
+    /* Context: 4 + 2 = 6 tokens; forced: 1048576 + 6. A route context=N counts the same way. */
+    r = gemini(emu, "generateContent", "{'contents':[{'parts':[{'text':'x [[emu:context_exceeded]]'}]}]}");
+    CHECK_STR(s_at(r.json, "error.message"),
+              "The input token count (1048582) exceeds the maximum number of tokens allowed (1048576).");
+    expect_google_error(&r, 400, "INVALID_ARGUMENT", "The input token count");
+    r = put_fault(emu, "gem-ctx", "{'directives':'context=6'}");
+    resp_free(&r);
+    r = http(emu, "POST", "/v1beta/models/gem-ctx:generateContent", "{'contents':[{'parts':[{'text':'a b'}]}]}",
+             GEM_HEADERS);
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
+    r = http(emu, "POST", "/v1beta/models/gem-ctx:generateContent", "{'contents':[{'parts':[{'text':'a b c'}]}]}",
+             GEM_HEADERS);
+    CHECK_STR(s_at(r.json, "error.message"),
+              "The input token count (7) exceeds the maximum number of tokens allowed (6).");
+    expect_google_error(&r, 400, "INVALID_ARGUMENT", "The input token count");
+
+    /* Endless by route (the model is the one in the path), once: SSE chunks without finishReason. */
+    r = put_fault(emu, "gem-endless", "{'directives':'endless chunk_delay=5','count':1}");
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
+    r = http_timeout(emu, "POST", "/v1beta/models/gem-endless:streamGenerateContent?alt=sse",
+                     "{'contents':[{'parts':[{'text':'go'}]}]}", GEM_HEADERS, 500);
+    CHECK(r.rc == CURLE_OPERATION_TIMEDOUT);
+    struct sse s;
+    sse_parse(r.body, &s);
+    CHECK(s.crlf);
+    CHECK(s.n >= 20);
+    size_t more = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        CHECK(at(s.data[i], "candidates.0.finishReason") == NULL);
+        if (!strcmp(s_at(s.data[i], "candidates.0.content.parts.0.text"), " more"))
+            more++;
+    }
+    CHECK(more >= 10);
+    sse_free(&s);
+    resp_free(&r);
+    r = http(emu, "POST", "/v1beta/models/gem-endless:streamGenerateContent?alt=sse",
+             "{'contents':[{'parts':[{'text':'go'}]}]}", GEM_HEADERS);
+    CHECK(r.rc == CURLE_OK);
+    CHECK(contains(r.body, "\"finishReason\":\"STOP\""));
+    resp_free(&r);
+    CHECK_INT(model_stat(emu, "gem-endless", "requests"), 2);
+    CHECK_INT(model_stat(emu, "gem-endless", "faults"), 1);
+
+    /* Endless as a JSON array: it opens and never closes. */
+    r = http_timeout(emu, "POST", "/v1beta/models/gemini-x:streamGenerateContent",
+                     "{'contents':[{'parts':[{'text':'go [[emu:endless]] [[emu:chunk_delay=5]]'}]}]}", GEM_HEADERS,
+                     300);
+    CHECK(r.rc == CURLE_OPERATION_TIMEDOUT);
+    CHECK(r.body[0] == '[');
+    CHECK(r.json == NULL);
+    CHECK(count_of(r.body, ",\r\n{\"candidates\"") >= 10);
+    CHECK(!contains(r.body, "finishReason"));
+    resp_free(&r);
+
+    /* reset_after on a stream, reset on a plain reply. */
+    r = http(emu, "POST", "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+             "{'contents':[{'parts':[{'text':'a b c [[emu:reset_after=1]]'}]}]}", GEM_HEADERS);
+    CHECK(r.rc == CURLE_RECV_ERROR);
+    CHECK_INT(count_of(r.body, "data: "), 1);
+    resp_free(&r);
+    r = gemini(emu, "generateContent", "{'contents':[{'parts':[{'text':'a [[emu:reset]]'}]}]}");
+    CHECK(r.rc == CURLE_RECV_ERROR);
+    resp_free(&r);
+
+    /* A trickled JSON-array stream arrives whole. */
+    r = http(emu, "POST", "/v1beta/models/gemini-x:streamGenerateContent",
+             "{'contents':[{'parts':[{'text':'hi [[emu:trickle=1]]'}]}]}", GEM_HEADERS);
+    CHECK(r.rc == CURLE_OK);
+    CHECK(json_is_array(r.json));
+    CHECK_STR(s_at(r.json, "2.candidates.0.finishReason"), "STOP");
+    CHECK(r.small_pieces * 4 >= r.len / 16);
+    resp_free(&r);
+
+    /* countTokens: a route fault on the model in the path. */
+    r = put_fault(emu, "gem-count", "{'directives':'status=503 retry_after=5','count':1}");
+    resp_free(&r);
+    r = http(emu, "POST", "/v1beta/models/gem-count:countTokens", "{'contents':[{'parts':[{'text':'a b'}]}]}",
+             GEM_HEADERS);
+    CHECK(contains(r.headers, "Retry-After: 5\r\n"));
+    expect_google_error(&r, 503, "UNAVAILABLE", "emulated upstream error 503");
+    r = http(emu, "POST", "/v1beta/models/gem-count:countTokens", "{'contents':[{'parts':[{'text':'a b'}]}]}",
+             GEM_HEADERS);
+    CHECK_INT(r.status, 200);
+    CHECK_INT(i_at(r.json, "totalTokens"), 6);
+    resp_free(&r);
+    CHECK_INT(model_stat(emu, "gem-count", "requests"), 2);
+    CHECK_INT(model_stat(emu, "gem-count", "faults"), 1);
+}
+
+/* ======================================================================================= */
 /* The journal                                                                               */
 /* ======================================================================================= */
 
@@ -1452,6 +1793,9 @@ int main(void)
     test_gemini_thinking(s.open_emu);
     test_gemini_stream(s.open_emu);
     test_journal(s.keyed_emu);
+    test_faults_responses(s.open_emu);
+    test_faults_anthropic(s.open_emu);
+    test_faults_gemini(s.open_emu);
     server_stop(&s);
     curl_global_cleanup();
     return sb_test_finish("emulator_protocols");

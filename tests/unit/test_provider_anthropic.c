@@ -952,6 +952,31 @@ static void test_count(void)
     json_decref(job);
 }
 
+/* Anthropic's context-length error (a 400 invalid_request_error "prompt is
+ * too long: ...") becomes the canonical one, as a response and mid-stream. */
+#define CTX_ERR(msg)                                                                                                   \
+    "[{'type':'error','status':400,'kind':'invalid_request','code':'context_length_exceeded',"                         \
+    "'message':'context length exceeded: " msg "'}]"
+static void test_context_length(void)
+{
+    CHECK_EVENTS(400, ANTH_ERR("invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"),
+                 CTX_ERR("prompt is too long: 208310 tokens > 200000 maximum"));
+    const char *const lines[] = {
+        "event: error",
+        "data: {'type':'error','error':{'type':'invalid_request_error','message':'prompt is too long: 3 > 2'}}",
+        "",
+    };
+    char *text = sse(lines, sizeof lines / sizeof lines[0], "\n");
+    json_t *events = stream_events(text, 0);
+    CHECK_JSON(events, CTX_ERR("prompt is too long: 3 > 2"));
+    json_decref(events);
+    free(text);
+    /* The same words from another error type, or later in a message, are not it. */
+    CHECK_EVENTS(500, ANTH_ERR("api_error", "prompt is too long"), ERR(500, "upstream_error", "prompt is too long"));
+    CHECK_EVENTS(400, ANTH_ERR("invalid_request_error", "system: prompt is too long"),
+                 ERR(400, "invalid_request", "system: prompt is too long"));
+}
+
 int main(void)
 {
     sb_ptest = (sb_ptest_t){.provider = &sb_provider_anthropic,
@@ -979,6 +1004,7 @@ int main(void)
     test_response_stop_reasons();
     test_response_errors();
     test_stream();
+    test_context_length();
     test_count();
     return sb_test_finish("provider_anthropic");
 }

@@ -875,6 +875,21 @@ static void test_count(void)
     json_decref(events);
 }
 
+/* Gemini's context-length error (400 INVALID_ARGUMENT "... exceeds the
+ * maximum number of tokens ...") becomes the canonical one. */
+static void test_context_length(void)
+{
+    CHECK_EVENTS(400,
+                 "{'error':{'code':400,'message':'The input token count (1500000) exceeds the maximum number of "
+                 "tokens allowed (1048576).','status':'INVALID_ARGUMENT'}}",
+                 "[{'type':'error','status':400,'kind':'invalid_request','code':'context_length_exceeded',"
+                 "'message':'context length exceeded: The input token count (1500000) exceeds the maximum number "
+                 "of tokens allowed (1048576).'}]");
+    /* Another INVALID_ARGUMENT is not. */
+    CHECK_EVENTS(400, "{'error':{'code':400,'message':'Invalid value at contents','status':'INVALID_ARGUMENT'}}",
+                 EVENTS(ERROR(400, "invalid_request", "Invalid value at contents")));
+}
+
 int main(void)
 {
     sb_ptest = (sb_ptest_t){.provider = &sb_provider_gemini,
@@ -897,6 +912,7 @@ int main(void)
     test_response_candidates();
     test_response_errors();
     test_stream();
+    test_context_length();
     test_count();
     return sb_test_finish("provider_gemini");
 }

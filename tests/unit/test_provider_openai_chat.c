@@ -1370,6 +1370,54 @@ static void test_stream_same_items(void)
     free(text);
 }
 
+/* Context-length errors, however a Chat Completions server says it, become
+ * one canonical error: 400 invalid_request, code context_length_exceeded,
+ * the upstream's message after "context length exceeded: ". Written with
+ * escaped double quotes: the upstream texts have apostrophes. */
+#define CTX_ERR(msg)                                                                                                   \
+    "[{\"type\":\"error\",\"status\":400,\"kind\":\"invalid_request\",\"code\":\"context_length_exceeded\","           \
+    "\"message\":\"context length exceeded: " msg "\"}]"
+static void test_context_length(void)
+{
+    /* OpenAI: error.code. */
+    CHECK_EVENTS(400,
+                 "{\"error\":{\"message\":\"This model's maximum context length is 8192 tokens. However, your "
+                 "messages resulted in 9000 tokens. Please reduce the length of the messages.\","
+                 "\"type\":\"invalid_request_error\",\"param\":\"messages\",\"code\":\"context_length_exceeded\"}}",
+                 CTX_ERR("This model's maximum context length is 8192 tokens. However, your messages resulted in "
+                         "9000 tokens. Please reduce the length of the messages."));
+    /* vLLM (older: the fields at the top, the HTTP status as code). */
+    CHECK_EVENTS(400,
+                 "{\"object\":\"error\",\"message\":\"This model's maximum context length is 2048 tokens. However, "
+                 "you requested 3000 tokens.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}",
+                 CTX_ERR("This model's maximum context length is 2048 tokens. However, you requested 3000 tokens."));
+    /* llama.cpp: its own error type. */
+    CHECK_EVENTS(400,
+                 "{\"error\":{\"code\":400,\"message\":\"the request exceeds the available context size, try "
+                 "increasing it\",\"type\":\"exceed_context_size_error\",\"n_prompt_tokens\":5000,\"n_ctx\":4096}}",
+                 CTX_ERR("the request exceeds the available context size, try increasing it"));
+    /* Case does not matter in the message; a 200 error body counts too. */
+    CHECK_EVENTS(400, "{\"error\":{\"message\":\"Input is longer than the Context Length of this model\"}}",
+                 CTX_ERR("Input is longer than the Context Length of this model"));
+    CHECK_EVENTS(200, "{\"error\":{\"message\":\"too long\",\"code\":\"context_length_exceeded\"}}",
+                 CTX_ERR("too long"));
+    /* Not one: another 400, and a 500 that mentions the words. */
+    CHECK_EVENTS(400, "{\"error\":{\"message\":\"max_tokens must be at least 1\",\"type\":\"BadRequestError\"}}",
+                 "[{\"type\":\"error\",\"status\":400,\"kind\":\"invalid_request\",\"code\":null,"
+                 "\"message\":\"max_tokens must be at least 1\"}]");
+    CHECK_EVENTS(500, "{\"error\":{\"message\":\"context length table corrupt\"}}",
+                 "[{\"type\":\"error\",\"status\":500,\"kind\":\"upstream_error\",\"code\":null,"
+                 "\"message\":\"context length table corrupt\"}]");
+    /* vLLM's mid-stream error object. */
+    json_t *events =
+        stream_raw("{\"input\":[],\"stream\":true}",
+                   "data: {\"error\":{\"object\":\"error\",\"message\":\"This model's maximum context "
+                   "length is 2048 tokens.\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}\n\n",
+                   0);
+    CHECK_JSON(events, CTX_ERR("This model's maximum context length is 2048 tokens."));
+    json_decref(events);
+}
+
 int main(void)
 {
     sb_ptest = (sb_ptest_t){.provider = &sb_provider_openai_chat, .route = route, .normalize_ids = normalize_ids};
@@ -1389,6 +1437,7 @@ int main(void)
     test_response_choices();
     test_response_errors();
     test_count();
+    test_context_length();
     sb_ptest.single_quotes = true; /* the stream tests write JSON with ' */
     test_stream_request();
     test_stream_text();

@@ -773,6 +773,35 @@ static void test_count(void)
     json_decref(events);
 }
 
+/* Context-length errors become one canonical error (400 invalid_request,
+ * code context_length_exceeded, "context length exceeded: " + the
+ * upstream's message): as an HTTP error, a failed response, a failed stream. */
+#define CTX_ERR(msg)                                                                                                   \
+    "[{\"type\":\"error\",\"status\":400,\"kind\":\"invalid_request\",\"code\":\"context_length_exceeded\","           \
+    "\"message\":\"context length exceeded: " msg "\"}]"
+static void test_context_length(void)
+{
+    CHECK_EVENTS(400,
+                 "{\"error\":{\"message\":\"Your input exceeds the context window of this model. Please adjust your "
+                 "input and try again.\",\"type\":\"invalid_request_error\",\"param\":\"input\","
+                 "\"code\":\"context_length_exceeded\"}}",
+                 CTX_ERR("Your input exceeds the context window of this model. Please adjust your input and try "
+                         "again."));
+    CHECK_EVENTS(200,
+                 "{\"status\":\"failed\",\"error\":{\"code\":\"context_length_exceeded\",\"message\":\"Your input "
+                 "exceeds the context window of this model.\"},\"output\":[]}",
+                 CTX_ERR("Your input exceeds the context window of this model."));
+    json_t *events = stream("data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\","
+                            "\"error\":{\"code\":\"context_length_exceeded\",\"message\":\"Too long.\"}}}\n\n",
+                            0, 200);
+    CHECK_JSON(events, CTX_ERR("Too long."));
+    json_decref(events);
+    /* Other input refusals keep their own code. */
+    CHECK_EVENTS(200, "{\"status\":\"failed\",\"error\":{\"code\":\"invalid_prompt\",\"message\":\"Flagged.\"}}",
+                 "[{\"type\":\"error\",\"status\":400,\"kind\":\"invalid_request\",\"code\":\"invalid_prompt\","
+                 "\"message\":\"Flagged.\"}]");
+}
+
 int main(void)
 {
     sb_ptest = (sb_ptest_t){.provider = P, .route = route, .normalize_ids = normalize_ids};
@@ -788,6 +817,7 @@ int main(void)
     test_response_status();
     test_response_errors();
     test_stream();
+    test_context_length();
     test_count();
     return sb_test_finish("provider_openai_responses");
 }

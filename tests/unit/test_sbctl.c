@@ -1,9 +1,9 @@
 /* Unit tests for sbctl's argument parsing, validation and migration-file
- * scanning, and for the prompt commands end to end: the built sbctl binary
- * against a throwaway PostgreSQL cluster (initdb in a temporary directory,
- * reachable only through a unix socket there), skipped when no PostgreSQL
- * server binaries are installed. The other commands' database paths are
- * covered by the integration tests. */
+ * scanning, and for the prompt, limits and model fallback commands end to
+ * end: the built sbctl binary against a throwaway PostgreSQL cluster (initdb
+ * in a temporary directory, reachable only through a unix socket there),
+ * skipped when no PostgreSQL server binaries are installed. The other
+ * commands' database paths are covered by the integration tests. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -435,6 +435,176 @@ static void test_prompts_cli(void)
     CHECK_STR(c.help_group, "prompt");
 }
 
+static void test_limits_cli(void)
+{
+    struct sb_cli c;
+    CHECK_INT(parse(&c, "limits", "set", "--key", "7", "--rpm", "60", "--tpm", "none", "--concurrency", "4", NULL), 0);
+    CHECK_INT(c.cmd, SB_CLI_LIMITS_SET);
+    CHECK_INT(c.key_id, 7);
+    CHECK_INT(c.rpm, 60);
+    CHECK_INT(c.tpm, SB_CLI_LIMIT_NONE);
+    CHECK_INT(c.concurrency, 4);
+    CHECK_INT(c.given, SB_OPT_KEY | SB_OPT_RPM | SB_OPT_TPM | SB_OPT_CONCURRENCY);
+    CHECK_INT(parse(&c, "limits", "set", "--group=gold", "--rpm=2147483647", NULL), 0);
+    CHECK_STR(c.group, "gold");
+    CHECK_INT(c.rpm, 2147483647);
+    CHECK_INT(c.given, SB_OPT_GROUP | SB_OPT_RPM);
+    CHECK_INT(parse(&c, "limits", "set", "--group", "gold", "--tpm", "9223372036854775807", NULL), 0);
+    CHECK(c.tpm == LLONG_MAX);
+    CHECK_INT(parse(&c, "limits", "set", "--account", "acme", "--quota-tokens", "0", NULL), 0); /* quota may be 0 */
+    CHECK_STR(c.account, "acme");
+    CHECK_INT(c.quota_tokens, 0);
+    CHECK_INT(parse(&c, "limits", "set", "--account", "acme", "--quota-tokens", "none", NULL), 0);
+    CHECK_INT(c.quota_tokens, SB_CLI_LIMIT_NONE);
+
+    /* Scope: exactly one; limits: at least one, and only the scope's. */
+    CHECK_INT(parse(&c, "limits", "set", "--rpm", "5", NULL), -EINVAL);
+    CHECK(strstr(err, "exactly one of --key ID, --group NAME, --account NAME") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--key", "1", "--group", "gold", "--rpm", "5", NULL), -EINVAL);
+    CHECK(strstr(err, "exactly one of") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--group", "gold", "--account", "acme", "--quota-tokens", "5", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "limits", "set", "--key", "1", NULL), -EINVAL);
+    CHECK(strstr(err, "nothing to set") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--account", "acme", NULL), -EINVAL);
+    CHECK(strstr(err, "nothing to set") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--account", "acme", "--rpm", "5", NULL), -EINVAL);
+    CHECK(strstr(err, "not an account") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--account", "acme", "--quota-tokens", "5", "--concurrency", "2", NULL),
+              -EINVAL);
+    CHECK(strstr(err, "not an account") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--key", "1", "--quota-tokens", "5", NULL), -EINVAL);
+    CHECK(strstr(err, "--quota-tokens applies to an account") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--group", "gold", "--rpm", "5", "--quota-tokens", "5", NULL), -EINVAL);
+    CHECK(strstr(err, "--quota-tokens applies to an account") != NULL);
+
+    /* Values: positive integers (quota: >= 0) within the column's type, or none. */
+    static const char *const bad[][2] = {
+        {"--rpm", "0"},
+        {"--rpm", "-1"},
+        {"--rpm", "2147483648"},
+        {"--rpm", "1.5"},
+        {"--rpm", "ten"},
+        {"--rpm", ""},
+        {"--rpm", "None"},
+        {"--tpm", "0"},
+        {"--tpm", "9223372036854775808"},
+        {"--concurrency", "0"},
+        {"--concurrency", "2147483648"},
+        {"--concurrency", "+3"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_INT(parse(&c, "limits", "set", "--key", "1", bad[i][0], bad[i][1], NULL), -EINVAL);
+        CHECK(strstr(err, bad[i][0]) != NULL && strstr(err, "or none") != NULL);
+    }
+    CHECK_INT(parse(&c, "limits", "set", "--account", "acme", "--quota-tokens", "-1", NULL), -EINVAL);
+    CHECK(strstr(err, "between 0 and") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--account", "acme", "--quota-tokens", "1e6", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "limits", "set", "--key", "0", "--rpm", "5", NULL), -EINVAL);
+    CHECK(strstr(err, "--key: invalid key id") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--key", "sk-sb-abc", "--rpm", "5", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "limits", "set", "--group", "bad name", "--rpm", "5", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "limits", "set", "--key", "1", "--rpm", "5", "--rpm", "6", NULL), -EINVAL);
+    CHECK(strstr(err, "--rpm given twice") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "--key", "1", "--rpm", NULL), -EINVAL);
+    CHECK(strstr(err, "--rpm needs a value") != NULL);
+    CHECK_INT(parse(&c, "limits", "set", "7", "--rpm", "5", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "limits", "set", "--key", "1", "--rpm", "5", "--fallbacks", "a", NULL), -EINVAL);
+
+    CHECK_INT(parse(&c, "limits", "show", NULL), 0);
+    CHECK_INT(c.cmd, SB_CLI_LIMITS_SHOW);
+    CHECK(c.account == NULL);
+    CHECK_INT(parse(&c, "limits", "show", "--account", "acme", NULL), 0);
+    CHECK_STR(c.account, "acme");
+    CHECK_INT(parse(&c, "limits", "show", "--key", "1", NULL), -EINVAL);
+    CHECK(strstr(err, "unknown option '--key'") != NULL);
+    CHECK_INT(parse(&c, "limits", "show", "acme", NULL), -EINVAL);
+
+    CHECK_INT(parse(&c, "limits", "reset-usage", "--account", "acme", NULL), 0);
+    CHECK_INT(c.cmd, SB_CLI_LIMITS_RESET_USAGE);
+    CHECK_STR(c.account, "acme");
+    CHECK_INT(parse(&c, "limits", "reset-usage", NULL), -EINVAL);
+    CHECK(strstr(err, "--account NAME is required") != NULL);
+    CHECK_INT(parse(&c, "limits", "reset-usage", "--account", "acme", "--quota-tokens", "0", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "limits", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "limits", "reset", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "limits", "--help", NULL), 0);
+    CHECK_INT(c.cmd, SB_CLI_HELP);
+    CHECK_STR(c.help_group, "limits");
+    CHECK_INT(parse(&c, "limits", "set", "--help", NULL), 0);
+    CHECK_INT(c.cmd, SB_CLI_HELP);
+    CHECK_STR(c.help_verb, "set");
+
+    /* model fallback: ID then up to SB_CLI_FALLBACK_MAX fallbacks, in order. */
+    CHECK_INT(parse(&c, "model", "fallback", "gpt-4o", NULL), 0);
+    CHECK_INT(c.cmd, SB_CLI_MODEL_FALLBACK);
+    CHECK_INT(c.nargs, 1);
+    CHECK_INT(parse(&c, "model", "fallback", "gpt-4o", "claude/sonnet", "gemini-pro", NULL), 0);
+    CHECK_INT(c.nargs, 3);
+    CHECK_STR(c.arg[1], "claude/sonnet");
+    CHECK_STR(c.arg[2], "gemini-pro");
+    CHECK_INT(parse(&c, "model", "fallback", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "model", "fallback", "gpt-4o", "a b", NULL), -EINVAL);
+    CHECK(strstr(err, "invalid fallback model id 'a b'") != NULL);
+    CHECK_INT(parse(&c, "model", "fallback", "gpt-4o", "*", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "model", "fallback", "*", "a", NULL), -EINVAL);
+    CHECK_INT(parse(&c, "model", "fallback", "gpt-4o", "--fallbacks", "a", NULL), -EINVAL);
+    CHECK(strstr(err, "unknown option '--fallbacks'") != NULL);
+    CHECK_INT(parse(&c, "model", "fallback", "m", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10", "a11",
+                    "a12", "a13", "a14", "a15", "a16", NULL),
+              0);
+    CHECK_INT(c.nargs, 1 + SB_CLI_FALLBACK_MAX);
+    CHECK_INT(parse(&c, "model", "fallback", "m", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10", "a11",
+                    "a12", "a13", "a14", "a15", "a16", "a17", NULL),
+              -EINVAL);
+    CHECK(strstr(err, "at most 16 fallbacks") != NULL);
+
+    /* --fallbacks on add and set: ids separated by commas; "" clears. */
+    CHECK_INT(parse(&c, "model", "set", "m", "--fallbacks", "a,b/c", NULL), 0);
+    CHECK_STR(c.fallbacks, "a,b/c");
+    CHECK_INT(c.given, SB_OPT_FALLBACKS);
+    CHECK_INT(parse(&c, "model", "set", "m", "--fallbacks", "", NULL), 0);
+    CHECK_STR(c.fallbacks, "");
+    CHECK_INT(parse(&c, "model", "add", "m", "--provider", "gemini", "--base-url", "http://x", "--fallbacks=a", NULL),
+              0);
+    CHECK_STR(c.fallbacks, "a");
+    CHECK_INT(parse(&c, "model", "set", "m", "--timeout-ms", "5", NULL), 0);
+    CHECK(c.fallbacks == NULL);
+    static const char *const badlists[] = {",", "a,", ",a", "a,,b", "a, b", "a,*", "a;b"};
+    for (size_t i = 0; i < sizeof badlists / sizeof badlists[0]; i++) {
+        CHECK_INT(parse(&c, "model", "set", "m", "--fallbacks", badlists[i], NULL), -EINVAL);
+        CHECK(strstr(err, "--fallbacks") != NULL);
+    }
+    char longid[SB_CLI_MODEL_MAX + 2];
+    memset(longid, 'm', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    CHECK_INT(parse(&c, "model", "set", "m", "--fallbacks", longid, NULL), -EINVAL);
+    longid[SB_CLI_MODEL_MAX] = '\0';
+    CHECK_INT(parse(&c, "model", "set", "m", "--fallbacks", longid, NULL), 0);
+    CHECK_INT(parse(&c, "model", "set", "m", "--fallbacks", "a,b,c,d,e,f,g,h,i,j,k,l,m2,n,o,p", NULL), 0);
+    CHECK_INT(parse(&c, "model", "set", "m", "--fallbacks", "a,b,c,d,e,f,g,h,i,j,k,l,m2,n,o,p,q", NULL), -EINVAL);
+    CHECK(strstr(err, "at most 16") != NULL);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sb_cli_usage(f, NULL, NULL);
+    fclose(f);
+    CHECK(strstr(buf, "sbctl limits set (--key ID | --group NAME) [--rpm N] [--tpm N] [--concurrency N]") != NULL);
+    CHECK(strstr(buf, "sbctl limits set --account NAME --quota-tokens N") != NULL);
+    CHECK(strstr(buf, "sbctl limits show [--account NAME]") != NULL);
+    CHECK(strstr(buf, "sbctl limits reset-usage --account NAME") != NULL);
+    CHECK(strstr(buf, "sbctl model fallback ID [FALLBACK ...]") != NULL);
+    CHECK(strstr(buf, "[--fallbacks ID,ID...]") != NULL);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    sb_cli_usage(f, "limits", "reset-usage");
+    fclose(f);
+    CHECK(strstr(buf, "sbctl limits reset-usage --account NAME") != NULL);
+    CHECK(strstr(buf, "limits set") == NULL);
+    CHECK(strstr(buf, "shared by all the group's") != NULL); /* the note on how limits combine */
+    free(buf);
+}
+
 static void touch(const char *dir, const char *name)
 {
     char path[512];
@@ -644,7 +814,7 @@ static int pg_setup(void)
     glob_t g;
     if (glob("/usr/lib/postgresql/*/bin/initdb", 0, NULL, &g) != 0 || g.gl_pathc == 0) {
         globfree(&g);
-        printf("sbctl: SKIP prompt database tests: no /usr/lib/postgresql/*/bin/initdb\n");
+        printf("sbctl: SKIP database tests: no /usr/lib/postgresql/*/bin/initdb\n");
         return 0;
     }
     /* The newest version: compare the numbers, "9.6" sorts after "16" as text. */
@@ -662,7 +832,7 @@ static int pg_setup(void)
     if (pg.uid == 0) {
         struct passwd *pw = getpwnam("postgres");
         if (!pw) {
-            printf("sbctl: SKIP prompt database tests: running as root and there is no postgres user\n");
+            printf("sbctl: SKIP database tests: running as root and there is no postgres user\n");
             return 0;
         }
         pg.uid = pw->pw_uid;
@@ -803,16 +973,8 @@ static char *body_instructions(const char *text)
 
 static void test_prompts_db(void)
 {
-    int up = pg_setup();
-    CHECK(up >= 0);
-    if (up <= 0)
-        return;
     char *out = NULL, *e = NULL;
 
-    CHECK_INT(SBCTL(NULL, &e, "migrate", "--dir", SB_TEST_SCHEMA_DIR), 0);
-    if (e && *e)
-        fprintf(stderr, "%s", e);
-    free(e);
     CHECK_INT(SBCTL(NULL, NULL, "account", "create", "acme"), 0);
     CHECK_INT(SBCTL(NULL, NULL, "account", "create", "globex"), 0);
 
@@ -1027,8 +1189,423 @@ static void test_prompts_db(void)
     CHECK_INT(SBCTL(NULL, &e, "prompt", "list", "--account", "nobody"), 1);
     CHECK(e && strstr(e, "does not exist") != NULL);
     free(e);
+}
 
-    pg_cleanup();
+/* ---- the limits and fallback commands against the same cluster ---------- */
+
+/* Runs a statement with text parameters on the test's connection; true when it succeeded. */
+static bool exec_sql(const char *sql, int nparams, const char *const *params)
+{
+    PGresult *res = PQexecParams(pg.conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK;
+    if (!ok)
+        fprintf(stderr, "test_sbctl: %s: %s", sql, PQerrorMessage(pg.conn));
+    PQclear(res);
+    return ok;
+}
+
+/* Reads the sb_config notifications that reached the test's connection (it
+ * LISTENs): true when one named table. drain: just empty the queue. A commit
+ * signals listeners before it returns, so sbctl having exited means the
+ * notification is on its way; a few round trips pick it up. */
+static bool notified(const char *table, bool drain)
+{
+    bool seen = false;
+    for (int i = 0; i < (drain ? 1 : 50) && !seen; i++) {
+        if (i > 0)
+            usleep(20000);
+        PQclear(PQexec(pg.conn, "SELECT 1"));
+        PGnotify *n;
+        while ((n = PQnotifies(pg.conn)) != NULL) {
+            if (table && !strcmp(n->relname, "sb_config") && !strcmp(n->extra, table))
+                seen = true;
+            PQfreemem(n);
+        }
+    }
+    return seen;
+}
+
+/* Creates a key with sbctl and writes its id into id[24]. */
+static void new_key(const char *account, const char *group, char id[24])
+{
+    char *e = NULL;
+    CHECK_INT(SBCTL(NULL, &e, "key", "create", "--account", account, "--group", group), 0);
+    free(e);
+    char *v = query1("SELECT max(id)::text FROM api_keys", NULL);
+    snprintf(id, 24, "%s", v ? v : "0");
+    free(v);
+}
+
+/* The line of an sbctl table whose first two cells are c0 and c1, with each
+ * run of spaces collapsed to one ("" when there is none). Static storage. */
+static const char *table_row(const char *table, const char *c0, const char *c1)
+{
+    static char row[1024];
+    size_t n0 = strlen(c0), n1 = strlen(c1);
+    for (const char *p = table; p && *p;) {
+        size_t len = strcspn(p, "\n");
+        size_t k = 0;
+        for (size_t i = 0; i < len && k + 1 < sizeof row; i++)
+            if (p[i] != ' ' || (k > 0 && row[k - 1] != ' '))
+                row[k++] = p[i];
+        row[k] = '\0';
+        if (!strncmp(row, c0, n0) && row[n0] == ' ' && !strncmp(row + n0 + 1, c1, n1) &&
+            (row[n0 + 1 + n1] == ' ' || row[n0 + 1 + n1] == '\0'))
+            return row;
+        p += len;
+        if (*p == '\n')
+            p++;
+    }
+    return "";
+}
+
+/* Where the cells of one table line start, in characters (UTF-8 aware; cells
+ * hold no spaces). Returns how many cells, at most max. */
+static int cell_starts(const char *line, size_t len, size_t *start, int max)
+{
+    int n = 0;
+    size_t ch = 0;
+    bool prev_space = true;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)line[i];
+        if ((c & 0xC0) == 0x80)
+            continue; /* a continuation byte: same character */
+        bool space = c == ' ';
+        if (!space && prev_space && n < max)
+            start[n++] = ch;
+        prev_space = space;
+        ch++;
+    }
+    return n;
+}
+
+/* True when every row of a table has the header's cells, starting at the same columns. */
+static bool table_aligned(const char *table)
+{
+    size_t head[32], cells[32];
+    if (!table || !*table)
+        return false;
+    size_t len = strcspn(table, "\n");
+    int nh = cell_starts(table, len, head, 32);
+    for (const char *p = table + len; *p == '\n' && p[1];) {
+        p++;
+        len = strcspn(p, "\n");
+        if (cell_starts(p, len, cells, 32) != nh || memcmp(cells, head, (size_t)nh * sizeof head[0]) != 0) {
+            fprintf(stderr, "test_sbctl: misaligned row: %.*s\n", (int)len, p);
+            return false;
+        }
+        p += len;
+    }
+    return true;
+}
+
+#define KEY_LIMITS                                                                                                     \
+    "SELECT format('%s/%s/%s', rpm_limit, tpm_limit, concurrency_limit) FROM api_keys WHERE id = $1::bigint"
+#define GROUP_LIMITS                                                                                                   \
+    "SELECT format('%s/%s/%s', rpm_limit, tpm_limit, concurrency_limit) FROM token_groups WHERE name = $1"
+#define QUOTA "SELECT format('%s', quota_tokens) FROM accounts WHERE name = $1"
+#define USED                                                                                                           \
+    "SELECT COALESCE((SELECT tokens_used::text FROM account_usage u JOIN accounts a ON a.id = u.account_id "           \
+    "WHERE a.name = $1), 'none')"
+#define LIMITS_HEADER "scope  name  account  rpm  tpm  concurrency  quota  used  in_flight  remaining\n"
+
+/* Expects sbctl to fail with status: nothing on stdout, why on stderr. */
+#define CHECK_FAILS(status, why, ...)                                                                                  \
+    do {                                                                                                               \
+        char *o_ = NULL, *e_ = NULL;                                                                                   \
+        CHECK_INT(SBCTL(&o_, &e_, __VA_ARGS__), status);                                                               \
+        CHECK_STR(o_, "");                                                                                             \
+        CHECK(e_ != NULL && strstr(e_, why) != NULL);                                                                  \
+        if (!e_ || !strstr(e_, why))                                                                                   \
+            fprintf(stderr, "  stderr was: %s\n", e_ ? e_ : "(null)");                                                 \
+        free(o_);                                                                                                      \
+        free(e_);                                                                                                      \
+    } while (0)
+
+/* Expects sbctl to succeed printing exactly want, and nothing on stderr. */
+#define CHECK_PRINTS(want, ...)                                                                                        \
+    do {                                                                                                               \
+        char *o_ = NULL, *e_ = NULL;                                                                                   \
+        CHECK_INT(SBCTL(&o_, &e_, __VA_ARGS__), 0);                                                                    \
+        CHECK_STR(o_, want);                                                                                           \
+        CHECK_STR(e_, "");                                                                                             \
+        free(o_);                                                                                                      \
+        free(e_);                                                                                                      \
+    } while (0)
+
+static void test_limits_db(void)
+{
+    char *out = NULL;
+    char want[512];
+    char k1[24], k2[24], k3[24];
+    CHECK_INT(SBCTL(NULL, NULL, "account", "create", "lim-a"), 0);
+    CHECK_INT(SBCTL(NULL, NULL, "account", "create", "lim-b"), 0);
+    CHECK_INT(SBCTL(NULL, NULL, "account", "create", "lim-c"), 0);
+    CHECK_INT(SBCTL(NULL, NULL, "group", "create", "gold"), 0);
+    CHECK_INT(SBCTL(NULL, NULL, "group", "create", "silver"), 0);
+    new_key("lim-a", "gold", k1);
+    new_key("lim-a", "silver", k2);
+    new_key("lim-b", "gold", k3);
+    char *p1 = query1("SELECT display_prefix FROM api_keys WHERE id = $1::bigint", k1);
+    char *p3 = query1("SELECT display_prefix FROM api_keys WHERE id = $1::bigint", k3);
+    char name1[128], name3[128];
+    snprintf(name1, sizeof name1, "%s:%s", k1, p1 ? p1 : "?");
+    snprintf(name3, sizeof name3, "%s:%s", k3, p3 ? p3 : "?");
+    CHECK(exec_sql("LISTEN sb_config", 0, NULL));
+
+    /* Nothing limited yet: the header alone. */
+    CHECK_PRINTS(LIMITS_HEADER, "limits", "show");
+
+    /* A key: the options given change, the others stay; none clears. */
+    notified(NULL, true);
+    snprintf(want, sizeof want, "key %s (%s) limits: rpm 60, tpm 100000, concurrency 4\n", k1, p1 ? p1 : "?");
+    CHECK_PRINTS(want, "limits", "set", "--key", k1, "--rpm", "60", "--tpm", "100000", "--concurrency", "4");
+    CHECK(notified("api_keys", false)); /* running frontends hear of it */
+    CHECK_QUERY(KEY_LIMITS, k1, "60/100000/4");
+    snprintf(want, sizeof want, "key %s (%s) limits: rpm 60, tpm none, concurrency 4\n", k1, p1 ? p1 : "?");
+    CHECK_PRINTS(want, "limits", "set", "--key", k1, "--tpm", "none");
+    CHECK_QUERY(KEY_LIMITS, k1, "60//4");
+    snprintf(want, sizeof want, "key %s (%s) limits: rpm 30, tpm none, concurrency none\n", k1, p1 ? p1 : "?");
+    CHECK_PRINTS(want, "limits", "set", "--key", k1, "--rpm", "30", "--concurrency", "none");
+    CHECK_QUERY(KEY_LIMITS, k1, "30//");
+    CHECK_INT(SBCTL(NULL, NULL, "limits", "set", "--key", k2, "--tpm", "9223372036854775807"), 0);
+    CHECK_QUERY(KEY_LIMITS, k2, "/9223372036854775807/");
+    CHECK_QUERY(KEY_LIMITS, k3, "//");
+
+    /* A group. */
+    notified(NULL, true);
+    CHECK_PRINTS("group gold limits: rpm 600, tpm none, concurrency 8\n", "limits", "set", "--group", "gold", "--rpm",
+                 "600", "--concurrency", "8");
+    CHECK(notified("token_groups", false));
+    CHECK_QUERY(GROUP_LIMITS, "gold", "600//8");
+    CHECK_QUERY(GROUP_LIMITS, "silver", "//");
+
+    /* An account's quota: 0 is a quota (nothing may run), none is no quota. */
+    notified(NULL, true);
+    CHECK_PRINTS("account lim-a quota: 1000 tokens (0 used, 1000 remaining)\n", "limits", "set", "--account", "lim-a",
+                 "--quota-tokens", "1000");
+    CHECK(notified("accounts", false));
+    CHECK_QUERY(QUOTA, "lim-a", "1000");
+    CHECK_PRINTS("account lim-b quota: 0 tokens (0 used, 0 remaining)\n", "limits", "set", "--account", "lim-b",
+                 "--quota-tokens", "0");
+    CHECK_QUERY(QUOTA, "lim-b", "0");
+    CHECK_PRINTS("account lim-b quota: none (0 tokens used)\n", "limits", "set", "--account", "lim-b", "--quota-tokens",
+                 "none");
+    CHECK_QUERY(QUOTA, "lim-b", "");
+
+    /* Unknown scopes: exit 1. Usage errors: exit 2. Nothing changes. */
+    CHECK_FAILS(1, "key 999999 does not exist", "limits", "set", "--key", "999999", "--rpm", "5");
+    CHECK_FAILS(1, "group 'nosuch' does not exist", "limits", "set", "--group", "nosuch", "--rpm", "5");
+    CHECK_FAILS(1, "account 'nosuch' does not exist", "limits", "set", "--account", "nosuch", "--quota-tokens", "5");
+    CHECK_FAILS(2, "nothing to set", "limits", "set", "--key", k1);
+    CHECK_FAILS(2, "exactly one of", "limits", "set", "--key", k1, "--group", "gold", "--rpm", "5");
+    CHECK_FAILS(2, "not an account", "limits", "set", "--account", "lim-a", "--rpm", "5");
+    CHECK_FAILS(2, "--quota-tokens applies to an account", "limits", "set", "--key", k1, "--quota-tokens", "5");
+    CHECK_FAILS(2, "--quota-tokens applies to an account", "limits", "set", "--group", "gold", "--quota-tokens", "5");
+    CHECK_FAILS(2, "--rpm: expected an integer between 1 and", "limits", "set", "--key", k1, "--rpm", "0");
+    CHECK_FAILS(2, "--concurrency: expected", "limits", "set", "--group", "gold", "--concurrency", "-2");
+    CHECK_FAILS(2, "--tpm: expected", "limits", "set", "--key", k1, "--tpm", "lots");
+    CHECK_FAILS(2, "--quota-tokens: expected an integer between 0 and", "limits", "set", "--account", "lim-a",
+                "--quota-tokens", "-1");
+    CHECK_FAILS(2, "--account NAME is required", "limits", "reset-usage");
+    CHECK_QUERY(KEY_LIMITS, k1, "30//");
+    CHECK_QUERY(GROUP_LIMITS, "gold", "600//8");
+    CHECK_QUERY(QUOTA, "lim-a", "1000");
+
+    /* Usage: lim-a drew 123 tokens (a landed log row), holds 50 in a running
+     * request's lease; an expired lease counts for nothing. lim-b drew 7. */
+    char *aa = query1("SELECT id::text FROM accounts WHERE name = $1", "lim-a");
+    char *ab = query1("SELECT id::text FROM accounts WHERE name = $1", "lim-b");
+    char *gg = query1("SELECT id::text FROM token_groups WHERE name = $1", "gold");
+    static const char log_sql[] =
+        "INSERT INTO request_log (request_id, ts, key_id, account_id, model, path, status, latency_ms, tokens_in, "
+        "tokens_out) VALUES ($1, now(), $2::bigint, $3::bigint, 'm', '/v1/responses', 200, 5, $4::int, $5::int)";
+    static const char lease_sql[] =
+        "INSERT INTO limit_leases (request_id, key_id, group_id, account_id, estimated, tokens, expires_at) "
+        "VALUES ($1, $2::bigint, $3::bigint, $4::bigint, $5::bigint, $5::bigint, now() + $6::interval)";
+    const char *l1[] = {"req-1", k1, aa, "100", "23"};
+    const char *l2[] = {"req-4", k3, ab, "7", "0"};
+    const char *lease1[] = {"req-2", k1, gg, aa, "50", "1 hour"};
+    const char *lease2[] = {"req-3", k1, gg, aa, "1000", "-1 hour"};
+    CHECK(exec_sql(log_sql, 5, l1));
+    CHECK(exec_sql(log_sql, 5, l2));
+    CHECK(exec_sql(lease_sql, 6, lease1));
+    CHECK(exec_sql(lease_sql, 6, lease2));
+    CHECK_QUERY(USED, "lim-a", "123");
+    CHECK_QUERY(USED, "lim-b", "7");
+
+    /* show: accounts with a quota, then groups, then keys with a limit; the
+     * quota's use from quota_remaining. k2 and silver have no limit, lim-b
+     * and lim-c no quota. */
+    CHECK_INT(SBCTL(NULL, NULL, "limits", "set", "--key", k2, "--tpm", "none"), 0);
+    CHECK_INT(SBCTL(&out, NULL, "limits", "show"), 0);
+    CHECK(out && !strncmp(out, "scope ", 6) && strstr(out, " in_flight ") != NULL);
+    CHECK_STR(table_row(out, "account", "lim-a"), "account lim-a lim-a - - - 1000 123 50 827");
+    CHECK_STR(table_row(out, "group", "gold"), "group gold - 600 - 8 - - - -");
+    snprintf(want, sizeof want, "key %s lim-a 30 - - - - - -", name1);
+    CHECK_STR(table_row(out, "key", name1), want);
+    CHECK(table_aligned(out));
+    {
+        const char *a = out ? strstr(out, "\naccount ") : NULL, *g = out ? strstr(out, "\ngroup ") : NULL;
+        const char *k = out ? strstr(out, "\nkey ") : NULL;
+        CHECK(a && g && k && a < g && g < k);
+        int lines = 0;
+        for (const char *p = out; p && *p; p++)
+            lines += *p == '\n';
+        CHECK_INT(lines, 4);
+    }
+    free(out);
+
+    /* --account: that account (quota or not), the limited groups its keys are
+     * in, its limited keys. */
+    CHECK_INT(SBCTL(NULL, NULL, "limits", "set", "--key", k3, "--rpm", "5"), 0);
+    CHECK_INT(SBCTL(NULL, NULL, "limits", "set", "--group", "silver", "--concurrency", "2"), 0);
+    CHECK_INT(SBCTL(&out, NULL, "limits", "show", "--account", "lim-b"), 0);
+    CHECK(out && !strncmp(out, "scope ", 6));
+    CHECK_STR(table_row(out, "account", "lim-b"), "account lim-b lim-b - - - - 7 0 -");
+    CHECK_STR(table_row(out, "group", "gold"), "group gold - 600 - 8 - - - -");
+    snprintf(want, sizeof want, "key %s lim-b 5 - - - - - -", name3);
+    CHECK_STR(table_row(out, "key", name3), want);
+    CHECK(strstr(out ? out : "", "lim-a") == NULL);
+    CHECK(strstr(out ? out : "", "silver") == NULL);
+    CHECK(table_aligned(out));
+    free(out);
+    CHECK_INT(SBCTL(&out, NULL, "limits", "show", "--account", "lim-a"), 0);
+    CHECK_STR(table_row(out, "account", "lim-a"), "account lim-a lim-a - - - 1000 123 50 827");
+    CHECK_STR(table_row(out, "group", "silver"), "group silver - - - 2 - - - -");
+    CHECK(strstr(out ? out : "", "lim-b") == NULL);
+    free(out);
+    CHECK_INT(SBCTL(&out, NULL, "limits", "show", "--account", "lim-c"), 0);
+    CHECK_STR(out, "scope    name   account  rpm  tpm  concurrency  quota  used  in_flight  remaining\n"
+                   "account  lim-c  lim-c    -    -    -            -      0     0          -\n");
+    free(out);
+    CHECK_FAILS(1, "account 'nosuch' does not exist", "limits", "show", "--account", "nosuch");
+    /* The global listing now has silver and k3 too. */
+    CHECK_INT(SBCTL(&out, NULL, "limits", "show"), 0);
+    CHECK(strstr(table_row(out, "group", "silver"), " 2 ") != NULL);
+    CHECK(*table_row(out, "key", name3) != '\0');
+    CHECK(*table_row(out, "account", "lim-b") == '\0');
+    free(out);
+
+    /* reset-usage: the drawn tokens go to 0, the previous value is printed;
+     * running requests' leases still count; other accounts are untouched. */
+    CHECK_PRINTS("account lim-a usage reset to 0 tokens (was 123)\n", "limits", "reset-usage", "--account", "lim-a");
+    CHECK_QUERY(USED, "lim-a", "0");
+    CHECK_QUERY(USED, "lim-b", "7");
+    CHECK_INT(SBCTL(&out, NULL, "limits", "show", "--account", "lim-a"), 0);
+    CHECK_STR(table_row(out, "account", "lim-a"), "account lim-a lim-a - - - 1000 0 50 950");
+    free(out);
+    CHECK_PRINTS("account lim-a usage reset to 0 tokens (was 0)\n", "limits", "reset-usage", "--account", "lim-a");
+    CHECK_PRINTS("account lim-c usage reset to 0 tokens (was 0)\n", "limits", "reset-usage", "--account", "lim-c");
+    CHECK_FAILS(1, "account 'nosuch' does not exist", "limits", "reset-usage", "--account", "nosuch");
+    /* Requests that land after the reset draw from 0. */
+    const char *l3[] = {"req-5", k1, aa, "10", "2"};
+    CHECK(exec_sql(log_sql, 5, l3));
+    CHECK_QUERY(USED, "lim-a", "12");
+
+    /* Clearing every limit of a key, or an account's quota, drops it from show. */
+    snprintf(want, sizeof want, "key %s (%s) limits: rpm none, tpm none, concurrency none\n", k1, p1 ? p1 : "?");
+    CHECK_PRINTS(want, "limits", "set", "--key", k1, "--rpm", "none", "--tpm", "none", "--concurrency", "none");
+    CHECK_QUERY(KEY_LIMITS, k1, "//");
+    CHECK_PRINTS("account lim-a quota: none (12 tokens used)\n", "limits", "set", "--account", "lim-a",
+                 "--quota-tokens", "none");
+    CHECK_INT(SBCTL(&out, NULL, "limits", "show"), 0);
+    CHECK(*table_row(out, "key", name1) == '\0');
+    CHECK(*table_row(out, "account", "lim-a") == '\0');
+    CHECK(*table_row(out, "group", "gold") != '\0');
+    free(out);
+
+    CHECK(exec_sql("UNLISTEN sb_config", 0, NULL));
+    free(aa);
+    free(ab);
+    free(gg);
+    free(p1);
+    free(p3);
+}
+
+#define FALLBACKS "SELECT fallbacks::text FROM models WHERE id = $1"
+
+static void add_model(const char *id)
+{
+    CHECK_INT(SBCTL(NULL, NULL, "model", "add", id, "--provider", "openai-chat", "--base-url", "http://127.0.0.1:9/v1"),
+              0);
+}
+
+static void test_fallbacks_db(void)
+{
+    char *out = NULL, *e = NULL;
+    add_model("fa");
+    add_model("fb");
+    add_model("fc");
+    add_model("fd");
+    CHECK(exec_sql("LISTEN sb_config", 0, NULL));
+
+    /* The list, in the order given. */
+    notified(NULL, true);
+    CHECK_PRINTS("model fa falls back to fc,fb (in this order)\n", "model", "fallback", "fa", "fc", "fb");
+    CHECK(notified("models", false));
+    CHECK_QUERY(FALLBACKS, "fa", "{fc,fb}");
+    CHECK_PRINTS("model fa falls back to fb,fc (in this order)\n", "model", "fallback", "fa", "fb", "fc");
+    CHECK_QUERY(FALLBACKS, "fa", "{fb,fc}");
+
+    /* model list: a fallbacks column, '-' when empty. */
+    CHECK_INT(SBCTL(&out, NULL, "model", "list"), 0);
+    CHECK(out && strstr(out, " enabled  fallbacks  capabilities\n") != NULL);
+    CHECK_STR(table_row(out, "fa", "openai-chat"),
+              "fa openai-chat fa http://127.0.0.1:9/v1 - 128000 16384 60000 true fb,fc {}");
+    CHECK_STR(table_row(out, "fb", "openai-chat"),
+              "fb openai-chat fb http://127.0.0.1:9/v1 - 128000 16384 60000 true - {}");
+    CHECK(table_aligned(out));
+    free(out);
+
+    /* Itself, twice, unknown: exit 1, list unchanged. A bad id: exit 2. */
+    CHECK_FAILS(1, "model 'fa' cannot be its own fallback", "model", "fallback", "fa", "fb", "fa");
+    CHECK_FAILS(1, "fallback 'fb' is listed more than once", "model", "fallback", "fa", "fb", "fc", "fb");
+    CHECK_FAILS(1, "fallback model 'nosuch' does not exist", "model", "fallback", "fa", "fb", "nosuch");
+    CHECK_FAILS(1, "model 'nosuch' does not exist", "model", "fallback", "nosuch", "fa");
+    CHECK_FAILS(2, "invalid fallback model id 'f b'", "model", "fallback", "fa", "f b");
+    CHECK_FAILS(2, "usage: sbctl model fallback ID [FALLBACK ...]", "model", "fallback");
+    CHECK_QUERY(FALLBACKS, "fa", "{fb,fc}");
+
+    /* A disabled fallback is accepted with a warning (the frontend skips it). */
+    CHECK_INT(SBCTL(NULL, NULL, "model", "disable", "fd"), 0);
+    CHECK_INT(SBCTL(&out, &e, "model", "fallback", "fa", "fd", "fb"), 0);
+    CHECK_STR(out, "model fa falls back to fd,fb (in this order)\n");
+    CHECK(e && strstr(e, "warning: fallback model 'fd' is disabled") != NULL);
+    free(out);
+    free(e);
+    CHECK_QUERY(FALLBACKS, "fa", "{fd,fb}");
+
+    /* No FALLBACK clears the list. */
+    CHECK_PRINTS("model fa has no fallbacks\n", "model", "fallback", "fa");
+    CHECK_QUERY(FALLBACKS, "fa", "{}");
+    CHECK_INT(SBCTL(&out, NULL, "model", "list"), 0);
+    CHECK(strstr(table_row(out, "fa", "openai-chat"), " true - {}") != NULL);
+    free(out);
+
+    /* --fallbacks on add (in add's transaction: a bad list adds nothing) and set. */
+    CHECK_INT(SBCTL(NULL, NULL, "model", "add", "fe", "--provider", "gemini", "--base-url", "http://127.0.0.1:9",
+                    "--fallbacks", "fb,fa"),
+              0);
+    CHECK_QUERY(FALLBACKS, "fe", "{fb,fa}");
+    CHECK_FAILS(1, "model 'ff' cannot be its own fallback", "model", "add", "ff", "--provider", "gemini", "--base-url",
+                "http://127.0.0.1:9", "--fallbacks", "fa,ff");
+    CHECK_FAILS(1, "fallback model 'nosuch' does not exist", "model", "add", "fg", "--provider", "gemini", "--base-url",
+                "http://127.0.0.1:9", "--fallbacks", "fa,nosuch");
+    CHECK_QUERY("SELECT count(*)::text FROM models WHERE id IN ('ff', 'fg')", NULL, "0");
+    CHECK_PRINTS("model fe updated\n", "model", "set", "fe", "--fallbacks", "fc");
+    CHECK_QUERY(FALLBACKS, "fe", "{fc}");
+    CHECK_INT(SBCTL(NULL, NULL, "model", "set", "fe", "--timeout-ms", "5000"), 0); /* leaves the list alone */
+    CHECK_QUERY(FALLBACKS, "fe", "{fc}");
+    CHECK_FAILS(1, "model 'fe' cannot be its own fallback", "model", "set", "fe", "--fallbacks", "fe");
+    CHECK_FAILS(1, "fallback 'fa' is listed more than once", "model", "set", "fe", "--fallbacks", "fa,fb,fa");
+    CHECK_FAILS(1, "model 'nosuch' does not exist", "model", "set", "nosuch", "--fallbacks", "fa");
+    CHECK_FAILS(2, "--fallbacks", "model", "set", "fe", "--fallbacks", "fa,");
+    CHECK_QUERY(FALLBACKS, "fe", "{fc}");
+    CHECK_INT(SBCTL(NULL, NULL, "model", "set", "fe", "--fallbacks", ""), 0);
+    CHECK_QUERY(FALLBACKS, "fe", "{}");
+
+    CHECK(exec_sql("UNLISTEN sb_config", 0, NULL));
 }
 
 int main(void)
@@ -1039,7 +1616,20 @@ int main(void)
     test_models();
     test_validators();
     test_prompts_cli();
+    test_limits_cli();
     test_migrations();
-    test_prompts_db();
+    int up = pg_setup();
+    CHECK(up >= 0);
+    if (up > 0) {
+        char *e = NULL;
+        CHECK_INT(SBCTL(NULL, &e, "migrate", "--dir", SB_TEST_SCHEMA_DIR), 0);
+        if (e && *e)
+            fprintf(stderr, "%s", e);
+        free(e);
+        test_prompts_db();
+        test_limits_db();
+        test_fallbacks_db();
+    }
+    pg_cleanup();
     return sb_test_finish("sbctl");
 }

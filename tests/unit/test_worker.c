@@ -18,6 +18,26 @@
  *   multi        honours n: n choices, choice k >= 1 says "Hello #k"
  *   single_*     400 for n != 1; else "Hello <request number>" after 100 ms
  *   single_fail  the second request gets 500, the others never answer
+ * and for upstream resilience (retries, the retry budget, route outcomes):
+ *   fail503_once_*    503 for the first request, then 200
+ *   fail503_always    always 503
+ *   fail503_hang_*    503 for the first request, then never answers
+ *   fail503_second_*  the first request 200 at once, the second 503 after
+ *                     100 ms, later ones 200 after 100 ms (a fan-out)
+ *   ratelimit_once_*  429 with Retry-After: 1 for the first request, then 200
+ *   reset_once_*      the first request's connection is closed without a
+ *                     reply, then 200
+ *   stream_reset_*    a streamed 200 that sends one text chunk, then closes
+ *   ctx_exceeded      OpenAI's 400 context_length_exceeded
+ * Request counts per model leave out "warm" requests: any request whose user
+ * text is "warm" is answered 200 at once, whatever the model, so that a test
+ * can earn a route its retry budget (0.2 per call) before the real request.
+ *
+ * A second listener (srv_fresh_port) answers the same way but closes every
+ * connection after its reply ("Connection: close"), so every request to it
+ * comes on a fresh connection: curl re-sends a request by itself when a
+ * reused connection turns out dead, which would hide the worker's own retry
+ * of a reset.
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -28,6 +48,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +74,9 @@ static struct event_base *base;
 typedef struct {
     struct evhttp_request *req; /* while unanswered */
     char model[32];
+    bool warm;  /* a "warm" request (not counted per model) */
+    bool close; /* from the fresh listener: the reply closes the connection */
+    int code;   /* status of a delayed reply; 0: 200 */
     char auth[128];
     char path[64];
     json_t *body;
@@ -62,9 +86,9 @@ typedef struct {
     char *reply;        /* body of a delayed 200, owned */
 } srv_rec_t;
 
-static struct evhttp *srv;
-static int srv_port;
-static srv_rec_t srv_recs[64];
+static struct evhttp *srv, *srv_fresh;
+static int srv_port, srv_fresh_port;
+static srv_rec_t srv_recs[256];
 static int srv_n;
 
 static const char *srv_ok_body =
@@ -77,6 +101,8 @@ static void srv_reply(srv_rec_t *r, int code, const char *body)
     struct evbuffer *b = evbuffer_new();
     evbuffer_add(b, body, strlen(body));
     evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", "application/json");
+    if (r->close)
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Connection", "close");
     r->reply_us = sb_mono_us();
     evhttp_send_reply(r->req, code, code == 200 ? "OK" : "Error", b);
     evbuffer_free(b);
@@ -86,15 +112,16 @@ static void srv_reply(srv_rec_t *r, int code, const char *body)
 static void srv_on_delay(evutil_socket_t fd, short what, void *arg)
 {
     srv_rec_t *r = arg;
-    srv_reply(r, 200, r->reply ? r->reply : srv_ok_body);
+    srv_reply(r, r->code ? r->code : 200, r->reply ? r->reply : srv_ok_body);
 }
 
-/* How many requests for this model the server has seen, this one included. */
+/* How many requests for this model the server has seen, this one included
+ * ("warm" ones left out). */
 static int srv_count(const char *model)
 {
     int n = 0;
     for (int i = 0; i < srv_n; i++)
-        n += !strcmp(srv_recs[i].model, model);
+        n += !strcmp(srv_recs[i].model, model) && !srv_recs[i].warm;
     return n;
 }
 
@@ -190,6 +217,78 @@ static bool srv_structured(srv_rec_t *r)
     return true;
 }
 
+/* Closes a request's connection without an answer (a crashed or restarted
+ * upstream). The request stays unanswered; srv_stop frees it. */
+static void srv_hang_up(srv_rec_t *r)
+{
+    shutdown(r->fd, SHUT_RDWR);
+}
+
+/* A streamed 200 written by hand: the head and one chunk of one SSE event
+ * (the start of a message), then the connection closes mid-stream. */
+static void srv_stream_then_reset(srv_rec_t *r)
+{
+    static const char head[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    static const char event[] =
+        "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+        "\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n";
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s%zx\r\n%s\r\n", head, sizeof event - 1, event);
+    CHECK(send(r->fd, buf, (size_t)n, MSG_NOSIGNAL) == n);
+    srv_hang_up(r);
+}
+
+/* The resilience models (see the top of the file). Returns false for a
+ * model it does not know. */
+static bool srv_resilience(srv_rec_t *r)
+{
+    static const char *const overloaded = "{\"error\":{\"message\":\"The engine is currently overloaded\"}}";
+    const char *m = r->model;
+    int nth = srv_count(m);
+    if (!strncmp(m, "fail503_once_", 13)) {
+        srv_reply(r, nth == 1 ? 503 : 200, nth == 1 ? overloaded : srv_ok_body);
+    } else if (!strcmp(m, "fail503_always")) {
+        srv_reply(r, 503, overloaded);
+    } else if (!strncmp(m, "fail503_hang_", 13)) {
+        if (nth == 1)
+            srv_reply(r, 503, overloaded);
+    } else if (!strncmp(m, "fail503_second_", 15)) {
+        if (nth == 1) {
+            srv_reply_choice(r, "Hello 1");
+            return true;
+        }
+        char text[32];
+        snprintf(text, sizeof text, "Hello %d", nth);
+        r->code = nth == 2 ? 503 : 200;
+        r->reply = nth == 2 ? strdup(overloaded) : srv_completion(json_pack("[o]", srv_choice(0, text)));
+        struct timeval tv = {0, 100000};
+        event_base_once(base, -1, EV_TIMEOUT, srv_on_delay, r, &tv);
+    } else if (!strncmp(m, "ratelimit_once_", 15)) {
+        if (nth == 1) {
+            evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
+            srv_reply(r, 429, "{\"error\":{\"message\":\"Rate limit reached for requests\",\"type\":\"requests\"}}");
+        } else {
+            srv_reply(r, 200, srv_ok_body);
+        }
+    } else if (!strncmp(m, "reset_once_", 11)) {
+        if (nth == 1)
+            srv_hang_up(r);
+        else
+            srv_reply(r, 200, srv_ok_body);
+    } else if (!strncmp(m, "stream_reset_", 13)) {
+        srv_stream_then_reset(r);
+    } else if (!strcmp(m, "ctx_exceeded")) {
+        srv_reply(r, 400,
+                  "{\"error\":{\"message\":\"This model's maximum context length is 8192 tokens. However, your "
+                  "messages resulted in 9000 tokens.\",\"type\":\"invalid_request_error\",\"param\":\"messages\","
+                  "\"code\":\"context_length_exceeded\"}}");
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* evhttp does not watch a connection while its request waits for an answer,
  * so ask the socket itself: EOF means the client closed it. */
 static bool srv_closed(const srv_rec_t *r)
@@ -223,8 +322,12 @@ static void srv_on_request(struct evhttp_request *req, void *arg)
     evhttp_connection_get_peer(evhttp_request_get_connection(req), &peer, &peer_port);
     r->peer_port = peer_port;
     r->fd = bufferevent_getfd(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)));
+    r->close = arg != NULL;
+    const char *text =
+        json_string_value(json_object_get(json_array_get(json_object_get(r->body, "messages"), 0), "content"));
+    r->warm = text && !strcmp(text, "warm");
 
-    if (!strcmp(r->model, "fast")) {
+    if (r->warm || !strcmp(r->model, "fast")) {
         srv_reply(r, 200, srv_ok_body);
     } else if (!strcmp(r->model, "slow300")) {
         struct timeval tv = {0, 300000};
@@ -234,23 +337,31 @@ static void srv_on_request(struct evhttp_request *req, void *arg)
         srv_reply(r, 429, "{\"error\":{\"message\":\"Rate limit reached for requests\",\"type\":\"requests\"}}");
     } else if (!strcmp(r->model, "hang")) {
         /* answered (or freed) at teardown */
-    } else if (srv_structured(r)) {
+    } else if (srv_structured(r) || srv_resilience(r)) {
         /* answered (or not) there */
     } else {
         srv_reply(r, 404, "{\"error\":{\"message\":\"no such model\"}}");
     }
 }
 
-static void srv_start(void)
+/* A listener on 127.0.0.1 (any port); fresh: every reply closes its
+ * connection. Returns the port. */
+static int srv_listen(struct evhttp **h, bool fresh)
 {
-    srv = evhttp_new(base);
-    evhttp_set_gencb(srv, srv_on_request, NULL);
-    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(srv, "127.0.0.1", 0);
+    *h = evhttp_new(base);
+    evhttp_set_gencb(*h, srv_on_request, fresh ? (void *)*h : NULL);
+    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(*h, "127.0.0.1", 0);
     CHECK(bs != NULL);
     struct sockaddr_in sin;
     socklen_t sl = sizeof sin;
     getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sin, &sl);
-    srv_port = ntohs(sin.sin_port);
+    return ntohs(sin.sin_port);
+}
+
+static void srv_start(void)
+{
+    srv_port = srv_listen(&srv, false);
+    srv_fresh_port = srv_listen(&srv_fresh, true);
 }
 
 static void srv_stop(void)
@@ -262,17 +373,19 @@ static void srv_stop(void)
         free(srv_recs[i].reply);
     }
     evhttp_free(srv);
+    evhttp_free(srv_fresh);
 }
 
 /*
  * Fake broker.
  */
 
-#define SB_TEST_MAX_EVENTS 1024
+#define SB_TEST_MAX_EVENTS 4096
 
 typedef struct {
     char job_id[64];
     bool final;
+    char upstream[16]; /* the header's "upstream", "" when absent */
     json_t *ev;
     int64_t at_us;
 } got_event_t;
@@ -308,6 +421,7 @@ static void broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         got_event_t *g = &events[n_events++ % SB_TEST_MAX_EVENTS];
         snprintf(g->job_id, sizeof g->job_id, "%s", sb_wire_header_str(m, "job_id") ?: "");
         g->final = sb_wire_header_bool(m, "final");
+        snprintf(g->upstream, sizeof g->upstream, "%s", sb_wire_header_str(m, "upstream") ?: "");
         g->ev = NULL;
         CHECK(m->body != NULL);
         if (m->body)
@@ -334,15 +448,22 @@ static void broker_send(int cmd, json_t *hdr, json_t *body)
     json_decref(body);
 }
 
-static json_t *make_job(const char *provider, const char *upstream_model, int port, const char *credential_ref)
+/* A job whose user message is `text`. */
+static json_t *make_job_text(const char *provider, const char *upstream_model, int port, const char *credential_ref,
+                             const char *text)
 {
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", port);
     json_t *route = json_pack("{s:s, s:s, s:s, s:s?, s:i}", "provider", provider, "base_url", url, "upstream_model",
                               upstream_model, "credential_ref", credential_ref, "timeout_ms", 10000);
     json_t *request = json_pack("{s:[{s:s, s:s, s:[{s:s, s:s}]}], s:b}", "input", "type", "message", "role", "user",
-                                "content", "type", "input_text", "text", "Hi", "stream", false);
+                                "content", "type", "input_text", "text", text, "stream", false);
     return sb_job_new("req_1", "public-model", 1, route, request);
+}
+
+static json_t *make_job(const char *provider, const char *upstream_model, int port, const char *credential_ref)
+{
+    return make_job_text(provider, upstream_model, port, credential_ref, "Hi");
 }
 
 static void send_job(const char *job_id, json_t *job, long long deadline_ms)
@@ -397,6 +518,22 @@ static enum sb_event_type final_type(const char *job_id)
 {
     const got_event_t *g = final_of(job_id);
     return g ? sb_event_type_of(g->ev) : SB_EV_UNKNOWN;
+}
+
+/* The final header's "upstream" ("" when absent or no final yet). */
+static const char *final_upstream(const char *job_id)
+{
+    const got_event_t *g = final_of(job_id);
+    return g ? g->upstream : "";
+}
+
+/* Whether any non-final event of job_id carried "upstream". */
+static bool partial_has_upstream(const char *job_id)
+{
+    for (int i = 0; i < n_events && i < SB_TEST_MAX_EVENTS; i++)
+        if (!strcmp(events[i].job_id, job_id) && !events[i].final && events[i].upstream[0])
+            return true;
+    return false;
 }
 
 static bool has_final(void *job_id)
@@ -495,6 +632,9 @@ static void test_simple_job(void)
     srv_rec_t *r = &srv_recs[srv_n - 1];
     CHECK_STR(r->path, "/v1/chat/completions");
     CHECK_STR(r->auth, "Bearer sk-worker-test");
+    /* The upstream answered: the final header says so, and only it. */
+    CHECK_STR(final_upstream("job_simple"), "ok");
+    CHECK(!partial_has_upstream("job_simple"));
     CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(r->body, "messages"), 0), "content")),
               "Hi");
 }
@@ -539,6 +679,7 @@ static void test_cancel(sb_worker_t *w)
     broker_send(SB_CMD_CANCEL, json_pack("{s:s}", "job_id", "job_cancel"), NULL);
     CHECK(run_until(has_final, "job_cancel", 3000));
     check_final_error("job_cancel", 499, "cancelled", "job cancelled");
+    CHECK_STR(final_upstream("job_cancel"), ""); /* no verdict on the upstream */
     /* The upstream request's connection was closed. */
     CHECK(run_until(rec_closed, r, 3000));
     CHECK_INT(sb_worker_inflight(w), 0);
@@ -554,12 +695,14 @@ static void test_deadline(void)
     send_job("job_deadline", make_job("openai-chat", "hang", srv_port, NULL), sb_now_ms() + 300);
     CHECK(run_until(has_final, "job_deadline", 3000));
     check_final_error("job_deadline", 504, "timeout", "timeout: upstream did not answer within ");
+    CHECK_STR(final_upstream("job_deadline"), "failed");
     CHECK(srv_n == want);
     CHECK(run_until(rec_closed, &srv_recs[want - 1], 3000));
     /* Already past its deadline: refused without an upstream request. */
     send_job("job_late", make_job("openai-chat", "fast", srv_port, NULL), sb_now_ms() - 1);
     CHECK(run_until(has_final, "job_late", 3000));
     check_final_error("job_late", 504, "timeout", "timeout: ");
+    CHECK_STR(final_upstream("job_late"), ""); /* never reached it */
     CHECK_INT(srv_n, want);
 }
 
@@ -575,6 +718,7 @@ static void test_unreachable(void)
     send_job("job_unreach", make_job("openai-chat", "fast", ntohs(sin.sin_port), NULL), 0);
     CHECK(run_until(has_final, "job_unreach", 7000));
     check_final_error("job_unreach", 502, "upstream_error", "upstream connection failed");
+    CHECK_STR(final_upstream("job_unreach"), "failed");
 }
 
 static void test_upstream_errors(void)
@@ -584,10 +728,12 @@ static void test_upstream_errors(void)
     check_final_error("job_429", 429, "rate_limit", "Rate limit reached for requests");
     const got_event_t *g = final_of("job_429");
     CHECK(g && json_integer_value(json_object_get(g->ev, "retry_after")) == 3);
+    CHECK_STR(final_upstream("job_429"), "ok"); /* busy, not broken */
 
     send_job("job_404", make_job("openai-chat", "nope", srv_port, NULL), 0);
     CHECK(run_until(has_final, "job_404", 3000));
     check_final_error("job_404", 404, "not_found", "no such model");
+    CHECK_STR(final_upstream("job_404"), "ok");
 }
 
 static void test_bad_jobs(void)
@@ -600,6 +746,8 @@ static void test_bad_jobs(void)
     send_job("job_cred", make_job("openai-chat", "fast", srv_port, "SB_TEST_MISSING_KEY"), 0);
     CHECK(run_until(has_final, "job_cred", 3000));
     check_final_error("job_cred", 502, "upstream_error", "upstream credential 'SB_TEST_MISSING_KEY' is not configured");
+    CHECK_STR(final_upstream("job_provider"), "");
+    CHECK_STR(final_upstream("job_cred"), "");
 
     /* A body that is not msgpack. */
     json_t *gh = json_pack("{s:s}", "job_id", "job_garbage");
@@ -626,6 +774,7 @@ static void test_bad_jobs(void)
     send_job("job_tool", job, 0);
     CHECK(run_until(has_final, "job_tool", 3000));
     check_final_error("job_tool", 400, "invalid_request", "tool type 'web_search' is not supported");
+    CHECK_STR(final_upstream("job_tool"), "");
 
     /* An operation the worker does not know. */
     job = make_job("openai-chat", "fast", srv_port, NULL);
@@ -666,6 +815,7 @@ static void test_drain(sb_worker_t *w)
     send_job("job_refused", make_job("openai-chat", "fast", srv_port, NULL), 0);
     CHECK(run_until(has_final, "job_refused", 3000));
     check_final_error("job_refused", 503, "overloaded", "worker is shutting down");
+    CHECK_STR(final_upstream("job_refused"), "");
     CHECK(!stopped);
     CHECK(run_until(flag_set, &stopped, 3000));
     CHECK(run_until(has_final, "job_drain", 3000));
@@ -687,6 +837,7 @@ static void test_forced_stop(sb_worker_t *w)
     CHECK(run_until(flag_set, &stopped, 3000));
     CHECK(run_until(has_final, "job_forced", 3000));
     check_final_error("job_forced", 503, "overloaded", "worker is shutting down");
+    CHECK_STR(final_upstream("job_forced"), "");
     CHECK(run_until(rec_closed, &srv_recs[want - 1], 3000));
 }
 
@@ -813,6 +964,7 @@ static void test_strict_fail(void)
     const got_event_t *g = final_of("job_bad");
     CHECK(g && !strcmp(json_string_value(json_object_get(g->ev, "code")) ?: "", "invalid_structured_output"));
     CHECK(g && strstr(json_string_value(json_object_get(g->ev, "message")) ?: "", "age"));
+    CHECK_STR(final_upstream("job_bad"), "ok"); /* the model's fault, not the route's */
     run_for(50);
     CHECK_INT(srv_n, first + 2); /* exactly 2 upstream requests */
 }
@@ -979,6 +1131,7 @@ static void test_fanout_fail(void)
     send_job("job_fan_fail", job, 0);
     CHECK(run_until(has_final, "job_fan_fail", 3000));
     check_final_error("job_fan_fail", 500, "upstream_error", "boom");
+    CHECK_STR(final_upstream("job_fan_fail"), "failed");
     CHECK_INT(srv_n, first + 3);
     for (int i = first; i < first + 3; i++)
         if (srv_recs[i].req) /* the two left hanging */
@@ -1035,6 +1188,7 @@ static void test_stream_idle(sb_worker_t *w)
     CHECK(run_until(has_final, "job_stream_idle", 3000));
     int64_t took = sb_mono_ms() - t0;
     check_final_error("job_stream_idle", 504, "timeout", "timeout: the upstream stream sent nothing for 300 ms");
+    CHECK_STR(final_upstream("job_stream_idle"), "failed");
     CHECK(took >= 250 && took < 2000);
     CHECK(srv_n == want);
     CHECK(run_until(rec_closed, &srv_recs[want - 1], 3000));
@@ -1071,9 +1225,264 @@ static void test_stream_strict(void)
     CHECK_INT(srv_n, first + 1);
 }
 
+/*
+ * Upstream resilience: retries, the retry budget, route outcomes, context
+ * errors. The worker here retries after 20..80 ms (retry_base_ms 20,
+ * retry_cap_ms 80) up to twice per call, within a budget of 0.2 retries per
+ * call and route, which starts empty: a test earns its route one retry with
+ * five "warm" calls first.
+ */
+
+/* Five successful calls on the route of `model` at `port`: one retry token. */
+static void warm_route(const char *model, int port)
+{
+    for (int i = 0; i < 5; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "warm_%s_%d_%d", model, port, i);
+        send_job(id, make_job_text("openai-chat", model, port, NULL, "warm"), 0);
+        CHECK(run_until(has_final, id, 3000));
+        check_completed(id);
+    }
+}
+
+/* A 503 is retried once the route has a token, and the client sees only
+ * the answer of the attempt that worked. Without a token it is not. */
+static void test_retry_503(void)
+{
+    warm_route("fail503_once_a", srv_port);
+    int first = srv_n;
+    send_job("job_r503", make_job("openai-chat", "fail503_once_a", srv_port, NULL), sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_r503", 3000));
+    check_completed("job_r503");
+    CHECK_INT(srv_n, first + 2);
+    CHECK_INT(count_events("job_r503"), 5);
+    CHECK_STR(job_text("job_r503", 0), "Hello!");
+    CHECK_STR(final_upstream("job_r503"), "ok");
+    if (srv_n == first + 2) /* the same request again */
+        CHECK(json_equal(srv_recs[first].body, srv_recs[first + 1].body));
+
+    /* A route nobody has called yet has no budget: no retry. */
+    first = srv_n;
+    send_job("job_r503_cold", make_job("openai-chat", "fail503_once_b", srv_port, NULL), sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_r503_cold", 3000));
+    check_final_error("job_r503_cold", 503, "overloaded", "The engine is currently overloaded");
+    CHECK_STR(final_upstream("job_r503_cold"), "failed");
+    run_for(200);
+    CHECK_INT(srv_n, first + 1);
+}
+
+/* A streamed job is retried too while nothing of it has been sent. */
+static void test_retry_stream_before_events(void)
+{
+    warm_route("fail503_once_c", srv_port);
+    int first = srv_n;
+    json_t *job = make_job("openai-chat", "fail503_once_c", srv_port, NULL);
+    json_object_set_new((json_t *)sb_job_request(job), "stream", json_true());
+    send_job("job_r503_stream", job, sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_r503_stream", 3000));
+    check_completed("job_r503_stream");
+    CHECK_INT(srv_n, first + 2);
+    CHECK_STR(job_text("job_r503_stream", 0), "Hello!");
+}
+
+/* ... but not once the client has seen an event: a stream that breaks after
+ * its first chunk ends with an error, after what was sent. */
+static void test_no_retry_after_events(void)
+{
+    warm_route("stream_reset_a", srv_port);
+    int first = srv_n;
+    json_t *job = make_job("openai-chat", "stream_reset_a", srv_port, NULL);
+    json_object_set_new((json_t *)sb_job_request(job), "stream", json_true());
+    send_job("job_stream_reset", job, sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_stream_reset", 3000));
+    CHECK(count_events("job_stream_reset") >= 2); /* item_added, text_delta "Hel" */
+    const got_event_t *g = final_of("job_stream_reset");
+    CHECK(g && sb_event_type_of(g->ev) == SB_EV_ERROR);
+    CHECK(g && json_integer_value(json_object_get(g->ev, "status")) == 502);
+    CHECK_STR(final_upstream("job_stream_reset"), "failed");
+    run_for(300);
+    CHECK_INT(srv_n, first + 1);
+}
+
+/* A connection closed without a reply is retried. The listener closes every
+ * connection after its answer, so the first attempt was on a fresh one and
+ * curl did not re-send it by itself: the second request is the worker's. */
+static void test_retry_reset(void)
+{
+    warm_route("reset_once_a", srv_fresh_port);
+    int first = srv_n;
+    send_job("job_reset", make_job("openai-chat", "reset_once_a", srv_fresh_port, NULL), sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_reset", 3000));
+    check_completed("job_reset");
+    CHECK_INT(srv_n, first + 2);
+    CHECK_STR(final_upstream("job_reset"), "ok");
+    if (srv_n == first + 2)
+        CHECK(srv_recs[first].peer_port != srv_recs[first + 1].peer_port);
+}
+
+/* Retry-After is the floor of the delay. */
+static void test_retry_after(void)
+{
+    warm_route("ratelimit_once_a", srv_port);
+    int first = srv_n;
+    send_job("job_ra", make_job("openai-chat", "ratelimit_once_a", srv_port, NULL), sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_ra", 4000));
+    check_completed("job_ra");
+    CHECK_INT(srv_n, first + 2);
+    if (srv_n == first + 2) {
+        int64_t gap_ms = (srv_recs[first + 1].recv_us - srv_recs[first].reply_us) / 1000;
+        /* 10 ms of slack: libevent may time with a coarse clock, a tick
+         * behind the one sb_mono_us reads. */
+        CHECK(gap_ms >= 990);
+        CHECK(gap_ms < 1500); /* Retry-After, not Retry-After on top of a backoff of seconds */
+        if (gap_ms < 990 || gap_ms >= 1500)
+            fprintf(stderr, "  retry came %lld ms after the 429\n", (long long)gap_ms);
+    }
+}
+
+/* No retry that would start past the deadline: the 429 goes to the client
+ * at once rather than after a 1 s wait the client cannot afford. */
+static void test_retry_deadline(void)
+{
+    warm_route("ratelimit_once_b", srv_port);
+    int first = srv_n;
+    int64_t t0 = sb_mono_ms();
+    send_job("job_ra_late", make_job("openai-chat", "ratelimit_once_b", srv_port, NULL), sb_now_ms() + 700);
+    CHECK(run_until(has_final, "job_ra_late", 3000));
+    CHECK(sb_mono_ms() - t0 < 500);
+    check_final_error("job_ra_late", 429, "rate_limit", "Rate limit reached for requests");
+    CHECK_STR(final_upstream("job_ra_late"), "ok");
+    run_for(1200);
+    CHECK_INT(srv_n, first + 1);
+
+    /* A retry's transfer gets what is left before the deadline, not the
+     * route's 10 s: a retry that hangs ends at the job's deadline. */
+    warm_route("fail503_hang_a", srv_port);
+    first = srv_n;
+    t0 = sb_mono_ms();
+    send_job("job_retry_hang", make_job("openai-chat", "fail503_hang_a", srv_port, NULL), sb_now_ms() + 800);
+    CHECK(run_until(has_final, "job_retry_hang", 3000));
+    int64_t took = sb_mono_ms() - t0;
+    check_final_error("job_retry_hang", 504, "timeout", "timeout: upstream did not answer within ");
+    CHECK(took >= 700 && took < 1500);
+    CHECK_STR(final_upstream("job_retry_hang"), "failed");
+    CHECK_INT(srv_n, first + 2);
+    /* "... within <ms> ms": the retry's timeout, cut to the deadline. */
+    const got_event_t *g = final_of("job_retry_hang");
+    static const char prefix[] = "timeout: upstream did not answer within ";
+    const char *msg = g ? json_string_value(json_object_get(g->ev, "message")) : NULL;
+    long long ms = msg && !strncmp(msg, prefix, sizeof prefix - 1) ? strtoll(msg + sizeof prefix - 1, NULL, 10) : 0;
+    CHECK(ms > 0 && ms < 800);
+    if (srv_n == first + 2)
+        CHECK(run_until(rec_closed, &srv_recs[first + 1], 3000));
+}
+
+/* A cancel while a retry waits: the retry never happens. */
+static void test_retry_cancel(void)
+{
+    warm_route("ratelimit_once_c", srv_port);
+    int first = srv_n, want = srv_n + 1;
+    send_job("job_ra_cancel", make_job("openai-chat", "ratelimit_once_c", srv_port, NULL), sb_now_ms() + 5000);
+    CHECK(run_until(has_requests, &want, 3000));
+    run_for(200); /* the 429 is in; the retry waits out Retry-After: 1 */
+    CHECK(!has_final("job_ra_cancel"));
+    broker_send(SB_CMD_CANCEL, json_pack("{s:s}", "job_id", "job_ra_cancel"), NULL);
+    CHECK(run_until(has_final, "job_ra_cancel", 3000));
+    check_final_error("job_ra_cancel", 499, "cancelled", "job cancelled");
+    CHECK_STR(final_upstream("job_ra_cancel"), "");
+    run_for(1200);
+    CHECK_INT(srv_n, first + 1);
+}
+
+/* N jobs against an upstream that always fails: at most 1.2 N requests
+ * (the budget), at least N, and the budget is used (a retry happened). */
+static void test_retry_budget(void)
+{
+    enum { N = 10 };
+    int first = srv_n;
+    for (int i = 0; i < N; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "job_down_%d", i);
+        send_job(id, make_job("openai-chat", "fail503_always", srv_port, NULL), sb_now_ms() + 5000);
+        CHECK(run_until(has_final, id, 3000));
+        check_final_error(id, 503, "overloaded", "The engine is currently overloaded");
+        CHECK_STR(final_upstream(id), "failed");
+    }
+    run_for(200);
+    int requests = srv_n - first;
+    CHECK(requests >= N);
+    CHECK(requests <= N * 12 / 10);
+    CHECK(requests > N);
+    if (requests <= N || requests > N * 12 / 10)
+        fprintf(stderr, "  %d jobs made %d upstream requests\n", N, requests);
+}
+
+/* Each call of a fan-out retries on its own, even after another choice has
+ * finished (a non-streamed job has sent nothing yet). */
+static void test_retry_fanout(void)
+{
+    warm_route("fail503_second_a", srv_port);
+    int first = srv_n;
+    json_t *job = make_job("openai-chat", "fail503_second_a", srv_port, NULL);
+    set_n(job, 3, "{\"n\":false}");
+    send_job("job_fan_retry", job, sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_fan_retry", 3000));
+    check_completed("job_fan_retry");
+    CHECK_INT(srv_n, first + 4);
+    for (int k = 0; k < 3; k++)
+        CHECK(job_text("job_fan_retry", k) && !strncmp(job_text("job_fan_retry", k), "Hello ", 6));
+    CHECK_STR(final_upstream("job_fan_retry"), "ok");
+}
+
+/* The upstream's context-length error is the canonical one; never retried. */
+static void test_context_exceeded(void)
+{
+    warm_route("ctx_exceeded", srv_port);
+    int first = srv_n;
+    send_job("job_ctx", make_job("openai-chat", "ctx_exceeded", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_ctx", 3000));
+    check_final_error("job_ctx", 400, "invalid_request",
+                      "context length exceeded: This model's maximum context length is 8192 tokens.");
+    const got_event_t *g = final_of("job_ctx");
+    CHECK(g && !strcmp(json_string_value(json_object_get(g->ev, "code")) ?: "", "context_length_exceeded"));
+    CHECK_STR(final_upstream("job_ctx"), "ok");
+    run_for(100);
+    CHECK_INT(srv_n, first + 1);
+}
+
+/* A host that takes no connections fails within the connect timeout (500 ms
+ * here), not the route's 10 s, as a connection failure. */
+static void test_connect_timeout(void)
+{
+    /* A listener whose accept queue is full: the kernel drops new SYNs. */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(bind(lfd, (struct sockaddr *)&sin, sizeof sin) == 0);
+    CHECK(listen(lfd, 0) == 0);
+    socklen_t sl = sizeof sin;
+    getsockname(lfd, (struct sockaddr *)&sin, &sl);
+    int fill[3];
+    for (int i = 0; i < 3; i++) {
+        fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fill[i], (struct sockaddr *)&sin, sizeof sin);
+    }
+    run_for(50);
+    int64_t t0 = sb_mono_ms();
+    send_job("job_blackhole", make_job("openai-chat", "fast", ntohs(sin.sin_port), NULL), sb_now_ms() + 5000);
+    CHECK(run_until(has_final, "job_blackhole", 4000));
+    int64_t took = sb_mono_ms() - t0;
+    check_final_error("job_blackhole", 502, "upstream_error", "upstream connection failed");
+    CHECK(took >= 400 && took < 2000);
+    CHECK_STR(final_upstream("job_blackhole"), "failed");
+    for (int i = 0; i < 3; i++)
+        close(fill[i]);
+    close(lfd);
+}
+
 int main(void)
 {
     zsys_handler_set(NULL);
+    signal(SIGPIPE, SIG_IGN); /* the fake upstream writes to connections it has closed */
     curl_global_init(CURL_GLOBAL_DEFAULT);
     base = event_base_new();
     struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
@@ -1091,8 +1500,10 @@ int main(void)
                               .credits = 4,
                               .name = "test-worker",
                               .heartbeat_ms = 50,
-                              .connect_timeout_ms = 2000,
+                              .connect_timeout_ms = 500,
                               .stream_idle_ms = 300,
+                              .retry_base_ms = 20,
+                              .retry_cap_ms = 80,
                               .on_stopped = on_stopped};
     sb_worker_t *w = sb_worker_new(&cfg, base);
     CHECK(w != NULL);
@@ -1119,6 +1530,17 @@ int main(void)
     test_count_by_generation();
     test_stream_idle(w);
     test_stream_strict();
+    test_retry_503();
+    test_retry_stream_before_events();
+    test_no_retry_after_events();
+    test_retry_reset();
+    test_retry_after();
+    test_retry_deadline();
+    test_retry_cancel();
+    test_retry_budget();
+    test_retry_fanout();
+    test_context_exceeded();
+    test_connect_timeout();
     test_reconnect();
     test_drain(w);
     sb_worker_destroy(&w);

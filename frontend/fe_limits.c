@@ -1,0 +1,142 @@
+/* fe_limits: admission and release of a request's lease (see fe_limits.h). */
+#include "fe_limits.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe_sql.h"
+#include "sb_alloc.h"
+#include "sb_event.h"
+#include "sb_log.h"
+
+/* A lease outlives its request's deadline by this much before it expires
+ * (only leases of a frontend that died get that far). */
+#define FE_LIMITS_LEASE_SLACK_MS 60000
+
+static const char *fe_limits_what(const char *what)
+{
+    if (!strcmp(what, "requests"))
+        return "requests per minute";
+    if (!strcmp(what, "tokens"))
+        return "tokens per minute";
+    return "concurrent requests";
+}
+
+static void fe_limits_refuse(fe_request_t *r, const PGresult *res)
+{
+    const char *kind = PQgetvalue(res, 0, 1), *scope = PQgetvalue(res, 0, 2), *what = PQgetvalue(res, 0, 3);
+    long long limit = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+    long long wait_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
+    fe_error_t e;
+    if (!strcmp(kind, "quota")) {
+        fe_error_set(&e, 429, SB_ERR_QUOTA, "insufficient_quota", NULL,
+                     "You exceeded your current quota of %lld tokens, please check your plan and usage.", limit);
+        e.no_retry = true;
+    } else {
+        int secs = (int)((wait_ms + 999) / 1000);
+        if (secs < 1)
+            secs = 1;
+        fe_error_set(&e, 429, SB_ERR_RATE_LIMIT, "rate_limit_exceeded", NULL,
+                     "Rate limit reached for your %s on %s: limit %lld. Please try again in %d s.",
+                     !strcmp(scope, "group") ? "token group" : "API key", fe_limits_what(what), limit, secs);
+        e.retry_after = secs;
+    }
+    fe_request_fail(r, &e);
+}
+
+static void fe_limits_on_admit(const PGresult *res, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+        return;
+    if (err || PQntuples(res) != 1) {
+        sb_error("limit admission failed: %s", err ? err : "no row");
+        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
+                         "The service is temporarily unable to check rate limits, retry later");
+        return;
+    }
+    if (PQgetvalue(res, 0, 0)[0] != 't') {
+        fe_limits_refuse(r, res);
+        return;
+    }
+    r->lease = true;
+    r->prepared |= FE_PREP_ADMIT;
+    fe_generate_continue(r);
+}
+
+void fe_limits_admit(fe_request_t *r)
+{
+    char key[24], tokens[24], ttl[24];
+    snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
+    /* The reservation: the input estimate plus the output limit asked for,
+     * corrected to the real count when the request ends. */
+    const json_t *max_out = json_object_get(r->canonical, "max_output_tokens");
+    int64_t reserve = r->est_tokens + (json_is_integer(max_out) ? (int64_t)json_integer_value(max_out) : 0);
+    snprintf(tokens, sizeof tokens, "%" PRId64, reserve);
+    json_t *timeout = json_object_get(r->model, "timeout_ms");
+    long long ms = json_is_integer(timeout) ? (long long)json_integer_value(timeout) : r->srv->cfg.default_timeout_ms;
+    snprintf(ttl, sizeof ttl, "%lld", ms + FE_LIMITS_LEASE_SLACK_MS);
+    const char *params[4] = {r->request_id, key, tokens, ttl};
+    r->state = FE_REQ_PREPARE;
+    fe_request_hold(r);
+    fe_db_query(r->srv->db, FE_SQL_LIMIT_ADMIT, 4, params, fe_limits_on_admit, r);
+}
+
+void fe_limits_usage(const fe_request_t *r, int64_t *in, int64_t *out)
+{
+    if (r->result.usage_seen) {
+        *in = r->result.input_tokens;
+        *out = r->result.output_tokens;
+        return;
+    }
+    *in = *out = 0;
+    if (!r->submitted)
+        return;
+    /* No usage from upstream: the job was cut short (client gone, deadline)
+     * or failed. What was streamed was generated; the input was read unless
+     * the upstream refused the request outright. */
+    *out = fe_tokens_total(&r->result.streamed);
+    *in = r->result.failed && *out == 0 ? 0 : r->est_tokens;
+}
+
+typedef void (*fe_limits_then)(fe_request_t *r);
+
+struct fe_limits_wait {
+    fe_request_t *r;
+    fe_limits_then then;
+};
+
+static void fe_limits_on_release(const PGresult *res, const char *err, void *arg)
+{
+    struct fe_limits_wait *w = arg;
+    fe_request_t *r = w->r;
+    fe_limits_then then = w->then;
+    free(w);
+    if (err)
+        sb_warn("releasing the lease of %s failed (it will expire): %s", r->request_id, err);
+    if (!fe_request_release(r) || r->state == FE_REQ_DONE || !then)
+        return;
+    then(r);
+}
+
+void fe_limits_release(fe_request_t *r, void (*then)(fe_request_t *r))
+{
+    if (!r->lease) {
+        if (then)
+            then(r);
+        return;
+    }
+    r->lease = false;
+    int64_t in, out;
+    fe_limits_usage(r, &in, &out);
+    char tokens[24];
+    snprintf(tokens, sizeof tokens, "%" PRId64, in + out);
+    const char *params[2] = {r->request_id, tokens};
+    struct fe_limits_wait *w = sb_xcalloc(1, sizeof *w);
+    w->r = r;
+    w->then = then;
+    fe_request_hold(r);
+    fe_db_query(r->srv->db, FE_SQL_LIMIT_RELEASE, 2, params, fe_limits_on_release, w);
+}
