@@ -58,6 +58,7 @@ enum fe_scan_verdict {
     FE_SCAN_HEADERS_TOO_LARGE, /* 431 */
     FE_SCAN_BODY_TOO_LARGE,    /* 413 */
     FE_SCAN_BAD_CHUNK,         /* 400: a chunk-size line that does not end */
+    FE_SCAN_OVER_CAP,          /* 503: the headers are in, on a connection beyond the cap */
 };
 
 typedef struct {
@@ -69,6 +70,7 @@ typedef struct {
     bool seen_length, seen_encoding; /* only the first of each header counts, as in evhttp_find_header */
     bool length_ok;                  /* the Content-Length is a number */
     bool chunked;
+    bool over_cap;               /* refuse once the headers are in (the connection is beyond the cap) */
     uint64_t length;             /* declared Content-Length (UINT64_MAX when it overflows) */
     uint64_t body_left;          /* bytes to the end of the body or of the chunk */
     uint64_t content;            /* chunked: data bytes declared so far (never above the ceiling) */
@@ -185,6 +187,8 @@ static void fe_scan_header(fe_scan_t *s, bool truncated)
 /* The blank line after the headers: what body follows, if any. */
 static enum fe_scan_verdict fe_scan_headers_done(fe_scan_t *s, const fe_conn_guard_limits_t *lim)
 {
+    if (s->over_cap)
+        return FE_SCAN_OVER_CAP;
     if (!s->body_method) {
         s->state = FE_SCAN_DONE; /* evhttp reads no body for other methods */
     } else if (s->chunked) {
@@ -481,8 +485,11 @@ static void fe_conn_refuse(fe_conn_t *c, const fe_error_t *e, const char *reason
     struct evbuffer *out = evbuffer_new();
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                        "Connection: close\r\nx-request-id: %s\r\nrequest-id: %s\r\n\r\n",
+                        "Connection: close\r\nx-request-id: %s\r\nrequest-id: %s\r\n",
                         e->status, reason, text ? strlen(text) : 0, request_id, request_id);
+    if (e->retry_after > 0)
+        evbuffer_add_printf(out, "Retry-After: %d\r\n", e->retry_after);
+    evbuffer_add(out, "\r\n", 2);
     if (text)
         evbuffer_add(out, text, strlen(text));
     free(text);
@@ -504,7 +511,7 @@ static void fe_conn_refuse(fe_conn_t *c, const fe_error_t *e, const char *reason
         .error = e->message,
     };
     fe_reqlog_add(g->reqlog, &row);
-    sb_debug("%d %s: %s", e->status, row.path, e->message);
+    sb_debug("refused a request with %d: %s", e->status, e->message);
 
     evutil_socket_t dup_fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
     /* evhttp shuts the socket down for writing (the client reads the answer,
@@ -534,6 +541,13 @@ static void fe_conn_refuse_scan(fe_conn_t *c, enum fe_scan_verdict v)
                          "Request body of %llu bytes exceeds the limit of %zu bytes",
                          (unsigned long long)c->scan.length, lim->body_ceiling);
         fe_conn_refuse(c, &e, "Payload Too Large");
+        return;
+    case FE_SCAN_OVER_CAP:
+        /* As fe_request_handle answers it, but before the body is read. */
+        fe_error_set(&e, 503, SB_ERR_OVERLOADED, "too_many_connections", NULL,
+                     "This gateway instance has too many open connections; retry shortly.");
+        e.retry_after = 1;
+        fe_conn_refuse(c, &e, "Service Unavailable");
         return;
     case FE_SCAN_BAD_CHUNK:
         fe_error_set(&e, 400, SB_ERR_INVALID_REQUEST, "invalid_chunked_body", NULL,
@@ -578,6 +592,7 @@ static void fe_conn_begin_request(fe_conn_t *c, bool leftover)
     c->start_ms = sb_now_ms();
     memset(&c->scan, 0, sizeof c->scan);
     c->scan.state = leftover ? FE_SCAN_OFF : FE_SCAN_LINE;
+    c->scan.over_cap = c->over_cap;
     if (!c->busy)
         fe_conn_arm(c);
 }

@@ -2,8 +2,10 @@
  * fe_conn_guard: the limits evhttp (libevent 2.1) does not enforce itself, per
  * client connection of one frontend instance:
  *   - open connections (--max-connections): a connection accepted while the
- *     cap is already reached is marked, and each request on it is answered 503
- *     with Connection: close (fe_request_handle); the others are unaffected;
+ *     cap is already reached is marked, and its request is answered 503 with
+ *     Retry-After: 1 and Connection: close as soon as its headers are in,
+ *     before any body is read (fe_request_handle answers one whose start the
+ *     guard did not see); the other connections are unaffected;
  *   - an absolute deadline for reading one request (--read-deadline-ms), from
  *     its first byte until evhttp hands it over complete: past it the client
  *     gets 408 and the connection is closed (evhttp's --read-timeout only
@@ -17,7 +19,7 @@
  * complete request (2.2's evhttp_set_newreqcb), so the guard creates each
  * connection's bufferevent itself (evhttp_set_bevcb) and watches its input
  * buffer (an evbuffer callback, which runs before evhttp parses the new
- * bytes). Answers the guard gives itself (408, 413, 431, 400) are written
+ * bytes). Answers the guard gives itself (408, 413, 431, 400, 503) are written
  * straight to the socket in the style of the request's path (OpenAI's when
  * the request line has not arrived), with Connection: close; the socket is
  * then drained for a moment ("lingering close") so that the client reads the
@@ -26,6 +28,23 @@
  * The guard owns evhttp's close callback of every connection it tracks, which
  * keeps the count exact; a request registers its own through
  * fe_conn_guard_attach_request.
+ *
+ * What evhttp (2.1.12) does by itself, checked against it, and now only the
+ * backstop (the guard answers first, at thresholds evhttp reaches no earlier):
+ *   - request line + headers over evhttp_set_max_headers_size: "400 Bad
+ *     Request" as an HTML page, connection closed (it reports a too long
+ *     header as an invalid one);
+ *   - a declared Content-Length over evhttp_set_max_body_size: "413 Request
+ *     Entity Too Large" as HTML before reading the body, connection closed
+ *     without draining it (a client still sending may get a reset instead);
+ *     a chunked body: the same once a chunk size takes the total over;
+ *   - a chunk-size line that never ends: buffered without any limit (no
+ *     answer, memory grows with what the client sends);
+ *   - evhttp_set_timeout: only the silence between two reads; a request
+ *     trickled a byte at a time is read forever.
+ * A request pipelined behind one being answered is already buffered when its
+ * turn comes, so the guard does not see its start: it gets the read deadline
+ * (in OpenAI's body) and evhttp's ceilings above, not the guard's answers.
  */
 #ifndef FE_CONN_GUARD_H
 #define FE_CONN_GUARD_H

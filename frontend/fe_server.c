@@ -75,7 +75,10 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     s->reqlog = fe_reqlog_new(base, s->db, cfg->name);
 
     s->http = evhttp_new(base);
-    /* A file upload is a file plus a little multipart framing. */
+    /* A file upload is a file plus a little multipart framing. Bodies over
+     * this (declared or chunked) are refused by the connection guard with 413
+     * before they are read; smaller ones by their endpoint (fe_body_json,
+     * fe_files_upload). */
     size_t max_body = cfg->max_body_bytes > cfg->max_file_bytes + 65536 ? cfg->max_body_bytes
                                                                          : cfg->max_file_bytes + 65536;
     evhttp_set_max_body_size(s->http, (ev_ssize_t)max_body);
