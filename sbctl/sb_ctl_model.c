@@ -117,6 +117,9 @@ static int sb_ctl_model_update(struct sb_ctldb *db, const struct sb_cli *cli)
     return 0;
 }
 
+/* The timeout a model added with capabilities.reasoning true gets by default. */
+#define SB_CTL_REASONING_TIMEOUT_MS "600000"
+
 int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli)
 {
     const char *id = cli->arg[0];
@@ -135,6 +138,15 @@ int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli)
     if (rc != 0)
         goto fail;
     rc = -EIO;
+    /* A reasoning model may think for minutes before it answers: without an
+     * explicit --timeout-ms it gets SB_CTL_REASONING_TIMEOUT_MS, not the
+     * column's default of 60 s. */
+    if (cli->timeout_ms <= 0 &&
+        sb_ctldb_run(db,
+                     "UPDATE models SET timeout_ms = " SB_CTL_REASONING_TIMEOUT_MS
+                     " WHERE id = $1 AND jsonb_typeof(capabilities) = 'object' AND capabilities->'reasoning' = 'true'",
+                     1, &id) != 0)
+        goto fail;
     if (sb_ctldb_run(db, "COMMIT", 0, NULL) != 0)
         goto fail;
     PQclear(res);

@@ -1598,6 +1598,20 @@ static void test_fallbacks_db(void)
     CHECK_INT(SBCTL(NULL, NULL, "model", "set", "fe", "--timeout-ms", "5000"), 0); /* leaves the list alone */
     CHECK_QUERY(FALLBACKS, "fe", "{fc}");
     CHECK_FAILS(1, "model 'fe' cannot be its own fallback", "model", "set", "fe", "--fallbacks", "fe");
+
+    /* A reasoning model gets a ten-minute timeout unless one is given; others the 60 s default. */
+    CHECK_INT(SBCTL(NULL, NULL, "model", "add", "fr1", "--provider", "anthropic", "--base-url", "http://127.0.0.1:9",
+                    "--capabilities", "{\"reasoning\":true}"),
+              0);
+    CHECK_INT(SBCTL(NULL, NULL, "model", "add", "fr2", "--provider", "anthropic", "--base-url", "http://127.0.0.1:9",
+                    "--capabilities", "{\"reasoning\":true}", "--timeout-ms", "90000"),
+              0);
+    CHECK_INT(SBCTL(NULL, NULL, "model", "add", "fr3", "--provider", "anthropic", "--base-url", "http://127.0.0.1:9",
+                    "--capabilities", "{\"reasoning\":false}"),
+              0);
+    CHECK_QUERY("SELECT timeout_ms::text FROM models WHERE id = $1", "fr1", "600000");
+    CHECK_QUERY("SELECT timeout_ms::text FROM models WHERE id = $1", "fr2", "90000");
+    CHECK_QUERY("SELECT timeout_ms::text FROM models WHERE id = $1", "fr3", "60000");
     CHECK_FAILS(1, "fallback 'fa' is listed more than once", "model", "set", "fe", "--fallbacks", "fa,fb,fa");
     CHECK_FAILS(1, "model 'nosuch' does not exist", "model", "set", "nosuch", "--fallbacks", "fa");
     CHECK_FAILS(2, "--fallbacks", "model", "set", "fe", "--fallbacks", "fa,");
