@@ -1132,3 +1132,39 @@ int sb_jschema_check_strict(const json_t *schema, char *err, size_t errsz)
     sb_jschema_destroy(&s);
     return 0;
 }
+
+/* In place on a private copy; the walk mirrors sb_jschema_sc_schema() so
+ * that what it closes is exactly what the checker would ask about. */
+static void sb_jschema_close_walk(json_t *sch, int depth)
+{
+    if (!json_is_object(sch) || depth > SB_JSCHEMA_MAX_DEPTH)
+        return;
+    json_t *props = json_object_get(sch, "properties");
+    if ((sb_jschema_sc_has_type(json_object_get(sch, "type"), "object") || props) &&
+        !json_object_get(sch, "additionalProperties"))
+        json_object_set_new(sch, "additionalProperties", json_false());
+    const char *k;
+    json_t *v;
+    if (json_is_object(props))
+        json_object_foreach (props, k, v)
+            sb_jschema_close_walk(v, depth + 1);
+    static const char *const maps[] = {"$defs", "definitions"};
+    for (size_t m = 0; m < 2; m++) {
+        json_t *defs = json_object_get(sch, maps[m]);
+        if (json_is_object(defs))
+            json_object_foreach (defs, k, v)
+                sb_jschema_close_walk(v, depth + 1);
+    }
+    sb_jschema_close_walk(json_object_get(sch, "items"), depth + 1);
+    json_t *any = json_object_get(sch, "anyOf");
+    for (size_t i = 0; i < json_array_size(any); i++)
+        sb_jschema_close_walk(json_array_get(any, i), depth + 1);
+}
+
+json_t *sb_jschema_close_objects(const json_t *schema)
+{
+    json_t *copy = schema ? json_deep_copy(schema) : NULL;
+    if (copy)
+        sb_jschema_close_walk(copy, 0);
+    return copy;
+}

@@ -72,4 +72,17 @@ int sb_jschema_validate(const sb_jschema_t *s, const json_t *instance, char *err
  * supplied and to be false." */
 int sb_jschema_check_strict(const json_t *schema, char *err, size_t errsz) __attribute__((warn_unused_result));
 
+/* The one change OpenAI makes when it turns a function's schema strict by
+ * itself (a Responses function tool with "strict" omitted): a deep copy of
+ * schema (borrowed) in which every object schema without an
+ * "additionalProperties" gets "additionalProperties": false. Object schemas
+ * are those sb_jschema_check_strict() treats as such (type includes "object",
+ * or "properties" present), found where it looks: the root, properties,
+ * items, anyOf, $defs and definitions, to SB_JSCHEMA_MAX_DEPTH. Nothing else
+ * is touched (no "required" is added), so the caller runs
+ * sb_jschema_check_strict() on the result to know whether it conforms. A
+ * schema that is not an object comes back copied unchanged. New reference,
+ * or NULL if schema is NULL or cannot be copied. */
+json_t *sb_jschema_close_objects(const json_t *schema) __attribute__((warn_unused_result));
+
 #endif

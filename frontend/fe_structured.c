@@ -95,7 +95,19 @@ json_t *fe_structured_format(const json_t *fmt, const char *param, fe_error_t *e
     return out;
 }
 
-json_t *fe_structured_function(const json_t *fn, bool strict_default, const char *param, fe_error_t *err)
+/* FE_STRICT_AUTO: the schema made strict the way OpenAI does it, or NULL if
+ * closing its objects is not enough (the tool then stays non-strict). */
+static json_t *fe_structured_auto_strict(const json_t *schema)
+{
+    char msg[512];
+    json_t *closed = sb_jschema_close_objects(schema);
+    if (closed && sb_jschema_check_strict(closed, msg, sizeof msg) == 0)
+        return closed;
+    json_decref(closed);
+    return NULL;
+}
+
+json_t *fe_structured_function(const json_t *fn, fe_strict_default_t strict_default, const char *param, fe_error_t *err)
 {
     char p[96];
     const char *name = json_string_value(json_object_get(fn, "name"));
@@ -123,11 +135,18 @@ json_t *fe_structured_function(const json_t *fn, bool strict_default, const char
         fe_params_invalid(err, param, "Invalid type for '%s.strict': expected a boolean.", param);
         return NULL;
     }
-    bool is_strict = json_is_boolean(strict) ? json_is_true(strict) : strict_default;
+    bool is_strict = json_is_true(strict);
     json_t *schema = json_is_object(params)
                          ? json_incref(params)
                          : json_pack("{s:s, s:{}, s:[], s:b}", "type", "object", "properties", "required",
                                      "additionalProperties", 0);
+    json_t *closed =
+        !json_is_boolean(strict) && strict_default == FE_STRICT_AUTO ? fe_structured_auto_strict(schema) : NULL;
+    if (closed) {
+        json_decref(schema);
+        schema = closed;
+        is_strict = true;
+    }
     if (fe_structured_schema(schema, is_strict, "function", name, p, err) < 0) {
         json_decref(schema);
         return NULL;

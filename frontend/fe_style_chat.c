@@ -207,7 +207,7 @@ static int fe_chat_tools(const json_t *body, json_t *c, fe_error_t *err)
         json_t *nt = NULL;
         if (type && !strcmp(type, "function") && json_is_object(json_object_get(t, "function"))) {
             strncat(param, ".function", sizeof param - strlen(param) - 1);
-            nt = fe_structured_function(json_object_get(t, "function"), false, param, err); /* non-strict by default */
+            nt = fe_structured_function(json_object_get(t, "function"), FE_STRICT_OFF, param, err);
         } else if (fe_features_builtin_tool(type)) {
             fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
                          "unsupported parameter: the built-in tool '%.40s' is only supported in the Responses API.",
@@ -226,7 +226,7 @@ static int fe_chat_tools(const json_t *body, json_t *c, fe_error_t *err)
     {
         char param[48];
         snprintf(param, sizeof param, "functions[%zu]", i);
-        json_t *nt = fe_structured_function(t, false, param, err);
+        json_t *nt = fe_structured_function(t, FE_STRICT_OFF, param, err);
         if (!nt) {
             json_decref(out);
             return -1;

@@ -726,7 +726,7 @@ static int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canon
                 schema = json_incref(pjs);
             }
             json_t *fn = json_pack("{s:s?, s:s?, s:o?}", "name", name, "description", desc, "parameters", schema);
-            json_t *nt = fe_structured_function(fn, false, dat, c->err); /* non-strict, as Google's are */
+            json_t *nt = fe_structured_function(fn, FE_STRICT_OFF, dat, c->err); /* non-strict, as Google's are */
             json_decref(fn);
             if (!nt)
                 goto fail;

@@ -641,7 +641,7 @@ static int fe_messages_tools(const json_t *body, json_t *c, fe_error_t *err)
             json_t *fn = json_pack("{s:O?, s:O?, s:O, s:O?}", "name", json_object_get(t, "name"), "description",
                                    json_object_get(t, "description"), "parameters", json_object_get(t, "input_schema"),
                                    "strict", json_object_get(t, "strict"));
-            nt = fe_structured_function(fn, false, param, err); /* non-strict unless asked */
+            nt = fe_structured_function(fn, FE_STRICT_OFF, param, err); /* non-strict unless asked */
             json_decref(fn);
         }
         if (!nt) {

@@ -186,7 +186,7 @@ static int fe_responses_tools(const json_t *body, json_t *c, fe_error_t *err)
         const char *type = json_string_value(json_object_get(t, "type"));
         json_t *nt = NULL;
         if (type && !strcmp(type, "function")) {
-            nt = fe_structured_function(t, true, param, err); /* strict by default in this style */
+            nt = fe_structured_function(t, FE_STRICT_AUTO, param, err); /* strict when the schema allows, as OpenAI */
         } else if (fe_features_builtin_tool(type)) {
             nt = json_deep_copy(t);
         } else {

@@ -174,7 +174,7 @@ test('a malformed image URL is refused by the gateway itself, naming the Respons
   }
 });
 
-test('function tools: internally tagged, strict by default, echoed; non-strict schemas need strict:false', async () => {
+test('function tools: internally tagged, strict when the schema allows, echoed; a loose schema runs non-strict', async () => {
   const m = unique('tools');
   const r = await post({ model: 'emu-chat', input: `no call ${m}`, tools: [weatherTool] });
   assert.equal(r.status, 200, r.text);
@@ -192,7 +192,13 @@ test('function tools: internally tagged, strict by default, echoed; non-strict s
   assert.deepEqual(up.body.tools[0].function.parameters, weatherParams);
 
   const loose = { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } }, required: ['city'] };
-  const refused = await post({ model: 'emu-chat', input: 'x', tools: [{ type: 'function', name: 'loose_fn', parameters: loose }] });
+  // As OpenAI: with strict omitted, a schema strict mode cannot express (an optional property) runs non-strict;
+  // only an explicit strict:true refuses it.
+  const omitted = await post({ model: 'emu-chat', input: `omitted ${m}`, tools: [{ type: 'function', name: 'loose_fn', parameters: loose }] });
+  assert.equal(omitted.status, 200, omitted.text);
+  assert.equal(omitted.json.tools[0].strict, false);
+  assert.deepEqual(omitted.json.tools[0].parameters, loose);
+  const refused = await post({ model: 'emu-chat', input: 'x', tools: [{ type: 'function', name: 'loose_fn', parameters: loose, strict: true }] });
   assertOpenAIError(refused, 400);
   const accepted = await post({
     model: 'emu-chat', input: `loose ${m}`, tools: [{ type: 'function', name: 'loose_fn', parameters: loose, strict: false }],

@@ -244,6 +244,149 @@ test('strict function tool arguments are schema-valid, and a violating call is r
   assert.equal((await upstreamRequestsContaining(tag3)).length, 2);
 });
 
+// Issue 12: a Responses function tool with "strict" omitted is handled as OpenAI does: made strict when adding
+// additionalProperties:false to its objects is all it takes (echoed strict:true with that schema), else run
+// non-strict as given (echoed strict:false, arguments not validated). Only an explicit strict:true is checked.
+const looseParams = {
+  type: 'object',
+  properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+  required: ['city'], // "unit" is optional: strict mode cannot express that
+};
+const fixableParams = {
+  type: 'object',
+  properties: {
+    city: { type: 'string' },
+    where: { type: 'object', properties: { lat: { type: 'number' }, lon: { type: 'number' } }, required: ['lat', 'lon'] },
+    stops: { type: 'array', items: { anyOf: [{ $ref: '#/$defs/stop' }, { type: 'null' }] } },
+  },
+  required: ['city', 'where', 'stops'],
+  $defs: { stop: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } },
+};
+const closedParams = {
+  ...fixableParams,
+  additionalProperties: false,
+  properties: {
+    ...fixableParams.properties,
+    where: { ...fixableParams.properties.where, additionalProperties: false },
+  },
+  $defs: { stop: { ...fixableParams.$defs.stop, additionalProperties: false } },
+};
+
+test('Responses: a loose function tool without strict is accepted non-strict, echoed strict:false, and round-trips', async () => {
+  const m = unique('loose');
+  const c = client();
+  const tool = { type: 'function', name: 'lookup', description: 'Weather lookup', parameters: looseParams };
+  const first = await c.responses.create({ model: 'emu-chat', input: `CALL lookup {"city":"Oslo"}\n${m}`, tools: [tool] });
+  assert.equal(first.status, 'completed');
+  assert.equal(first.tools.length, 1);
+  assert.equal(first.tools[0].strict, false);
+  assert.deepEqual(first.tools[0].parameters, looseParams, 'a non-strict schema is kept as given');
+  const fc = first.output.find((o) => o.type === 'function_call');
+  assert.ok(fc, JSON.stringify(first.output));
+  assert.equal(fc.name, 'lookup');
+  assert.equal(fc.arguments, '{"city":"Oslo"}');
+  const up = await upstreamRequestContaining(m);
+  assert.equal(up.body.tools[0].function.strict, false);
+  assert.deepEqual(up.body.tools[0].function.parameters, looseParams);
+
+  const result = `{"temp_c":3,"tag":"${m}-out"}`;
+  const second = await c.responses.create({
+    model: 'emu-chat', previous_response_id: first.id, tools: [tool],
+    input: [{ type: 'function_call_output', call_id: fc.call_id, output: result }],
+  });
+  assert.equal(second.output_text, `Tool result: ${result}`);
+  assert.equal(second.tools[0].strict, false);
+
+  // Non-strict: arguments that break the schema are passed on, with no validation and no retry.
+  const v = unique('loosev');
+  const r = await c.responses.create({
+    model: 'emu-chat', input: `[[emu:schema_violation]] Oslo ${v}`, tools: [tool], tool_choice: { type: 'function', name: 'lookup' },
+  });
+  const vc = r.output.find((o) => o.type === 'function_call');
+  assert.ok(vc, JSON.stringify(r.output));
+  assert.equal(JSON.parse(vc.arguments).city, undefined, 'the emulator dropped the required property');
+  assert.equal((await upstreamRequestsContaining(v)).length, 1, 'no retry for a non-strict tool');
+});
+
+test('Responses: a function tool without strict that only lacks additionalProperties:false is made strict', async () => {
+  const m = unique('fixable');
+  const c = client();
+  const tool = { type: 'function', name: 'route', parameters: fixableParams };
+  const args = '{"city":"Rome","where":{"lat":41.9,"lon":12.5},"stops":[{"name":"Colosseo"},null]}';
+  const first = await c.responses.create({ model: 'emu-chat', input: `CALL route ${args}\n${m}`, tools: [tool] });
+  assert.equal(first.status, 'completed');
+  assert.equal(first.tools[0].strict, true);
+  assert.deepEqual(first.tools[0].parameters, closedParams, 'additionalProperties:false added to every object');
+  const fc = first.output.find((o) => o.type === 'function_call');
+  assert.ok(fc, JSON.stringify(first.output));
+  assert.equal(fc.name, 'route');
+  assert.equal(fc.arguments, args);
+  // The upstream (which checks strict schemas as OpenAI does) gets the strict, closed schema.
+  const up = await upstreamRequestContaining(m);
+  assert.equal(up.body.tools[0].function.strict, true);
+  assert.deepEqual(up.body.tools[0].function.parameters, closedParams);
+
+  const result = `{"eta_min":12,"tag":"${m}-out"}`;
+  const second = await c.responses.create({
+    model: 'emu-chat', previous_response_id: first.id, tools: [tool],
+    input: [{ type: 'function_call_output', call_id: fc.call_id, output: result }],
+  });
+  assert.equal(second.output_text, `Tool result: ${result}`);
+
+  // Strict: the worker validates the arguments and retries once.
+  const tag = unique('fixv');
+  const r = await c.responses.create({
+    model: 'emu-chat', input: `[[emu:schema_violation_once=${tag}]] Rome ${tag}`, tools: [tool],
+    tool_choice: { type: 'function', name: 'route' },
+  });
+  const vc = r.output.find((o) => o.type === 'function_call');
+  assert.ok(vc, JSON.stringify(r.output));
+  assert.ok(ajv.compile(closedParams)(JSON.parse(vc.arguments)), vc.arguments);
+  assert.equal((await upstreamRequestsContaining(tag)).length, 2, 'strict tool arguments are validated and retried once');
+});
+
+test('Responses: explicit strict:true with a loose schema is still 400; explicit strict:false is taken as given', async () => {
+  const m = unique('explicit');
+  await assert.rejects(
+    client().responses.create({
+      model: 'emu-chat', input: m, tools: [{ type: 'function', name: 'route', parameters: fixableParams, strict: true }],
+    }),
+    (e) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.error.type, 'invalid_request_error');
+      assert.equal(e.error.param, 'tools[0].parameters');
+      assert.equal(e.message.replace(/^400 /, ''),
+        "Invalid schema for function 'route': In context=(), 'additionalProperties' is required to be supplied and to be false.");
+      return true;
+    });
+  await assert.rejects(
+    client().responses.create({
+      model: 'emu-chat', input: m, tools: [{ type: 'function', name: 'lookup', parameters: looseParams, strict: true }],
+    }),
+    (e) => e.status === 400 && /Invalid schema for function 'lookup'/.test(e.message));
+  assert.equal((await upstreamRequestsContaining(m)).length, 0, 'refused before the upstream');
+
+  const r = await client().responses.create({
+    model: 'emu-chat', input: `CALL route {"city":"Pisa"}\n${m}`,
+    tools: [{ type: 'function', name: 'route', parameters: fixableParams, strict: false }],
+  });
+  assert.equal(r.tools[0].strict, false);
+  assert.deepEqual(r.tools[0].parameters, fixableParams, 'not normalised');
+  assert.equal(r.output.find((o) => o.type === 'function_call').arguments, '{"city":"Pisa"}');
+});
+
+// text.format json_schema: "strict" defaults to false in the real API (unlike function tools), so an omitted strict
+// with a loose schema is accepted and echoed strict:false.
+test('Responses text.format with strict omitted is non-strict, whatever the schema', async () => {
+  const m = unique('fmtdefault');
+  const r = await client().responses.create({
+    model: 'emu-chat', input: m, text: { format: { type: 'json_schema', name: 'loose_fmt', schema: looseParams } },
+  });
+  assert.equal(r.status, 'completed');
+  assert.equal(r.text.format.strict, false);
+  assert.deepEqual(r.text.format.schema, looseParams);
+});
+
 test('a model without structured_output refuses json_schema formats with 400 unsupported_parameter', async () => {
   const model = ensureModel('it06-no-structured', { capabilities: { structured_output: false } });
   const m = unique('nostruct');

@@ -586,6 +586,102 @@ static void test_strict(void)
     CHECK_STR(err, "Invalid schema: schema at #/properties/a: $ref \"#/$defs/none\": target not found");
 }
 
+/* sb_jschema_close_objects(text) equals want (both JSON text), and the input
+ * is left as it was. */
+static void close_is(const char *text, const char *want)
+{
+    json_t *in = js(text), *orig = json_deep_copy(in), *w = js(want);
+    json_t *got = sb_jschema_close_objects(in);
+    CHECK(got != NULL && json_equal(got, w));
+    if (got && !json_equal(got, w)) {
+        char *g = json_dumps(got, JSON_COMPACT | JSON_SORT_KEYS);
+        fprintf(stderr, "close_objects(%s) = %s\n", text, g);
+        free(g);
+    }
+    CHECK(json_equal(in, orig));
+    json_decref(in);
+    json_decref(orig);
+    json_decref(w);
+    json_decref(got);
+}
+
+/* The normalisation OpenAI applies to a Responses function tool whose
+ * "strict" is omitted: every object schema the strict checker visits is
+ * closed; an explicit additionalProperties (true, or a schema) is kept;
+ * nothing else changes. */
+static void test_close_objects(void)
+{
+    char err[512];
+    /* root, a nested property, array items, anyOf branches and $defs/definitions */
+    const char *loose =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"o\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}},\"required\":[\"x\"]},"
+        "\"l\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{},\"required\":[]}},"
+        "\"u\":{\"anyOf\":[{\"type\":[\"object\",\"null\"],\"properties\":{}},{\"$ref\":\"#/$defs/d\"}]},"
+        "\"v\":{\"$ref\":\"#/definitions/e\"}},"
+        "\"required\":[\"o\",\"l\",\"u\",\"v\"],"
+        "\"$defs\":{\"d\":{\"type\":\"object\",\"properties\":{\"y\":{\"type\":\"integer\"}},\"required\":[\"y\"]}},"
+        "\"definitions\":{\"e\":{\"type\":\"object\"}}}";
+    const char *closed =
+        "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+        "\"o\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}},\"required\":[\"x\"],"
+        "\"additionalProperties\":false},"
+        "\"l\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{},\"required\":[],"
+        "\"additionalProperties\":false}},"
+        "\"u\":{\"anyOf\":[{\"type\":[\"object\",\"null\"],\"properties\":{},"
+        "\"additionalProperties\":false},{\"$ref\":\"#/$defs/d\"}]},"
+        "\"v\":{\"$ref\":\"#/definitions/e\"}},"
+        "\"required\":[\"o\",\"l\",\"u\",\"v\"],"
+        "\"$defs\":{\"d\":{\"type\":\"object\",\"properties\":{\"y\":{\"type\":\"integer\"}},\"required\":[\"y\"],"
+        "\"additionalProperties\":false}},"
+        "\"definitions\":{\"e\":{\"type\":\"object\",\"additionalProperties\":false}}}";
+    CHECK_INT(strict(loose, err, sizeof err), -EINVAL);
+    close_is(loose, closed);
+    /* the closed form is what strict mode asks for */
+    CHECK_INT(strict(closed, err, sizeof err), 0);
+    CHECK_STR(err, "");
+    /* already conforming: unchanged */
+    const char *good = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],"
+                       "\"additionalProperties\":false}";
+    close_is(good, good);
+    /* an explicit additionalProperties is the schema's choice, not ours; "required" is never added */
+    close_is("{\"type\":\"object\",\"properties\":{\"m\":{\"type\":\"object\",\"additionalProperties\":"
+             "{\"type\":\"string\"}}},\"additionalProperties\":true}",
+             "{\"type\":\"object\",\"properties\":{\"m\":{\"type\":\"object\",\"additionalProperties\":"
+             "{\"type\":\"string\"}}},\"additionalProperties\":true}");
+    close_is("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}}}",
+             "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"additionalProperties\":false}");
+    CHECK_INT(
+        strict("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"additionalProperties\":false}", err,
+               sizeof err),
+        -EINVAL);
+    /* not under a keyword the checker visits (oneOf, not): left alone */
+    close_is("{\"type\":\"object\",\"oneOf\":[{\"type\":\"object\"}],\"not\":{\"type\":\"object\"}}",
+             "{\"type\":\"object\",\"oneOf\":[{\"type\":\"object\"}],\"not\":{\"type\":\"object\"},"
+             "\"additionalProperties\":false}");
+    /* "properties" without "type" is an object schema too, as for the checker */
+    close_is("{\"properties\":{}}", "{\"properties\":{},\"additionalProperties\":false}");
+    /* non-object schemas come back as they were */
+    close_is("{\"type\":\"string\"}", "{\"type\":\"string\"}");
+    close_is("true", "true");
+    close_is("[1]", "[1]");
+    CHECK(sb_jschema_close_objects(NULL) == NULL);
+    /* an object 10 arrays down is closed; one past the depth limit is not
+     * reached (the strict checker refuses such nesting anyway) */
+    for (int levels = 10; levels <= SB_JSCHEMA_MAX_DEPTH + 10; levels += SB_JSCHEMA_MAX_DEPTH) {
+        json_t *deep = json_pack("{s:s}", "type", "object");
+        for (int i = 0; i < levels; i++)
+            deep = json_pack("{s:s, s:o}", "type", "array", "items", deep);
+        json_t *got = sb_jschema_close_objects(deep);
+        const json_t *in = got;
+        for (int i = 0; i < levels; i++)
+            in = json_object_get(in, "items");
+        CHECK_INT(json_is_false(json_object_get(in, "additionalProperties")), levels < SB_JSCHEMA_MAX_DEPTH);
+        json_decref(got);
+        json_decref(deep);
+    }
+}
+
 int main(void)
 {
     run_suite();
@@ -598,5 +694,6 @@ int main(void)
     test_unicode();
     test_patterns();
     test_strict();
+    test_close_objects();
     return sb_test_finish("jschema");
 }
