@@ -3,8 +3,9 @@
  * message (a malformed one is logged and dropped, never fatal), keeps the job
  * table, dispatches queued jobs to workers, forwards events, and turns
  * deadlines, cancellations and lost peers into canonical error events.
- * It consults each model's circuit breaker (broker_breaker.c) before it
- * queues or dispatches a job and reports each dispatched job's end to it.
+ * It consults each model's circuit breakers (broker_breaker.c: the model-wide
+ * one and the job's client's) before it queues or dispatches a job and
+ * reports each dispatched job's end to both.
  *
  * Everything runs on one thread. Workers found dead mid-iteration are only
  * marked (sb_broker_registry_mark_lost) and reaped at the end of the
@@ -125,50 +126,80 @@ static void sb_broker_send_cancel(sb_broker_t *b, sb_broker_job_t *job)
 
 static void sb_broker_job_finish(sb_broker_t *b, sb_broker_job_t *job);
 
-/* Answers a job 503 circuit_open: its model's circuit is open, or half-open
- * with the probe out or already chosen. */
+/* Answers a job 503 circuit_open: its model's circuit (model-wide, or its
+ * client's) is open, or half-open with the probe out or already chosen. */
 static void sb_broker_send_circuit_open(sb_broker_t *b, sb_breaker_t *br, zframe_t *frontend, const char *job_id)
 {
     int retry_s = sb_breaker_retry_after_s(br, sb_mono_ms());
     int failures = sb_breaker_failures(br);
-    char *m = sb_xasprintf("model '%s' is temporarily unavailable: its upstream failed %d time%s in a row; "
-                           "retry in %d s",
-                           sb_breaker_model(br), failures, failures == 1 ? "" : "s", retry_s);
+    char *m = sb_breaker_client(br)
+                  ? sb_xasprintf("model '%s' is temporarily unavailable to this client: its upstream failed %d "
+                                 "time%s in a row on this client's requests; retry in %d s",
+                                 sb_breaker_model(br), failures, failures == 1 ? "" : "s", retry_s)
+                  : sb_xasprintf("model '%s' is temporarily unavailable: its upstream failed %d time%s in a row; "
+                                 "retry in %d s",
+                                 sb_breaker_model(br), failures, failures == 1 ? "" : "s", retry_s);
     sb_broker_send_error_retry(b, frontend, job_id, 503, SB_ERR_OVERLOADED, "circuit_open", m, retry_s);
     free(m);
 }
 
-/* Answers every job queued for the breaker's model 503 circuit_open: its
+/* Whether job is one a breaker stands for: every job of its model for a
+ * model-wide breaker, the client's jobs of its model for a per-client one. */
+static bool sb_broker_breaker_covers(const sb_breaker_t *br, const sb_broker_job_t *job)
+{
+    const char *client = sb_breaker_client(br);
+    return !client || (job->client && !strcmp(job->client, client));
+}
+
+/* Answers every job queued that the breaker stands for 503 circuit_open: its
  * circuit just opened, or its probe just went out. */
 static void sb_broker_refuse_queued(sb_broker_t *b, sb_breaker_t *br)
 {
     sb_broker_queue_t *q = sb_broker_queues_get(b->queues, sb_breaker_model(br));
     if (!q || !q->head)
         return;
-    sb_info("model %s: answering its %zu queued job(s) 503 circuit_open", q->model, q->len);
-    while (q->head) {
-        sb_broker_job_t *job = q->head;
+    size_t n = 0;
+    for (sb_broker_job_t *job = q->head, *next; job; job = next) {
+        next = job->next;
+        if (!sb_broker_breaker_covers(br, job))
+            continue;
         sb_broker_send_circuit_open(b, br, job->frontend, job->id);
         sb_broker_job_finish(b, job);
+        n++;
     }
+    if (n)
+        sb_info("model %s%s%s: answered %zu queued job(s) 503 circuit_open", q->model,
+                sb_breaker_client(br) ? ", client " : "", sb_breaker_client(br) ? sb_breaker_client(br) : "", n);
 }
 
-/* Reports how a dispatched job ended to its model's breaker, once (later
- * calls do nothing). If that opened the circuit, what is queued for the
- * model is refused at once. */
+/* How many jobs of client wait in model's queue (a half-open client circuit
+ * lets only one wait to probe). */
+static size_t sb_broker_client_queued(sb_broker_t *b, const char *model, const char *client)
+{
+    const sb_broker_queue_t *q = sb_broker_queues_get(b->queues, model);
+    size_t n = 0;
+    for (const sb_broker_job_t *job = q ? q->head : NULL; job; job = job->next)
+        n += job->client && !strcmp(job->client, client);
+    return n;
+}
+
+/* Reports how a dispatched job ended to its model's breaker and its client's,
+ * once (later calls do nothing). If that opened a circuit, the queued jobs it
+ * stands for are refused at once. */
 static void sb_broker_job_report(sb_broker_t *b, sb_broker_job_t *job, enum sb_breaker_outcome outcome)
 {
-    uint64_t ticket = job->breaker_ticket;
-    if (!ticket)
-        return;
-    job->breaker_ticket = 0;
-    /* A ticket outstanding keeps its breaker from being pruned. */
-    sb_breaker_t *br = sb_breakers_find(b->breakers, job->model);
-    if (!br)
-        return;
-    if (sb_breaker_on_outcome(br, ticket, outcome, sb_mono_ms())) {
+    uint64_t ticket = job->breaker_ticket, cticket = job->client_ticket;
+    job->breaker_ticket = job->client_ticket = 0;
+    /* A ticket outstanding keeps its breaker from being pruned or dropped. */
+    sb_breaker_t *br = ticket ? sb_breakers_find(b->breakers, job->model) : NULL;
+    if (br && sb_breaker_on_outcome_from(br, ticket, outcome, job->client, sb_mono_ms())) {
         b->stats_dirty = true;
         sb_broker_refuse_queued(b, br);
+    }
+    sb_breaker_t *cbr = cticket ? sb_breakers_find_client(b->breakers, job->model, job->client) : NULL;
+    if (cbr && sb_breaker_on_outcome(cbr, cticket, outcome, sb_mono_ms())) {
+        b->stats_dirty = true;
+        sb_broker_refuse_queued(b, cbr);
     }
 }
 
@@ -221,6 +252,9 @@ static void sb_broker_job_abandon(sb_broker_t *b, sb_broker_job_t *job)
     sb_breaker_t *br = job->breaker_ticket ? sb_breakers_find(b->breakers, job->model) : NULL;
     if (br)
         sb_breaker_on_abandon(br, job->breaker_ticket);
+    sb_breaker_t *cbr = job->client_ticket ? sb_breakers_find_client(b->breakers, job->model, job->client) : NULL;
+    if (cbr)
+        sb_breaker_on_abandon(cbr, job->client_ticket);
     sb_broker_send_cancel(b, job);
 }
 
@@ -255,14 +289,39 @@ static int sb_broker_dispatch_one(sb_broker_t *b, sb_broker_queue_t *q, sb_broke
             sb_broker_refuse_queued(b, br);
         }
     }
+    sb_breaker_t *cbr = sb_breakers_get_client(b->breakers, job->model, job->client);
+    if (cbr) {
+        job->client_ticket = sb_breaker_on_dispatch(cbr, sb_mono_ms());
+        if (sb_breaker_is_probe(cbr, job->client_ticket)) {
+            sb_info("job %s: probing model %s's upstream for client %s", job->id, job->model, job->client);
+            sb_broker_refuse_queued(b, cbr);
+        }
+    }
     return 0;
 }
 
+/* Answers the jobs at the head of q whose client's circuit holds them back
+ * (open, or its probe out) 503 circuit_open, so that they do not block the
+ * other clients' jobs behind them. None should be there (they are refused
+ * when the circuit opens or probes, and at SUBMIT meanwhile); this is the
+ * safety net. */
+static void sb_broker_refuse_held_heads(sb_broker_t *b, sb_broker_queue_t *q)
+{
+    while (q->head) {
+        sb_broker_job_t *job = q->head;
+        sb_breaker_t *cbr = sb_breakers_find_client(b->breakers, job->model, job->client);
+        if (!cbr || sb_breaker_allow_dispatch(cbr, sb_mono_ms()))
+            return;
+        sb_broker_send_circuit_open(b, cbr, job->frontend, job->id);
+        sb_broker_job_finish(b, job);
+    }
+}
+
 /* Whether the job at the head of q may be dispatched as far as its model's
- * circuit is concerned. Nothing should be waiting in an OPEN or PROBING
- * model's queue (its jobs were refused when it opened or its probe went out,
- * and SUBMITs are refused meanwhile): this keeps a job that did from going
- * out anyway. */
+ * model-wide circuit is concerned. Nothing should be waiting in an OPEN or
+ * PROBING model's queue (its jobs were refused when it opened or its probe
+ * went out, and SUBMITs are refused meanwhile): this keeps a job that did
+ * from going out anyway. */
 static bool sb_broker_circuit_allows_dispatch(sb_broker_t *b, const sb_broker_queue_t *q)
 {
     sb_breaker_t *br = sb_breakers_find(b->breakers, q->model);
@@ -282,6 +341,7 @@ static void sb_broker_dispatch(sb_broker_t *b)
         sb_broker_queue_t *q = sb_broker_queues_first(b->queues);
         for (size_t i = 0; i < n && q; i++) {
             sb_broker_queue_t *next = q->next;
+            sb_broker_refuse_held_heads(b, q);
             sb_broker_worker_t *w = q->head && sb_broker_circuit_allows_dispatch(b, q)
                                         ? sb_broker_registry_best(b->registry, q->model)
                                         : NULL;
@@ -310,6 +370,7 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
     const json_t *jid = json_object_get(msg->header, "job_id");
     const json_t *jmodel = json_object_get(msg->header, "model");
     const json_t *jdeadline = json_object_get(msg->header, "deadline_ms");
+    const json_t *jclient = json_object_get(msg->header, "client");
     if (!sb_broker_str_ok(jid, SB_JOB_ID_MAX)) {
         sb_warn("dropped a malformed SUBMIT (no usable job_id)");
         return;
@@ -324,7 +385,15 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
                              "malformed job: needs model, integer deadline_ms and a body");
         return;
     }
+    if (jclient && !sb_broker_str_ok(jclient, SB_CLIENT_ID_MAX)) {
+        sb_warn("job %s: malformed SUBMIT (client must be a string of 1 to %d bytes)", job_id, SB_CLIENT_ID_MAX);
+        char *m = sb_xasprintf("malformed job: client must be a string of 1 to %d bytes", SB_CLIENT_ID_MAX);
+        sb_broker_send_error(b, msg->routing_id, job_id, 400, SB_ERR_INVALID_REQUEST, "bad_job", m);
+        free(m);
+        return;
+    }
     const char *model = json_string_value(jmodel);
+    const char *client = jclient ? json_string_value(jclient) : NULL;
     int64_t deadline_ms = (int64_t)json_integer_value(jdeadline);
     if (sb_map_get(b->jobs, job_id)) {
         /* The job already held is left alone. */
@@ -347,6 +416,16 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
             return;
         }
     }
+    sb_breaker_t *cbr = sb_breakers_find_client(b->breakers, model, client);
+    if (cbr) {
+        int64_t now = sb_mono_ms();
+        size_t waiting =
+            sb_breaker_tick(cbr, now) == SB_BREAKER_HALF_OPEN ? sb_broker_client_queued(b, model, client) : 0;
+        if (!sb_breaker_allow_submit(cbr, now, waiting)) {
+            sb_broker_send_circuit_open(b, cbr, msg->routing_id, job_id);
+            return;
+        }
+    }
     if (deadline_ms <= sb_now_ms()) {
         sb_broker_send_error(b, msg->routing_id, job_id, 504, SB_ERR_TIMEOUT, "deadline_exceeded",
                              "timeout: the request exceeded its deadline");
@@ -361,6 +440,7 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
     }
     json_t *hdr = json_incref(msg->header);
     sb_broker_job_t *job = sb_broker_job_new(job_id, model, deadline_ms, msg->routing_id, &hdr, &msg->body);
+    job->client = client ? sb_xstrdup(client) : NULL;
     if (sb_broker_queue_push(b->queues, q, job) < 0) { /* checked above; cannot happen */
         sb_broker_job_destroy(&job);
         return;
@@ -727,8 +807,10 @@ int sb_broker_run(sb_broker_t *b)
     sb_info("broker running: frontends on %s, workers on %s, queue max %zu per model", b->frontend_endpoint,
             b->worker_endpoint, b->queue_max);
     if (b->breaker_failures > 0)
-        sb_info("circuit breaker: a model's circuit opens after %d failed upstream outcomes in a row, for %d ms",
-                b->breaker_failures, b->breaker_cooldown_ms);
+        sb_info("circuit breaker: a client's circuit for a model opens after %d failed upstream outcomes of its "
+                "jobs in a row, a model's for everyone after %d in a row from more than one client (none counting "
+                "for more than %d), for %d ms",
+                b->breaker_failures, b->breaker_failures, (b->breaker_failures + 1) / 2, b->breaker_cooldown_ms);
     else
         sb_info("circuit breaker: disabled");
     while (sb_broker_run_once(b, SB_BROKER_SWEEP_MS) == 0)

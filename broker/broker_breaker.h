@@ -1,11 +1,26 @@
 /*
- * broker_breaker: a circuit breaker per route. A route is a model id (each
- * model has exactly one upstream route), and workers report how each job went
- * upstream in the final EVENT header ("upstream": "ok" / "failed"). After
- * `threshold` failed outcomes in a row the model's circuit opens: the broker
- * stops dispatching its jobs and refuses them (503 circuit_open) for a
- * cooldown; then one job is let through as a probe, whose outcome closes the
- * circuit or opens it again. docs/protocol.md has the whole story.
+ * broker_breaker: circuit breakers per route, fair to clients. A route is a
+ * model id (each model has exactly one upstream route), and workers report
+ * how each job went upstream in the final EVENT header ("upstream": "ok" /
+ * "failed"). A job may name its client (the SUBMIT header's "client": the
+ * frontend puts the API key there). Each route has two kinds of breaker:
+ *
+ *  - one per (model, client): opens for that client only, after `threshold`
+ *    of its own jobs failed in a row. A client whose own requests make the
+ *    upstream fail (a bad prompt) is turned away fast; nobody else is.
+ *  - one model-wide: opens for everyone, but only on evidence from more than
+ *    one client: `threshold` failures in a row (any success resets them) in
+ *    which no one client counts for more than half (ceil(threshold/2)) and at
+ *    least two clients failed. A route that is really down is seen failing
+ *    by several clients and still opens for all; one client cannot open it.
+ *    Jobs without a client (an older frontend) cannot be told apart: each
+ *    counts as a client of its own and uncapped, which is the plain "K
+ *    failures in a row" breaker.
+ *
+ * Once open, both kinds behave alike: refuse for a cooldown, then one job
+ * probes (the client's own job for a per-client breaker), whose outcome
+ * closes the circuit or opens it again with a doubled cooldown.
+ * docs/protocol.md has the whole story.
  *
  * The breaker is a pure state machine: it never reads a clock (every call
  * that depends on time takes `now`, monotonic ms), never touches jobs or
@@ -16,7 +31,8 @@
  * keeps; the job's end is reported with it, exactly once
  * (sb_breaker_on_outcome). Tickets are what lets the breaker ignore the
  * outcomes of jobs dispatched before the circuit last opened, and tell the
- * probe apart from jobs still running from earlier.
+ * probe apart from jobs still running from earlier. A job holds one ticket
+ * from its model's breaker and one from its client's.
  *
  * Not thread-safe (the broker has one loop).
  */
@@ -30,6 +46,11 @@
 /* Each re-open straight after a failed probe doubles the cooldown, up to
  * this multiple of the configured one. */
 #define SB_BREAKER_BACKOFF_MAX 8
+
+/* Per-client breakers kept at most (all models together) unless more have
+ * jobs outstanding; past it the least recently used one with none is dropped
+ * (that client starts afresh). Bounds the memory many clients can take. */
+#define SB_BREAKER_CLIENTS_MAX 4096
 
 enum sb_breaker_state {
     SB_BREAKER_CLOSED = 0, /* normal: jobs are dispatched; failed outcomes in a row are counted */
@@ -55,10 +76,14 @@ typedef struct sb_breakers sb_breakers_t;
  * One route's breaker.
  */
 
-/* threshold >= 1 failures in a row open it, for cooldown_ms >= 1 (doubled on
- * each re-open by a failed probe, up to SB_BREAKER_BACKOFF_MAX times). model
- * is copied (it names the route in logs). */
+/* A model-wide breaker: threshold >= 1 failures in a row, from more than one
+ * client as described above, open it for cooldown_ms >= 1 (doubled on each
+ * re-open by a failed probe, up to SB_BREAKER_BACKOFF_MAX times). model is
+ * copied (it names the route in logs). */
 sb_breaker_t *sb_breaker_new(const char *model, int threshold, int cooldown_ms);
+/* A client's breaker for model: threshold failures in a row of that client's
+ * jobs open it. client (copied) must not be NULL. */
+sb_breaker_t *sb_breaker_new_client(const char *model, const char *client, int threshold, int cooldown_ms);
 void sb_breaker_destroy(sb_breaker_t **br);
 
 /* The state at `now`: moves OPEN -> HALF_OPEN once the cooldown is over (and
@@ -93,6 +118,10 @@ void sb_breaker_on_abandon(sb_breaker_t *br, uint64_t ticket);
  * Returns true when this call opened the circuit (the caller then refuses
  * what is queued for the model). */
 bool sb_breaker_on_outcome(sb_breaker_t *br, uint64_t ticket, enum sb_breaker_outcome outcome, int64_t now);
+/* The same, saying which client the job came from (NULL: unknown). Only a
+ * model-wide breaker looks at it, to weigh failures by client. */
+bool sb_breaker_on_outcome_from(sb_breaker_t *br, uint64_t ticket, enum sb_breaker_outcome outcome, const char *client,
+                                int64_t now);
 
 /* Milliseconds until the circuit lets a job through: the rest of the
  * cooldown when OPEN, 0 otherwise. */
@@ -102,9 +131,12 @@ int sb_breaker_retry_after_s(sb_breaker_t *br, int64_t now);
 /* Failed outcomes in a row (failed probes included) behind the last opening. */
 int sb_breaker_failures(const sb_breaker_t *br);
 const char *sb_breaker_model(const sb_breaker_t *br);
+/* The client of a per-client breaker; NULL for a model-wide one. */
+const char *sb_breaker_client(const sb_breaker_t *br);
 
 /*
- * The breakers of all routes, by model.
+ * The breakers of all routes: model-wide ones by model, per-client ones by
+ * (model, client).
  */
 
 /* threshold 0 disables circuit breaking: the set then holds nothing and
@@ -112,19 +144,31 @@ const char *sb_breaker_model(const sb_breaker_t *br);
 sb_breakers_t *sb_breakers_new(int threshold, int cooldown_ms);
 void sb_breakers_destroy(sb_breakers_t **bs);
 bool sb_breakers_enabled(const sb_breakers_t *bs);
-/* The model's breaker, or NULL (disabled, or none yet: the route is then CLOSED
- * with no failures). */
+/* The model's model-wide breaker, or NULL (disabled, or none yet: the route is
+ * then CLOSED with no failures). */
 sb_breaker_t *sb_breakers_find(const sb_breakers_t *bs, const char *model);
-/* The model's breaker, created CLOSED if need be; NULL when disabled. */
+/* The model's model-wide breaker, created CLOSED if need be; NULL when disabled. */
 sb_breaker_t *sb_breakers_get(sb_breakers_t *bs, const char *model);
+/* The client's breaker for model, or NULL (disabled, client NULL, or none:
+ * CLOSED with no failures). */
+sb_breaker_t *sb_breakers_find_client(const sb_breakers_t *bs, const char *model, const char *client);
+/* The client's breaker for model, created CLOSED if need be (which may drop
+ * the least recently used one, see SB_BREAKER_CLIENTS_MAX) and marked as
+ * used now; NULL when disabled or client is NULL. */
+sb_breaker_t *sb_breakers_get_client(sb_breakers_t *bs, const char *model, const char *client);
+/* Changes the cap on per-client breakers (>= 1; for tests). */
+void sb_breakers_set_clients_max(sb_breakers_t *bs, size_t max);
+/* How many per-client breakers are held. */
+size_t sb_breakers_clients(const sb_breakers_t *bs);
 /* Ticks every breaker, so OPEN -> HALF_OPEN happens (and is logged) on time
  * even when no job for the model comes. */
 void sb_breakers_tick(sb_breakers_t *bs, int64_t now);
 /* Frees the breakers with nothing to remember: CLOSED, no failures counted,
  * no ticket outstanding. */
 void sb_breakers_prune(sb_breakers_t *bs);
-/* The circuits that are not CLOSED, as " m1=open(9s) m2=half-open" into buf
- * (truncated with " ..."), for the status log. Returns how many there are. */
+/* The circuits that are not CLOSED, as " m1=open(9s) m2[key:7]=half-open"
+ * into buf (a per-client one names its client in brackets; truncated with
+ * " ..."), for the status log. Returns how many there are. */
 size_t sb_breakers_describe(sb_breakers_t *bs, int64_t now, char *buf, size_t size);
 
 #endif

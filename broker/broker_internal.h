@@ -42,6 +42,7 @@ enum sb_broker_job_state {
 struct sb_broker_job {
     char *id;
     char *model;
+    char *client;        /* the SUBMIT header's "client" (who asked: the API key), for the breakers; NULL: none */
     int64_t deadline_ms; /* absolute, epoch ms (sb_now_ms) */
     zframe_t *frontend;  /* owned copy of the submitter's routing id */
     json_t *header;      /* owned SUBMIT header, forwarded as the JOB header; NULL once dispatched */
@@ -52,6 +53,7 @@ struct sb_broker_job {
     uint64_t breaker_ticket;      /* from its model's circuit breaker when dispatched (broker_breaker.h),
                                      until its end is reported there; 0: none (not dispatched, breaker
                                      disabled, or already reported) */
+    uint64_t client_ticket;       /* the same from its client's breaker for the model; 0: none (no client) */
     sb_broker_job_t *prev, *next; /* links in the queue or in the worker's list */
 };
 

@@ -32,6 +32,7 @@ sb_broker_job_t *sb_broker_job_new(const char *id, const char *model, int64_t de
     sb_broker_job_t *job = sb_xcalloc(1, sizeof *job);
     job->id = sb_xstrdup(id);
     job->model = sb_xstrdup(model);
+    job->client = NULL;
     job->deadline_ms = deadline_ms;
     job->frontend = zframe_dup((zframe_t *)frontend);
     if (!job->frontend)
@@ -51,6 +52,7 @@ void sb_broker_job_destroy(sb_broker_job_t **pjob)
     sb_broker_job_t *job = *pjob;
     free(job->id);
     free(job->model);
+    free(job->client);
     zframe_destroy(&job->frontend);
     json_decref(job->header);
     zframe_destroy(&job->body);

@@ -15,8 +15,13 @@
  * untouched: it never decodes job or event bodies.
  *
  * Commands and header fields (all keys are msgpack strings):
- *   SUBMIT    frontend->broker  {job_id:str, model:str, deadline_ms:int}
+ *   SUBMIT    frontend->broker  {job_id:str, model:str, deadline_ms:int,
+ *                                  client?:str}
  *             + body: the job (see sb_job.h). deadline_ms is absolute, epoch ms.
+ *             client (optional, <= SB_CLIENT_ID_MAX bytes) names who asked,
+ *             opaque to the broker ("key:<key id>" from the frontend): the
+ *             circuit breakers keep a circuit per (model, client), so that
+ *             one client's failing requests do not deny the model to others.
  *   CANCEL    frontend->broker, broker->worker  {job_id:str}
  *   EVENT     worker->broker, broker->frontend  {job_id:str, final:bool}
  *             + body: one canonical event (see sb_event.h). final=true marks the
@@ -61,5 +66,6 @@ enum sb_cmd {
 
 #define SB_JOB_ID_MAX 64
 #define SB_MODEL_ID_MAX 128
+#define SB_CLIENT_ID_MAX 64
 
 #endif

@@ -172,8 +172,8 @@ void fe_broker_destroy(fe_broker_t **pb)
     *pb = NULL;
 }
 
-int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, int64_t deadline_ms, const json_t *job,
-                     fe_broker_sink sink, void *arg)
+int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, const char *client, int64_t deadline_ms,
+                     const json_t *job, fe_broker_sink sink, void *arg)
 {
     if (!b->sock)
         return -ENOTCONN;
@@ -183,6 +183,9 @@ int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, int6
         return -EINVAL;
     json_t *hdr = json_pack("{s:s, s:s, s:I}", "job_id", job_id, "model", model, "deadline_ms",
                             (json_int_t)deadline_ms);
+    /* Who asked, for the broker's per-client circuit breakers (docs/protocol.md). */
+    if (hdr && client && client[0] && strlen(client) <= SB_CLIENT_ID_MAX)
+        json_object_set_new(hdr, "client", json_string(client));
     int rc = hdr ? sb_wire_send(b->sock, NULL, SB_CMD_SUBMIT, hdr, body, len) : -EINVAL;
     json_decref(hdr);
     free(body);

@@ -20,9 +20,11 @@ typedef void (*fe_broker_sink)(const json_t *event, bool final, void *arg);
 fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoint);
 void fe_broker_destroy(fe_broker_t **b);
 
-/* Sends SUBMIT. On failure returns -errno and the sink is not registered. */
-int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, int64_t deadline_ms, const json_t *job,
-                     fe_broker_sink sink, void *arg) __attribute__((warn_unused_result));
+/* Sends SUBMIT. client (borrowed; NULL: none) names who asked, e.g.
+ * "key:<key id>": the broker's circuit breakers keep a circuit per model and
+ * client. On failure returns -errno and the sink is not registered. */
+int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, const char *client, int64_t deadline_ms,
+                     const json_t *job, fe_broker_sink sink, void *arg) __attribute__((warn_unused_result));
 
 /* Forgets the job's sink (no more calls) and tells the broker to cancel it. */
 void fe_broker_cancel(fe_broker_t *b, const char *job_id);

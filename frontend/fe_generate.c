@@ -13,6 +13,7 @@
  */
 #include "fe_generate.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,8 +175,13 @@ void fe_generate_submit(fe_request_t *r)
                    fe_generate_route(r), request);
     r->state = FE_REQ_RUNNING;
     r->submitted = true;
-    int rc =
-        job ? fe_broker_submit(r->srv->broker, r->request_id, r->model_id, deadline, job, fe_generate_on_event, r) : -1;
+    char client[32] = ""; /* the key, for the broker's per-client circuit breakers */
+    const json_t *key_id = json_object_get(r->key, "key_id");
+    if (json_is_integer(key_id))
+        snprintf(client, sizeof client, "key:%lld", (long long)json_integer_value(key_id));
+    int rc = job ? fe_broker_submit(r->srv->broker, r->request_id, r->model_id, client[0] ? client : NULL, deadline,
+                                    job, fe_generate_on_event, r)
+                 : -1;
     json_decref(job);
     if (rc < 0) {
         fe_request_failf(r, 503, SB_ERR_OVERLOADED, "broker_unavailable", NULL,

@@ -1,7 +1,9 @@
 // Upstream resilience: every emulator fault mode gives its documented status
 // within the model's timeout; retries stay within the 1.2x budget; fallback
 // chains answer from the next model; the broker's circuit breaker opens after
-// K failures, answers 503 fast, and recovers through a half-open probe.
+// K failures, answers 503 fast, and recovers through a half-open probe; it is
+// fair: one key's failing requests open a circuit for that key only, a route
+// that fails for several keys opens for everyone.
 // The broker runs with --breaker-failures 5 --breaker-cooldown-ms 2000 here
 // (tests/run), the workers with their default retry settings.
 import { test } from 'node:test';
@@ -240,4 +242,98 @@ test('when a model and its fallbacks are all down the answer is a fast 503', asy
   assert.ok(ms < 200, `${ms} ms`);
   await clearFault(a.upstream);
   await clearFault(b.upstream);
+});
+
+// ---- a fair breaker (issue 12) -----------------------------------------------------------
+
+// Two keys of one new account: the breaker tells keys apart, not accounts.
+function twoKeys() {
+  const { account, group, key } = newAccountKey();
+  return { keyA: key, keyB: sbctl('key', 'create', '--account', account, '--group', group) };
+}
+
+test('one key whose requests fail upstream does not deny the model to another key', async () => {
+  const { id, upstream } = routeModel('fair');
+  const { keyA, keyB } = twoKeys();
+  // A bad prompt of key A's: the upstream answers it 500 (the upstream is fine for others).
+  for (let i = 0; i < 5; i++) {
+    const r = await chat(id, `bad prompt ${i} [[emu:status=500]]`, { key: keyA, base: i % 2 ? cfg.frontendB : cfg.frontendA });
+    assert.equal(r.status, 500, r.text);
+  }
+  const { r: sixth, ms: sixthMs } = await timed(() => chat(id, 'bad prompt 5 [[emu:status=500]]', { key: keyA }));
+  const t6 = Date.now();
+  // Key B, at once (within 100 ms of key A's sixth): served.
+  const { r: b } = await timed(() => chat(id, 'a normal request', { key: keyB, base: cfg.frontendB }));
+  const sentAfter = Date.now() - t6;
+  assert.equal(b.status, 200, `key B is served: ${b.text}`);
+  assert.ok(sentAfter < 1000, `key B's answer came at once (${sentAfter} ms)`);
+  // Key A's own circuit is open: its sixth was refused fast, without reaching the upstream.
+  assert.equal(sixth.status, 503, sixth.text);
+  assert.equal(sixth.json.error.code, 'circuit_open');
+  assert.match(sixth.json.error.message, /this client/);
+  assert.ok(Number(sixth.headers.get('retry-after')) >= 1);
+  assert.ok(sixthMs < 200, `key A is turned away at once (${sixthMs} ms)`);
+  const before = await upstreamCount(upstream);
+  const again = await chat(id, 'a normal one of key A\'s', { key: keyA });
+  assert.equal(again.status, 503, 'key A waits out its own cooldown');
+  assert.equal(await upstreamCount(upstream), before);
+  // The default key and a key of another account are unaffected, on both frontends.
+  for (let i = 0; i < 4; i++) {
+    const r = await chat(id, `others ${i}`, { key: i % 2 ? cfg.key : keyB, base: i % 2 ? cfg.frontendB : cfg.frontendA });
+    assert.equal(r.status, 200, r.text);
+  }
+});
+
+test('a route that is really down opens for every key, answers fast 503, and still recovers', async () => {
+  const { id, upstream } = routeModel('rdown');
+  const { keyA, keyB } = twoKeys();
+  await setFault(upstream, 'status=500');
+  // Keys A and B in turn: failures from two keys open the model for everyone
+  // within K (5) of them; no key has to exhaust its own circuit first.
+  let opened = -1;
+  for (let i = 0; i < 8 && opened < 0; i++) {
+    const r = await chat(id, `down ${i}`, { key: i % 2 ? keyB : keyA, base: i % 2 ? cfg.frontendB : cfg.frontendA });
+    if (r.status === 503 && r.json?.error?.code === 'circuit_open') opened = i;
+    else assert.equal(r.status, 500, r.text);
+  }
+  assert.ok(opened >= 0 && opened <= 5, `the circuit opened after ${opened} failures`);
+  const attempts = await upstreamCount(upstream);
+  // Every key, a third one that never failed included, gets a fast 503 with Retry-After.
+  for (const key of [keyA, keyB, cfg.key]) {
+    const { r, ms } = await timed(() => chat(id, 'while down', { key }));
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.json.error.code, 'circuit_open');
+    assert.doesNotMatch(r.json.error.message, /this client/, 'the model-wide circuit');
+    assert.ok(Number(r.headers.get('retry-after')) >= 1);
+    assert.ok(ms < 200, `answered at once (${ms} ms)`);
+  }
+  assert.equal(await upstreamCount(upstream), attempts, 'no job reached the upstream while open');
+  await clearFault(upstream);
+  const back = await waitFor(async () => (await chat(id, 'probe?', { key: cfg.key })).status === 200, { timeout: 6000, interval: 250 });
+  assert.ok(back, 'the circuit closed again');
+});
+
+test('a route that is really down for two keys still sends them to the fallback at once', async () => {
+  const a = routeModel('rdfa');
+  const b = routeModel('rdfb');
+  sbctl('model', 'fallback', a.id, b.id);
+  const { keyA, keyB } = twoKeys();
+  await setFault(a.upstream, 'status=500');
+  await new Promise((r) => setTimeout(r, 200)); // the frontends' model caches refresh
+  for (let i = 0; i < 6; i++) {
+    const r = await chat(a.id, `fb ${i}`, { key: i % 2 ? keyB : keyA });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.model, b.id, 'answered by the fallback');
+  }
+  // a's circuit is open for everyone now: its upstream is no longer tried,
+  // and every key, one that never failed included, is answered by b at once.
+  const attempts = await upstreamCount(a.upstream);
+  for (const key of [keyA, keyB, cfg.key]) {
+    const { r, ms } = await timed(() => chat(a.id, 'fb while open', { key }));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.model, b.id);
+    assert.ok(ms < 1000, `no wait for a's upstream (${ms} ms)`);
+  }
+  assert.equal(await upstreamCount(a.upstream), attempts, 'a\'s open circuit sent nothing upstream');
+  await clearFault(a.upstream);
 });

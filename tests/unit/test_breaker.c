@@ -1,7 +1,7 @@
 /*
- * Unit tests for the broker's per-route circuit breaker (broker_breaker.h):
- * the state machine on its own, with the times passed in, and the set of
- * breakers by model. test_broker drives it through a real broker.
+ * Unit tests for the broker's circuit breakers (broker_breaker.h): the state
+ * machine on its own, with the times passed in, the model-wide breaker's
+ * fairness to clients, and the set of breakers by model and by client. test_broker drives it through a real broker.
  */
 #include <stdio.h>
 #include <string.h>
@@ -240,6 +240,148 @@ static void test_set(void)
     sb_breakers_destroy(&bs); /* frees the rest, outstanding tickets or not */
 }
 
+/* Dispatches one job of client at now and reports its outcome from that
+ * client; returns whether that opened the circuit. */
+static bool run_job_from(sb_breaker_t *br, const char *client, int64_t now, enum sb_breaker_outcome o)
+{
+    uint64_t t = sb_breaker_on_dispatch(br, now);
+    CHECK(t != 0);
+    return sb_breaker_on_outcome_from(br, t, o, client, now);
+}
+
+/* The model-wide breaker is fair: one client's failures, however many, never
+ * open it; each client counts for at most ceil(K/2) of the K; failures from
+ * two clients in a row do; any ok starts the count over. */
+static void test_model_wide_fair(void)
+{
+    sb_breaker_t *br = sb_breaker_new("m", 5, 1000);
+    CHECK(sb_breaker_client(br) == NULL);
+    for (int i = 0; i < 20; i++)
+        CHECK(!run_job_from(br, "key:1", T0, SB_BREAKER_FAILED));
+    CHECK_INT(sb_breaker_state_of(br), SB_BREAKER_CLOSED);
+    CHECK_INT(sb_breaker_failures(br), 20);
+    /* key:1 counts 3 of the 5: one failure of key:2 is not enough... */
+    CHECK(!run_job_from(br, "key:2", T0, SB_BREAKER_FAILED));
+    CHECK_INT(sb_breaker_state_of(br), SB_BREAKER_CLOSED);
+    /* ...two are: the route fails for two clients in a row. */
+    CHECK(run_job_from(br, "key:2", T0 + 1, SB_BREAKER_FAILED));
+    CHECK_INT(sb_breaker_state_of(br), SB_BREAKER_OPEN);
+    CHECK_INT(sb_breaker_failures(br), 22);
+    CHECK(!sb_breaker_allow_submit(br, T0 + 1, 0));
+    /* The probe (anyone's) closes it; the count starts over. */
+    uint64_t probe = sb_breaker_on_dispatch(br, T0 + 1001);
+    CHECK(!sb_breaker_on_outcome_from(br, probe, SB_BREAKER_OK, "key:9", T0 + 1002));
+    CHECK_INT(sb_breaker_state_of(br), SB_BREAKER_CLOSED);
+    /* An ok from any client resets the run, weights included. */
+    CHECK(!run_job_from(br, "key:1", T0 + 1003, SB_BREAKER_FAILED));
+    CHECK(!run_job_from(br, "key:1", T0 + 1003, SB_BREAKER_FAILED));
+    CHECK(!run_job_from(br, "key:2", T0 + 1003, SB_BREAKER_FAILED));
+    CHECK(!run_job_from(br, "key:3", T0 + 1003, SB_BREAKER_OK));
+    CHECK_INT(sb_breaker_failures(br), 0);
+    CHECK(!run_job_from(br, "key:2", T0 + 1003, SB_BREAKER_FAILED));
+    CHECK(!run_job_from(br, "key:3", T0 + 1003, SB_BREAKER_FAILED));
+    CHECK(!run_job_from(br, "key:4", T0 + 1003, SB_BREAKER_FAILED));
+    CHECK(!run_job_from(br, "key:5", T0 + 1003, SB_BREAKER_FAILED));
+    CHECK(run_job_from(br, "key:6", T0 + 1003, SB_BREAKER_FAILED)); /* five clients, one each */
+    sb_breaker_destroy(&br);
+
+    /* K = 1: one client alone never opens it; a second one does. */
+    br = sb_breaker_new("m", 1, 1000);
+    CHECK(!run_job_from(br, "key:1", T0, SB_BREAKER_FAILED));
+    CHECK(!run_job_from(br, "key:1", T0, SB_BREAKER_FAILED));
+    CHECK(run_job_from(br, "key:2", T0, SB_BREAKER_FAILED));
+    sb_breaker_destroy(&br);
+
+    /* Jobs without a client cannot be told apart: they keep the plain rule
+     * (K in a row), and mixed with a named client they count in full. */
+    br = sb_breaker_new("m", 3, 1000);
+    CHECK(!run_job_from(br, "key:1", T0, SB_BREAKER_FAILED));
+    CHECK(!run_job_from(br, "key:1", T0, SB_BREAKER_FAILED)); /* capped at 2 of 3 */
+    CHECK(run_job_from(br, NULL, T0, SB_BREAKER_FAILED));
+    sb_breaker_destroy(&br);
+}
+
+/* A client's breaker counts that client's failures and opens for it. */
+static void test_client_breaker(void)
+{
+    sb_breaker_t *br = sb_breaker_new_client("m", "key:7", 3, 1000);
+    CHECK_STR(sb_breaker_client(br), "key:7");
+    CHECK_STR(sb_breaker_model(br), "m");
+    CHECK(!run_job(br, T0, SB_BREAKER_FAILED));
+    CHECK(!run_job(br, T0, SB_BREAKER_FAILED));
+    CHECK(run_job(br, T0, SB_BREAKER_FAILED));
+    CHECK_INT(sb_breaker_state_of(br), SB_BREAKER_OPEN);
+    CHECK_INT(sb_breaker_retry_after_ms(br, T0), 1000);
+    /* Probes and backoff as for the model-wide one. */
+    uint64_t probe = sb_breaker_on_dispatch(br, T0 + 1000);
+    CHECK(sb_breaker_is_probe(br, probe));
+    CHECK(sb_breaker_on_outcome(br, probe, SB_BREAKER_FAILED, T0 + 1000));
+    CHECK_INT(sb_breaker_retry_after_ms(br, T0 + 1000), 2000);
+    sb_breaker_destroy(&br);
+}
+
+/* Per-client breakers in the set: by (model, client), apart from the
+ * model-wide ones; pruned alike; capped, the least recently used one with no
+ * ticket outstanding dropped first; described with their client. */
+static void test_set_clients(void)
+{
+    sb_breakers_t *bs = sb_breakers_new(0, 1000);
+    CHECK(sb_breakers_get_client(bs, "m", "key:1") == NULL); /* disabled */
+    sb_breakers_destroy(&bs);
+
+    bs = sb_breakers_new(1, 1000);
+    CHECK(sb_breakers_get_client(bs, "m", NULL) == NULL);
+    CHECK(sb_breakers_find_client(bs, "m", NULL) == NULL);
+    CHECK(sb_breakers_find_client(bs, "m", "key:1") == NULL);
+    sb_breaker_t *a = sb_breakers_get_client(bs, "m", "key:1");
+    CHECK(a != NULL && sb_breakers_find_client(bs, "m", "key:1") == a);
+    CHECK(sb_breakers_get_client(bs, "m", "key:1") == a);
+    CHECK(sb_breakers_find(bs, "m") == NULL); /* not the model-wide one */
+    /* The key cannot be spelt by another (model, client) pair. */
+    sb_breaker_t *a2 = sb_breakers_get_client(bs, "1m", "key:");
+    CHECK(a2 != NULL && a2 != a);
+    sb_breaker_t *other = sb_breakers_get_client(bs, "n", "key:1");
+    CHECK(other != a && other != a2);
+    CHECK_INT(sb_breakers_clients(bs), 3);
+    CHECK(run_job(a, T0, SB_BREAKER_FAILED)); /* open for key:1 on m */
+    char buf[256];
+    CHECK_INT(sb_breakers_describe(bs, T0, buf, sizeof buf), 1);
+    CHECK_STR(buf, " m[key:1]=open(1s)");
+    sb_breakers_prune(bs);
+    CHECK_INT(sb_breakers_clients(bs), 1);
+    CHECK(sb_breakers_find_client(bs, "m", "key:1") == a);
+    CHECK(sb_breakers_find_client(bs, "n", "key:1") == NULL);
+
+    /* The cap: 2. c1 has a ticket out and is never dropped; among the
+     * others the least recently used goes. */
+    sb_breakers_set_clients_max(bs, 2);
+    sb_breaker_t *c1 = sb_breakers_get_client(bs, "m", "c1");
+    uint64_t t1 = sb_breaker_on_dispatch(c1, T0);
+    CHECK_INT(sb_breakers_clients(bs), 2);
+    CHECK(sb_breakers_find_client(bs, "m", "key:1") == a);    /* still in the cap */
+    sb_breaker_t *c2 = sb_breakers_get_client(bs, "m", "c2"); /* drops a, the oldest without tickets */
+    CHECK(c2 != NULL);
+    CHECK_INT(sb_breakers_clients(bs), 2);
+    CHECK(sb_breakers_find_client(bs, "m", "key:1") == NULL);
+    CHECK(sb_breakers_find_client(bs, "m", "c1") == c1);
+    (void)sb_breaker_on_dispatch(c2, T0);
+    /* Everything held has a ticket out: over the cap rather than lose one. */
+    sb_breaker_t *c3 = sb_breakers_get_client(bs, "m", "c3");
+    CHECK_INT(sb_breakers_clients(bs), 3);
+    CHECK(sb_breakers_find_client(bs, "m", "c1") == c1 && sb_breakers_find_client(bs, "m", "c2") == c2);
+    /* Use refreshes: c1's ticket ends (ok) and c1 is used again, so with a
+     * cap of 3 it is c3 (created after c1, used before) that c4 drops. */
+    CHECK(!sb_breaker_on_outcome(c1, t1, SB_BREAKER_OK, T0));
+    CHECK(sb_breakers_get_client(bs, "m", "c1") == c1);
+    sb_breakers_set_clients_max(bs, 3);
+    CHECK_INT(sb_breakers_clients(bs), 3);
+    CHECK(sb_breakers_get_client(bs, "m", "c4") != NULL);
+    CHECK(c3 != NULL && sb_breakers_find_client(bs, "m", "c3") == NULL);
+    CHECK(sb_breakers_find_client(bs, "m", "c1") == c1);
+    CHECK_INT(sb_breakers_clients(bs), 3);
+    sb_breakers_destroy(&bs); /* frees the rest, outstanding tickets or not */
+}
+
 int main(void)
 {
     sb_log_init("test_breaker");
@@ -250,5 +392,8 @@ int main(void)
     test_probe_no_outcome();
     test_stale_outcomes();
     test_set();
+    test_model_wide_fair();
+    test_client_breaker();
+    test_set_clients();
     return sb_test_finish("breaker");
 }

@@ -917,6 +917,153 @@ static void test_breaker_counting(void)
     teardown();
 }
 
+/* SUBMIT with a "client" in the header, as the frontend sends it. */
+static void submit_as(zsock_t *fe, const char *id, const char *model, const char *client)
+{
+    json_t *hdr = json_pack("{s:s, s:s, s:I, s:s}", "job_id", id, "model", model, "deadline_ms",
+                            (json_int_t)(sb_now_ms() + 10000), "client", client);
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, hdr, "\x81\xa1x\x01", 4), 0);
+    json_decref(hdr);
+}
+
+static void submit_as_expect_job(zsock_t *fe, zsock_t *w, const char *id, const char *model, const char *client)
+{
+    submit_as(fe, id, model, client);
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, id);
+}
+
+/* Checks that *pm is the 503 circuit_open of a client's own circuit. */
+static void check_client_circuit_open(sb_wire_msg_t **pm, const char *id, const char *model, int failures)
+{
+    sb_wire_msg_t *m = *pm;
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    json_t *ev = NULL;
+    if (m->body)
+        CHECK_INT(sb_mpjson_decode(zframe_data(m->body), zframe_size(m->body), &ev), 0);
+    int retry = (int)json_integer_value(json_object_get(ev, "retry_after"));
+    CHECK(retry >= 1);
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "model '%s' is temporarily unavailable to this client: its upstream failed %d time%s in a row on "
+             "this client's requests; retry in %d s",
+             model, failures, failures == 1 ? "" : "s", retry);
+    json_decref(ev);
+    check_error(pm, id, 503, "overloaded", "circuit_open", msg);
+}
+
+/* Fairness: one client's failures open a circuit for that client only (its
+ * queued jobs are refused, other clients' jobs flow); failures from several
+ * clients in a row open the model for everyone, a new client included; a
+ * client's half-open circuit probes with that client's job only. */
+static void test_breaker_fair(void)
+{
+    setup_cfg(0, 3, 400);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 2, "m1", NULL);
+    pump(20);
+    submit_as_expect_job(fe, w, "a1", "m1", "key:A");
+    submit_as_expect_job(fe, w, "a2", "m1", "key:A");
+    submit_as(fe, "b1", "m1", "key:B");
+    submit_as(fe, "a3", "m1", "key:A");
+    submit_as(fe, "a4", "m1", "key:A");
+    expect_none(w, 50); /* no credit left: queued */
+    finish_job(fe, w, "a1", "failed");
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "b1");
+    finish_job(fe, w, "a2", "failed");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "a3");
+    /* key:A's third failure in a row opens its own circuit: its queued a4 is
+     * refused, and so is its next SUBMIT... */
+    finish_job(fe, w, "a3", "failed");
+    m = expect(fe, 1000);
+    check_client_circuit_open(&m, "a4", "m1", 3);
+    submit_as(fe, "a5", "m1", "key:A");
+    m = expect(fe, 1000);
+    check_client_circuit_open(&m, "a5", "m1", 3);
+    /* ...but key:B and a client never seen get the model. */
+    submit_as_expect_job(fe, w, "b2", "m1", "key:B");
+    finish_job(fe, w, "b1", "ok");
+    submit_as_expect_job(fe, w, "n1", "m1", "key:N");
+    finish_job(fe, w, "b2", "ok");
+    finish_job(fe, w, "n1", "ok");
+    /* Jobs without a client are not key:A's either. */
+    submit_expect_job(fe, w, "x1", "m1");
+    finish_job(fe, w, "x1", "ok");
+    expect_none(fe, 20);
+
+    /* The route really fails, for two clients in a row: the model opens for
+     * everyone (what is queued too), a client with no failures included. */
+    submit_as_expect_job(fe, w, "b3", "m1", "key:B");
+    submit_as_expect_job(fe, w, "c1", "m1", "key:C");
+    submit_as(fe, "d1", "m1", "key:D");
+    finish_job(fe, w, "b3", "failed");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "d1");
+    finish_job(fe, w, "c1", "failed");
+    submit_as_expect_job(fe, w, "c2", "m1", "key:C");
+    submit_as(fe, "e1", "m1", "key:E"); /* queued: d1 and c2 hold the credits */
+    finish_job(fe, w, "c2", "failed");  /* key:B 1 + key:C 2: three in a row from two clients */
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "e1", "m1", 3);
+    submit_as(fe, "f1", "m1", "key:F");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "f1", "m1", 3);
+    submit_simple(fe, "f2", "m1");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "f2", "m1", 3);
+    finish_job(fe, w, "d1", "ok"); /* dispatched before it opened: ignored */
+    submit_as(fe, "f3", "m1", "key:F");
+    m = expect(fe, 1000);
+    check_circuit_open(&m, "f3", "m1", 3);
+    expect_none(w, 20);
+
+    /* After the cooldown key:B's job probes the model and closes it; key:A's
+     * own circuit is half-open: its next job probes for key:A alone (a
+     * second one of key:A's is refused meanwhile, key:B's are not). */
+    pump(450);
+    submit_as_expect_job(fe, w, "p1", "m1", "key:B");
+    finish_job(fe, w, "p1", "ok");
+    submit_as_expect_job(fe, w, "a6", "m1", "key:A");
+    submit_as(fe, "a7", "m1", "key:A");
+    m = expect(fe, 1000);
+    check_client_circuit_open(&m, "a7", "m1", 3);
+    submit_as_expect_job(fe, w, "b4", "m1", "key:B");
+    /* The probe fails: key:A's circuit opens again (for 800 ms); the model
+     * stays closed for the others. */
+    finish_job(fe, w, "a6", "failed");
+    submit_as(fe, "a8", "m1", "key:A");
+    m = expect(fe, 1000);
+    check_client_circuit_open(&m, "a8", "m1", 4);
+    finish_job(fe, w, "b4", "ok");
+    submit_as_expect_job(fe, w, "b5", "m1", "key:B");
+    finish_job(fe, w, "b5", "ok");
+
+    /* A "client" that is not a short string is a malformed SUBMIT. */
+    json_t *hdr = json_pack("{s:s, s:s, s:I, s:i}", "job_id", "bad1", "model", "m1", "deadline_ms",
+                            (json_int_t)(sb_now_ms() + 10000), "client", 7);
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, hdr, "\x81\xa1x\x01", 4), 0);
+    json_decref(hdr);
+    m = expect(fe, 1000);
+    check_error(&m, "bad1", 400, "invalid_request", "bad_job",
+                "malformed job: client must be a string of 1 to 64 bytes");
+    char longc[SB_CLIENT_ID_MAX + 2];
+    memset(longc, 'k', sizeof longc - 1);
+    longc[sizeof longc - 1] = '\0';
+    submit_as(fe, "bad2", "m1", longc);
+    m = expect(fe, 1000);
+    check_error(&m, "bad2", 400, "invalid_request", "bad_job",
+                "malformed job: client must be a string of 1 to 64 bytes");
+    expect_none(w, 20);
+
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
 /* --breaker-failures 0: no circuit, however many failures. */
 static void test_breaker_disabled(void)
 {
@@ -979,6 +1126,7 @@ int main(void)
     test_breaker_opens();
     test_breaker_probe();
     test_breaker_counting();
+    test_breaker_fair();
     test_breaker_disabled();
     return sb_test_finish("broker");
 }
