@@ -7,7 +7,10 @@
  * in their own shape. The rules are the Chat Completions emulator's
  * (emu_openai_chat.c), so one integration-test idea ("CALL f {}",
  * "[[emu:length]]", a json_schema, a tool result) gives the same text through
- * every upstream kind. Everything is documented at the top of main.c.
+ * every upstream kind. A scenario installed for the model (emu_scenarios.c)
+ * comes first: it decides the text or the one tool call, and everything
+ * else (reasoning, cuts, usage) follows as for any answer. Everything is
+ * documented at the top of main.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +18,15 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "emu_scenarios.h"
 #include "sb_alloc.h"
+
+void sb_emu_tool_results_free(struct sb_emu_tool_result *results, size_t n)
+{
+    for (size_t i = 0; results && i < n; i++)
+        free(results[i].text);
+    free(results);
+}
 
 void sb_emu_answer_free(struct sb_emu_answer *a)
 {
@@ -63,7 +74,7 @@ size_t sb_emu_next_args_piece(const char *s)
 static const struct sb_emu_fn *find_fn(const struct sb_emu_ask *ask, const char *name)
 {
     for (size_t i = 0; i < ask->nfns; i++)
-        if (ask->fns[i].name && !strcmp(ask->fns[i].name, name))
+        if (!ask->fns[i].custom && ask->fns[i].name && !strcmp(ask->fns[i].name, name))
             return &ask->fns[i];
     return NULL;
 }
@@ -216,7 +227,19 @@ int sb_emu_answer_make(struct sb_emu_call *call, const struct sb_emu_ask *ask, s
             a->output_tokens += (long long)sb_emu_count_words(SB_EMU_REFUSAL_TEXT);
         }
     } else {
-        int calls = make_calls(call, ask, a, err, errlen);
+        char *scene_text = NULL;
+        struct sb_emu_tool_call scene_call;
+        enum sb_emu_scene scene =
+            sb_emu_scenarios_decide(sb_emu_scenarios_of(call->emu), call->model, ask, &scene_text, &scene_call);
+        int calls = 0;
+        if (scene == SB_EMU_SCENE_CALL) {
+            a->calls = sb_xcalloc(1, sizeof *a->calls);
+            a->calls[0] = scene_call;
+            a->ncalls = 1;
+            calls = 1;
+        } else if (scene == SB_EMU_SCENE_NONE) {
+            calls = make_calls(call, ask, a, err, errlen);
+        }
         if (calls < 0)
             return calls;
         if (calls > 0) {
@@ -227,11 +250,13 @@ int sb_emu_answer_make(struct sb_emu_call *call, const struct sb_emu_ask *ask, s
                 a->choices[k].finish = SB_EMU_FINISH_TOOL_CALLS;
             a->output_tokens = per_choice * (long long)a->n;
         } else {
-            a->searched = ask->search && !ask->tool_text;
-            bool violate = !a->searched && ask->format != SB_EMU_FMT_TEXT && sb_emu_want_violation(call, &a->d);
+            /* A scenario's text is said as written: no search, no schema instance, no " #k". */
+            a->searched = !scene_text && ask->search && !ask->tool_text;
+            bool violate =
+                !scene_text && !a->searched && ask->format != SB_EMU_FMT_TEXT && sb_emu_want_violation(call, &a->d);
             for (size_t k = 0; k < a->n; k++) {
                 struct sb_emu_choice *c = &a->choices[k];
-                c->text = choice_text(ask, a, k, violate);
+                c->text = scene_text ? sb_xstrdup(scene_text) : choice_text(ask, a, k, violate);
                 c->finish = SB_EMU_FINISH_STOP;
                 c->stop_seq = apply_stop(c->text, ask->stop);
                 if (c->stop_seq)
@@ -248,6 +273,7 @@ int sb_emu_answer_make(struct sb_emu_call *call, const struct sb_emu_ask *ask, s
                 a->output_tokens += (long long)sb_emu_count_words(c->text);
             }
         }
+        free(scene_text);
     }
     if (a->reasoning)
         a->reasoning_tokens = (long long)sb_emu_count_words(a->reasoning) * (long long)a->n;

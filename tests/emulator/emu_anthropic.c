@@ -140,6 +140,48 @@ static char *final_tool_result(const json_t *messages)
     return result ? blocks_text(json_object_get(result, "content")) : NULL;
 }
 
+/* The name of the tool_use block with this id in an assistant turn before the last message, or NULL. */
+static const char *tool_use_name(const json_t *messages, const char *id)
+{
+    size_t n = json_array_size(messages);
+    for (size_t j = n ? n - 1 : 0; j-- > 0 && id;) {
+        size_t i;
+        json_t *b;
+        json_array_foreach (json_object_get(json_array_get(messages, j), "content"), i, b) {
+            const char *type = json_string_value(json_object_get(b, "type"));
+            const char *bid = json_string_value(json_object_get(b, "id"));
+            if (type && !strcmp(type, "tool_use") && bid && !strcmp(bid, id))
+                return json_string_value(json_object_get(b, "name"));
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Every tool_result block of a final user turn (text beside them or not),
+ * each named after the tool_use it answers. Owned array (sb_emu_tool_results_free).
+ */
+static struct sb_emu_tool_result *read_results(const json_t *messages, size_t *n)
+{
+    json_t *last = json_array_get(messages, json_array_size(messages) - 1);
+    json_t *content = json_object_get(last, "content");
+    struct sb_emu_tool_result *out = sb_xcalloc(json_array_size(content) + 1, sizeof *out);
+    *n = 0;
+    if (strcmp(json_string_value(json_object_get(last, "role")), "user"))
+        return out;
+    size_t i;
+    json_t *b;
+    json_array_foreach (content, i, b) {
+        const char *type = json_string_value(json_object_get(b, "type"));
+        if (!type || strcmp(type, "tool_result"))
+            continue;
+        out[*n].name = tool_use_name(messages, json_string_value(json_object_get(b, "tool_use_id")));
+        out[*n].text = blocks_text(json_object_get(b, "content"));
+        (*n)++;
+    }
+    return out;
+}
+
 static bool is_web_search(const json_t *tool)
 {
     const char *t = json_string_value(json_object_get(tool, "type"));
@@ -459,6 +501,8 @@ void sb_emu_anthropic_messages_handle(struct sb_emu_call *call)
     struct sb_emu_answer a = {0};
     struct msg_reply x = {0};
     struct sb_emu_fn *fns = NULL;
+    struct sb_emu_tool_result *results = NULL;
+    size_t nresults = 0;
     char *user_text = NULL, *acks = NULL, *tool_text = NULL;
     char err[MSG_MAX], label[32];
 
@@ -490,6 +534,11 @@ void sb_emu_anthropic_messages_handle(struct sb_emu_call *call)
         .user_text = user_text, .acks = acks ? acks : "", .tool_text = tool_text, .n = 1, .objects_only = true};
     ask.forced = read_tools(body, &fns, &ask.nfns, &ask.search);
     ask.fns = fns;
+    const char *tc_type = json_string_value(json_object_get(json_object_get(body, "tool_choice"), "type"));
+    ask.no_calls = tc_type && !strcmp(tc_type, "none");
+    results = read_results(messages, &nresults);
+    ask.results = results;
+    ask.nresults = nresults;
     json_t *format = json_object_get(json_object_get(body, "output_config"), "format");
     if (!format || json_is_null(format))
         format = json_object_get(body, "output_format");
@@ -541,6 +590,7 @@ done:
     free(x.tool_ids);
     free(x.signature);
     free(fns);
+    sb_emu_tool_results_free(results, nresults);
     free(user_text);
     free(acks);
     free(tool_text);

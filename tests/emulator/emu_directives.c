@@ -318,8 +318,8 @@ int sb_emu_directives_calls(const char *text, struct sb_emu_tool_call **calls, s
         }
         json_decref(parsed);
         out = sb_xrealloc(out, (n + 1) * sizeof *out);
-        out[n].name = sb_xstrndup(name, (size_t)(name_end - name));
-        out[n].arguments = args_text;
+        out[n] =
+            (struct sb_emu_tool_call){.name = sb_xstrndup(name, (size_t)(name_end - name)), .arguments = args_text};
         n++;
         line = next;
     }

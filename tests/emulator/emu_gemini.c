@@ -189,10 +189,47 @@ static char *content_acks(const json_t *content, long long *tokens)
 }
 
 /*
- * The text of the last functionResponse of a final user turn without text:
- * a response holding a single string value reads as that string (so
- * {"result":"sunny"} gives "sunny"), any other as its compact JSON. Owned, or NULL.
+ * The text of a functionResponse's response: a single string value reads as
+ * that string (so {"result":"sunny"} gives "sunny"), anything else as its
+ * compact JSON. Owned.
  */
+static char *response_text(const json_t *resp)
+{
+    if (json_object_size(resp) == 1) {
+        const char *k;
+        json_t *v;
+        json_object_foreach ((json_t *)resp, k, v) {
+            if (json_is_string(v))
+                return sb_xstrdup(json_string_value(v));
+        }
+    }
+    char *s = json_dumps(resp, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+    return s ? s : sb_xstrdup("{}");
+}
+
+/*
+ * Every functionResponse of the last content (text beside them or not), named
+ * as the response names its function. Owned array (sb_emu_tool_results_free).
+ */
+static struct sb_emu_tool_result *read_results(const json_t *contents, size_t *n)
+{
+    json_t *parts = sb_emu_gget(json_array_get(contents, json_array_size(contents) - 1), "parts");
+    struct sb_emu_tool_result *out = sb_xcalloc(json_array_size(parts) + 1, sizeof *out);
+    *n = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach (parts, i, p) {
+        json_t *fr = sb_emu_gget(p, "functionResponse");
+        if (!fr)
+            continue;
+        out[*n].name = json_string_value(sb_emu_gget(fr, "name"));
+        out[*n].text = response_text(sb_emu_gget(fr, "response"));
+        (*n)++;
+    }
+    return out;
+}
+
+/* The text of the last functionResponse of a final user turn without text (response_text); owned, or NULL. */
 static char *final_function_response(const json_t *contents)
 {
     json_t *last = json_array_get(contents, json_array_size(contents) - 1);
@@ -206,18 +243,7 @@ static char *final_function_response(const json_t *contents)
         if (fr)
             resp = sb_emu_gget(fr, "response");
     }
-    if (!resp)
-        return NULL;
-    if (json_object_size(resp) == 1) {
-        const char *k;
-        json_t *v;
-        json_object_foreach (resp, k, v) {
-            if (json_is_string(v))
-                return sb_xstrdup(json_string_value(v));
-        }
-    }
-    char *s = json_dumps(resp, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-    return s ? s : sb_xstrdup("{}");
+    return resp ? response_text(resp) : NULL;
 }
 
 static long long prompt_tokens(const json_t *req)
@@ -246,7 +272,8 @@ static long long prompt_tokens(const json_t *req)
  * converted Gemini Schemas are kept alive in *owned (an array). Returns the
  * function mode ANY forces (the first allowed name, else the first declared).
  */
-static const char *read_tools(const json_t *req, struct sb_emu_fn **fns, size_t *nfns, json_t **owned, bool *search)
+static const char *read_tools(const json_t *req, struct sb_emu_fn **fns, size_t *nfns, json_t **owned, bool *none,
+                              bool *search)
 {
     size_t cap = 1, i, k;
     json_t *t, *d;
@@ -283,6 +310,7 @@ static const char *read_tools(const json_t *req, struct sb_emu_fn **fns, size_t 
         if (!forced && *nfns > 0)
             forced = (*fns)[0].name;
     }
+    *none = mode && !strcasecmp(mode, "NONE");
     *search = have_search && !forced;
     return forced;
 }
@@ -557,6 +585,8 @@ static void generate(struct sb_emu_call *call, const char *model, bool stream, b
     struct sb_emu_answer a = {0};
     struct gem_reply x = {0};
     struct sb_emu_fn *fns = NULL;
+    struct sb_emu_tool_result *results = NULL;
+    size_t nresults = 0;
     json_t *owned = NULL;
     char *user_text = NULL, *acks = NULL, *tool_text = NULL;
     char err[MSG_MAX], label[32];
@@ -587,8 +617,11 @@ static void generate(struct sb_emu_call *call, const char *model, bool stream, b
     json_t *gen = sb_emu_gget(req, "generationConfig");
     struct sb_emu_ask ask = {
         .user_text = user_text, .acks = acks ? acks : "", .tool_text = tool_text, .objects_only = true};
-    ask.forced = read_tools(req, &fns, &ask.nfns, &owned, &ask.search);
+    ask.forced = read_tools(req, &fns, &ask.nfns, &owned, &ask.no_calls, &ask.search);
     ask.fns = fns;
+    results = read_results(contents, &nresults);
+    ask.results = results;
+    ask.nresults = nresults;
     const char *mime = json_string_value(sb_emu_gget(gen, "responseMimeType"));
     json_t *rs = sb_emu_gget(gen, "responseSchema"), *rjs = sb_emu_gget(gen, "responseJsonSchema");
     if (mime && (!strcasecmp(mime, "application/json") || !strcasecmp(mime, "text/x.enum"))) {
@@ -654,6 +687,7 @@ done:
     sb_emu_answer_free(&a);
     json_decref(owned);
     free(fns);
+    sb_emu_tool_results_free(results, nresults);
     free(user_text);
     free(acks);
     free(tool_text);

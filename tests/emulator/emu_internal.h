@@ -171,7 +171,8 @@ struct sb_emu_directives {
 
 struct sb_emu_tool_call {
     char *name;      /* owned */
-    char *arguments; /* owned; JSON text exactly as written */
+    char *arguments; /* owned; JSON text exactly as written (a custom tool's call: its raw input text) */
+    bool custom;     /* a Responses custom (freeform) tool: custom_tool_call with string input */
 };
 
 /*
@@ -301,7 +302,16 @@ size_t sb_emu_utf8_prefix(const char *s, size_t n);
 struct sb_emu_fn {
     const char *name;
     const json_t *schema; /* JSON Schema of the arguments; NULL = none */
+    bool custom;          /* a Responses custom (freeform) tool: only scenarios call it, never CALL or tool_choice */
 };
+
+/* One tool result of the request's last turn: what a scenario's after_result reads. */
+struct sb_emu_tool_result {
+    const char *name; /* borrowed: the tool whose call it answers, or NULL when the request does not say */
+    char *text;       /* owned: its text */
+};
+/* Frees the texts and the array (NULL-safe). */
+void sb_emu_tool_results_free(struct sb_emu_tool_result *results, size_t n);
 
 enum sb_emu_format {
     SB_EMU_FMT_TEXT,   /* plain text */
@@ -315,11 +325,16 @@ struct sb_emu_ask {
     const char *acks;      /* its attachments' acknowledgements joined by one space ("" if none) */
     const char *tool_text; /* non-NULL: the request ends with a tool result; its text */
     const char *extra;     /* appended to echo / tool-result text (e.g. " [reasoning seen: x]"); may be NULL */
+    /* Every tool a call can name, in the order offered. */
     const struct sb_emu_fn *fns;
     size_t nfns;
-    const char *forced;    /* the function tool_choice forces, or NULL */
-    bool objects_only;     /* arguments must be JSON objects (Messages tool_use.input, Gemini args) */
-    bool search;           /* a built-in web search tool is offered and allowed */
+    /* The tool results of the last turn, in order (what a scenario's after_result reads). */
+    const struct sb_emu_tool_result *results;
+    size_t nresults;
+    const char *forced; /* the function tool_choice forces, or NULL */
+    bool no_calls;      /* tool_choice forbids calls (none / NONE) */
+    bool objects_only;  /* arguments must be JSON objects (Messages tool_use.input, Gemini args) */
+    bool search;        /* a built-in web search tool is offered and allowed */
     enum sb_emu_format format;
     const json_t *schema;  /* SB_EMU_FMT_SCHEMA / SB_EMU_FMT_ENUM */
     const char *reasoning; /* non-NULL: reason, labelled "Reasoning (<this>) about: <text>" */
@@ -417,6 +432,12 @@ void sb_emu_stream_faults(struct sb_emu_reply *rep, const struct sb_emu_directiv
 int sb_emu_retry_after(const struct sb_emu_directives *d, int status);
 /* The fault table and per-model counters of the emulator (emu_server.c owns it). */
 struct sb_emu_faults *sb_emu_faults_of(struct sb_emu *emu);
+
+/* ---- scenarios (emu_scenarios.c) ---------------------------------------------- */
+
+struct sb_emu_scenarios;
+/* The per-model scenarios of the emulator (emu_server.c owns them; emu_scenarios.h). */
+struct sb_emu_scenarios *sb_emu_scenarios_of(struct sb_emu *emu);
 
 /* ---- journal (emu_journal.c) ------------------------------------------------ */
 

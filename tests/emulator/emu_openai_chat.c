@@ -118,6 +118,38 @@ static struct sb_emu_fn *read_fns(const json_t *body, size_t *nfns)
     return fns;
 }
 
+/*
+ * The tool results that end the conversation (its trailing role "tool"
+ * messages), each named after the call it answers: the assistant tool_calls
+ * entry with its tool_call_id. Owned array (sb_emu_tool_results_free).
+ */
+static struct sb_emu_tool_result *read_results(const json_t *messages, size_t *n)
+{
+    size_t nmsg = json_array_size(messages), first = nmsg;
+    while (first > 0 &&
+           !strcmp(json_string_value(json_object_get(json_array_get(messages, first - 1), "role")), "tool"))
+        first--;
+    *n = nmsg - first;
+    struct sb_emu_tool_result *out = sb_xcalloc(*n + 1, sizeof *out);
+    for (size_t i = first; i < nmsg; i++) {
+        json_t *m = json_array_get(messages, i);
+        const char *id = json_string_value(json_object_get(m, "tool_call_id"));
+        out[i - first].text = message_text(m);
+        for (size_t j = first; j-- > 0 && id && !out[i - first].name;) {
+            size_t k;
+            json_t *tc;
+            json_array_foreach (json_object_get(json_array_get(messages, j), "tool_calls"), k, tc) {
+                const char *tid = json_string_value(json_object_get(tc, "id"));
+                if (tid && !strcmp(tid, id)) {
+                    out[i - first].name = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+                    break;
+                }
+            }
+        }
+    }
+    return out;
+}
+
 /* The function tool_choice forces ("required": the first function tool), or NULL. */
 static const char *forced_tool(const json_t *body)
 {
@@ -406,6 +438,8 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
     struct sb_emu_answer ans = {0};
     struct chat_answer a = {0};
     struct sb_emu_fn *fns = NULL;
+    struct sb_emu_tool_result *results = NULL;
+    size_t nresults = 0;
     char *user_text = NULL, *acks = NULL, *tool_text = NULL;
     char err[MSG_MAX];
 
@@ -461,6 +495,11 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
     fns = read_fns(body, &ask.nfns);
     ask.fns = fns;
     ask.forced = forced_tool(body);
+    json_t *tc = json_object_get(body, "tool_choice");
+    ask.no_calls = json_is_string(tc) && !strcmp(json_string_value(tc), "none");
+    results = read_results(messages, &nresults);
+    ask.results = results;
+    ask.nresults = nresults;
     json_t *rf = json_object_get(body, "response_format");
     const char *rf_type = json_string_value(json_object_get(rf, "type"));
     if (rf_type && strcmp(rf_type, "text")) {
@@ -515,6 +554,7 @@ done:
     sb_emu_answer_free(&ans);
     free(a.call_ids);
     free(fns);
+    sb_emu_tool_results_free(results, nresults);
     free(user_text);
     free(acks);
     free(tool_text);

@@ -5,8 +5,9 @@
  * to what the emulated model reads (the last user message, its attachments,
  * a trailing function_call_output, tools, text.format, reasoning), lets
  * emu_answer.c decide the answer, and writes a Response object: reasoning,
- * web_search_call, message and function_call output items with ids, usage,
- * status "incomplete" on a length cut. Reasoning asked with include
+ * web_search_call, message and function_call (or, when a scenario calls a
+ * custom tool, custom_tool_call) output items with ids, usage, status
+ * "incomplete" on a length cut. Reasoning asked with include
  * ["reasoning.encrypted_content"] comes back as opaque "emu-enc:<base64>"
  * content; when such an item is sent back, the reply text says so
  * (" [reasoning seen: <text>]"), proving it reached the upstream. With
@@ -71,9 +72,44 @@ static char *item_text(const json_t *item)
     const char *type = json_string_value(json_object_get(item, "type"));
     if (!type || !strcmp(type, "message"))
         return content_text(json_object_get(item, "content"));
-    if (!strcmp(type, "function_call_output"))
+    if (!strcmp(type, "function_call_output") || !strcmp(type, "custom_tool_call_output"))
         return content_text(json_object_get(item, "output"));
     return sb_xstrdup("");
+}
+
+static bool is_tool_output(const json_t *item)
+{
+    const char *type = json_string_value(json_object_get(item, "type"));
+    return type && (!strcmp(type, "function_call_output") || !strcmp(type, "custom_tool_call_output"));
+}
+
+/*
+ * The tool outputs that end the input (its trailing function_call_output and
+ * custom_tool_call_output items), each named after the function_call or
+ * custom_tool_call item with its call_id. Owned array (sb_emu_tool_results_free).
+ */
+static struct sb_emu_tool_result *read_results(const json_t *input, size_t *n)
+{
+    size_t nitems = json_array_size(input), first = nitems;
+    while (first > 0 && is_tool_output(json_array_get(input, first - 1)))
+        first--;
+    *n = nitems - first;
+    struct sb_emu_tool_result *out = sb_xcalloc(*n + 1, sizeof *out);
+    for (size_t i = first; i < nitems; i++) {
+        json_t *item = json_array_get(input, i);
+        const char *cid = json_string_value(json_object_get(item, "call_id"));
+        out[i - first].text = item_text(item);
+        for (size_t j = first; j-- > 0 && cid;) {
+            json_t *c = json_array_get(input, j);
+            const char *t = json_string_value(json_object_get(c, "type"));
+            const char *ccid = json_string_value(json_object_get(c, "call_id"));
+            if (t && (!strcmp(t, "function_call") || !strcmp(t, "custom_tool_call")) && ccid && !strcmp(ccid, cid)) {
+                out[i - first].name = json_string_value(json_object_get(c, "name"));
+                break;
+            }
+        }
+    }
+    return out;
 }
 
 static bool is_user_message(const json_t *item)
@@ -158,12 +194,13 @@ static bool is_web_search(const char *t)
 }
 
 /*
- * Tools as the engine sees them: fns gets every function tool (owned array);
- * returns the forced function (tool_choice "required" = the first function,
- * or {"type":"function","name"}) and sets *search when a web search tool may
- * be used.
+ * Tools as the engine sees them: fns gets every function and custom tool in
+ * the order offered (owned array; custom ones marked: only a scenario calls
+ * them); returns the forced function (tool_choice "required" = the first
+ * function, or {"type":"function","name"}), sets *none for tool_choice
+ * "none" and *search when a web search tool may be used.
  */
-static const char *read_tools(const json_t *body, struct sb_emu_fn **fns, size_t *nfns, bool *search)
+static const char *read_tools(const json_t *body, struct sb_emu_fn **fns, size_t *nfns, bool *none, bool *search)
 {
     json_t *tools = json_object_get(body, "tools");
     json_t *choice = json_object_get(body, "tool_choice");
@@ -178,6 +215,10 @@ static const char *read_tools(const json_t *body, struct sb_emu_fn **fns, size_t
             (*fns)[*nfns].name = json_string_value(json_object_get(t, "name"));
             (*fns)[*nfns].schema = json_object_get(t, "parameters");
             (*nfns)++;
+        } else if (!strcmp(type, "custom")) {
+            (*fns)[*nfns].name = json_string_value(json_object_get(t, "name"));
+            (*fns)[*nfns].custom = true;
+            (*nfns)++;
         } else if (is_web_search(type)) {
             have_search = true;
         }
@@ -185,11 +226,14 @@ static const char *read_tools(const json_t *body, struct sb_emu_fn **fns, size_t
     const char *forced = NULL;
     const char *mode = json_string_value(choice);
     const char *ctype = json_string_value(json_object_get(choice, "type"));
-    if (mode && !strcmp(mode, "required") && *nfns > 0)
-        forced = (*fns)[0].name;
-    else if (ctype && !strcmp(ctype, "function"))
+    if (mode && !strcmp(mode, "required")) {
+        for (size_t k = 0; k < *nfns && !forced; k++)
+            if (!(*fns)[k].custom)
+                forced = (*fns)[k].name;
+    } else if (ctype && !strcmp(ctype, "function"))
         forced = json_string_value(json_object_get(choice, "name"));
-    *search = have_search && !forced && !(mode && !strcmp(mode, "none"));
+    *none = mode && !strcmp(mode, "none");
+    *search = have_search && !forced && !*none;
     return forced;
 }
 
@@ -308,6 +352,10 @@ static json_t *message_item(const struct resp_reply *x, const char *status, json
 
 static json_t *call_item(const struct resp_reply *x, size_t k, bool done)
 {
+    if (x->a->calls[k].custom)
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "id", x->fc_ids[k], "type", "custom_tool_call", "status",
+                         done ? "completed" : "in_progress", "call_id", x->call_ids[k], "input",
+                         done ? x->a->calls[k].arguments : "", "name", x->a->calls[k].name);
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "id", x->fc_ids[k], "type", "function_call", "status",
                      done ? "completed" : "in_progress", "arguments", done ? x->a->calls[k].arguments : "", "call_id",
                      x->call_ids[k], "name", x->a->calls[k].name);
@@ -439,19 +487,26 @@ static void stream_message(struct sb_emu_reply *rep, struct resp_reply *x, size_
                      message_item(x, incomplete(x) ? "incomplete" : "completed", json_pack("[o]", text_part(x, text))));
 }
 
+/* A function call's arguments (a custom tool call's input) in pieces, then its .done event. */
 static void stream_call(struct sb_emu_reply *rep, struct resp_reply *x, size_t oi, size_t k)
 {
+    bool custom = x->a->calls[k].custom;
     stream_item_added(rep, x, oi, call_item(x, k, false));
     const char *p = x->a->calls[k].arguments;
     while (*p) {
         size_t len = sb_emu_next_args_piece(p);
-        emit(rep, x, "response.function_call_arguments.delta",
+        emit(rep, x, custom ? "response.custom_tool_call_input.delta" : "response.function_call_arguments.delta",
              delta_ev(x, x->fc_ids[k], oi, json_pack("{s:s%}", "delta", p, len)));
         p += len;
     }
-    emit(rep, x, "response.function_call_arguments.done",
-         json_pack("{s:s, s:I, s:s, s:s}", "item_id", x->fc_ids[k], "output_index", (json_int_t)oi, "name",
-                   x->a->calls[k].name, "arguments", x->a->calls[k].arguments));
+    if (custom)
+        emit(rep, x, "response.custom_tool_call_input.done",
+             json_pack("{s:s, s:I, s:s}", "item_id", x->fc_ids[k], "output_index", (json_int_t)oi, "input",
+                       x->a->calls[k].arguments));
+    else
+        emit(rep, x, "response.function_call_arguments.done",
+             json_pack("{s:s, s:I, s:s, s:s}", "item_id", x->fc_ids[k], "output_index", (json_int_t)oi, "name",
+                       x->a->calls[k].name, "arguments", x->a->calls[k].arguments));
     stream_item_done(rep, x, oi, call_item(x, k, true));
 }
 
@@ -521,6 +576,8 @@ static const struct sb_emu_fault_errors count_errors = {.status = sb_emu_openai_
 /* The conversation as the model reads it. All strings owned (NULL when absent). */
 struct resp_input {
     char *user_text, *acks, *tool_text, *seen;
+    struct sb_emu_tool_result *results; /* the trailing tool outputs (scenarios) */
+    size_t nresults;
     long long prompt; /* input tokens: instructions, every item, attachments */
 };
 
@@ -553,11 +610,12 @@ static void read_input(const json_t *body, struct resp_input *in)
         }
     }
     json_t *last = json_array_get(input, json_array_size(input) - 1);
-    const char *lt = json_string_value(json_object_get(last, "type"));
-    if (lt && !strcmp(lt, "function_call_output"))
+    if (is_tool_output(last))
         in->tool_text = item_text(last);
-    if (json_is_array(input))
+    if (json_is_array(input)) {
         in->seen = reasoning_seen(input);
+        in->results = read_results(input, &in->nresults);
+    }
 }
 
 static void resp_input_free(struct resp_input *in)
@@ -566,6 +624,7 @@ static void resp_input_free(struct resp_input *in)
     free(in->acks);
     free(in->tool_text);
     free(in->seen);
+    sb_emu_tool_results_free(in->results, in->nresults);
 }
 
 void sb_emu_openai_responses_handle(struct sb_emu_call *call)
@@ -605,8 +664,10 @@ void sb_emu_openai_responses_handle(struct sb_emu_call *call)
 
     struct sb_emu_ask ask = {.user_text = user_text, .acks = acks ? acks : "", .tool_text = tool_text, .n = 1};
     ask.extra = seen && *seen ? seen : NULL;
-    ask.forced = read_tools(body, &fns, &ask.nfns, &ask.search);
+    ask.forced = read_tools(body, &fns, &ask.nfns, &ask.no_calls, &ask.search);
     ask.fns = fns;
+    ask.results = in.results;
+    ask.nresults = in.nresults;
     json_t *format = json_object_get(json_object_get(body, "text"), "format");
     const char *ftype = json_string_value(json_object_get(format, "type"));
     if (ftype && !strcmp(ftype, "json_schema")) {
@@ -643,7 +704,7 @@ void sb_emu_openai_responses_handle(struct sb_emu_call *call)
     x.fc_ids = sb_xcalloc(a.ncalls + 1, sizeof *x.fc_ids);
     x.call_ids = sb_xcalloc(a.ncalls + 1, sizeof *x.call_ids);
     for (size_t k = 0; k < a.ncalls; k++) {
-        sb_id_new(x.fc_ids[k], sizeof x.fc_ids[k], "fc_", 24);
+        sb_id_new(x.fc_ids[k], sizeof x.fc_ids[k], a.calls[k].custom ? "ctc_" : "fc_", 24);
         sb_id_new(x.call_ids[k], sizeof x.call_ids[k], "call_", 12);
     }
 

@@ -3,7 +3,7 @@
  *
  * It routes /v1/... and /v1beta/... to the protocol files (Chat Completions,
  * Responses, Messages, Gemini), serves the /_emu/... control endpoints
- * (health, journal, stats), and owns the life of every such request: a protocol
+ * (health, journal, stats, route faults, scenarios), and owns the life of every such request: a protocol
  * handler only describes the reply (struct sb_emu_reply); this file delivers
  * it now, after a timer, chunk by chunk, or never (hang), and notices when the
  * client goes away first.
@@ -40,6 +40,7 @@
 
 #include "emu_faults.h"
 #include "emu_internal.h"
+#include "emu_scenarios.h"
 #include "sb_alloc.h"
 #include "sb_id.h"
 #include "sb_log.h"
@@ -85,8 +86,9 @@ struct sb_emu {
     int latency_ms;
     char *require_key;
     struct sb_emu_journal *journal;
-    struct sb_emu_faults *faults; /* route faults and per-model counters */
-    struct sb_emu_req *reqs;      /* live deferred requests */
+    struct sb_emu_faults *faults;       /* route faults and per-model counters */
+    struct sb_emu_scenarios *scenarios; /* per-model scenarios (emu_scenarios.c) */
+    struct sb_emu_req *reqs;            /* live deferred requests */
     struct evhttp_connection **conn_by_fd;
     size_t conn_cap;
     struct sb_emu_stats stats;
@@ -221,6 +223,11 @@ void sb_emu_call_set_model_from_body(struct sb_emu_call *call)
 struct sb_emu_faults *sb_emu_faults_of(struct sb_emu *emu)
 {
     return emu->faults;
+}
+
+struct sb_emu_scenarios *sb_emu_scenarios_of(struct sb_emu *emu)
+{
+    return emu->scenarios;
 }
 
 const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name)
@@ -750,8 +757,13 @@ static json_t *stats_json(const struct sb_emu *emu)
                      (json_int_t)sb_emu_journal_size(emu->journal), "by_model", sb_emu_faults_by_model(emu->faults));
 }
 
-/* /_emu/faults and /_emu/faults/{model} (rest: what follows "/_emu/faults"); see emu_faults.h. */
-static void handle_faults(struct sb_emu *emu, struct evhttp_request *req, enum evhttp_cmd_type cmd, const char *rest)
+/*
+ * A per-model control table: /_emu/faults[/{model}] (emu_faults.h) or
+ * /_emu/scenarios[/{model}] (emu_scenarios.h); rest is what follows the
+ * table's name; scenarios says which table.
+ */
+static void handle_table(struct sb_emu *emu, struct evhttp_request *req, enum evhttp_cmd_type cmd, const char *rest,
+                         bool scenarios)
 {
     char *model = NULL;
     if (*rest == '/') {
@@ -768,7 +780,8 @@ static void handle_faults(struct sb_emu *emu, struct evhttp_request *req, enum e
         evbuffer_copyout(in, body, len);
     body[len] = '\0';
     int status = 500;
-    json_t *out = sb_emu_faults_control(emu->faults, method_name(cmd), model, body, len, &status);
+    json_t *out = scenarios ? sb_emu_scenarios_control(emu->scenarios, method_name(cmd), model, body, len, &status)
+                            : sb_emu_faults_control(emu->faults, method_name(cmd), model, body, len, &status);
     send_json_now(req, status, out);
     free(body);
     free(model);
@@ -795,7 +808,9 @@ static void handle_control(struct sb_emu *emu, struct evhttp_request *req, enum 
         sb_emu_faults_reset_stats(emu->faults);
         send_json_now(req, 200, json_pack("{s:b}", "ok", 1));
     } else if (!strcmp(path, "/_emu/faults") || !strncmp(path, "/_emu/faults/", 13)) {
-        handle_faults(emu, req, cmd, path + 12);
+        handle_table(emu, req, cmd, path + 12, false);
+    } else if (!strcmp(path, "/_emu/scenarios") || !strncmp(path, "/_emu/scenarios/", 16)) {
+        handle_table(emu, req, cmd, path + 15, true);
     } else {
         send_json_now(req, 404, json_pack("{s:s}", "error", "no such emulator control endpoint"));
     }
@@ -999,6 +1014,7 @@ struct sb_emu *sb_emu_new(struct event_base *base, const struct sb_emu_config *c
         emu->require_key = sb_xstrdup(cfg->require_key);
     emu->journal = sb_emu_journal_new(cfg->journal_max ? cfg->journal_max : SB_EMU_DEFAULT_JOURNAL);
     emu->faults = sb_emu_faults_new();
+    emu->scenarios = sb_emu_scenarios_new();
 
     emu->http = evhttp_new(base);
     if (!emu->http) {
@@ -1060,6 +1076,7 @@ void sb_emu_destroy(struct sb_emu **emup)
         req_free(emu->reqs);
     sb_emu_journal_destroy(&emu->journal);
     sb_emu_faults_destroy(&emu->faults);
+    sb_emu_scenarios_destroy(&emu->scenarios);
     for (size_t i = 0; i < emu->ntags; i++)
         free(emu->tags[i]);
     free(emu->conn_by_fd);

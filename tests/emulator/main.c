@@ -88,6 +88,9 @@
  *   PUT    /_emu/faults/{model} {"directives":"status=503 retry_after=2","count":3}: route faults
  *   GET    /_emu/faults         DELETE /_emu/faults, GET|DELETE /_emu/faults/{model}: see "Fault
  *                               injection" below
+ *   PUT    /_emu/scenarios/{model} {"tool":"^shell$","arguments":{...},"after_result":"...","answer":"..."}
+ *   GET    /_emu/scenarios      DELETE /_emu/scenarios, GET|DELETE /_emu/scenarios/{model}: see
+ *                               "Scenarios" below
  * Every /v1 and /v1beta reply carries "x-request-id: req_<hex>" (also in the journal entry);
  * Anthropic replies also "request-id" with the same value, also in their error bodies.
  *
@@ -615,6 +618,54 @@
  *   0, hang, drop, malformed, trickle, reset, and for streams endless, reset_after, hang_after,
  *   drop_after, whether asked in-band or by a route. Tests count upstream attempts with them;
  *   DELETE /_emu/stats forgets them.
+ *
+ * Scenarios (emu_scenarios.c): the emulator playing the model for a real coding-agent client
+ * (Codex CLI, Claude Code, Gemini CLI, the OpenAI Agents SDK), whose prompts start with the
+ * client's own text (<environment_context>, <system-reminder>), so a CALL line cannot be used.
+ *   PUT /_emu/scenarios/{model}  {"tool":"<POSIX extended regex on a tool name>","arguments":{...},
+ *                           "after_result":"<text>","answer":"<text>"}, every field optional (null =
+ *                           absent), no other field. Installs (replaces) the scenario of the
+ *                           upstream model {model} (as for route faults: the body's "model";
+ *                           Gemini: the {model} of models/{model}:generateContent or
+ *                           :streamGenerateContent; percent-decoded). 200 {"ok":true}. A bad regex
+ *                           (regcomp REG_EXTENDED), "arguments" that is not an object, a wrong
+ *                           type or an unknown field -> 400 {"error":"..."}, nothing installed.
+ *                           The regex searches the name (as grep -E does): anchor it ("^shell$")
+ *                           for a whole name.
+ *     GET /_emu/scenarios       {"scenarios":{"<model>":{"tool","arguments","after_result","answer"},...}}
+ *     GET /_emu/scenarios/{model}  that entry (absent fields null), or 404
+ *     DELETE /_emu/scenarios/{model}  {"ok":true,"removed":1|0};  DELETE /_emu/scenarios: all,
+ *                           {"ok":true,"removed":N}. Other methods: 405.
+ *   A generation request (all four protocols, streamed or not; not the token count endpoints)
+ *   whose model has a scenario is answered by the first rule that applies:
+ *   1. The last turn is a tool result for a call of a tool whose name matches "tool" (Chat: the
+ *      trailing role "tool" messages, named by the assistant tool_calls entry with their
+ *      tool_call_id; Responses: the trailing function_call_output / custom_tool_call_output
+ *      items, named by the function_call / custom_tool_call with their call_id; Messages: the
+ *      tool_result blocks of a final user message, text beside them or not, named by the
+ *      tool_use with their tool_use_id; Gemini: the functionResponse parts of the last
+ *      content, by their name). The first such result in order counts: the model says
+ *      after_result with every "{{result}}" replaced by the result's text (as "Tool result:"
+ *      reads it; Gemini: a response holding one string value is that string, else its compact
+ *      JSON), cut to its first 200 bytes without splitting a UTF-8 sequence. Without
+ *      after_result: the usual answer ("Tool result: <text>").
+ *   2. Else, when the request offers a tool whose name matches (function tools in every
+ *      protocol, Responses custom tools too, Anthropic tools, Gemini functionDeclarations) and
+ *      tool_choice allows a call (not none / NONE), the model calls the first matching tool
+ *      offered, once, with "arguments" (absent: {}), finish reason tool calls in the protocol's
+ *      own shape and ids (Chat tool_calls call_..., Responses function_call fc_/call_...,
+ *      Messages tool_use toolu_..., Gemini functionCall). A Responses custom tool is called
+ *      with a custom_tool_call item (id ctc_..., call_id call_...) whose input is
+ *      arguments.input when it is a string, else the JSON text of "arguments"; streamed as
+ *      response.custom_tool_call_input.delta / .done. When tool_choice forces a function, only
+ *      that one may be called; if it does not match, the forced call is made as usual.
+ *   3. Else the model says "answer"; without it, the usual behaviour (echo, CALL lines, ...).
+ *   The scenario decides only what the model says: requests are validated exactly as without
+ *   it (a request the real API refuses is refused), faults (in-band and route) apply first,
+ *   [[emu:refuse]] still refuses, and reasoning (when asked), stop sequences, max tokens
+ *   ([[emu:length]]), usage counts and streaming events are as for any answer; n choices all
+ *   say the same text (no " #k"). Rules 1-3 take precedence over CALL lines; other models are
+ *   not affected.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -681,6 +732,14 @@ static void help(void)
             "  PUT /_emu/faults/{model} {\"directives\":\"status=503 retry_after=2\",\"count\":3} (route faults:\n"
             "  the next count requests for that model, 0/absent = all until cleared), GET|DELETE /_emu/faults,\n"
             "  GET|DELETE /_emu/faults/{model}.\n"
+            "Scenarios (play the model for a real client whose prompts start with its own text):\n"
+            "  PUT /_emu/scenarios/{model} {\"tool\":\"^shell$\",\"arguments\":{...},\n"
+            "  \"after_result\":\"Done: {{result}}\",\"answer\":\"...\"} (every field optional; tool: a POSIX\n"
+            "  extended regex on tool names):\n"
+            "  for requests to that model, 1. a last turn that is the result of a matching tool's call ->\n"
+            "  after_result ({{result}} = its first 200 bytes); 2. else a matching tool offered -> one call of\n"
+            "  the first with arguments; 3. else answer (absent: the usual answer). Precedes CALL lines;\n"
+            "  validation and faults unchanged. GET|DELETE /_emu/scenarios, GET|DELETE /_emu/scenarios/{model}.\n"
             "Full reference: the comment at the top of tests/emulator/main.c.\n");
 }
 
