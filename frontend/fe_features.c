@@ -59,13 +59,26 @@ int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err)
     json_array_foreach(tools, i, t)
     {
         const char *type = json_string_value(json_object_get(t, "type"));
-        if (type && !strcmp(type, "function")) {
-            function_tools = true;
-        } else if (!json_is_true(json_object_get(caps, type ? type : ""))) {
+        function_tools |= type && !strcmp(type, "function");
+    }
+    /* A built-in tool the model cannot run: a 400, unless the client merely
+     * offers it beside its own function tools without forcing it (Codex
+     * offers web_search on every request). Then the model answers without
+     * it, as it would if it chose not to search; see docs/compatibility.md. */
+    const char *forced = json_string_value(json_object_get(json_object_get(c, "tool_choice"), "type"));
+    for (i = 0; i < json_array_size(tools);) {
+        t = json_array_get(tools, i);
+        const char *type = json_string_value(json_object_get(t, "type"));
+        if ((type && !strcmp(type, "function")) || json_is_true(json_object_get(caps, type ? type : ""))) {
+            i++;
+            continue;
+        }
+        if (!function_tools || (forced && type && !strcmp(forced, type))) {
             char what[96];
             snprintf(what, sizeof what, "the built-in tool '%.40s'", type ? type : "");
             return fe_features_refuse(err, r, param_tools, what);
         }
+        json_array_remove(tools, i);
     }
     if (function_tools && !fe_features_allows(caps, "tools"))
         return fe_features_refuse(err, r, param_tools, "tool calling");

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fe_body.h"
+#include "fe_call_ids.h"
 #include "fe_fallback.h"
 #include "fe_features.h"
 #include "fe_files.h"
@@ -119,6 +120,7 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
     fe_request_t *r = arg;
     if (r->state != FE_REQ_RUNNING)
         return;
+    fe_call_ids_seal_event(r, (json_t *)ev); /* the decoded event is this callback's to change */
     if (!fe_collect_event(&r->result, ev) && !final) {
         if (r->stream)
             fe_stream_event(r, ev);
@@ -278,6 +280,7 @@ static int fe_generate_check(fe_request_t *r)
     json_array_extend(input, own);
     json_decref(own);
     r->job_input = input;
+    fe_call_ids_open(r, input);
     if (fe_features_check(r, input, &err) < 0 || fe_items_check_calls(input, &err) < 0 ||
         fe_generate_check_size(r, &err) < 0 || fe_reasoning_open_items(r, input, &err) < 0) {
         fe_request_fail(r, &err);

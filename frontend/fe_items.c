@@ -206,7 +206,13 @@ static json_t *fe_items_one(const json_t *it, const char *param, fe_error_t *err
                               param);
             return NULL;
         }
-        return json_deep_copy(it);
+        json_t *copy = json_deep_copy(it);
+        const char *ns = json_string_value(json_object_get(it, "namespace"));
+        if (ns && *ns) /* a call of a namespace tool: the flat name the tool was given (fe_style_responses.c) */
+            json_object_set_new(copy, "name",
+                                json_sprintf("%s__%s", ns, json_string_value(json_object_get(it, "name"))));
+        json_object_del(copy, "namespace");
+        return copy;
     }
     if (!strcmp(type, "function_call_output")) {
         json_t *out = json_object_get(it, "output");

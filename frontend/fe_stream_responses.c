@@ -120,8 +120,9 @@ static void fe_sr_add_item(fe_request_t *r, fe_sr_item_t *s, json_int_t index, c
         sb_id_new(s->id, sizeof s->id, "item_", 24);
     snprintf(s->type, sizeof s->type, "%s", type ? type : "");
     s->added = true;
-    fe_sr_emit(r, out, "response.output_item.added",
-               json_pack("{s:I, s:o}", "output_index", index, "item", fe_sr_item_started(item, s->id)));
+    json_t *started = fe_sr_item_started(item, s->id);
+    fe_responses_split_name(r, started);
+    fe_sr_emit(r, out, "response.output_item.added", json_pack("{s:I, s:o}", "output_index", index, "item", started));
 }
 
 static void fe_sr_part_added(fe_request_t *r, fe_sr_item_t *s, json_int_t index, int c, json_t *part,

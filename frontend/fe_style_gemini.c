@@ -1030,8 +1030,8 @@ static int fe_gemini_generation(fe_gemini_ctx_t *c, const json_t *body, json_t *
 /* ---- parse ---------------------------------------------------------------- */
 
 static const char *const fe_gemini_request_fields[] = {
-    "model",         "contents", "tools", "toolConfig", "safetySettings", "systemInstruction", "generationConfig",
-    "cachedContent", NULL};
+    "model",         "contents", "tools",  "toolConfig", "safetySettings", "systemInstruction", "generationConfig",
+    "cachedContent", "labels",   NULL};
 
 /* Other styles' bodies: Google's unknown-field error, with the reason. */
 static int fe_gemini_foreign(const json_t *body, fe_error_t *err)
@@ -1071,12 +1071,16 @@ static int fe_gemini_parse_request(fe_request_t *r, const json_t *body, fe_error
     json_t *safety = fe_gemini_array(body, "safetySettings", "", err);
     if (err->status || fe_gemini_string(body, "cachedContent", "", &cached, err) < 0)
         goto done;
-    if (json_array_size(safety) > 0) {
-        fe_gemini_unsupported(err, "safety_settings: the gateway routes to several upstreams and cannot guarantee "
-                                   "Google's safety thresholds on every one of them; send the request without them.");
-        goto done;
-    }
+    /* safetySettings go to a Gemini upstream as given (canonical
+     * safety_settings); other upstream kinds have no thresholds to set and
+     * apply their own policies. labels (billing tags), store and serviceTier
+     * are accepted and change nothing in the answer. See
+     * docs/compatibility.md. */
+    if (json_array_size(safety) > 0)
+        json_object_set(canonical, "safety_settings", safety);
     if (cached && *cached) {
+        /* The cached contents are part of the prompt and this gateway keeps
+         * no caches: ignoring the name would answer without them. */
         fe_gemini_unsupported(err, "cached_content: context caching is not available on this gateway; send the "
                                    "full contents.");
         goto done;

@@ -131,16 +131,24 @@ static int fe_messages_version(const fe_request_t *r, fe_error_t *err)
 
 /* ---- top-level fields --------------------------------------------------------- */
 
+/* Every field Anthropic's API takes today (stable and beta, see
+ * docs/compatibility.md). Those not read below are accepted and ignored
+ * because they change nothing in the answer: cache_control (a caching hint),
+ * inference_geo and speed (where and how fast, not what), diagnostics,
+ * fallbacks and fallback_credit_token (the gateway's own fallback chain
+ * applies), context_management (edits that only act once a context grows past
+ * the client's threshold; see fe_messages_context_management). */
 static const char *const fe_messages_params[] = {
     "model", "max_tokens", "messages", "system", "tools", "tool_choice", "temperature", "top_p", "top_k",
-    "stop_sequences", "metadata", "thinking", "output_config", "service_tier", "stream",
-    "cache_control", /* a prompt-caching hint: accepted, nothing to cache here */
-    NULL};
+    "stop_sequences", "metadata", "thinking", "output_config", "output_format", "service_tier", "stream",
+    "cache_control", "inference_geo", "speed", "diagnostics", "fallbacks", "fallback_credit_token",
+    "context_management", NULL};
 
 /* What count_tokens takes: the input and what adds to it, as Anthropic's
  * endpoint does (max_tokens, sampling, stream... are extra inputs there). */
-static const char *const fe_messages_count_params[] = {"model",       "messages", "system",        "tools",
-                                                       "tool_choice", "thinking", "output_config", NULL};
+static const char *const fe_messages_count_params[] = {
+    "model",         "messages",      "system",        "tools",         "tool_choice",        "thinking",
+    "output_config", "output_format", "cache_control", "inference_geo", "context_management", NULL};
 
 /* Other styles' fields, and Anthropic features this gateway does not offer,
  * get a 400 that says so rather than the generic one. params: the fields
@@ -161,8 +169,9 @@ static int fe_messages_foreign(const json_t *body, const char *const *params, fe
         if (json_object_get(body, foreign[i].param))
             return fe_messages_fail(err, "unknown_parameter", foreign[i].param,
                                     "Extra inputs are not permitted. %s", foreign[i].why);
-    static const char *const unsupported[] = {"container", "mcp_servers", "context_management", "inference_geo",
-                                              "speed", "diagnostics"};
+    /* Honouring these needs the upstream (or the gateway) to run code or MCP
+     * servers; ignoring them would change the answer. */
+    static const char *const unsupported[] = {"container", "mcp_servers"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         json_t *v = json_object_get(body, unsupported[i]);
         if (v && !json_is_null(v))
@@ -506,9 +515,42 @@ static int fe_messages_block(const fe_request_t *r, fe_messages_out_t *o, const 
                             type);
 }
 
+/* {"role":"system","content": string | text blocks} -> a canonical system
+ * message with input_text parts (cache_control on a block is a hint). */
+static int fe_messages_system_message(const json_t *m, json_t *items, const char *param, fe_error_t *err)
+{
+    json_t *content = json_object_get(m, "content");
+    json_t *parts = json_array();
+    if (json_is_string(content) && json_string_length(content) > 0) {
+        json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "input_text", "text", content));
+    } else if (json_is_array(content)) {
+        size_t j;
+        json_t *b;
+        json_array_foreach(content, j, b)
+        {
+            json_t *text = json_object_get(b, "text");
+            if (!fe_messages_is(json_object_get(b, "type"), "text") || !json_is_string(text)) {
+                char bp[80];
+                snprintf(bp, sizeof bp, "%s.content.%zu", param, j);
+                json_decref(parts);
+                return fe_messages_fail(err, "invalid_value", bp, "system messages take text blocks only");
+            }
+            json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "input_text", "text", text));
+        }
+    }
+    if (json_array_size(parts) == 0) {
+        json_decref(parts);
+        return fe_messages_fail(err, "invalid_value", param,
+                                "all messages must have non-empty content except for the optional final "
+                                "assistant message");
+    }
+    json_array_append_new(items, json_pack("{s:s, s:s, s:o}", "type", "message", "role", "system", "content", parts));
+    return 0;
+}
+
 static int fe_messages_messages(const fe_request_t *r, const json_t *messages, json_t *items, fe_error_t *err)
 {
-    size_t n = json_array_size(messages), i;
+    size_t n = json_array_size(messages), i, turns = 0;
     json_t *m;
     json_array_foreach(messages, i, m)
     {
@@ -518,13 +560,16 @@ static int fe_messages_messages(const fe_request_t *r, const json_t *messages, j
             return fe_messages_fail(err, "invalid_type", param, "Input should be a valid dictionary or object");
         json_t *rolev = json_object_get(m, "role");
         const char *role = json_string_value(rolev);
-        if (fe_messages_is(rolev, "system"))
-            return fe_messages_fail(err, "invalid_value", "messages",
-                                    "Unexpected role \"system\". The Messages API accepts a top-level `system` "
-                                    "parameter, not \"system\" as an input message role.");
-        if (!role || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0)) {
+        if (!role || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0 && strcmp(role, "system") != 0)) {
             snprintf(param, sizeof param, "messages.%zu.role", i);
-            return fe_messages_fail(err, "invalid_value", param, "Input should be 'user' or 'assistant'");
+            return fe_messages_fail(err, "invalid_value", param, "Input should be 'user', 'assistant' or 'system'");
+        }
+        if (!strcmp(role, "system")) {
+            /* A system message between turns (Anthropic takes these today):
+             * instructions at that point of the conversation. */
+            if (fe_messages_system_message(m, items, param, err) < 0)
+                return -1;
+            continue;
         }
         json_t *content = json_object_get(m, "content");
         bool last_assistant = i == n - 1 && !strcmp(role, "assistant");
@@ -558,7 +603,11 @@ static int fe_messages_messages(const fe_request_t *r, const json_t *messages, j
                                     content ? "Input should be a valid string or list" : "Field required");
         }
         fe_messages_flush(&o);
+        turns++;
     }
+    if (turns == 0)
+        return fe_messages_fail(err, "invalid_value", "messages",
+                                "messages: at least one message with role 'user' or 'assistant' is required");
     return 0;
 }
 
@@ -738,10 +787,69 @@ static int fe_messages_sampling(const json_t *body, json_t *c, fe_error_t *err)
     return 0;
 }
 
-/* output_config {effort?, format?}; *effort gets the effort asked for (or NULL). */
+/* A json_schema output format (output_config.format, or the older beta
+ * top-level output_format) -> canonical text.format; param names it. */
+static int fe_messages_format(const json_t *f, const char *param, json_t *c, fe_error_t *err)
+{
+    char p[64];
+    snprintf(p, sizeof p, "%s.type", param);
+    if (!json_is_object(f) || !fe_messages_is(json_object_get(f, "type"), "json_schema"))
+        return fe_messages_fail(err, "invalid_value", p, "Input should be 'json_schema'");
+    snprintf(p, sizeof p, "%s.schema", param);
+    if (!json_is_object(json_object_get(f, "schema")))
+        return fe_messages_fail(err, "missing_required_parameter", p, "Field required");
+    json_t *flat = json_pack("{s:s, s:s, s:O, s:b}", "type", "json_schema", "name", "output", "schema",
+                             json_object_get(f, "schema"), "strict", 1);
+    json_t *fmt = fe_structured_format(flat, param, err);
+    json_decref(flat);
+    if (!fmt)
+        return -1;
+    json_object_set_new(c, "text", json_pack("{s:o}", "format", fmt));
+    return 0;
+}
+
+/* context_management {edits: [{type, ...}]}: checked as Anthropic checks it,
+ * then ignored. Its edits (clear old thinking or tool results, compact) act
+ * only once the context passes the client's trigger, so a request under it
+ * gets the same answer; clear_thinking with keep "all", what Claude Code
+ * sends, never acts. See docs/compatibility.md. */
+static int fe_messages_context_management(const json_t *body, fe_error_t *err)
+{
+    static const char *const edits[] = {"clear_tool_uses_20250919", "clear_thinking_20251015", "compact_20260112"};
+    json_t *cm = json_object_get(body, "context_management");
+    if (!cm || json_is_null(cm))
+        return 0;
+    if (!json_is_object(cm))
+        return fe_messages_fail(err, "invalid_type", "context_management", "Input should be a valid dictionary");
+    json_t *list = json_object_get(cm, "edits");
+    if (list && !json_is_null(list) && !json_is_array(list))
+        return fe_messages_fail(err, "invalid_type", "context_management.edits", "Input should be a valid list");
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        bool ok = false;
+        for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++)
+            ok |= fe_messages_is(json_object_get(e, "type"), edits[k]);
+        if (!ok) {
+            char p[64];
+            snprintf(p, sizeof p, "context_management.edits.%zu.type", i);
+            return fe_messages_fail(err, "invalid_value", p,
+                                    "Input should be 'clear_tool_uses_20250919', 'clear_thinking_20251015' or "
+                                    "'compact_20260112'");
+        }
+    }
+    return 0;
+}
+
+/* output_config {effort?, format?} (and the beta top-level output_format);
+ * *effort gets the effort asked for (or NULL). */
 static int fe_messages_output_config(const json_t *body, json_t *c, const char **effort, fe_error_t *err)
 {
     *effort = NULL;
+    json_t *of = json_object_get(body, "output_format");
+    if (of && !json_is_null(of) && fe_messages_format(of, "output_format", c, err) < 0)
+        return -1;
     json_t *oc = json_object_get(body, "output_config");
     if (!oc || json_is_null(oc))
         return 0;
@@ -771,18 +879,7 @@ static int fe_messages_output_config(const json_t *body, json_t *c, const char *
     json_t *f = json_object_get(oc, "format");
     if (!f || json_is_null(f))
         return 0;
-    if (!json_is_object(f) || !fe_messages_is(json_object_get(f, "type"), "json_schema"))
-        return fe_messages_fail(err, "invalid_value", "output_config.format.type", "Input should be 'json_schema'");
-    if (!json_is_object(json_object_get(f, "schema")))
-        return fe_messages_fail(err, "missing_required_parameter", "output_config.format.schema", "Field required");
-    json_t *flat = json_pack("{s:s, s:s, s:O, s:b}", "type", "json_schema", "name", "output", "schema",
-                             json_object_get(f, "schema"), "strict", 1);
-    json_t *fmt = fe_structured_format(flat, "output_config.format", err);
-    json_decref(flat);
-    if (!fmt)
-        return -1;
-    json_object_set_new(c, "text", json_pack("{s:o}", "format", fmt));
-    return 0;
+    return fe_messages_format(f, "output_config.format", c, err);
 }
 
 /* thinking -> canonical reasoning. The effort follows the budget, so a
@@ -880,7 +977,8 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     const char *effort = NULL;
     if (fe_messages_messages(r, messages, items, err) < 0 || fe_messages_system(body, c, err) < 0 ||
         fe_messages_tools(body, c, err) < 0 || fe_messages_tool_choice(body, c, err) < 0 ||
-        fe_messages_sampling(body, c, err) < 0 || fe_messages_output_config(body, c, &effort, err) < 0 ||
+        fe_messages_sampling(body, c, err) < 0 || fe_messages_context_management(body, err) < 0 ||
+        fe_messages_output_config(body, c, &effort, err) < 0 ||
         fe_messages_thinking(r, body, c, max ? json_integer_value(max) : INT64_MAX, effort, err) < 0)
         return -1;
     sb_id_new(r->response_id, sizeof r->response_id, "msg_", 12);

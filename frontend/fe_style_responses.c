@@ -43,11 +43,20 @@ const char *fe_bearer_key(struct evhttp_request *http, size_t *len)
 
 static json_t *fe_responses_error_body(const fe_request_t *r, const fe_error_t *e) { return fe_error_openai_body(e); }
 
+/* Every field OpenAI's Responses API takes today (docs/compatibility.md says
+ * what each does here). Those not read below are accepted and ignored
+ * because they change nothing in the answer: client_metadata (a client's
+ * telemetry, sent by Codex on every request), prompt_cache_key,
+ * prompt_cache_options and prompt_cache_retention (caching hints),
+ * safety_identifier, service_tier, stream_options (obfuscation padding),
+ * moderation, context_management (compaction past a threshold the
+ * gateway's context check refuses first). */
 static const char *const fe_responses_params[] = {
     "model", "input", "instructions", "previous_response_id", "store", "include", "reasoning", "text", "tools",
     "tool_choice", "parallel_tool_calls", "stream", "max_output_tokens", "temperature", "top_p", "metadata", "user",
     "truncation", "service_tier", "safety_identifier", "prompt_cache_key", "max_tool_calls", "top_logprobs",
-    "background", "stream_options", "prompt", NULL};
+    "background", "stream_options", "prompt", "client_metadata", "prompt_cache_options", "prompt_cache_retention",
+    "moderation", "context_management", "conversation", NULL};
 
 static const char *const fe_responses_includes[] = {
     "reasoning.encrypted_content", "message.output_text.logprobs", "message.input_image.image_url",
@@ -171,7 +180,64 @@ static int fe_responses_text(const json_t *body, json_t *c, fe_error_t *err)
     return 0;
 }
 
-static int fe_responses_tools(const json_t *body, json_t *c, fe_error_t *err)
+/* A namespace tool {"type":"namespace","name","description","tools":[function
+ * tools]} becomes flat function tools named "<namespace>__<name>", the form
+ * every upstream kind can take; the joined names are kept in style_state
+ * "namespaced" so fe_responses_split_name shows the model's calls to the
+ * client as OpenAI does (name + namespace), and fe_items joins them again
+ * when the client sends the calls back. */
+static bool fe_is(const json_t *v, const char *s) { return json_is_string(v) && !strcmp(json_string_value(v), s); }
+
+static int fe_responses_namespace(fe_request_t *r, const json_t *t, const char *param, json_t *out, fe_error_t *err)
+{
+    const char *ns = json_string_value(json_object_get(t, "name"));
+    json_t *inner = json_object_get(t, "tools");
+    if (!ns || !*ns || !json_is_array(inner)) {
+        fe_params_invalid(err, param, "'%s' of type namespace needs a string 'name' and a 'tools' array.", param);
+        return -1;
+    }
+    json_t *map = json_object_get(r->style_state, "namespaced");
+    if (!map) {
+        map = json_object();
+        json_object_set_new(r->style_state, "namespaced", map);
+    }
+    size_t i;
+    json_t *fn;
+    json_array_foreach(inner, i, fn)
+    {
+        char p[64];
+        snprintf(p, sizeof p, "%s.tools[%zu]", param, i);
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        if (!fe_is(json_object_get(fn, "type"), "function") || !name) {
+            fe_params_invalid(err, p, "Invalid value for '%s': a namespace holds function tools with a 'name'.", p);
+            return -1;
+        }
+        char *joined = sb_xasprintf("%s__%s", ns, name);
+        json_t *flat = json_deep_copy(fn);
+        json_object_set_new(flat, "name", json_string(joined));
+        json_t *nt = fe_structured_function(flat, FE_STRICT_AUTO, p, err);
+        json_decref(flat);
+        if (nt)
+            json_object_set_new(map, joined, json_pack("[s, s]", ns, name));
+        free(joined);
+        if (!nt)
+            return -1;
+        json_array_append_new(out, nt);
+    }
+    return 0;
+}
+
+void fe_responses_split_name(const fe_request_t *r, json_t *item)
+{
+    json_t *hit = json_object_get(json_object_get(r->style_state, "namespaced"),
+                                  json_string_value(json_object_get(item, "name")) ?: "");
+    if (!hit || !fe_is(json_object_get(item, "type"), "function_call"))
+        return;
+    json_object_set(item, "namespace", json_array_get(hit, 0));
+    json_object_set(item, "name", json_array_get(hit, 1));
+}
+
+static int fe_responses_tools(fe_request_t *r, const json_t *body, json_t *c, fe_error_t *err)
 {
     json_t *tools = fe_params_typed(body, "tools", FE_P_ARRAY | FE_P_NULL, err);
     if (err->status)
@@ -189,6 +255,12 @@ static int fe_responses_tools(const json_t *body, json_t *c, fe_error_t *err)
             nt = fe_structured_function(t, FE_STRICT_AUTO, param, err); /* strict when the schema allows, as OpenAI */
         } else if (fe_features_builtin_tool(type)) {
             nt = json_deep_copy(t);
+        } else if (type && !strcmp(type, "namespace")) {
+            if (fe_responses_namespace(r, t, param, out, err) < 0) {
+                json_decref(out);
+                return -1;
+            }
+            continue;
         } else {
             fe_params_invalid(err, param, "Invalid value for '%s.type': '%.40s' is not a supported tool type.", param,
                               type ? type : "(none)");
@@ -205,6 +277,30 @@ static int fe_responses_tools(const json_t *body, json_t *c, fe_error_t *err)
     int rc = err->status ? -1 : fe_structured_tool_choice(choice, out, c, err);
     json_decref(out);
     return rc;
+}
+
+/* conversation (an id, or {"id"}): the Conversations API is not offered
+ * yet, so no conversation exists and the id is not found, as OpenAI answers
+ * for an id it does not know; ignoring it would drop the conversation's
+ * history from the answer. client_metadata and context_management are
+ * checked for their type only. */
+static int fe_responses_conversation(const json_t *body, fe_error_t *err)
+{
+    json_t *conv = fe_params_typed(body, "conversation", FE_P_STRING | FE_P_OBJECT | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    fe_params_typed(body, "client_metadata", FE_P_OBJECT | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    fe_params_typed(body, "context_management", FE_P_ARRAY | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    const char *id = json_is_object(conv) ? json_string_value(json_object_get(conv, "id")) : json_string_value(conv);
+    if (!conv || json_is_null(conv))
+        return 0;
+    fe_error_set(err, 404, SB_ERR_NOT_FOUND, "", "conversation", "Conversation with id '%.64s' not found.",
+                 id ? id : "");
+    return -1;
 }
 
 static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
@@ -251,7 +347,8 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         fe_params_copy(body, "top_logprobs", FE_P_INT, 0, 20, c, "top_logprobs", err) < 0 ||
         fe_params_metadata(body, c, err) < 0 || fe_responses_include(r, body, err) < 0 ||
         fe_responses_reasoning(body, c, err) < 0 || fe_responses_text(body, c, err) < 0 ||
-        fe_responses_tools(body, c, err) < 0)
+        fe_responses_tools(r, body, c, err) < 0 ||
+        fe_responses_conversation(body, err) < 0)
         return -1;
     json_t *store = fe_params_typed(body, "store", FE_P_BOOL | FE_P_NULL, err);
     json_t *prev = fe_params_typed(body, "previous_response_id", FE_P_STRING | FE_P_NULL, err);
@@ -278,10 +375,13 @@ static json_t *fe_json_number_or(json_t *v, double dflt) { return json_is_number
 json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items)
 {
     json_t *output = r->seal_reasoning ? fe_reasoning_seal_items(r, items) : json_deep_copy(items);
-    if (output && !r->seal_reasoning) {
-        size_t i;
-        json_t *it;
-        json_array_foreach(output, i, it) fe_reasoning_strip_private(it);
+    size_t i;
+    json_t *it;
+    json_array_foreach(output, i, it)
+    {
+        if (!r->seal_reasoning)
+            fe_reasoning_strip_private(it);
+        fe_responses_split_name(r, it);
     }
     return output;
 }

@@ -20,4 +20,9 @@ json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_
  * New reference, or NULL when sealing fails. */
 json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items);
 
+/* A function_call item whose name is a flattened namespace tool of this
+ * request ("<namespace>__<name>") gets back its name and namespace, as
+ * OpenAI shows the call. Other items are left alone. */
+void fe_responses_split_name(const fe_request_t *r, json_t *item);
+
 #endif

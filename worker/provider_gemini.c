@@ -39,6 +39,7 @@
  *   text.format                  -> responseMimeType (+ responseJsonSchema)
  *   max_output_tokens, temperature, top_p, stop, n, seed, penalties,
  *   reasoning.effort             -> generationConfig (effort -> thinkingBudget)
+ *   safety_settings              -> safetySettings, as the Generate Content client gave them
  * parallel_tool_calls, user and metadata have no Gemini field and are not sent.
  *
  * GenerateContentResponse -> canonical events, per candidate in part order:
@@ -738,6 +739,11 @@ static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **
         goto fail;
     }
     json_object_set_new(body, "contents", contents);
+    /* Google's own safety thresholds (a Generate Content client's
+     * safetySettings), carried as given; other kinds have no such setting. */
+    const json_t *safety = json_object_get(request, "safety_settings");
+    if (json_is_array(safety) && json_array_size(safety) > 0)
+        json_object_set(body, "safetySettings", (json_t *)safety);
     if (json_array_size(system) > 0)
         json_object_set_new(body, "systemInstruction", json_pack("{s:o}", "parts", system));
     else
@@ -919,10 +925,12 @@ static int sb_gem_function_call_out(const sb_gem_state_t *st, json_t *out, int k
         sb_id_new(call_id, sizeof call_id, "call_", SB_GEM_CALL_ID_BYTES);
     sb_id_new(id, sizeof id, "fc_", 16);
     int index = c->next_item++;
-    sb_gem_emit(st, out, k,
-                sb_event_item_added(index, json_pack("{s:s, s:s, s:s, s:O, s:s, s:s}", "type", "function_call", "id",
-                                                     id, "call_id", call_id, "name", name, "arguments", "", "status",
-                                                     "in_progress")));
+    /* The signature is on the added item too: the frontend seals it into the
+     * call id the client sees from the call's first event on. */
+    json_t *added = json_pack("{s:s, s:s, s:s, s:O, s:s, s:s}", "type", "function_call", "id", id, "call_id", call_id,
+                              "name", name, "arguments", "", "status", "in_progress");
+    sb_gem_sign(added, sig);
+    sb_gem_emit(st, out, k, sb_event_item_added(index, added));
     sb_gem_emit(st, out, k, sb_event_args_delta(index, json_string_value(arguments), json_string_length(arguments)));
     json_t *item = json_pack("{s:s, s:s, s:s, s:O, s:o, s:s}", "type", "function_call", "id", id, "call_id", call_id,
                              "name", name, "arguments", arguments, "status", "completed");

@@ -319,7 +319,7 @@ for (const sdk of sdks) {
     }));
     assert.equal(e.status, 400);
     assert.equal(e.error.error.type, 'invalid_request_error');
-    assert.ok(e.error.error.message.includes('top-level `system`'), e.error.error.message);
+    assert.ok(e.error.error.message.includes("role 'user' or 'assistant'"), e.error.error.message);
   });
 }
 
@@ -368,7 +368,13 @@ test('request validation: required fields, unknown fields, other styles\' bodies
     [{ model: 'emu-chat', max_tokens: 10, messages: msgs, response_format: { type: 'json_object' } }, 'response_format'],
     [{ model: 'emu-chat', max_tokens: 10, messages: msgs, stream: 'yes' }, 'stream: Input should be a valid boolean'],
     [{ model: 'emu-chat', max_tokens: 10, messages: msgs, temperature: 1.5 }, 'temperature'],
-    [{ model: 'emu-chat', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] }, 'top-level `system`'],
+    [{ model: 'emu-chat', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] }, "role 'user' or 'assistant'"],
+    [{ model: 'emu-chat', max_tokens: 10, messages: [...msgs, { role: 'system', content: [{ type: 'image', source: {} }] }] },
+      'text blocks only'],
+    [{ model: 'emu-chat', max_tokens: 10, messages: msgs, mcp_servers: [{ type: 'url', url: 'https://x.test', name: 'x' }] },
+      'mcp_servers'],
+    [{ model: 'emu-chat', max_tokens: 10, messages: msgs, context_management: { edits: [{ type: 'frobnicate' }] } },
+      'context_management.edits.0.type'],
     [{ model: 'emu-chat', max_tokens: 10, messages: msgs, tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
       'unsupported parameter'],
     [{ model: 'emu-chat', max_tokens: 10, messages: msgs, tools: [{ type: 'bash_20250124', name: 'bash' }] },
