@@ -46,11 +46,12 @@ static json_t *fe_responses_error_body(const fe_request_t *r, const fe_error_t *
 /* Every field OpenAI's Responses API takes today (docs/compatibility.md says
  * what each does here). Those not read below are accepted and ignored
  * because they change nothing in the answer: client_metadata (a client's
- * telemetry, sent by Codex on every request), prompt_cache_key,
- * prompt_cache_options and prompt_cache_retention (caching hints),
- * safety_identifier, service_tier, stream_options (obfuscation padding),
+ * telemetry, sent by Codex on every request), prompt_cache_options and
+ * prompt_cache_retention (caching hints), service_tier, stream_options
+ * (obfuscation padding),
  * moderation, context_management (compaction past a threshold the
- * gateway's context check refuses first). */
+ * gateway's context check refuses first). prompt_cache_key and
+ * safety_identifier are carried to an openai-responses upstream. */
 static const char *const fe_responses_params[] = {
     "model", "input", "instructions", "previous_response_id", "store", "include", "reasoning", "text", "tools",
     "tool_choice", "parallel_tool_calls", "stream", "max_output_tokens", "temperature", "top_p", "metadata", "user",
@@ -345,6 +346,8 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         fe_params_copy(body, "parallel_tool_calls", FE_P_BOOL, 0, 0, c, "parallel_tool_calls", err) < 0 ||
         fe_params_copy(body, "max_tool_calls", FE_P_INT, 1, 1e6, c, "max_tool_calls", err) < 0 ||
         fe_params_copy(body, "top_logprobs", FE_P_INT, 0, 20, c, "top_logprobs", err) < 0 ||
+        fe_params_copy(body, "prompt_cache_key", FE_P_STRING, 0, 0, c, "prompt_cache_key", err) < 0 ||
+        fe_params_copy(body, "safety_identifier", FE_P_STRING, 0, 0, c, "safety_identifier", err) < 0 ||
         fe_params_metadata(body, c, err) < 0 || fe_responses_include(r, body, err) < 0 ||
         fe_responses_reasoning(body, c, err) < 0 || fe_responses_text(body, c, err) < 0 ||
         fe_responses_tools(r, body, c, err) < 0 ||

@@ -618,6 +618,10 @@ static int sb_anth_params(json_t *body, const json_t *request, json_t **err)
             *err = sb_provider_invalid("request.%s has the wrong type", numbers[k]);
             return -EINVAL;
         }
+        /* With thinking on, Anthropic takes no top_k: a sampling hint
+         * (Gemini CLI sends one on every request), left out then. */
+        if (!strcmp(numbers[k], "top_k") && json_object_get(body, "thinking"))
+            continue;
         json_object_set(body, numbers[k], (json_t *)v);
     }
     const json_t *stop = json_object_get(request, "stop");

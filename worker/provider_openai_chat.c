@@ -517,13 +517,17 @@ static int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, 
         sb_provider_copy(body, request, "top_p", "top_p", SB_PROVIDER_NUMBER, err) < 0 ||
         sb_provider_copy(body, request, "frequency_penalty", "frequency_penalty", SB_PROVIDER_NUMBER, err) < 0 ||
         sb_provider_copy(body, request, "presence_penalty", "presence_penalty", SB_PROVIDER_NUMBER, err) < 0 ||
-        /* OpenAI itself refuses top_k (its 400 comes back); vLLM, llama.cpp
-         * and Ollama take it. */
-        sb_provider_copy(body, request, "top_k", "top_k", SB_PROVIDER_INTEGER, err) < 0 ||
         sb_provider_copy(body, request, "stop", "stop", SB_PROVIDER_STOP, err) < 0 ||
         sb_provider_copy(body, request, "seed", "seed", SB_PROVIDER_INTEGER, err) < 0 ||
         sb_provider_copy_n(body, job, "n", err) < 0 ||
         sb_provider_copy(body, request, "user", "user", SB_PROVIDER_STRING, err) < 0)
+        goto fail;
+    /* top_k, a sampling hint Gemini CLI sends on every request: OpenAI
+     * refuses it, vLLM, llama.cpp and Ollama take it. Carried only to a route
+     * whose capabilities say "top_k": true; otherwise left out, as a
+     * sampling hint the server has no setting for (docs/compatibility.md). */
+    if (json_is_true(json_object_get(json_object_get(sb_job_route(job), "capabilities"), "top_k")) &&
+        sb_provider_copy(body, request, "top_k", "top_k", SB_PROVIDER_INTEGER, err) < 0)
         goto fail;
     const json_t *effort = json_object_get(json_object_get(request, "reasoning"), "effort");
     if (json_is_string(effort))

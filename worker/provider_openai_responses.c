@@ -439,12 +439,8 @@ static int sb_oresp_refuse_unmappable(const json_t *request, json_t **err)
                                     " (the Responses API has no stop sequences)");
         return -EINVAL;
     }
-    const json_t *top_k = json_object_get(request, "top_k");
-    if (top_k && !json_is_null(top_k)) {
-        *err = sb_provider_unsupported("'top_k' is not supported by provider " SB_ORESP_KIND
-                                    " (the Responses API has no top_k)");
-        return -EINVAL;
-    }
+    /* top_k: a sampling hint the Responses API has no setting for (Gemini
+     * CLI sends it on every request); left out, see docs/compatibility.md. */
     const json_t *seed = json_object_get(request, "seed");
     if (seed && !json_is_null(seed)) {
         *err = sb_provider_unsupported("'seed' is not supported by provider " SB_ORESP_KIND

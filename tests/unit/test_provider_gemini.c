@@ -398,7 +398,7 @@ static void normalize_ids(json_t *events)
     "'summary':[],'content':[{'type':'reasoning_text','text':'" t "'}]" extra "}}"
 #define FC(i, call_id, name, args, extra)                                                                              \
     "{'type':'item_added','item_index':" #i ",'item':{'type':'function_call','id':'fc_','call_id':'" call_id "',"      \
-    "'name':'" name "','arguments':'','status':'in_progress'}},"                                                       \
+    "'name':'" name "','arguments':'','status':'in_progress'" extra "}},"                                              \
     "{'type':'args_delta','item_index':" #i ",'delta':'" args "'},"                                                    \
     "{'type':'item_done','item_index':" #i ",'item':{'type':'function_call','id':'fc_','call_id':'" call_id "',"       \
     "'name':'" name "','arguments':'" args "','status':'completed'" extra "}}"

@@ -140,7 +140,6 @@ static void test_errors(void)
         "{\"contents\":[{\"parts\":[{\"functionResponse\":{\"name\":\"f\",\"response\":{}}}]}]}",
         "{\"contents\":[{\"parts\":[{\"text\":\"x\",\"thoughtSignature\":\"abc\"}]}]}",
         "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"text\":\"x\",\"thoughtSignature\":\"abc\"}]}]}",
-        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"safetySettings\":[{\"category\":\"a\",\"threshold\":\"b\"}]}",
         "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"cachedContent\":\"cachedContents/1\"}",
         "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"googleSearch\":{}}]}",
         "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"candidateCount\":9}}",
@@ -165,6 +164,12 @@ static void test_errors(void)
         if (rc != -1)
             fprintf(stderr, "  accepted: %s\n", bad[i]);
     }
+    /* safetySettings are kept for a Gemini upstream (canonical safety_settings). */
+    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"safetySettings\":[{\"category\":\"a\","
+                       "\"threshold\":\"b\"}],\"labels\":{\"team\":\"t\"}}",
+                    &err),
+              0);
+    CHECK(json_array_size(json_object_get(r->canonical, "safety_settings")) == 1);
     /* A streaming path streams; without alt=sse as one JSON array. */
     r->path = (char *)"/v1beta/models/m1:streamGenerateContent";
     CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}]}", &err), 0);

@@ -225,7 +225,29 @@ static void test_parse_errors(void)
     parse_fails("2023-06-01", "{" MIN ",\"stream\":\"yes\"}", "stream: Input should be a valid boolean");
     parse_fails("2023-06-01", "{" MIN ",\"container\":\"c\"}", "unsupported parameter");
     parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
-                "top-level `system` parameter");
+                "role 'user' or 'assistant' is required");
+    parse_fails("2023-06-01", "{" MIN ",\"mcp_servers\":[]}", "unsupported parameter");
+    parse_fails("2023-06-01", "{" MIN ",\"context_management\":{\"edits\":[{\"type\":\"x\"}]}}",
+                "context_management.edits.0.type");
+    {   /* what Claude Code sends: accepted; a system message between turns is a system item */
+        fe_request_t r;
+        fe_error_t err;
+        CHECK_INT(parse(&r, "2023-06-01",
+                        "{" MIN ",\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\",\"keep\":"
+                        "\"all\"}]},\"inference_geo\":\"us\",\"speed\":\"fast\",\"cache_control\":{\"type\":"
+                        "\"ephemeral\"}}",
+                        &err),
+                  0);
+        req_free(&r);
+        CHECK_INT(parse(&r, "2023-06-01",
+                        "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"},"
+                        "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"env\"}]}]}",
+                        &err),
+                  0);
+        json_t *last = json_array_get(json_object_get(r.canonical, "input"), 1);
+        CHECK_STR(json_string_value(json_object_get(last, "role")), "system");
+        req_free(&r);
+    }
     parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
                 "messages.0.role");
     parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"\"}]}",
