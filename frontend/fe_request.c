@@ -446,7 +446,7 @@ void fe_request_handle(struct evhttp_request *http, void *arg)
     case FE_ROUTE_OK:
         break;
     }
-    r->style = route->style;
+    r->style = route->fn == fe_models_list ? fe_models_style(http, route->style) : route->style;
     r->endpoint = route->fn;
     if (srv->draining) {
         fe_request_failf(r, 503, SB_ERR_OVERLOADED, "shutting_down", NULL, "The gateway is restarting, retry");

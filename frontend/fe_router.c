@@ -22,6 +22,7 @@ static const fe_route_t fe_routes[] = {
     {"DELETE", "/v1/files/{}", &fe_style_responses, fe_files_delete},
     {"GET", "/v1/files/{}/content", &fe_style_responses, fe_files_content},
     {"GET", "/v1/models", &fe_style_responses, fe_models_list},
+    {"GET", "/v1/models/{}", &fe_style_responses, fe_models_list},
     {"POST", "/v1/messages", &fe_style_messages, fe_generate_start},
     {"POST", "/v1/messages/count_tokens", &fe_style_messages, fe_messages_count_tokens},
     {"GET", "/v1beta/models", &fe_style_gemini, fe_gemini_models_list},

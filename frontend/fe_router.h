@@ -35,7 +35,10 @@ extern const fe_style_t fe_style_gemini;   /* fe_style_gemini.c: Generate Conten
 void fe_responses_get(fe_request_t *r);
 void fe_responses_delete(fe_request_t *r);
 void fe_responses_input_items(fe_request_t *r);
-void fe_models_list(fe_request_t *r);
+void fe_models_list(fe_request_t *r); /* GET /v1/models and /v1/models/{id} */
+/* The style of a request to a path OpenAI's and Anthropic's APIs share
+ * (/v1/models): Anthropic's when it carries anthropic-version, else dflt. */
+const fe_style_t *fe_models_style(struct evhttp_request *http, const fe_style_t *dflt);
 void fe_files_upload(fe_request_t *r);
 void fe_files_get(fe_request_t *r);
 void fe_files_content(fe_request_t *r);

@@ -2,7 +2,7 @@
  * fe_stored: endpoints over stored responses: GET and DELETE
  * /v1/responses/{id}, GET /v1/responses/{id}/input_items (scoped to the
  * caller's account: another account's id is a 404, exactly like a missing
- * one), and GET /v1/models.
+ * one). The model list is fe_models.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -105,29 +105,3 @@ void fe_responses_input_items(fe_request_t *r)
     fe_stored_query(r, FE_SQL_RESPONSE_INPUT_ITEMS, fe_stored_on_input_items);
 }
 
-static void fe_stored_on_models(const PGresult *res, const char *err, void *arg)
-{
-    fe_request_t *r = arg;
-    if (!fe_stored_resume(r, err))
-        return;
-    json_t *all = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
-    json_t *data = json_array();
-    size_t i;
-    json_t *m;
-    json_array_foreach(all, i, m)
-    {
-        const char *id = json_string_value(json_object_get(m, "id"));
-        if (id && fe_auth_key_allows(r->key, id))
-            json_array_append_new(data, json_pack("{s:s, s:s, s:O, s:s}", "id", id, "object", "model", "created",
-                                                  json_object_get(m, "created"), "owned_by", "switchboard"));
-    }
-    json_decref(all);
-    fe_request_reply_json(r, 200, json_pack("{s:s, s:o}", "object", "list", "data", data));
-}
-
-void fe_models_list(fe_request_t *r)
-{
-    r->state = FE_REQ_QUERY;
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_MODEL_LIST, 0, NULL, fe_stored_on_models, r);
-}

@@ -220,3 +220,28 @@ for (const upstream of ['emu-gemini', 'emu-claude', 'emu-responses']) {
     }
   }
 }
+
+// ---- model discovery in the shapes the SDKs and clients use --------------------------
+
+test('GET /v1/models and /v1/models/{id}: OpenAI shape with Bearer, Anthropic shape with anthropic-version', async () => {
+  const ids = [];
+  for await (const m of oai.models.list()) ids.push(m.id);
+  assert.ok(ids.includes('emu-claude') && ids.includes('emu-chat'), ids.join(','));
+  const one = await oai.models.retrieve('emu-chat');
+  assert.equal(one.id, 'emu-chat');
+  assert.equal(one.object, 'model');
+  await assert.rejects(oai.models.retrieve('no-such-model-x'), (e) => e.status === 404 && e.error?.code === 'model_not_found');
+
+  const page = await anthropic.models.list();
+  const aids = page.data.map((m) => m.id);
+  assert.ok(aids.includes('emu-claude'), aids.join(','));
+  assert.ok(page.data.every((m) => m.type === 'model' && typeof m.display_name === 'string' && !Number.isNaN(Date.parse(m.created_at))));
+  const a = await anthropic.models.retrieve('emu-claude');
+  assert.equal(a.type, 'model');
+  assert.equal(a.id, 'emu-claude');
+  await assert.rejects(anthropic.models.retrieve('no-such-model-x'), (e) => e.status === 404 && e.error?.error?.type === 'not_found_error');
+  // A wrong key is Anthropic's 401 on the shared path.
+  const res = await http('GET', '/v1/models/emu-claude', { key: null, headers: { 'x-api-key': 'sk-sb-wrong', 'anthropic-version': '2023-06-01' } });
+  assert.equal(res.status, 401);
+  assert.equal(res.json.type, 'error');
+});
