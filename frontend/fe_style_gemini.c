@@ -534,6 +534,12 @@ static int fe_gemini_model_turn(fe_gemini_ctx_t *c, const json_t *parts, const c
             fe_gemini_bool(p, "thought", at, &thought, c->err) < 0)
             goto fail;
         json_t *carried = NULL;
+        /* Google's documented stand-ins for a signature a client does not
+         * have (Gemini CLI fills them in for calls it kept no signature
+         * for); Gemini accepts them, so they stand for nothing here. */
+        if (sig && (!strcmp(sig, "skip_thought_signature_validator") ||
+                    !strcmp(sig, "context_engineering_is_the_way_to_go")))
+            sig = NULL;
         if (sig) {
             if (!(carried = fe_gemini_open_signature(c, sig, at)))
                 goto fail;
