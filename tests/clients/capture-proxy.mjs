@@ -6,7 +6,10 @@
 // SSE); only the recorded copy is cut at MAX_BODY. Credentials are recorded
 // by header name only. A WebSocket upgrade (Codex tries the Responses API
 // over one first) is passed through as raw bytes and recorded with the
-// gateway's answer head.
+// gateway's answer head. The clients also get it as their HTTP(S) proxy:
+// a request for any other host (CONNECT host:port, or an absolute URI) is
+// refused with 403 and recorded with external: true, so a client that tries
+// to leave loopback is seen, and goes nowhere.
 import http from 'node:http';
 import net from 'node:net';
 
@@ -35,6 +38,13 @@ export function startCaptureProxy(target) {
   let log = [];
   let n = 0;
   const server = http.createServer((req, res) => {
+    if (/^[a-z]+:\/\//i.test(req.url)) {
+      log.push({ id: ++n, at: new Date().toISOString(), method: req.method, url: req.url, external: true, status: 403 });
+      res.writeHead(403, { 'content-type': 'text/plain' });
+      res.end('the client matrix allows loopback only\n');
+      req.resume();
+      return;
+    }
     const id = ++n;
     const started = Date.now();
     const reqChunks = [];
@@ -103,6 +113,12 @@ export function startCaptureProxy(target) {
     socket.on('error', end);
     up.on('close', end);
     socket.on('close', end);
+  });
+
+  server.on('connect', (req, socket) => {
+    log.push({ id: ++n, at: new Date().toISOString(), method: 'CONNECT', url: req.url, external: true, status: 403 });
+    socket.on('error', () => {});
+    socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n');
   });
 
   return new Promise((resolve, reject) => {

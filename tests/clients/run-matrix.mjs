@@ -88,14 +88,17 @@ const UPSTREAMS = {
 };
 const CHECKS = ['one-turn', 'tool', 'resume'];
 
-// What no client may do: reach anything but loopback. Proxy variables point
-// to a closed port (anything that honours them fails at once instead of
-// going out), loopback is exempt.
-const OFFLINE_ENV = {
-  HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9', ALL_PROXY: 'http://127.0.0.1:9',
-  http_proxy: 'http://127.0.0.1:9', https_proxy: 'http://127.0.0.1:9', all_proxy: 'http://127.0.0.1:9',
-  NO_PROXY: '127.0.0.1,localhost,::1', no_proxy: '127.0.0.1,localhost,::1',
-};
+// What no client may do: reach anything but loopback. The proxy variables point
+// to the pair's capture proxy, which refuses (403) and records every request
+// for another host (CONNECT or an absolute URI), so an attempt to go out fails
+// at once and shows in the check's result; loopback is exempt.
+function offlineEnv(proxyOrigin) {
+  const p = proxyOrigin;
+  return {
+    HTTP_PROXY: p, HTTPS_PROXY: p, ALL_PROXY: p, http_proxy: p, https_proxy: p, all_proxy: p,
+    NO_PROXY: '127.0.0.1,localhost,::1', no_proxy: '127.0.0.1,localhost,::1',
+  };
+}
 
 // ---- the clients -----------------------------------------------------------------
 //
@@ -235,12 +238,12 @@ async function journalSince(seq, upModel) {
 
 // Runs one client invocation in its own process group, killed (group and all) at the
 // deadline. Resolves {code, signal, stdout, stderr, timedOut, ms, argv}.
-function runClient(spec, cwd, deadline) {
+function runClient(spec, cwd, deadline, proxyOrigin) {
   return new Promise((resolveRun) => {
     const t0 = Date.now();
     const childEnv = {
       PATH: env.PATH, LANG: 'C.UTF-8', TERM: 'dumb', NO_COLOR: '1', TMPDIR: spec.env.HOME,
-      ...OFFLINE_ENV, ...spec.env,
+      ...offlineEnv(proxyOrigin), ...spec.env,
     };
     const child = spawn(spec.cmd, spec.args, { cwd, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const out = [];
@@ -361,6 +364,7 @@ const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const logDir = opt['log-dir'] || (env.SB_VAR ? join(env.SB_VAR, 'log', 'clients', stamp) : mkdtempSync(join(tmpdir(), 'sb-clients-log-')));
 mkdirSync(logDir, { recursive: true });
 const tmpRoot = mkdtempSync(join(tmpdir(), 'sb-clients-'));
+const outside = []; // "client: host" of every refused attempt to leave loopback
 
 // One gateway model per pair, routed to the emulator under its own upstream model name.
 function ensureModels() {
@@ -410,7 +414,7 @@ async function runPair(c, u) {
       const ctx = {
         client, model, upModel, work, deadline, seq: await journalSeq(),
         invoke: ({ prompt, resume = false }) =>
-          runClient(client.command({ home, work, base: proxy.origin, model, prompt, resume }), work, deadline),
+          runClient(client.command({ home, work, base: proxy.origin, model, prompt, resume }), work, deadline, proxy.origin),
       };
       proxy.take();
       const t0 = Date.now();
@@ -430,6 +434,18 @@ async function runPair(c, u) {
         writeCheckLog(name, res, log, journal);
       }
       console.log(`${res.ok ? 'pass' : 'FAIL'} ${name} (${(ms / 1000).toFixed(1)} s)${res.ok ? '' : `: ${res.why}`}`);
+      // The first refusal the client got, inline, so a CI log shows the cause without the files.
+      const refused = res.ok ? null : log.find((e) => e.status >= 400 && !e.upgrade && !e.external);
+      if (refused) {
+        const body = typeof refused.response_body === 'string' ? refused.response_body : JSON.stringify(refused.response_body);
+        console.log(`     ${refused.method} ${refused.url} -> ${refused.status} ${String(body).slice(0, 400)}`);
+      }
+      // Not a failure of the gateway, but not the offline default configuration either: say so.
+      const external = [...new Set(log.filter((e) => e.external).map((e) => e.url))];
+      if (external.length) {
+        console.log(`     note: the client tried to leave loopback (refused): ${external.join(', ')}`);
+        outside.push(...external.map((u) => `${c}: ${u}`));
+      }
     }
   } finally {
     await proxy.close();
@@ -471,6 +487,7 @@ async function main() {
     for (const k of checks) (r[k].ok ? passed++ : failed++);
   }
   console.log('');
+  if (outside.length) console.log(`attempts to leave loopback (refused): ${[...new Set(outside)].join(', ')}`);
   console.log(`client matrix: ${passed} passed, ${failed} failed in ${((Date.now() - t0) / 1000).toFixed(0)} s` +
     (failed ? ` (logs: ${logDir})` : ''));
   if (!opt.keep) rmSync(tmpRoot, { recursive: true, force: true });
