@@ -24,7 +24,7 @@
 
 /* Scenarios installed at one time (a bound, not a limit tests meet). */
 #define SB_EMU_SCENARIOS_MAX 1024
-/* Bytes of a tool result that {{result}} gets (cut on a UTF-8 boundary). */
+/* Bytes of a tool result that {{result}} takes in (cut on a UTF-8 boundary). */
 #define SB_EMU_SCENARIO_RESULT_MAX 200
 
 struct sb_emu_scenarios;
