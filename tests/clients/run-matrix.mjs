@@ -267,8 +267,14 @@ function runClient(spec, cwd, deadline, proxyOrigin) {
         argv: [spec.cmd, ...spec.args],
       });
     };
-    child.on('error', (e) => { err.push(Buffer.from(String(e))); done(-1, null); });
-    child.on('close', done);
+    let finished = false;
+    const once = (code, signal) => { if (!finished) { finished = true; done(code, signal); } };
+    child.on('error', (e) => { err.push(Buffer.from(String(e))); once(-1, null); });
+    // 'close' comes when stdout and stderr are closed; a helper the client left running
+    // (a shell, a daemon) could hold them open, so shortly after the client exits its
+    // group is killed, which closes them.
+    child.on('exit', () => setTimeout(() => kill('SIGKILL'), 2000).unref());
+    child.on('close', once);
   });
 }
 
@@ -282,7 +288,8 @@ function exitedOk(run) {
 
 // ---- the checks ----------------------------------------------------------------------
 //
-// Each returns {ok, why, runs: [run...]}; ctx = {client, upModel, model, proxy, dir, deadline}.
+// Each returns {ok, why, runs: [run...]}; ctx = {client, model, upModel, work, deadline, seq
+// (the journal's last sequence number before the check), invoke({prompt, resume})}.
 
 async function checkOneTurn(ctx) {
   const answer = marker('Hello-from-the-model-');
