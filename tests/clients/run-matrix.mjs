@@ -372,6 +372,7 @@ const logDir = opt['log-dir'] || (env.SB_VAR ? join(env.SB_VAR, 'log', 'clients'
 mkdirSync(logDir, { recursive: true });
 const tmpRoot = mkdtempSync(join(tmpdir(), 'sb-clients-'));
 const outside = []; // "client: host" of every refused attempt to leave loopback
+const failures = []; // the FAIL lines (and first refusal) again, just above the table
 
 // One gateway model per pair, routed to the emulator under its own upstream model name.
 function ensureModels() {
@@ -440,13 +441,17 @@ async function runPair(c, u) {
         try { journal = await journalSince(ctx.seq, upModel); } catch (e) { journal = [{ error: String(e) }]; }
         writeCheckLog(name, res, log, journal);
       }
-      console.log(`${res.ok ? 'pass' : 'FAIL'} ${name} (${(ms / 1000).toFixed(1)} s)${res.ok ? '' : `: ${res.why}`}`);
+      const line = `${res.ok ? 'pass' : 'FAIL'} ${name} (${(ms / 1000).toFixed(1)} s)${res.ok ? '' : `: ${res.why}`}`;
+      console.log(line);
       // The first refusal the client got, inline, so a CI log shows the cause without the files.
       const refused = res.ok ? null : log.find((e) => e.status >= 400 && !e.upgrade && !e.external);
+      let cause = null;
       if (refused) {
         const body = typeof refused.response_body === 'string' ? refused.response_body : JSON.stringify(refused.response_body);
-        console.log(`     ${refused.method} ${refused.url} -> ${refused.status} ${String(body).slice(0, 400)}`);
+        cause = `     ${refused.method} ${refused.url} -> ${refused.status} ${String(body).slice(0, 400)}`;
+        console.log(cause);
       }
+      if (!res.ok) failures.push(cause ? `${line}\n${cause}` : line);
       // Not a failure of the gateway, but not the offline default configuration either: say so.
       const external = [...new Set(log.filter((e) => e.external).map((e) => e.url))];
       if (external.length) {
@@ -465,6 +470,9 @@ async function main() {
     ensureModels();
     const h = await fetch(`${emu}/_emu/health`);
     if (!h.ok) throw new Error(`emulator health: ${h.status}`);
+    // The checks need the emulator's scenario API (an emulator older than it answers 404).
+    await setScenario('matrix-probe', { answer: 'probe' });
+    await clearScenario('matrix-probe');
   } catch (e) {
     console.error(`client matrix: setup failed: ${e.stderr || e.message || e}`);
     process.exit(2);
@@ -484,6 +492,8 @@ async function main() {
 
   let passed = 0;
   let failed = 0;
+  // Repeated here, so the end of the output (what a CI log shows) has the failures with the table.
+  if (failures.length) console.log(`\nfailed checks:\n${failures.join('\n')}`);
   const w = [8, 18, ...checks.map((c) => Math.max(c.length, 6))];
   const row = (cells) => cells.map((s, i) => String(s).padEnd(w[i])).join('  ').trimEnd();
   console.log('');
