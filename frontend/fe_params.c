@@ -35,6 +35,25 @@ int fe_params_only(const json_t *body, const char *const *allowed, const char *f
     return 0;
 }
 
+int fe_params_only_nested(const json_t *obj, const char *prefix, const char *const *allowed, fe_error_t *err)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)obj, key, val) {
+        bool ok = false;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = !strcmp(*a, key);
+        if (!ok) {
+            char param[64];
+            snprintf(param, sizeof param, "%s.%.40s", prefix, key);
+            fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unknown_parameter", param, "Unknown parameter: '%s'.",
+                         param);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 json_t *fe_params_require(const json_t *body, const char *key, fe_error_t *err)
 {
     json_t *v = json_object_get(body, key);
@@ -81,6 +100,22 @@ static const char *fe_params_type_name(int types)
     return "a number";
 }
 
+/* What a JSON value is, in OpenAI's words ("but got an object instead"). */
+static const char *fe_params_got(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a decimal";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "an unknown type";
+}
+
 json_t *fe_params_typed(const json_t *body, const char *key, int types, fe_error_t *err)
 {
     json_t *v = json_object_get(body, key);
@@ -88,7 +123,8 @@ json_t *fe_params_typed(const json_t *body, const char *key, int types, fe_error
         return NULL;
     if (!fe_params_is(v, types)) {
         fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_type", key,
-                     "Invalid type for '%s': expected %s.", key, fe_params_type_name(types));
+                     "Invalid type for '%s': expected %s, but got %s instead.", key, fe_params_type_name(types),
+                     fe_params_got(v));
         return NULL;
     }
     return v;

@@ -13,6 +13,11 @@
 /* Fails with "Unknown parameter: 'x'." (or fmt_unknown) for a key of body not in allowed (NULL-terminated). */
 int fe_params_only(const json_t *body, const char *const *allowed, const char *fmt_unknown, fe_error_t *err);
 
+/* Same for a nested object: a key of obj not in allowed fails with OpenAI's
+ * "Unknown parameter: '<prefix>.<key>'." (param "<prefix>.<key>"), so a
+ * misspelt option is refused rather than silently dropped. */
+int fe_params_only_nested(const json_t *obj, const char *prefix, const char *const *allowed, fe_error_t *err);
+
 /* Required field of any type: NULL with "Missing required parameter" when absent. */
 json_t *fe_params_require(const json_t *body, const char *key, fe_error_t *err);
 

@@ -105,6 +105,37 @@ static json_t *fe_chat_parts(const json_t *content, bool assistant, size_t i, fe
     return parts;
 }
 
+/* A system, developer, user or tool message must say something: OpenAI
+ * answers content null (or absent) and an empty parts array with a 400, in
+ * these words, rather than sending the model an empty turn. Only assistant
+ * messages may leave content out (when they carry tool calls). */
+static int fe_chat_content_required(const json_t *content, size_t i, fe_error_t *err)
+{
+    char param[48];
+    if (!content) {
+        snprintf(param, sizeof param, "messages[%zu].content", i);
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "missing_required_parameter", param,
+                     "Missing required parameter: '%s'.", param);
+        return -1;
+    }
+    if (json_is_null(content)) {
+        /* OpenAI's own param spelling for this one is "messages.[i].content". */
+        snprintf(param, sizeof param, "messages.[%zu].content", i);
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "", param,
+                     "Invalid value for 'content': expected a string, got null.");
+        return -1;
+    }
+    if (json_is_array(content) && json_array_size(content) == 0) {
+        snprintf(param, sizeof param, "messages[%zu].content", i);
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "empty_array", param,
+                     "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty array "
+                     "instead.",
+                     param);
+        return -1;
+    }
+    return 0;
+}
+
 static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *err)
 {
     size_t i;
@@ -119,6 +150,10 @@ static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *e
             return -1;
         }
         json_t *content = json_object_get(m, "content");
+        if ((!strcmp(role, "system") || !strcmp(role, "developer") || !strcmp(role, "user") ||
+             !strcmp(role, "tool")) &&
+            fe_chat_content_required(content, i, err) < 0)
+            return -1;
         if (!strcmp(role, "system") || !strcmp(role, "developer") || !strcmp(role, "user")) {
             json_t *parts = fe_chat_parts(content, false, i, err);
             if (!parts)
@@ -335,13 +370,22 @@ static int fe_chat_sampling(const json_t *body, json_t *c, fe_error_t *err)
     } else if (json_is_string(stop)) {
         json_object_set_new(c, "stop", json_pack("[O]", stop));
     }
+    /* Types first, as OpenAI checks them: top_logprobs {} is a wrong type
+     * (400 invalid_type), not an empty value. */
     json_t *logprobs = fe_params_typed(body, "logprobs", FE_P_BOOL | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    fe_params_typed(body, "top_logprobs", FE_P_INT | FE_P_NULL, err);
+    if (err->status)
+        return -1;
+    fe_params_typed(body, "logit_bias", FE_P_OBJECT | FE_P_NULL, err);
     if (err->status)
         return -1;
     /* Not carried through the gateway: refused rather than silently dropped. */
     static const char *const unsupported[] = {"top_logprobs", "logit_bias"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         json_t *v = json_object_get(body, unsupported[i]);
+        /* logit_bias {} biases nothing, so it is accepted. */
         if (v && !json_is_null(v) && !(json_is_object(v) && json_object_size(v) == 0)) {
             fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", unsupported[i],
                          "unsupported parameter: '%s' is not available on this gateway.", unsupported[i]);

@@ -148,15 +148,35 @@ static void fe_gemini_mime(const char *mime, char *buf, size_t len)
     buf[o] = '\0';
 }
 
+/* Value of one base64 character, standard or URL-safe; -1 if not one. */
+static int fe_gemini_b64_value(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' || c == '-' ? 62 : c == '/' || c == '_' ? 63 : -1;
+}
+
 /* proto3 JSON bytes are base64, standard or URL-safe, padded or not; the
  * canonical parts take standard padded base64. A new string, or NULL when
- * b64 is empty or not base64. */
+ * b64 is empty or not base64. Google's decoder is strict: the bits left over
+ * after the last whole byte must be zero (RFC 4648 §3.5), so "str" (two
+ * bytes and a non-zero remainder) is refused, as Google refuses it, rather
+ * than passed on to an upstream that may read it differently. */
 static char *fe_gemini_base64(const char *b64)
 {
-    size_t n = strlen(b64);
-    while (n > 0 && b64[n - 1] == '=')
+    size_t n = strlen(b64), pad = 0;
+    while (n > 0 && b64[n - 1] == '=' && pad < 2) {
         n--;
-    if (n == 0 || n % 4 == 1)
+        pad++;
+    }
+    if (n == 0 || n % 4 == 1 || (pad && (n + pad) % 4 != 0))
+        return NULL;
+    int last = fe_gemini_b64_value(b64[n - 1]);
+    if (last < 0 || (n % 4 == 2 && (last & 0xf)) || (n % 4 == 3 && (last & 0x3)))
         return NULL;
     char *out = sb_xmalloc(n + 4);
     for (size_t i = 0; i < n; i++) {
@@ -194,7 +214,15 @@ static json_t *fe_gemini_inline(fe_gemini_ctx_t *c, const json_t *blob, const ch
     fe_gemini_mime(mime_raw, mime, sizeof mime);
     char *b64 = fe_gemini_base64(data);
     if (!b64) {
-        fe_gemini_fail(c->err, "Invalid value at '%s.data' (TYPE_BYTES), Base64 decoding failed.", at);
+        /* Google quotes the value; at most 60 bytes of it, cut on a UTF-8
+         * boundary so the message stays valid JSON text. */
+        int shown = 0;
+        while (data[shown] && shown < 60)
+            shown++;
+        while (shown > 0 && data[shown] && ((unsigned char)data[shown] & 0xC0) == 0x80)
+            shown--;
+        fe_gemini_fail(c->err, "Invalid value at '%s.data' (TYPE_BYTES), Base64 decoding failed for \"%.*s\"", at,
+                       shown, data);
         return NULL;
     }
     json_t *out = NULL;

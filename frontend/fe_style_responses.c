@@ -130,6 +130,22 @@ static int fe_responses_reasoning(const json_t *body, json_t *c, fe_error_t *err
         return -1;
     if (!json_is_object(reasoning))
         return 0;
+    /* The keys of openai-python's Reasoning; any other is OpenAI's 400
+     * unknown_parameter, never silently dropped. */
+    static const char *const keys[] = {"effort", "summary", "generate_summary", "context", "mode", NULL};
+    if (fe_params_only_nested(reasoning, "reasoning", keys, err) < 0)
+        return -1;
+    /* context and mode at their defaults change nothing; other values would
+     * change what the model sees or how hard it works, which the gateway
+     * cannot ask of every upstream: refused rather than ignored. */
+    json_t *ctx = json_object_get(reasoning, "context");
+    if (ctx && !json_is_null(ctx) && !(json_is_string(ctx) && !strcmp(json_string_value(ctx), "auto")))
+        return fe_responses_unsupported(err, "reasoning.context",
+                                        "'reasoning.context' other than 'auto' is not available on this gateway.");
+    json_t *mode = json_object_get(reasoning, "mode");
+    if (mode && !json_is_null(mode) && !(json_is_string(mode) && !strcmp(json_string_value(mode), "standard")))
+        return fe_responses_unsupported(err, "reasoning.mode",
+                                        "'reasoning.mode' other than 'standard' is not available on this gateway.");
     json_t *effort = json_object_get(reasoning, "effort");
     json_t *summary = json_object_get(reasoning, "summary");
     if (!summary)
@@ -164,9 +180,33 @@ static int fe_responses_text(const json_t *body, json_t *c, fe_error_t *err)
         return -1;
     if (!json_is_object(text))
         return 0;
+    /* openai-python's ResponseTextConfigParam has these two keys; any other
+     * is OpenAI's 400 unknown_parameter ("Unknown parameter: 'text.foo'."). */
+    static const char *const keys[] = {"format", "verbosity", NULL};
+    static const char *const verbosities[] = {"low", "medium", "high", NULL};
+    if (fe_params_only_nested(text, "text", keys, err) < 0)
+        return -1;
+    json_t *verbosity = json_object_get(text, "verbosity");
+    if (verbosity && !json_is_null(verbosity) && !fe_in_list(json_string_value(verbosity), verbosities)) {
+        fe_params_invalid(err, "text.verbosity",
+                          "Invalid value for 'text.verbosity': expected one of 'low', 'medium', 'high'.");
+        return -1;
+    }
     json_t *out = json_object();
     json_t *fmt = json_object_get(text, "format");
     if (fmt && !json_is_null(fmt)) {
+        /* text.format's own keys per type (ResponseFormatTextConfigParam);
+         * fe_structured_format serves other styles' flattened shapes too, so
+         * the Responses key set is checked here. */
+        static const char *const plain_keys[] = {"type", NULL};
+        static const char *const schema_keys[] = {"type", "name", "schema", "strict", "description", NULL};
+        const char *ftype = json_string_value(json_object_get(fmt, "type"));
+        if (json_is_object(fmt) && ftype &&
+            fe_params_only_nested(fmt, "text.format", !strcmp(ftype, "json_schema") ? schema_keys : plain_keys,
+                                  err) < 0) {
+            json_decref(out);
+            return -1;
+        }
         json_t *f = fe_structured_format(fmt, "text.format", err);
         if (!f) {
             json_decref(out);
@@ -174,7 +214,6 @@ static int fe_responses_text(const json_t *body, json_t *c, fe_error_t *err)
         }
         json_object_set_new(out, "format", f);
     }
-    json_t *verbosity = json_object_get(text, "verbosity");
     if (json_is_string(verbosity))
         json_object_set(out, "verbosity", verbosity);
     json_object_set_new(c, "text", out);

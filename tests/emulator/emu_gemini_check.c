@@ -347,7 +347,7 @@ static void walk_scalar(struct perrs *e, const json_t *v, const struct gfield *f
         size_t n = 0;
         if (!s) {
             invalid_value(e, path, "TYPE_BYTES", v);
-        } else if (sb_emu_base64url_decode(s, strlen(s), &bytes, &n) < 0) {
+        } else if (sb_emu_base64url_decode_strict(s, strlen(s), &bytes, &n) < 0) {
             perr_add(e, path, "Invalid value at '%s' (TYPE_BYTES), Base64 decoding failed for \"%.60s\"", path, s);
         }
         free(bytes);

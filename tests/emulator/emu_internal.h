@@ -234,6 +234,11 @@ int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t
 /* The same, also accepting the URL-safe alphabet ("-", "_"), as protobuf's JSON bytes do. */
 int sb_emu_base64url_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
     __attribute__((warn_unused_result));
+/* Google's strict reading of proto3 JSON bytes: decodes as
+ * sb_emu_base64url_decode and the bits after the last whole byte are zero
+ * (RFC 4648 §3.5), so "str" fails as it does at Google. 0 or -EINVAL. */
+int sb_emu_base64url_decode_strict(const char *in, size_t len, unsigned char **out, size_t *outlen)
+    __attribute__((warn_unused_result));
 /* Standard base64 with padding of len bytes; owned. */
 char *sb_emu_base64_encode(const void *data, size_t len);
 

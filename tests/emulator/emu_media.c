@@ -91,6 +91,25 @@ int sb_emu_base64url_decode(const char *in, size_t len, unsigned char **out, siz
     return b64_decode(in, len, out, outlen, b64url_value);
 }
 
+int sb_emu_base64url_decode_strict(const char *in, size_t len, unsigned char **out, size_t *outlen)
+{
+    int rc = b64_decode(in, len, out, outlen, b64url_value);
+    if (rc < 0)
+        return rc;
+    size_t n = len;
+    while (n > 0 && in[n - 1] == '=')
+        n--;
+    /* 2 characters left over carry 4 spare bits, 3 carry 2; they must be 0. */
+    int last = n > 0 ? b64url_value((unsigned char)in[n - 1]) : 0;
+    if ((n % 4 == 2 && (last & 0xf)) || (n % 4 == 3 && (last & 0x3))) {
+        free(*out);
+        *out = NULL;
+        *outlen = 0;
+        return -EINVAL;
+    }
+    return 0;
+}
+
 char *sb_emu_base64_encode(const void *data, size_t len)
 {
     static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

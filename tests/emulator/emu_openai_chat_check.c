@@ -431,8 +431,13 @@ static bool check_message(struct sb_emu_call *call, const json_t *m, size_t mi)
             return true;
         return check_type(call, content, param, W_STRING);
     }
-    if (!content || json_is_null(content))
+    if (!content)
         return missing(call, param);
+    if (json_is_null(content)) {
+        /* OpenAI's own wording and param spelling for a null content. */
+        snprintf(param, sizeof param, "messages.[%zu].content", mi);
+        return invalid(call, param, NULL, "Invalid value for 'content': expected a string, got null.");
+    }
     if (!check_content(call, r, content, mi))
         return false;
     if (!strcmp(r, "tool")) {

@@ -245,3 +245,114 @@ test('GET /v1/models and /v1/models/{id}: OpenAI shape with Bearer, Anthropic sh
   assert.equal(res.status, 401);
   assert.equal(res.json.type, 'error');
 });
+
+// ---- malformed input the real APIs refuse (issue 13, finding 10) ---------------------
+// Each was answered 200 before; now the real API's status, code and wording, in the
+// style's body, and nothing reaches the upstream.
+
+async function refusedBeforeUpstream(marker) {
+  const hits = await upstreamRequestsContaining(marker);
+  assert.equal(hits.length, 0, `the refused request reached the upstream: ${JSON.stringify(hits[0]?.body)}`);
+}
+
+test('Chat: top_logprobs of the wrong type is OpenAI\'s invalid_type; logit_bias {} is still fine', async () => {
+  const m = unique('toplp');
+  const res = await http('POST', '/v1/chat/completions', {
+    body: { model: 'emu-chat', messages: [{ role: 'user', content: m }], top_logprobs: {} },
+  });
+  assertOpenAIError(res, 400, { code: 'invalid_type', type: 'invalid_request_error' });
+  assert.equal(res.json.error.param, 'top_logprobs');
+  assert.equal(res.json.error.message, "Invalid type for 'top_logprobs': expected an integer, but got an object instead.");
+  await refusedBeforeUpstream(m);
+  const ok = await http('POST', '/v1/chat/completions', {
+    body: { model: 'emu-chat', messages: [{ role: 'user', content: 'x' }], logit_bias: {} },
+  });
+  assert.equal(ok.status, 200, ok.text);
+});
+
+test('Chat: a user, system or tool message with content null or [] is OpenAI\'s 400', async () => {
+  const cases = [
+    { messages: [{ role: 'user', content: null }], param: 'messages.[0].content', code: null,
+      message: "Invalid value for 'content': expected a string, got null." },
+    { messages: [{ role: 'user', content: [] }], param: 'messages[0].content', code: 'empty_array',
+      message: "Invalid 'messages[0].content': empty array. Expected an array with minimum length 1, but got an empty array instead." },
+    { messages: [{ role: 'system', content: null }, { role: 'user', content: 'x' }], param: 'messages.[0].content', code: null },
+    { messages: [{ role: 'user' }], param: 'messages[0].content', code: 'missing_required_parameter' },
+    { messages: [{ role: 'user', content: 'x' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: [] }], param: 'messages[2].content', code: 'empty_array' },
+  ];
+  for (const c of cases) {
+    const res = await http('POST', '/v1/chat/completions', { body: { model: 'emu-chat', messages: c.messages } });
+    assertOpenAIError(res, 400, { code: c.code, type: 'invalid_request_error' });
+    assert.equal(res.json.error.param, c.param, res.text);
+    if (c.message) assert.equal(res.json.error.message, c.message);
+  }
+  // An assistant message with tool calls may still leave content null (as the SDKs send it).
+  const ok = await http('POST', '/v1/chat/completions', { body: { model: 'emu-chat', messages: cases[4].messages.slice(0, 2).concat([
+    { role: 'tool', tool_call_id: 'call_1', content: 'sunny' }]) } });
+  assert.equal(ok.status, 200, ok.text);
+});
+
+test('Responses: unknown keys inside text, text.format and reasoning are OpenAI\'s unknown_parameter', async () => {
+  const cases = [
+    [{ text: { foo: 1 } }, 'text.foo'],
+    [{ text: { verbosity: 'low', format: { type: 'text', strict: true } } }, 'text.format.strict'],
+    [{ text: { format: { type: 'json_schema', name: 'x', schema: { type: 'object' }, json_schema: {} } } }, 'text.format.json_schema'],
+    [{ reasoning: { effort: 'low', foo: 1 } }, 'reasoning.foo'],
+  ];
+  for (const [extra, param] of cases) {
+    const m = unique('rkeys');
+    const res = await http('POST', '/v1/responses', { body: { model: 'emu-responses', input: m, ...extra } });
+    assertOpenAIError(res, 400, { code: 'unknown_parameter', type: 'invalid_request_error' });
+    assert.equal(res.json.error.param, param);
+    assert.equal(res.json.error.message, `Unknown parameter: '${param}'.`);
+    await refusedBeforeUpstream(m);
+  }
+  // A verbosity outside the enum is the 400 too.
+  assertOpenAIError(await http('POST', '/v1/responses', { body: { model: 'emu-chat', input: 'x', text: { verbosity: 'loud' } } }),
+    400, { code: 'invalid_value' });
+  // The SDK's other Reasoning keys at their defaults are accepted; other values would change the answer: refused.
+  const m = unique('rdef');
+  const ok = await oai.responses.create({
+    model: 'emu-responses', input: `defaults ${m}`, store: false,
+    text: { verbosity: 'low' }, reasoning: { effort: 'low', summary: 'auto', context: 'auto', mode: 'standard' },
+  });
+  assert.equal(ok.status, 'completed');
+  const up = await upstreamRequestContaining(m);
+  assert.deepEqual(Object.keys(up.body.reasoning).sort(), ['effort', 'summary']);
+  for (const reasoning of [{ context: 'all_turns' }, { mode: 'pro' }]) {
+    const res = await http('POST', '/v1/responses', { body: { model: 'emu-chat', input: 'x', reasoning } });
+    assertOpenAIError(res, 400, { code: 'unsupported_parameter' });
+    assert.equal(res.json.error.param, `reasoning.${Object.keys(reasoning)[0]}`);
+  }
+});
+
+test('Generate Content: inlineData.data that is not base64 is Google\'s INVALID_ARGUMENT, as the emulator (Google\'s rules) says too', async () => {
+  for (const data of ['str', 'ab!c', 'QQ=']) {
+    const m = unique('b64');
+    const body = { contents: [{ role: 'user', parts: [{ text: m }, { inlineData: { mimeType: 'image/png', data } }] }] };
+    const res = await http('POST', '/v1beta/models/emu-chat:generateContent', { key: null, headers: { 'x-goog-api-key': cfg.key }, body });
+    assert.equal(res.status, 400, res.text);
+    assert.deepEqual(Object.keys(res.json.error).sort(), ['code', 'message', 'status']);
+    assert.equal(res.json.error.status, 'INVALID_ARGUMENT');
+    assert.equal(res.json.error.message,
+      `Invalid value at 'contents[0].parts[1].inline_data.data' (TYPE_BYTES), Base64 decoding failed for "${data}"`);
+    await refusedBeforeUpstream(m);
+    if (process.env.SB_EMU_UPSTREAM_KEY) {
+      const emu = await http('POST', '/v1beta/models/emu-gemini:generateContent', {
+        base: cfg.emu, key: null, headers: { 'x-goog-api-key': process.env.SB_EMU_UPSTREAM_KEY }, body,
+      });
+      assert.equal(emu.status, 400, emu.text);
+      assert.match(emu.json.error.message, /Base64 decoding failed/);
+    }
+  }
+  // Canonical base64, padded, unpadded or URL-safe, is accepted.
+  for (const data of ['aGk', 'aGk=', 'aGk_']) {
+    const res = await http('POST', '/v1beta/models/emu-chat:generateContent', {
+      key: null, headers: { 'x-goog-api-key': cfg.key },
+      body: { contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'text/plain', data } }] }] },
+    });
+    assert.equal(res.status, 200, `${data}: ${res.text}`);
+  }
+});
