@@ -1,7 +1,8 @@
 /*
  * provider: the adapter registry, the per-job parser that hides streaming from
  * the worker, and the helpers every adapter shares (status mapping,
- * credentials, URLs).
+ * credentials, URLs), and the scrubbing of upstream error text: no
+ * credential of the operator leaves the worker in an event or a log line.
  */
 #include "provider.h"
 
@@ -15,6 +16,8 @@
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_job.h"
+#include "sb_log.h"
+#include "sb_scrub.h"
 
 static const sb_provider_t *const sb_providers[] = {
     &sb_provider_openai_chat,
@@ -54,6 +57,61 @@ void sb_provider_request_add_header(sb_provider_request_t *req, const char *fmt,
         abort(); /* out of memory: the one policy (sb_alloc.h) */
     req->headers = sb_xrealloc(req->headers, (req->n_headers + 1) * sizeof *req->headers);
     req->headers[req->n_headers++] = h;
+}
+
+/*
+ * Scrubbing.
+ */
+
+/* Every credential this worker has used or can see in its environment; one
+ * per process, like the worker's one loop. Made on first use. */
+static sb_scrub_t *sb_provider_scrubber;
+/* The job whose upstream response an adapter is translating right now (the
+ * parser sets it around each adapter call), or NULL. */
+static const json_t *sb_provider_current_job;
+
+static sb_scrub_t *sb_provider_scrub_table(void)
+{
+    if (!sb_provider_scrubber) {
+        sb_provider_scrubber = sb_scrub_new();
+        sb_scrub_add_env(sb_provider_scrubber);
+    }
+    return sb_provider_scrubber;
+}
+
+/* The job's own credential (borrowed from environ), or NULL. */
+static const char *sb_provider_job_secret(const json_t *job)
+{
+    const char *ref = job ? sb_job_route_str(job, "credential_ref") : NULL;
+    return ref && *ref ? getenv(ref) : NULL;
+}
+
+char *sb_provider_scrub(const json_t *job, const char *text)
+{
+    if (!job)
+        job = sb_provider_current_job;
+    return sb_scrub_text(sb_provider_scrub_table(), text, sb_provider_job_secret(job));
+}
+
+void sb_provider_scrub_events(const json_t *job, json_t *events, size_t from)
+{
+    const char *extra = sb_provider_job_secret(job);
+    sb_scrub_t *table = sb_provider_scrub_table();
+    for (size_t i = from; i < json_array_size(events); i++) {
+        json_t *ev = json_array_get(events, i);
+        if (sb_event_type_of(ev) != SB_EV_ERROR)
+            continue;
+        const char *key;
+        json_t *v;
+        json_object_foreach (ev, key, v) {
+            const char *text = json_string_value(v);
+            if (!text || !sb_scrub_found(table, text, extra))
+                continue;
+            char *clean = sb_scrub_text(table, text, extra);
+            json_string_set(v, clean);
+            free(clean);
+        }
+    }
 }
 
 /*
@@ -150,7 +208,13 @@ int sb_provider_parser_feed(sb_provider_parser_t *p, long status, const char *da
             p->stream = p->provider->stream_new(p->job);
         if (!p->stream)
             return -ENOMEM;
-        return p->provider->stream_feed(p->stream, data, len, events);
+        size_t from = json_array_size(events);
+        const json_t *outer = sb_provider_current_job;
+        sb_provider_current_job = p->job;
+        int rc = p->provider->stream_feed(p->stream, data, len, events);
+        sb_provider_current_job = outer;
+        sb_provider_scrub_events(p->job, events, from);
+        return rc;
     }
     if (len > SB_PROVIDER_MAX_BODY - p->len)
         return -E2BIG;
@@ -167,7 +231,23 @@ int sb_provider_parser_feed(sb_provider_parser_t *p, long status, const char *da
     return 0;
 }
 
+static void sb_provider_parser_finish_events(sb_provider_parser_t *p, const sb_provider_response_t *resp,
+                                            json_t *events);
+
+/* Every event an adapter makes while it runs goes through the scrubber, and
+ * the status mapping knows the job (for its credential and the log line). */
 void sb_provider_parser_finish(sb_provider_parser_t *p, const sb_provider_response_t *resp, json_t *events)
+{
+    size_t from = json_array_size(events);
+    const json_t *outer = sb_provider_current_job;
+    sb_provider_current_job = p->job;
+    sb_provider_parser_finish_events(p, resp, events);
+    sb_provider_current_job = outer;
+    sb_provider_scrub_events(p->job, events, from);
+}
+
+static void sb_provider_parser_finish_events(sb_provider_parser_t *p, const sb_provider_response_t *resp,
+                                            json_t *events)
 {
     if (p->streaming && resp->status >= 200 && resp->status < 300) {
         if (!p->stream)
@@ -214,6 +294,37 @@ static char *sb_provider_clip(const char *s)
     return sb_xstrndup(s, n);
 }
 
+/*
+ * The upstream refused the route's credential (HTTP 401/403, or its in-band
+ * equivalent). That is the operator's credential failing, not the client's:
+ * the client gets a 502 with a generic message (an "Incorrect API key" 401
+ * would make its SDK blame its own key), and the operator's log gets the
+ * upstream's own words, scrubbed. Not retried: retry.c takes any 4xx as final.
+ */
+static json_t *sb_provider_auth_failed(long status, const char *message)
+{
+    const json_t *job = sb_provider_current_job;
+    char *cause = sb_provider_scrub(job, message && *message ? message : "(no message)");
+    char *clipped = sb_provider_clip(cause);
+    const char *provider = job ? sb_job_route_str(job, "provider") : NULL;
+    const char *base = job ? sb_job_route_str(job, "base_url") : NULL;
+    const char *model = job ? sb_job_route_str(job, "upstream_model") : NULL;
+    const char *rid = job ? json_string_value(json_object_get(job, "request_id")) : NULL;
+    char *line = sb_xasprintf("upstream authentication failed: route %s %s %s (credential %s), request %s: "
+                              "HTTP %ld: %s",
+                              provider ? provider : "-", base ? base : "-", model ? model : "-",
+                              job && sb_job_route_str(job, "credential_ref") ? sb_job_route_str(job, "credential_ref")
+                                                                             : "-",
+                              rid ? rid : "-", status, clipped);
+    char *clean = sb_provider_scrub(job, line); /* the route's URL could carry a key too */
+    sb_warn("%s", clean);
+    free(clean);
+    free(line);
+    free(clipped);
+    free(cause);
+    return sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream authentication failed");
+}
+
 json_t *sb_provider_error_for_status(long status, const char *message, bool quota, long retry_after)
 {
     int out = 502;
@@ -226,13 +337,8 @@ json_t *sb_provider_error_for_status(long status, const char *message, bool quot
         kind = SB_ERR_INVALID_REQUEST;
         break;
     case 401:
-        out = 401;
-        kind = SB_ERR_AUTHENTICATION;
-        break;
     case 403:
-        out = 403;
-        kind = SB_ERR_PERMISSION;
-        break;
+        return sb_provider_auth_failed(status, message);
     case 404:
         out = 404;
         kind = SB_ERR_NOT_FOUND;
@@ -269,8 +375,15 @@ json_t *sb_provider_error_for_status(long status, const char *message, bool quot
         keep = false;
         break;
     }
-    char *msg =
-        (keep && message && *message) ? sb_provider_clip(message) : sb_xasprintf("upstream returned HTTP %ld", status);
+    char *msg = NULL;
+    if (keep && message && *message) {
+        /* Scrubbed whole, then clipped: a clip must not split a secret. */
+        char *clean = sb_provider_scrub(NULL, message);
+        msg = sb_provider_clip(clean);
+        free(clean);
+    } else {
+        msg = sb_xasprintf("upstream returned HTTP %ld", status);
+    }
     json_t *ev = sb_event_error(out, kind, NULL, msg);
     free(msg);
     if (ev && retry_after >= 0)
@@ -305,7 +418,9 @@ json_t *sb_provider_upstream_error(long status, const json_t *root, const char *
     if (!sb_provider_is_context_error(status, root, message))
         return sb_provider_error_for_status(status, message, quota, retry_after);
     static const char generic[] = "the input is longer than the model's context window";
-    char *clipped = sb_provider_clip(message && *message ? message : generic);
+    char *clean = sb_provider_scrub(NULL, message && *message ? message : generic);
+    char *clipped = sb_provider_clip(clean);
+    free(clean);
     char *msg = sb_xasprintf("context length exceeded: %s", clipped);
     json_t *ev = sb_event_error(400, SB_ERR_INVALID_REQUEST, "context_length_exceeded", msg);
     free(msg);
@@ -328,6 +443,8 @@ int sb_provider_credential(const json_t *job, const char **value, json_t **err)
         free(msg);
         return -ENOENT;
     }
+    /* Known from now on, whatever later quotes it. */
+    sb_scrub_add(sb_provider_scrub_table(), v);
     *value = v;
     return 0;
 }

@@ -171,9 +171,13 @@ int sb_provider_copy_n(json_t *dst, const json_t *job, const char *to, json_t **
 bool sb_provider_is_text_file(const char *mime, const char *filename);
 
 /* The canonical error event for an upstream HTTP error status. message is the
- * upstream's own message (kept for statuses passed through) or NULL for a
- * generic text; quota is true when the upstream said insufficient_quota;
- * retry_after >= 0 adds "retry_after". Returns a new reference. */
+ * upstream's own message (kept, scrubbed by sb_provider_scrub, for statuses
+ * passed through) or NULL for a generic text; quota is true when the upstream
+ * said insufficient_quota; retry_after >= 0 adds "retry_after". A 401 or 403
+ * is the route's credential failing, the operator's problem: it becomes a 502
+ * upstream_error "upstream authentication failed", and the upstream's message
+ * (scrubbed) goes to the worker's log with the route. Returns a new
+ * reference. */
 json_t *sb_provider_error_for_status(long status, const char *message, bool quota, long retry_after);
 
 /* The canonical error event for an upstream error, as
@@ -190,6 +194,21 @@ json_t *sb_provider_error_for_status(long status, const char *message, bool quot
  * too long" (Anthropic), an INVALID_ARGUMENT whose message says "exceeds the
  * maximum number of tokens" (Gemini). Returns a new reference. */
 json_t *sb_provider_upstream_error(long status, const json_t *root, const char *message, bool quota, long retry_after);
+
+/*
+ * Scrubbing (sb_scrub.h). The worker keeps one table of credentials: the
+ * values of its environment variables named like credentials, and every
+ * route credential sb_provider_credential has handed out.
+ */
+
+/* text with every known credential, the job's own (job NULL: the job being
+ * translated, if any) and anything shaped like a provider key replaced by
+ * "[redacted]". New string (free()); NULL when text is NULL. */
+char *sb_provider_scrub(const json_t *job, const char *text);
+/* Scrubs every string field of the error events in events[from..]: what the
+ * parser does to everything an adapter appends, so that no upstream text in
+ * an error reaches a reply, a log or a row with a credential in it. */
+void sb_provider_scrub_events(const json_t *job, json_t *events, size_t from);
 
 /* Looks up route.credential_ref in the environment. Returns 0 with *value
  * NULL (no credential configured on the route) or borrowed from environ;

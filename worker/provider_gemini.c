@@ -1060,10 +1060,10 @@ static json_t *sb_gem_error_event(long status, const json_t *root, long retry_af
     json_array_foreach (details, i, d) {
         const char *reason = json_string_value(json_object_get(d, "reason"));
         if (reason && !strcmp(reason, "API_KEY_INVALID"))
-            /* The gateway's key, not the client's: say so, without it. */
-            return sb_event_error(401, SB_ERR_AUTHENTICATION, NULL,
-                                  "the gateway's upstream credential for this model was rejected by Gemini "
-                                  "(API_KEY_INVALID); the gateway operator must fix it");
+            /* Google says a bad key with a 400: it is the gateway's key, not
+             * the client's, so it goes the way of a 401 (a 502 for the
+             * client, the cause in the operator's log). */
+            return sb_provider_error_for_status(401, sb_provider_error_message(root), false, -1);
         static const char retry_info[] = "google.rpc.RetryInfo";
         const char *type = json_string_value(json_object_get(d, "@type"));
         const char *delay = json_string_value(json_object_get(d, "retryDelay"));

@@ -732,7 +732,9 @@ static json_t *sb_oresp_failed(const json_t *job, const json_t *error)
     const char *msg = sb_oresp_safe_message(job, json_string_value(json_object_get(error, "message")));
     long status = 502; /* server_error and anything unknown: the upstream failed */
     bool quota = false;
-    if (sb_oresp_is(code, "rate_limit_exceeded")) {
+    if (sb_oresp_is(code, "invalid_api_key")) {
+        status = 401; /* the route's credential, in band: the operator's problem */
+    } else if (sb_oresp_is(code, "rate_limit_exceeded")) {
         status = 429;
     } else if (sb_oresp_is(code, "insufficient_quota")) {
         status = 429;
@@ -790,10 +792,12 @@ static json_t *sb_oresp_outcome(const json_t *job, const json_t *response, const
 /* The error event for an upstream HTTP error status. */
 static json_t *sb_oresp_http_error(const json_t *job, const sb_provider_response_t *resp, const json_t *root)
 {
-    /* OpenAI's 401 text quotes part of the key ("Incorrect API key provided:
-     * sk-...abcd"): never pass it on. */
-    const char *msg = resp->status == 401 ? "the upstream rejected the route's credential"
-                                          : sb_oresp_safe_message(job, sb_provider_error_message(root));
+    /* A 401/403 never reaches the client with its text (OpenAI's quotes part
+     * of the key: "Incorrect API key provided: sk-...abcd"); the status
+     * mapping logs it, scrubbed, for the operator. */
+    const char *msg = resp->status == 401 || resp->status == 403
+                          ? sb_provider_error_message(root)
+                          : sb_oresp_safe_message(job, sb_provider_error_message(root));
     return sb_provider_upstream_error(resp->status, root, msg, sb_oresp_is_quota(root), resp->retry_after);
 }
 

@@ -1,10 +1,13 @@
 /* Unit tests for provider.c: registry, per-job parser (buffering, size cap,
- * streaming dispatch), status mapping, credentials, URLs. */
+ * streaming dispatch), status mapping, credentials, URLs, and the scrubbing
+ * of upstream error text through every adapter. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "provider.h"
+#include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_test.h"
 
@@ -136,8 +139,10 @@ static void check_status(long upstream, const char *msg, bool quota, int status,
 static void test_status_mapping(void)
 {
     check_status(400, "bad", false, 400, "invalid_request", "bad");
-    check_status(401, "who", false, 401, "authentication", "who");
-    check_status(403, NULL, false, 403, "permission", "upstream returned HTTP 403");
+    /* The route's credential failing is the operator's problem: a 502 with a
+     * generic text (the upstream's goes to the log), never a 401. */
+    check_status(401, "who", false, 502, "upstream_error", "upstream authentication failed");
+    check_status(403, NULL, false, 502, "upstream_error", "upstream authentication failed");
     check_status(404, "", false, 404, "not_found", "upstream returned HTTP 404");
     check_status(429, "slow", false, 429, "rate_limit", "slow");
     check_status(429, "pay", true, 429, "insufficient_quota", "pay");
@@ -213,11 +218,112 @@ static void test_helpers(void)
     sb_provider_request_clear(&req);
 }
 
+/* Runs one upstream response through a real adapter's parser (streamed when
+ * stream) and returns the final event's message (owned); checks that the
+ * whole event list holds no trace of the secret. */
+static char *scrubbed_final(const char *kind, bool stream, long status, const char *body, const char *secret)
+{
+    json_t *job = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:[], s:b}}", "model", "m", "request_id", "req_t",
+                            "route", "provider", kind, "base_url", "http://h:1/v1", "upstream_model", "um",
+                            "credential_ref", "SB_TEST_SCRUB_ROUTE_CRED", "request", "input", "stream", stream);
+    const sb_provider_t *prov = sb_provider_lookup(kind);
+    json_t *events = json_array();
+    sb_provider_parser_t *p = sb_provider_parser_new(prov, job);
+    CHECK_INT(sb_provider_parser_feed(p, status, body, strlen(body), events), 0);
+    sb_provider_response_t resp = {.status = status, .retry_after = -1, .upstream_ms = 1};
+    sb_provider_parser_finish(p, &resp, events);
+    char *all = json_dumps(events, 0);
+    CHECK(all && !strstr(all, secret));
+    free(all);
+    const json_t *last = json_array_get(events, json_array_size(events) - 1);
+    CHECK(sb_event_type_of(last) == SB_EV_ERROR);
+    char *msg = sb_xstrdup(json_string_value(json_object_get(last, "message")));
+    sb_provider_parser_destroy(&p);
+    json_decref(events);
+    json_decref(job);
+    return msg;
+}
+
+/* An upstream that quotes the route's credential: every adapter, plain and
+ * streamed, hands on the message with the credential taken out; a 401/403
+ * becomes a 502 with a generic text. */
+static void test_scrubbed_errors(void)
+{
+    const char *secret = "0f1e2d3c4b5a69788796a5b4c3d2e1f0aabbccdd"; /* no key shape: found only as configured */
+    setenv("SB_TEST_SCRUB_ROUTE_CRED", secret, 1);
+    char quoted[256];
+    snprintf(quoted, sizeof quoted, "not allowed: got %s (Bearer %s)", secret, secret);
+    char body[512];
+
+    snprintf(body, sizeof body, "{\"error\":{\"message\":\"%s\",\"type\":\"invalid_request_error\"}}", quoted);
+    char *m = scrubbed_final("openai-chat", false, 400, body, secret);
+    CHECK_STR(m, "not allowed: got [redacted] (Bearer [redacted])");
+    free(m);
+    m = scrubbed_final("openai-responses", false, 400, body, secret);
+    CHECK(m && !strstr(m, secret));
+    free(m);
+    snprintf(body, sizeof body,
+             "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"%s\"}}", quoted);
+    m = scrubbed_final("anthropic", false, 400, body, secret);
+    CHECK_STR(m, "not allowed: got [redacted] (Bearer [redacted])");
+    free(m);
+    snprintf(body, sizeof body, "{\"error\":{\"code\":400,\"message\":\"%s\",\"status\":\"INVALID_ARGUMENT\"}}",
+             quoted);
+    m = scrubbed_final("gemini", false, 400, body, secret);
+    CHECK_STR(m, "not allowed: got [redacted] (Bearer [redacted])");
+    free(m);
+
+    /* Errors in the middle of a stream. */
+    snprintf(body, sizeof body, "data: {\"error\":{\"message\":\"%s\",\"type\":\"server_error\"}}\n\n", quoted);
+    m = scrubbed_final("openai-chat", true, 200, body, secret);
+    CHECK_STR(m, "not allowed: got [redacted] (Bearer [redacted])");
+    free(m);
+    snprintf(body, sizeof body,
+             "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"%s\"}\n\n", quoted);
+    m = scrubbed_final("openai-responses", true, 200, body, secret);
+    CHECK(m && !strstr(m, secret));
+    free(m);
+    snprintf(body, sizeof body,
+             "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"%s\"}}\n\n",
+             quoted);
+    m = scrubbed_final("anthropic", true, 200, body, secret);
+    CHECK_STR(m, "not allowed: got [redacted] (Bearer [redacted])");
+    free(m);
+    snprintf(body, sizeof body, "data: {\"error\":{\"code\":500,\"message\":\"%s\",\"status\":\"INTERNAL\"}}\r\n\r\n",
+             quoted);
+    m = scrubbed_final("gemini", true, 200, body, secret);
+    CHECK_STR(m, "not allowed: got [redacted] (Bearer [redacted])");
+    free(m);
+
+    /* The credential refused: 502, generic, however the upstream put it. */
+    snprintf(body, sizeof body, "{\"error\":{\"message\":\"Incorrect API key provided: %s\"}}", secret);
+    m = scrubbed_final("openai-chat", false, 401, body, secret);
+    CHECK_STR(m, "upstream authentication failed");
+    free(m);
+    m = scrubbed_final("openai-responses", true, 403, body, secret);
+    CHECK_STR(m, "upstream authentication failed");
+    free(m);
+
+    /* A long message is scrubbed before it is clipped: no half key survives. */
+    char *longmsg = sb_xmalloc(2048);
+    memset(longmsg, 'x', 2048);
+    memcpy(longmsg + 1000, secret, strlen(secret));
+    longmsg[2047] = '\0';
+    char *longbody = sb_xasprintf("{\"error\":{\"message\":\"%s\"}}", longmsg);
+    m = scrubbed_final("openai-chat", false, 400, longbody, secret);
+    CHECK(m && !strstr(m, "0f1e2d3c4b5a") && strstr(m, "[redacted]"));
+    free(m);
+    free(longbody);
+    free(longmsg);
+    unsetenv("SB_TEST_SCRUB_ROUTE_CRED");
+}
+
 int main(void)
 {
     test_registry();
     test_parser();
     test_status_mapping();
     test_helpers();
+    test_scrubbed_errors();
     return sb_test_finish("provider");
 }

@@ -622,8 +622,9 @@ static void test_response_errors(void)
     CHECK_EVENTS(400, ANTH_ERR("invalid_request_error", "messages: roles must alternate"),
                  ERR(400, "invalid_request", "messages: roles must alternate"));
     CHECK_EVENTS(401, ANTH_ERR("authentication_error", "invalid x-api-key"),
-                 ERR(401, "authentication", "invalid x-api-key"));
-    CHECK_EVENTS(403, ANTH_ERR("permission_error", "not allowed"), ERR(403, "permission", "not allowed"));
+                 ERR(502, "upstream_error", "upstream authentication failed"));
+    CHECK_EVENTS(403, ANTH_ERR("permission_error", "not allowed"),
+                 ERR(502, "upstream_error", "upstream authentication failed"));
     CHECK_EVENTS(404, ANTH_ERR("not_found_error", "model: claude-x"), ERR(404, "not_found", "model: claude-x"));
     CHECK_EVENTS(413, ANTH_ERR("request_too_large", "Request exceeds the maximum size"),
                  ERR(413, "request_too_large", "Request exceeds the maximum size"));
@@ -634,7 +635,7 @@ static void test_response_errors(void)
                  ERR(500, "upstream_error", "Internal server error"));
     CHECK_EVENTS(529, ANTH_ERR("overloaded_error", "Overloaded"), ERR(503, "overloaded", "Overloaded"));
     CHECK_EVENTS_RAW(504, "<html>gateway timeout</html>", ERR(502, "upstream_error", "upstream returned HTTP 504"));
-    CHECK_EVENTS_RAW(401, "", ERR(401, "authentication", "upstream returned HTTP 401"));
+    CHECK_EVENTS_RAW(401, "", ERR(502, "upstream_error", "upstream authentication failed"));
     /* A 200 that is an error body. */
     CHECK_EVENTS(200, ANTH_ERR("overloaded_error", "Overloaded"), ERR(503, "overloaded", "Overloaded"));
     /* Malformed 2xx bodies. */

@@ -615,7 +615,7 @@ static void test_response_candidates(void)
 
 static void test_response_errors(void)
 {
-    /* The gateway's key rejected: 401, and the key is not in the message. */
+    /* The gateway's key rejected: a 502 with a generic text, never a 401. */
     json_t *events = parse_for("{'input':[]}", 400,
                                "{'error':{'code':400,'message':'API key not valid. Please pass a valid API key.',"
                                "'status':'INVALID_ARGUMENT','details':[{'@type':'type.googleapis.com/"
@@ -624,11 +624,9 @@ static void test_response_errors(void)
                                -1);
     json_t *ev = json_array_get(events, 0);
     CHECK_INT(json_array_size(events), 1);
-    CHECK_INT(json_integer_value(json_object_get(ev, "status")), 401);
-    CHECK_STR(json_string_value(json_object_get(ev, "kind")), "authentication");
-    CHECK_STR(json_string_value(json_object_get(ev, "message")),
-              "the gateway's upstream credential for this model was rejected by Gemini (API_KEY_INVALID); "
-              "the gateway operator must fix it");
+    CHECK_INT(json_integer_value(json_object_get(ev, "status")), 502);
+    CHECK_STR(json_string_value(json_object_get(ev, "kind")), "upstream_error");
+    CHECK_STR(json_string_value(json_object_get(ev, "message")), "upstream authentication failed");
     json_decref(events);
     CHECK_EVENTS(400, "{'error':{'code':400,'message':'Invalid JSON payload received.','status':'INVALID_ARGUMENT'}}",
                  EVENTS(ERROR(400, "invalid_request", "Invalid JSON payload received.")));
@@ -649,7 +647,7 @@ static void test_response_errors(void)
     CHECK_EVENTS(429, "{'error':{'code':429,'message':'Slow down','status':'RESOURCE_EXHAUSTED'}}",
                  EVENTS(ERROR(429, "rate_limit", "Slow down")));
     CHECK_EVENTS(403, "{'error':{'code':403,'message':'Permission denied','status':'PERMISSION_DENIED'}}",
-                 EVENTS(ERROR(403, "permission", "Permission denied")));
+                 EVENTS(ERROR(502, "upstream_error", "upstream authentication failed")));
     CHECK_EVENTS(404, "[{'error':{'code':404,'message':'models/x is not found','status':'NOT_FOUND'}}]",
                  EVENTS(ERROR(404, "not_found", "models/x is not found")));
     CHECK_EVENTS(500, "{'error':{'code':500,'message':'An internal error has occurred.','status':'INTERNAL'}}",

@@ -513,11 +513,11 @@ static void test_response_errors(void)
                  "[{\"type\":\"error\",\"status\":400,\"kind\":\"invalid_request\",\"code\":null,"
                  "\"message\":\"Invalid 'messages[0].role'\"}]");
     CHECK_EVENTS(401, "{\"error\":{\"message\":\"Incorrect API key provided\",\"code\":\"invalid_api_key\"}}",
-                 "[{\"type\":\"error\",\"status\":401,\"kind\":\"authentication\",\"code\":null,"
-                 "\"message\":\"Incorrect API key provided\"}]");
+                 "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
+                 "\"message\":\"upstream authentication failed\"}]");
     CHECK_EVENTS(403, "not json",
-                 "[{\"type\":\"error\",\"status\":403,\"kind\":\"permission\",\"code\":null,"
-                 "\"message\":\"upstream returned HTTP 403\"}]");
+                 "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
+                 "\"message\":\"upstream authentication failed\"}]");
     CHECK_EVENTS(404, "{\"error\":\"model 'x' not found\"}", /* Ollama's shape */
                  "[{\"type\":\"error\",\"status\":404,\"kind\":\"not_found\",\"code\":null,"
                  "\"message\":\"model 'x' not found\"}]");

@@ -466,12 +466,13 @@ static void test_response_status(void)
 
 static void test_response_errors(void)
 {
-    /* 401: OpenAI quotes part of the key; the text is never passed on. */
+    /* 401: OpenAI quotes part of the key; the text is never passed on (a 502:
+     * the route's credential is the operator's problem, not the client's). */
     CHECK_EVENTS(401,
                  "{\"error\":{\"message\":\"Incorrect API key provided: sk-proj-****abcd.\","
                  "\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}",
-                 "[{\"type\":\"error\",\"status\":401,\"kind\":\"authentication\",\"code\":null,"
-                 "\"message\":\"the upstream rejected the route's credential\"}]");
+                 "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
+                 "\"message\":\"upstream authentication failed\"}]");
     /* 429 with Retry-After; quota is its own kind. */
     CHECK_EVENTS_RETRY(429,
                        "{\"error\":{\"message\":\"Rate limit reached.\",\"type\":\"requests\","
