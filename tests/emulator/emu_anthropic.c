@@ -461,9 +461,45 @@ static void context_error(struct sb_emu_call *call, long long tokens, long long 
                            limit);
 }
 
-static const struct sb_emu_fault_errors messages_errors = {
-    .status = status_error, .context = context_error, .context_window = 200000};
-static const struct sb_emu_fault_errors count_errors = {.status = status_error};
+/* [[emu:bad_key]] / [[emu:key_forbidden]]: Anthropic quotes nothing of the key. */
+static void auth_error(struct sb_emu_call *call, int auth, const char *credential)
+{
+    (void)credential;
+    if (auth == 403)
+        sb_emu_anthropic_error(call, 403, "permission_error",
+                               "Your API key does not have permission to use the specified resource.");
+    else
+        sb_emu_anthropic_error(call, 401, "authentication_error", "invalid x-api-key");
+}
+
+/* [[emu:leak_key]]: a stream fails after message_start with an error event. */
+static void leak_error(struct sb_emu_call *call, int status, const char *message, bool stream)
+{
+    const char *type = status == 401   ? "authentication_error"
+                       : status == 403 ? "permission_error"
+                       : status == 404 ? "not_found_error"
+                       : status == 429 ? "rate_limit_error"
+                       : status >= 500 ? "api_error"
+                                       : "invalid_request_error";
+    if (!stream) {
+        sb_emu_anthropic_error(call, status, type, "%s", message);
+        return;
+    }
+    struct sb_emu_reply *rep = &call->reply;
+    sb_emu_reply_stream_start(rep);
+    emit(rep, "message_start",
+         json_pack("{s:{s:s, s:s, s:s, s:s, s:[], s:n, s:n, s:{s:i, s:i}}}", "message", "id", "msg_leak", "type",
+                   "message", "role", "assistant", "model", call->model ? call->model : "", "content", "stop_reason",
+                   "stop_sequence", "usage", "input_tokens", 1, "output_tokens", 1));
+    emit(rep, "error", json_pack("{s:{s:s, s:s}}", "error", "type", "api_error", "message", message));
+}
+
+static const struct sb_emu_fault_errors messages_errors = {.status = status_error,
+                                                           .context = context_error,
+                                                           .context_window = 200000,
+                                                           .leak = leak_error,
+                                                           .auth = auth_error};
+static const struct sb_emu_fault_errors count_errors = {.status = status_error, .leak = leak_error, .auth = auth_error};
 
 /* ---- handlers ------------------------------------------------------------------------------ */
 

@@ -100,6 +100,12 @@ static int apply_directive(const char *s, size_t len, struct sb_emu_directives *
         d->endless = true;
     } else if (NAME_IS("context_exceeded") && !val) {
         d->context_exceeded = true;
+    } else if (NAME_IS("leak_key") && !val) {
+        d->leak_key = true;
+    } else if (NAME_IS("bad_key") && !val) {
+        d->auth_fault = 401;
+    } else if (NAME_IS("key_forbidden") && !val) {
+        d->auth_fault = 403;
     } else if (NAME_IS("context") && val) {
         if (parse_long(val, vlen, 0, 1000000000L, &v) < 0)
             goto bad_value;
@@ -242,6 +248,9 @@ void sb_emu_directives_merge(struct sb_emu_directives *d, const struct sb_emu_di
         d->reset_after = route->reset_after;
     d->endless = d->endless || route->endless;
     d->context_exceeded = d->context_exceeded || route->context_exceeded;
+    d->leak_key = d->leak_key || route->leak_key;
+    if (!d->auth_fault)
+        d->auth_fault = route->auth_fault;
     if (d->context_limit < 0)
         d->context_limit = route->context_limit;
 }

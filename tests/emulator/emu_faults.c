@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sb_alloc.h"
 
@@ -261,6 +262,43 @@ int sb_emu_retry_after(const struct sb_emu_directives *d, int status)
     return -1;
 }
 
+/*
+ * The credential a request carried, the way its provider reads it: x-api-key,
+ * then x-goog-api-key, then a bearer token (the value after "Bearer "), then
+ * Gemini's ?key=. Sets *header to the carrier's name and *raw to the header's
+ * whole value. Owned ("" when none).
+ */
+static char *request_credential(const struct sb_emu_call *call, const char **header, const char **raw)
+{
+    static const char *const names[] = {"x-api-key", "x-goog-api-key", "Authorization"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = sb_emu_call_header(call, names[i]);
+        if (!v)
+            continue;
+        *header = names[i];
+        *raw = v;
+        return sb_xstrdup(i == 2 && !strncasecmp(v, "Bearer ", 7) ? v + 7 : v);
+    }
+    char *q = sb_emu_call_query_param(call, "key");
+    *header = q ? "?key" : "none";
+    *raw = "";
+    return q ? q : sb_xstrdup("");
+}
+
+/* [[emu:leak_key]]: the kind of message a careless OpenAI-compatible proxy
+ * writes (LiteLLM's "Received API Key = ..."), quoting the credential both
+ * bare and as its header carried it. Owned. */
+static char *leak_message(const struct sb_emu_call *call)
+{
+    const char *header = NULL, *raw = NULL;
+    char *cred = request_credential(call, &header, &raw);
+    char *msg = sb_xasprintf("Authentication Error, key not allowed to access model %s. Received API Key = %s "
+                             "(from %s: %s)",
+                             call->model ? call->model : "(none)", cred, header, raw);
+    free(cred);
+    return msg;
+}
+
 bool sb_emu_fault_stage(struct sb_emu_call *call, struct sb_emu_directives *d, bool stream, long long prompt_tokens,
                         const struct sb_emu_fault_errors *errs)
 {
@@ -281,9 +319,23 @@ bool sb_emu_fault_stage(struct sb_emu_call *call, struct sb_emu_directives *d, b
     if (stream)
         faulted = faulted || d->endless || d->reset_after >= 0 || d->hang_after >= 0 || d->drop_after >= 0;
 
+    faulted = faulted || d->auth_fault || d->leak_key;
+
     bool decided = false;
     long long limit = d->context_limit >= 0 ? d->context_limit : errs->context_window;
-    if (errs->context && (d->context_exceeded || (d->context_limit >= 0 && prompt_tokens > d->context_limit))) {
+    if (d->auth_fault && errs->auth) {
+        const char *header = NULL, *raw = NULL;
+        char *cred = request_credential(call, &header, &raw);
+        errs->auth(call, d->auth_fault, cred);
+        free(cred);
+        decided = true;
+    } else if (d->leak_key && errs->leak) {
+        char *msg = leak_message(call);
+        errs->leak(call, d->status ? d->status : 400, msg, stream);
+        free(msg);
+        decided = true;
+    } else if (errs->context &&
+               (d->context_exceeded || (d->context_limit >= 0 && prompt_tokens > d->context_limit))) {
         /* Forced with a short input, the count still has to read as over the limit. */
         long long tokens = prompt_tokens > limit ? prompt_tokens : limit + prompt_tokens;
         errs->context(call, tokens, limit);

@@ -555,9 +555,57 @@ static void context_error(struct sb_emu_call *call, long long tokens, long long 
                         limit);
 }
 
-static const struct sb_emu_fault_errors generate_errors = {
-    .status = status_error, .context = context_error, .context_window = 1048576};
-static const struct sb_emu_fault_errors count_errors = {.status = status_error};
+/* Google's answer to a key it does not know: 400 INVALID_ARGUMENT with an API_KEY_INVALID ErrorInfo. */
+static void key_invalid_error(struct sb_emu_reply *rep)
+{
+    const char *msg = "API key not valid. Please pass a valid API key.";
+    json_t *details = json_pack("[{s:s, s:s, s:s, s:{s:s}}, {s:s, s:s, s:s}]", "@type",
+                                "type.googleapis.com/google.rpc.ErrorInfo", "reason", "API_KEY_INVALID", "domain",
+                                "googleapis.com", "metadata", "service", "generativelanguage.googleapis.com", "@type",
+                                "type.googleapis.com/google.rpc.LocalizedMessage", "locale", "en-US", "message", msg);
+    sb_emu_gemini_error(rep, 400, "INVALID_ARGUMENT", details, "%s", msg);
+}
+
+/* [[emu:bad_key]]: Google's bad-key 400; [[emu:key_forbidden]]: its 403 for a key it has blocked. */
+static void auth_error(struct sb_emu_call *call, int auth, const char *credential)
+{
+    (void)credential;
+    if (auth == 403)
+        sb_emu_gemini_error(&call->reply, 403, "PERMISSION_DENIED", NULL,
+                            "Your API key was reported as leaked. Please use another API key.");
+    else
+        key_invalid_error(&call->reply);
+}
+
+/* [[emu:leak_key]]: a stream fails after its first chunk with an {"error":{...}} chunk. */
+static void leak_error(struct sb_emu_call *call, int status, const char *message, bool stream)
+{
+    if (!stream) {
+        sb_emu_gemini_error(&call->reply, status, status_name(status), NULL, "%s", message);
+        return;
+    }
+    struct sb_emu_reply *rep = &call->reply;
+    char *alt = sb_emu_call_query_param(call, "alt");
+    bool sse = alt && !strcmp(alt, "sse"), first = true;
+    free(alt);
+    sb_emu_reply_stream_start(rep);
+    if (!sse)
+        rep->content_type = "application/json; charset=UTF-8";
+    push_chunk(rep, sse, &first,
+               json_pack("{s:[{s:{s:[{s:s}], s:s}, s:i}], s:s}", "candidates", "content", "parts", "text", "You",
+                         "role", "model", "index", 0, "modelVersion", call->model ? call->model : ""));
+    push_chunk(rep, sse, &first,
+               json_pack("{s:{s:i, s:s, s:s}}", "error", "code", 500, "message", message, "status", "INTERNAL"));
+    if (!sse)
+        sb_emu_reply_chunk(rep, "]");
+}
+
+static const struct sb_emu_fault_errors generate_errors = {.status = status_error,
+                                                           .context = context_error,
+                                                           .context_window = 1048576,
+                                                           .leak = leak_error,
+                                                           .auth = auth_error};
+static const struct sb_emu_fault_errors count_errors = {.status = status_error, .leak = leak_error, .auth = auth_error};
 
 /* The text of the last user content that has text (owned, NULL if none); its acknowledgements into *acks. */
 static char *last_user_text(const json_t *contents, char **acks)

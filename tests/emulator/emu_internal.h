@@ -167,6 +167,8 @@ struct sb_emu_directives {
     bool endless;            /* streaming: content deltas forever, never the final event */
     bool context_exceeded;   /* 400 context length exceeded */
     long long context_limit; /* context=N: an input of more than N tokens is refused as too long, or -1 */
+    bool leak_key;           /* an error whose message quotes the credential the request carried */
+    int auth_fault;          /* bad_key (401, Gemini 400) / key_forbidden (403): the provider's answer, or 0 */
 };
 
 struct sb_emu_tool_call {
@@ -414,6 +416,15 @@ struct sb_emu_fault_errors {
     void (*status)(struct sb_emu_call *call, int status, const struct sb_emu_directives *d);
     void (*context)(struct sb_emu_call *call, long long tokens, long long limit);
     long long context_window; /* the provider's limit when only context_exceeded is given */
+    /* [[emu:leak_key]]: an error with this message (it quotes the request's
+     * credential): the status error's body with `status`, or, when stream,
+     * a 200 stream that fails after its first event with the provider's
+     * in-stream error. */
+    void (*leak)(struct sb_emu_call *call, int status, const char *message, bool stream);
+    /* [[emu:bad_key]] (auth 401) / [[emu:key_forbidden]] (auth 403): what the
+     * provider answers for a key it refuses; credential is what the request
+     * carried ("" when none), for providers whose message quotes part of it. */
+    void (*auth)(struct sb_emu_call *call, int auth, const char *credential);
 };
 
 /*
@@ -482,6 +493,10 @@ bool sb_emu_openai_check_body(struct sb_emu_call *call);
 /* [[emu:status=NNN]] as an OpenAI error (429: rate_limit_exceeded or, with quota, insufficient_quota;
  * Retry-After as sb_emu_retry_after says). d may be NULL. */
 void sb_emu_openai_status_error(struct sb_emu_call *call, int status, const struct sb_emu_directives *d);
+/* [[emu:bad_key]] / [[emu:key_forbidden]] as OpenAI answers them (sb_emu_fault_errors.auth). */
+void sb_emu_openai_auth_error(struct sb_emu_call *call, int auth, const char *credential);
+/* [[emu:leak_key]] before a stream (or without one): an OpenAI error body with message. */
+void sb_emu_openai_leak_error(struct sb_emu_call *call, int status, const char *message);
 
 void sb_emu_openai_chat_handle(struct sb_emu_call *call);   /* POST /v1/chat/completions */
 void sb_emu_openai_models_handle(struct sb_emu_call *call); /* GET /v1/models */

@@ -427,8 +427,73 @@ static void context_error(struct sb_emu_call *call, long long tokens, long long 
     sb_emu_openai_error(&call->reply, 400, msg, "invalid_request_error", "messages", "context_length_exceeded");
 }
 
-static const struct sb_emu_fault_errors chat_errors = {
-    .status = sb_emu_openai_status_error, .context = context_error, .context_window = 128000};
+/* OpenAI shows a refused key's first characters and last four. */
+static char *masked_key(const char *credential)
+{
+    size_t n = strlen(credential);
+    if (n < 12)
+        return sb_xstrdup("********");
+    size_t head = n / 6 < 8 ? n / 6 : 8;
+    char *out = sb_xmalloc(n + 1);
+    memcpy(out, credential, head);
+    memset(out + head, '*', n - head - 4);
+    memcpy(out + n - 4, credential + n - 4, 4);
+    out[n] = '\0';
+    return out;
+}
+
+void sb_emu_openai_auth_error(struct sb_emu_call *call, int auth, const char *credential)
+{
+    if (auth == 403) {
+        sb_emu_openai_error(&call->reply, 403,
+                            "You have insufficient permissions for this operation. Missing scopes: model.request. "
+                            "Check that you have the correct role in your organization (Reader, Writer, Owner) and "
+                            "project (Member, Owner), and if you're using a restricted API key, that it has the "
+                            "necessary scopes.",
+                            "invalid_request_error", NULL, NULL);
+        return;
+    }
+    char *masked = masked_key(credential);
+    char *msg = sb_xasprintf("Incorrect API key provided: %s. You can find your API key at "
+                             "https://platform.openai.com/account/api-keys.",
+                             masked);
+    sb_emu_openai_error(&call->reply, 401, msg, "invalid_request_error", NULL, "invalid_api_key");
+    free(msg);
+    free(masked);
+}
+
+void sb_emu_openai_leak_error(struct sb_emu_call *call, int status, const char *message)
+{
+    sb_emu_openai_error(&call->reply, status, message, status >= 500 ? "server_error" : "invalid_request_error", NULL,
+                        NULL);
+}
+
+/* A stream that fails after its first chunk with OpenAI's in-stream error. */
+static void leak_error(struct sb_emu_call *call, int status, const char *message, bool stream)
+{
+    if (!stream) {
+        sb_emu_openai_leak_error(call, status, message);
+        return;
+    }
+    struct sb_emu_reply *rep = &call->reply;
+    sb_emu_reply_stream_start(rep);
+    json_t *first = json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:{s:s, s:s}, s:n, s:n}]}", "id", "chatcmpl-leak",
+                              "object", "chat.completion.chunk", "created", (json_int_t)time(NULL), "model",
+                              call->model ? call->model : "", "choices", "index", 0, "delta", "role", "assistant",
+                              "content", "", "logprobs", "finish_reason");
+    sb_emu_reply_sse_json(rep, first);
+    json_decref(first);
+    json_t *err = json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", message, "type", "server_error", "param",
+                            "code");
+    sb_emu_reply_sse_json(rep, err);
+    json_decref(err);
+}
+
+static const struct sb_emu_fault_errors chat_errors = {.status = sb_emu_openai_status_error,
+                                                       .context = context_error,
+                                                       .context_window = 128000,
+                                                       .leak = leak_error,
+                                                       .auth = sb_emu_openai_auth_error};
 
 /* ---- the handler ------------------------------------------------------------------------ */
 

@@ -569,9 +569,34 @@ static void context_error(struct sb_emu_call *call, long long tokens, long long 
                         "invalid_request_error", "input", "context_length_exceeded");
 }
 
-static const struct sb_emu_fault_errors responses_errors = {
-    .status = sb_emu_openai_status_error, .context = context_error, .context_window = 128000};
-static const struct sb_emu_fault_errors count_errors = {.status = sb_emu_openai_status_error};
+/* [[emu:leak_key]]: a stream fails after response.created with an "error" event. */
+static void leak_error(struct sb_emu_call *call, int status, const char *message, bool stream)
+{
+    if (!stream) {
+        sb_emu_openai_leak_error(call, status, message);
+        return;
+    }
+    struct sb_emu_reply *rep = &call->reply;
+    sb_emu_reply_stream_start(rep);
+    json_t *created = json_pack("{s:s, s:i, s:{s:s, s:s, s:I, s:s, s:s, s:[], s:n}}", "type", "response.created",
+                                "sequence_number", 0, "response", "id", "resp_leak", "object", "response",
+                                "created_at", (json_int_t)time(NULL), "status", "in_progress", "model",
+                                call->model ? call->model : "", "output", "error");
+    sb_emu_reply_sse(rep, "response.created", created, "\n\n");
+    json_decref(created);
+    json_t *err = json_pack("{s:s, s:s, s:s, s:n, s:i}", "type", "error", "code", "server_error", "message", message,
+                            "param", "sequence_number", 1);
+    sb_emu_reply_sse(rep, "error", err, "\n\n");
+    json_decref(err);
+}
+
+static const struct sb_emu_fault_errors responses_errors = {.status = sb_emu_openai_status_error,
+                                                            .context = context_error,
+                                                            .context_window = 128000,
+                                                            .leak = leak_error,
+                                                            .auth = sb_emu_openai_auth_error};
+static const struct sb_emu_fault_errors count_errors = {
+    .status = sb_emu_openai_status_error, .leak = leak_error, .auth = sb_emu_openai_auth_error};
 
 /* The conversation as the model reads it. All strings owned (NULL when absent). */
 struct resp_input {

@@ -587,10 +587,39 @@
  *                             number of tokens allowed (1048576)."
  *                           N = the input token count (as usage reports it) when it exceeds the
  *                           limit, else limit + that count (forced on a short input).
+ *   [[emu:leak_key]]        an error whose message quotes the credential the request carried, as a
+ *                           careless OpenAI-compatible proxy does: "Authentication Error, key not
+ *                           allowed to access model M. Received API Key = <credential> (from
+ *                           <header>: <its raw value>)" (the credential: x-api-key, else
+ *                           x-goog-api-key, else the bearer token, else ?key=). Without a stream: the
+ *                           status=NNN error body (default 400; OpenAI type invalid_request_error or
+ *                           server_error, Anthropic by status, Gemini status name). With a stream:
+ *                           200, one opening event (Chat: a role delta chunk; Responses:
+ *                           response.created; Anthropic: message_start; Gemini: a "You" chunk), then
+ *                           the provider's in-stream error with that message (Chat: data:
+ *                           {"error":{...,"type":"server_error"}}; Responses: event error code
+ *                           server_error; Anthropic: event error api_error; Gemini: {"error":{"code":
+ *                           500,...,"status":"INTERNAL"}}), and the stream ends there.
+ *   [[emu:bad_key]]         what the provider answers for a key it does not accept, even if it is the
+ *                           right one: OpenAI/Responses 401 {"error":{"message":"Incorrect API key
+ *                           provided: <first chars>****<last 4>. You can find your API key at
+ *                           https://platform.openai.com/account/api-keys.","type":
+ *                           "invalid_request_error","param":null,"code":"invalid_api_key"}};
+ *                           Anthropic 401 authentication_error "invalid x-api-key"; Gemini 400
+ *                           INVALID_ARGUMENT "API key not valid. Please pass a valid API key." with
+ *                           reason API_KEY_INVALID (Google says a bad key with a 400).
+ *   [[emu:key_forbidden]]   the provider's 403 for a key that may not do this: OpenAI/Responses
+ *                           "You have insufficient permissions for this operation. Missing scopes:
+ *                           model.request. ..."; Anthropic permission_error "Your API key does not
+ *                           have permission to use the specified resource."; Gemini
+ *                           PERMISSION_DENIED "Your API key was reported as leaked. Please use
+ *                           another API key.". bad_key / key_forbidden come before leak_key, which
+ *                           comes before context and status.
  *   [[emu:context=N]]       (mostly a route setting) a request whose input token count exceeds N
  *                           gets the error above with N as the maximum and its real count;
  *                           others are answered normally.
- *   Precedence: drop, hang > context > status/quota > malformed > the answer; latency, trickle
+ *   Precedence: drop, hang > bad_key/key_forbidden > leak_key > context > status/quota >
+ *   malformed > the answer; latency, trickle
  *   and reset apply to whatever is sent (an error reply too). Token count endpoints
  *   (count_tokens, input_tokens, :countTokens) honour status/quota/retry_after, latency, hang,
  *   drop, trickle, reset and malformed, not context or the stream modes.
@@ -615,8 +644,8 @@
  *   Per-model counters (GET /_emu/stats "by_model"): requests = /v1 generation and token-count
  *   requests that named that model (counted whatever the outcome: auth and validation errors
  *   too); faults = those that got an injected fault: status/quota, context (exceeded), latency >
- *   0, hang, drop, malformed, trickle, reset, and for streams endless, reset_after, hang_after,
- *   drop_after, whether asked in-band or by a route. Tests count upstream attempts with them;
+ *   0, hang, drop, malformed, trickle, reset, leak_key, bad_key, key_forbidden, and for streams
+ *   endless, reset_after, hang_after, drop_after, whether asked in-band or by a route. Tests count upstream attempts with them;
  *   DELETE /_emu/stats forgets them.
  *
  * Scenarios (emu_scenarios.c): the emulator playing the model for a real coding-agent client
