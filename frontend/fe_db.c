@@ -451,6 +451,16 @@ int fe_db_exec_blocking(fe_db_t *db, const char *sql, int nparams, const char *c
     return rc;
 }
 
+bool fe_db_available(const fe_db_t *db)
+{
+    for (int i = 0; i < db->nconns; i++) {
+        enum fe_conn_state s = db->conns[i].state;
+        if (s == FE_CONN_PREPARING || s == FE_CONN_IDLE || s == FE_CONN_BUSY)
+            return true;
+    }
+    return false;
+}
+
 int fe_db_pending(const fe_db_t *db)
 {
     int n = db->queued;

@@ -45,6 +45,13 @@ int fe_db_listen(fe_db_t *db, const char *channel, fe_db_notify_cb cb, void *arg
 int fe_db_exec_blocking(fe_db_t *db, const char *sql, int nparams, const char *const *params)
     __attribute__((warn_unused_result));
 
+/* Whether a query queued now can run: at least one pool connection is
+ * connected (preparing, idle or busy). Costs no round trip: it reads the
+ * connections' states, which a lost server moves to DOWN as soon as its
+ * socket closes (and the reconnect loop moves back once it answers). A
+ * request that will be stored asks this before it spends an upstream call. */
+bool fe_db_available(const fe_db_t *db);
+
 /* Queries waiting or running; used by shutdown to drain. */
 int fe_db_pending(const fe_db_t *db);
 

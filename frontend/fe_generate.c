@@ -290,6 +290,25 @@ static int fe_generate_check(fe_request_t *r)
     return 0;
 }
 
+/* A request that will be stored checks that it can be before it spends an
+ * upstream call: with the database unreachable it would be generated (and
+ * paid for) and then fail at the store. It gets a fast, retryable 503 in
+ * its style's body instead; store:false requests go on. fe_db_available
+ * reads the pool's connection states, no round trip. Returns true when the
+ * request was answered. */
+static bool fe_generate_store_blocked(fe_request_t *r)
+{
+    if (!r->store || !r->response_id[0] || !r->style->store || r->count_tokens || fe_db_available(r->srv->db))
+        return false;
+    fe_error_t e;
+    fe_error_set(&e, 503, SB_ERR_SERVER, "store_unavailable", NULL,
+                 "Stored responses are temporarily unavailable (the database cannot be reached), so the request "
+                 "was not sent to the model; retry later, or send store:false");
+    e.retry_after = 1;
+    fe_request_fail(r, &e);
+    return true;
+}
+
 void fe_generate_continue(fe_request_t *r)
 {
     if (r->state == FE_REQ_DONE)
@@ -314,6 +333,8 @@ void fe_generate_continue(fe_request_t *r)
         fe_limits_admit(r); /* marks FE_PREP_ADMIT and continues, or answers 429 */
         return;
     }
+    if (fe_generate_store_blocked(r))
+        return;
     fe_generate_submit(r);
 }
 

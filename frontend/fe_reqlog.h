@@ -3,6 +3,22 @@
  * adds exactly one row; rows are buffered and written in batches off the
  * request path (one INSERT per batch, idempotent on request_id), retried when
  * the database is away, and flushed with a blocking write at clean shutdown.
+ *
+ * With a spool (fe_reqlog_spool_open) rows survive a frontend that dies
+ * while the database is away: once the pool has no connection, each row is
+ * appended to an append-only file as its request ends, and a batch whose
+ * write fails goes there too. The spool is replayed when the database is
+ * back and at start (a leftover from a dead process); the insert is ON
+ * CONFLICT (request_id) DO NOTHING, so a row replayed twice lands once.
+ *
+ * Loss bound. Database up: rows wait in memory at most one tick (100 ms)
+ * plus one batch in flight; a process killed then loses those (as without a
+ * spool). Database down: nothing on a process death (rows are written with
+ * write(2) as they come); on a machine crash, the rows since the last
+ * fdatasync (run once per tick while there is something new: 100 ms). The
+ * spool is capped at FE_REQLOG_SPOOL_MAX bytes (256 MiB, ~500k rows); rows
+ * past the cap are dropped and counted in the log. Without a spool, rows
+ * wait in memory (up to 200,000) and a process death loses them all.
  */
 #ifndef FE_REQLOG_H
 #define FE_REQLOG_H
@@ -35,7 +51,15 @@ typedef struct {
 fe_reqlog_t *fe_reqlog_new(struct event_base *base, fe_db_t *db, const char *frontend_name);
 /* Copies the row into the buffer. */
 void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *row);
-/* Writes everything buffered, blocking; for shutdown. Returns rows left unwritten. */
+/* Spools to <dir>/reqlog-<frontend name>.spool (dir created if absent, one
+ * frontend per name: a second one is refused by an flock on the spool's
+ * .lock file) and schedules what a dead process left there for replay.
+ * 0, or -errno with a message in err. */
+int fe_reqlog_spool_open(fe_reqlog_t *l, const char *dir, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+/* Writes everything buffered, blocking; for shutdown. What cannot be written
+ * goes to the spool when there is one. Returns rows neither written nor
+ * spooled. */
 size_t fe_reqlog_flush_blocking(fe_reqlog_t *l);
 void fe_reqlog_destroy(fe_reqlog_t **l);
 

@@ -87,6 +87,9 @@ static void usage(void)
             "                             0 = none; default 30000)\n"
             "    --max-connections N      open client connections; requests on connections beyond get 503\n"
             "                             with Retry-After: 1 (default 4096)\n"
+            "  --spool-dir DIR  request log rows go to DIR/reqlog-NAME.spool while PostgreSQL is away, so a\n"
+            "                   frontend that dies then loses none; replayed once it is back and at start\n"
+            "                   (default: none, rows wait in memory only)\n"
             "  SB_PG_DSN and SB_BROKER_FRONTEND_ENDPOINT are read from the environment when not given.\n"
             "  The reasoning key (64 hex characters) seals encrypted reasoning items; without it\n"
             "  include=[\"reasoning.encrypted_content\"] is refused. SB_REASONING_KEY_FILE also names the file.\n");
@@ -113,8 +116,10 @@ int main(int argc, char **argv)
         {"max-header-bytes", required_argument, 0, 'H'}, {"max-json-depth", required_argument, 0, 'D'},
         {"max-json-elements", required_argument, 0, 'E'}, {"read-deadline-ms", required_argument, 0, 'R'},
         {"max-connections", required_argument, 0, 'C'},
+        {"spool-dir", required_argument, 0, 'Y'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     const char *key_file = getenv("SB_REASONING_KEY_FILE");
+    const char *spool_dir = NULL;
     int c;
     long v;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -198,6 +203,9 @@ int main(int argc, char **argv)
                 return usage(), 2;
             cfg.max_connections = (int)v;
             break;
+        case 'Y':
+            spool_dir = optarg;
+            break;
         default:
             usage();
             return c == 'h' ? 0 : 2;
@@ -216,6 +224,8 @@ int main(int argc, char **argv)
     char err[512] = "";
     server = fe_server_new(base, &cfg, err, sizeof err);
     explicit_bzero(reasoning_key, sizeof reasoning_key);
+    if (server && spool_dir && fe_reqlog_spool_open(server->reqlog, spool_dir, err, sizeof err) < 0)
+        fe_server_destroy(&server);
     if (!server) {
         sb_error("start-up failed: %s", err);
         event_base_free(base);

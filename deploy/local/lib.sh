@@ -590,7 +590,8 @@ sb_start_frontend() {
     ! sb_port_busy "$port" || { sb_die "port $port is in use (another stack? deploy/local/down, or set SB_PORT)"; return 1; }
     sb_key_file "$SB_VAR/reasoning.key" || return 1
     sb_spawn "frontend$k" "$SB_BUILD_DIR/bin/sb-frontend" --listen "127.0.0.1:$port" \
-        --broker "$SB_BROKER_FRONTEND_ENDPOINT" --name "fe$k" --reasoning-key-file "$SB_VAR/reasoning.key" "${extra[@]}"
+        --broker "$SB_BROKER_FRONTEND_ENDPOINT" --name "fe$k" --reasoning-key-file "$SB_VAR/reasoning.key" \
+        --spool-dir "$SB_VAR/spool" "${extra[@]}"
 }
 
 # GET /v1/models with the dev key on PORT; the key goes to curl on stdin.
