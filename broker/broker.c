@@ -10,6 +10,14 @@
  * Everything runs on one thread. Workers found dead mid-iteration are only
  * marked (sb_broker_registry_mark_lost) and reaped at the end of the
  * iteration, so handlers never see a freed worker.
+ *
+ * Restarts: every message sent carries this instance's epoch (random at
+ * start), SUBMITs naming another epoch are refused, and a READY from a worker
+ * already registered updates it in place rather than counting as a loss and
+ * a join: a restart costs each worker one registration, not a storm of them.
+ * For its first liveness period the broker queues jobs for models no worker
+ * has announced yet instead of refusing them: after a restart the workers are
+ * registering again at that moment.
  */
 #include <errno.h>
 #include <signal.h>
@@ -21,6 +29,7 @@
 #include "sb_alloc.h"
 #include "sb_broker.h"
 #include "sb_event.h"
+#include "sb_id.h"
 #include "sb_log.h"
 #include "sb_mpjson.h"
 #include "sb_protocol.h"
@@ -50,6 +59,10 @@ struct sb_broker {
     int grace_ms;
     int breaker_failures; /* 0: no circuit breaking */
     int breaker_cooldown_ms;
+    char epoch[SB_EPOCH_HEX_LEN + 1]; /* this instance's id, in every header sent */
+    int64_t warm_mono;                /* sb_mono_ms until which unserved models' jobs wait (startup grace) */
+    bool warm;                        /* the startup grace is over */
+    sb_broker_counts_t counts;
 
     zsock_t *frontends; /* ROUTER, frontends connect here */
     zsock_t *workers;   /* ROUTER, workers connect here */
@@ -72,6 +85,19 @@ struct sb_broker {
  * Sending.
  */
 
+/* A new header holding this broker's epoch, for the caller to add to. */
+static json_t *sb_broker_header(const sb_broker_t *b)
+{
+    return json_pack("{s:s}", "epoch", b->epoch);
+}
+
+/* Stamps the epoch onto a header about to be sent (received headers are
+ * forwarded, so the stamp replaces whatever the peer put there). */
+static void sb_broker_stamp(const sb_broker_t *b, json_t *header)
+{
+    json_object_set_new(header, "epoch", json_string(b->epoch));
+}
+
 /* Sends an error EVENT for job_id to a frontend: header {job_id, final:true},
  * body the msgpack of sb_event_error(...), plus "retry_after" (seconds, for
  * the frontend's Retry-After) when retry_after_s > 0. Failures are logged,
@@ -79,7 +105,7 @@ struct sb_broker {
 static void sb_broker_send_error_retry(sb_broker_t *b, zframe_t *frontend, const char *job_id, int status,
                                        const char *kind, const char *code, const char *message, int retry_after_s)
 {
-    json_t *hdr = json_pack("{s:s, s:b}", "job_id", job_id, "final", 1);
+    json_t *hdr = json_pack("{s:s, s:b, s:s}", "job_id", job_id, "final", 1, "epoch", b->epoch);
     json_t *ev = sb_event_error(status, kind, code, message);
     if (ev && retry_after_s > 0)
         json_object_set_new(ev, "retry_after", json_integer(retry_after_s));
@@ -110,7 +136,7 @@ static void sb_broker_send_cancel(sb_broker_t *b, sb_broker_job_t *job)
     sb_broker_worker_t *w = job->worker;
     if (!w || w->state != SB_BWORKER_LIVE)
         return;
-    json_t *hdr = json_pack("{s:s}", "job_id", job->id);
+    json_t *hdr = json_pack("{s:s, s:s}", "job_id", job->id, "epoch", b->epoch);
     int rc = hdr ? sb_wire_send(b->workers, w->routing_id, SB_CMD_CANCEL, hdr, NULL, 0) : -EINVAL;
     json_decref(hdr);
     if (rc < 0) {
@@ -264,6 +290,7 @@ static void sb_broker_job_abandon(sb_broker_t *b, sb_broker_job_t *job)
 static int sb_broker_dispatch_one(sb_broker_t *b, sb_broker_queue_t *q, sb_broker_worker_t *w)
 {
     sb_broker_job_t *job = q->head;
+    sb_broker_stamp(b, job->header);
     int rc = sb_wire_send(b->workers, w->routing_id, SB_CMD_JOB, job->header, zframe_data(job->body),
                           zframe_size(job->body));
     if (rc < 0) {
@@ -376,6 +403,29 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
         return;
     }
     const char *job_id = json_string_value(jid);
+    const json_t *jepoch = json_object_get(msg->header, "epoch");
+    if (jepoch && sb_broker_str_ok(jepoch, SB_EPOCH_MAX) && strcmp(json_string_value(jepoch), b->epoch) != 0) {
+        /* Sent to a broker instance that is gone: its frontend has counted
+         * (or will count, on seeing this epoch) the job as lost and resubmits
+         * or fails it; running it too would run it twice. */
+        sb_info("job %s: refused: submitted to broker epoch %s, this is %s", job_id, json_string_value(jepoch),
+                b->epoch);
+        b->counts.refused_stale++;
+        json_t *hdr = json_pack("{s:s, s:b, s:s, s:s}", "job_id", job_id, "final", 1, "epoch", b->epoch,
+                                "refused_epoch", json_string_value(jepoch));
+        json_t *ev = sb_event_error(503, SB_ERR_OVERLOADED, "broker_restarted",
+                                    "the gateway's job broker restarted; retry the request");
+        json_object_set_new(ev, "retry_after", json_integer(1));
+        char *buf = NULL;
+        size_t len = 0;
+        if (hdr && ev && sb_mpjson_encode(ev, &buf, &len) == 0 &&
+            sb_wire_send(b->frontends, msg->routing_id, SB_CMD_EVENT, hdr, buf, len) < 0)
+            sb_debug("job %s: could not send its broker_restarted refusal", job_id);
+        free(buf);
+        json_decref(ev);
+        json_decref(hdr);
+        return;
+    }
     /* With a job_id to answer to, say what was wrong rather than leave the
      * frontend waiting for its own deadline. */
     if (!sb_broker_str_ok(jmodel, SB_MODEL_ID_MAX) || !json_is_integer(jdeadline) || !msg->body ||
@@ -383,6 +433,12 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
         sb_warn("job %s: malformed SUBMIT (needs model, integer deadline_ms and a body)", job_id);
         sb_broker_send_error(b, msg->routing_id, job_id, 400, SB_ERR_INVALID_REQUEST, "bad_job",
                              "malformed job: needs model, integer deadline_ms and a body");
+        return;
+    }
+    if (jepoch && !sb_broker_str_ok(jepoch, SB_EPOCH_MAX)) {
+        sb_warn("job %s: malformed SUBMIT (epoch must be a string of 1 to %d bytes)", job_id, SB_EPOCH_MAX);
+        sb_broker_send_error(b, msg->routing_id, job_id, 400, SB_ERR_INVALID_REQUEST, "bad_job",
+                             "malformed job: epoch must be a non-empty string");
         return;
     }
     if (jclient && !sb_broker_str_ok(jclient, SB_CLIENT_ID_MAX)) {
@@ -402,7 +458,9 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
                              "duplicate job id");
         return;
     }
-    if (!sb_broker_registry_serves(b->registry, model)) {
+    /* Just started: workers are (re)registering; the job waits for them
+     * (or for the end of the grace, sb_broker_fail_unserved). */
+    if (!sb_broker_registry_serves(b->registry, model) && b->warm) {
         char *m = sb_xasprintf("no worker is serving model '%s'", model);
         sb_broker_send_error(b, msg->routing_id, job_id, 503, SB_ERR_OVERLOADED, "no_workers", m);
         free(m);
@@ -488,10 +546,13 @@ static void sb_broker_on_frontend(sb_broker_t *b, sb_wire_msg_t *msg)
     case SB_CMD_CANCEL:
         sb_broker_on_frontend_cancel(b, msg);
         break;
-    case SB_CMD_HEARTBEAT:
-        if (sb_wire_send(b->frontends, msg->routing_id, SB_CMD_HEARTBEAT, NULL, NULL, 0) < 0)
+    case SB_CMD_HEARTBEAT: {
+        json_t *hdr = sb_broker_header(b);
+        if (sb_wire_send(b->frontends, msg->routing_id, SB_CMD_HEARTBEAT, hdr, NULL, 0) < 0)
             sb_debug("could not answer a frontend heartbeat");
+        json_decref(hdr);
         break;
+    }
     default:
         sb_warn("dropped a frontend message with unexpected command 0x%02x", (unsigned)msg->cmd);
         break;
@@ -502,6 +563,33 @@ static void sb_broker_on_frontend(sb_broker_t *b, sb_wire_msg_t *msg)
  * Worker messages.
  */
 
+/* Answers a READY with a HEARTBEAT at once: the worker learns the epoch, and
+ * a worker that sent READY on a fresh socket just before this broker came up
+ * hears from it now rather than at the next beat, which might come after its
+ * own liveness check gave up on the socket (a needless lose/join). */
+static void sb_broker_ack_ready(sb_broker_t *b, sb_broker_worker_t *w)
+{
+    json_t *hdr = sb_broker_header(b);
+    if (sb_wire_send(b->workers, w->routing_id, SB_CMD_HEARTBEAT, hdr, NULL, 0) < 0) {
+        sb_warn("worker %s: could not answer its READY: treating it as lost", w->name);
+        sb_broker_registry_mark_lost(b->registry, w);
+    }
+    json_decref(hdr);
+}
+
+/* Ends every job a worker holds: those still wanted with 502 worker_lost
+ * (the frontend resubmits one that has had no event yet, docs/protocol.md). */
+static void sb_broker_fail_worker_jobs(sb_broker_t *b, sb_broker_worker_t *w)
+{
+    while (w->jobs) {
+        sb_broker_job_t *job = w->jobs;
+        if (job->state == SB_BJOB_DISPATCHED)
+            sb_broker_send_error(b, job->frontend, job->id, 502, SB_ERR_UPSTREAM, "worker_lost",
+                                 "the worker handling this request stopped responding");
+        sb_broker_job_finish(b, job);
+    }
+}
+
 static void sb_broker_on_ready(sb_broker_t *b, sb_wire_msg_t *msg, sb_broker_worker_t *known)
 {
     sb_broker_worker_t *w = NULL;
@@ -511,16 +599,31 @@ static void sb_broker_on_ready(sb_broker_t *b, sb_wire_msg_t *msg, sb_broker_wor
         return;
     }
     if (known) {
-        /* It started over (its jobs are gone on its side): fail what it held. */
-        sb_warn("worker %s: READY again from a known worker: its %d in-flight job(s) are lost", known->name,
-                known->in_flight);
-        sb_broker_registry_mark_lost(b->registry, known);
+        /* The same connection registering again (a worker sends READY only
+         * after dropping its jobs: it was told to reconnect, or saw a new
+         * epoch). It is not lost: it stays, with what it announces now;
+         * only the jobs it held are gone. Counting it as lost and joined
+         * again would let a burst of READYs become a storm of both. */
+        sb_broker_worker_swap_info(known, w);
+        sb_broker_worker_destroy(&w);
+        b->counts.reregistered++;
+        if (known->in_flight)
+            sb_warn("worker %s: registered again: its %d in-flight job(s) are lost", known->name, known->in_flight);
+        else
+            sb_debug("worker %s: registered again", known->name);
+        sb_broker_fail_worker_jobs(b, known);
+        sb_broker_ack_ready(b, known);
+        b->need_dispatch = true;
+        b->stats_dirty = true;
+        return;
     }
+    b->counts.joined++;
     w->expires_mono = sb_mono_ms() + (int64_t)b->heartbeat_ms * b->liveness;
     char models[512];
     sb_info("worker joined: name=%s models=%s credits=%d", w->name,
             sb_broker_worker_models_str(w, models, sizeof models), w->credits);
     sb_broker_registry_add(b->registry, w);
+    sb_broker_ack_ready(b, w);
     b->need_dispatch = true;
     b->stats_dirty = true;
 }
@@ -562,6 +665,7 @@ static void sb_broker_on_event(sb_broker_t *b, sb_broker_worker_t *w, const sb_w
         return;
     }
     if (job->state == SB_BJOB_DISPATCHED) {
+        sb_broker_stamp(b, msg->header);
         int rc = sb_wire_send(b->frontends, job->frontend, SB_CMD_EVENT, msg->header, zframe_data(msg->body),
                               zframe_size(msg->body));
         if (rc < 0 && !final) {
@@ -592,8 +696,14 @@ static void sb_broker_on_worker(sb_broker_t *b, sb_wire_msg_t *msg)
     if (!w) {
         if (msg->cmd == SB_CMD_HEARTBEAT || msg->cmd == SB_CMD_EVENT) {
             sb_debug("message 0x%02x from an unknown worker: asking it to reconnect", (unsigned)msg->cmd);
-            if (sb_wire_send(b->workers, msg->routing_id, SB_CMD_RECONNECT, NULL, NULL, 0) < 0)
+            /* seq echoed: the worker ignores answers to what it sent before its latest READY. */
+            json_t *hdr = sb_broker_header(b);
+            const json_t *seq = json_object_get(msg->header, "seq");
+            if (json_is_integer(seq))
+                json_object_set_new(hdr, "seq", json_integer(json_integer_value(seq)));
+            if (sb_wire_send(b->workers, msg->routing_id, SB_CMD_RECONNECT, hdr, NULL, 0) < 0)
                 sb_debug("could not send RECONNECT");
+            json_decref(hdr);
         } else {
             sb_warn("dropped a message with command 0x%02x from an unknown worker", (unsigned)msg->cmd);
         }
@@ -617,15 +727,17 @@ static void sb_broker_on_worker(sb_broker_t *b, sb_wire_msg_t *msg)
 
 static void sb_broker_heartbeat(sb_broker_t *b)
 {
+    json_t *hdr = sb_broker_header(b);
     sb_broker_worker_t *w = sb_broker_registry_first_live(b->registry);
     while (w) {
         sb_broker_worker_t *next = w->next; /* marking lost relinks w */
-        if (sb_wire_send(b->workers, w->routing_id, SB_CMD_HEARTBEAT, NULL, NULL, 0) < 0) {
+        if (sb_wire_send(b->workers, w->routing_id, SB_CMD_HEARTBEAT, hdr, NULL, 0) < 0) {
             sb_warn("worker %s: could not send HEARTBEAT: treating it as lost", w->name);
             sb_broker_registry_mark_lost(b->registry, w);
         }
         w = next;
     }
+    json_decref(hdr);
 }
 
 static void sb_broker_check_liveness(sb_broker_t *b, int64_t now_mono)
@@ -697,31 +809,13 @@ static void sb_broker_log_stats(sb_broker_t *b, const char *circuits)
             circuits[0] ? "; circuits not closed:" : "", circuits);
 }
 
-/* Fails the jobs of workers lost this iteration (502 to frontends still
- * waiting), frees the workers, then fails queued jobs whose model no live
- * worker serves any more (503): they would otherwise wait out their
- * deadline for a worker that may never come. */
-static void sb_broker_reap(sb_broker_t *b)
+/* Fails queued jobs whose model no live worker serves (503): they would
+ * otherwise wait out their deadline for a worker that may never come. Not
+ * during the startup grace, when workers are still registering. */
+static void sb_broker_fail_unserved(sb_broker_t *b)
 {
-    bool any = false;
-    sb_broker_worker_t *w;
-    while ((w = sb_broker_registry_pop_lost(b->registry))) {
-        char models[512];
-        sb_info("worker lost: name=%s models=%s credits=%d in_flight=%d", w->name,
-                sb_broker_worker_models_str(w, models, sizeof models), w->credits, w->in_flight);
-        while (w->jobs) {
-            sb_broker_job_t *job = w->jobs;
-            if (job->state == SB_BJOB_DISPATCHED)
-                sb_broker_send_error(b, job->frontend, job->id, 502, SB_ERR_UPSTREAM, "worker_lost",
-                                     "the worker handling this request stopped responding");
-            sb_broker_job_finish(b, job);
-        }
-        sb_broker_worker_destroy(&w);
-        any = true;
-    }
-    if (!any)
+    if (!b->warm)
         return;
-    b->stats_dirty = true;
     for (sb_broker_queue_t *q = sb_broker_queues_first(b->queues); q; q = q->next) {
         if (!q->head || sb_broker_registry_serves(b->registry, q->model))
             continue;
@@ -735,6 +829,27 @@ static void sb_broker_reap(sb_broker_t *b)
     }
 }
 
+/* Fails the jobs of workers lost this iteration (502 to frontends still
+ * waiting), frees the workers, then the queued jobs nobody serves now. */
+static void sb_broker_reap(sb_broker_t *b)
+{
+    bool any = false;
+    sb_broker_worker_t *w;
+    while ((w = sb_broker_registry_pop_lost(b->registry))) {
+        char models[512];
+        sb_info("worker lost: name=%s models=%s credits=%d in_flight=%d", w->name,
+                sb_broker_worker_models_str(w, models, sizeof models), w->credits, w->in_flight);
+        b->counts.lost++;
+        sb_broker_fail_worker_jobs(b, w);
+        sb_broker_worker_destroy(&w);
+        any = true;
+    }
+    if (!any)
+        return;
+    b->stats_dirty = true;
+    sb_broker_fail_unserved(b);
+}
+
 static void sb_broker_run_timers(sb_broker_t *b)
 {
     int64_t now = sb_mono_ms();
@@ -743,6 +858,10 @@ static void sb_broker_run_timers(sb_broker_t *b)
         b->next_heartbeat = now + b->heartbeat_ms;
     }
     sb_broker_check_liveness(b, now);
+    if (!b->warm && now >= b->warm_mono) {
+        b->warm = true;
+        sb_broker_fail_unserved(b);
+    }
     if (now >= b->next_sweep) {
         sb_broker_sweep_deadlines(b);
         b->next_sweep = now + SB_BROKER_SWEEP_MS;
@@ -804,8 +923,8 @@ int sb_broker_run_once(sb_broker_t *b, int timeout_ms)
 
 int sb_broker_run(sb_broker_t *b)
 {
-    sb_info("broker running: frontends on %s, workers on %s, queue max %zu per model", b->frontend_endpoint,
-            b->worker_endpoint, b->queue_max);
+    sb_info("broker running: epoch %s, frontends on %s, workers on %s, queue max %zu per model", b->epoch,
+            b->frontend_endpoint, b->worker_endpoint, b->queue_max);
     if (b->breaker_failures > 0)
         sb_info("circuit breaker: a client's circuit for a model opens after %d failed upstream outcomes of its "
                 "jobs in a row, a model's for everyone after %d in a row from more than one client (none counting "
@@ -835,6 +954,7 @@ void sb_broker_config_init(sb_broker_config_t *cfg)
     cfg->deadline_grace_ms = -1;
     cfg->breaker_failures = SB_BROKER_BREAKER_FAILURES_DEFAULT;
     cfg->breaker_cooldown_ms = SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT;
+    cfg->startup_grace_ms = -1;
 }
 
 /* A ROUTER that reports unroutable peers (ROUTER_MANDATORY) and never blocks
@@ -887,7 +1007,14 @@ sb_broker_t *sb_broker_new(const sb_broker_config_t *cfg)
     b->queues = sb_broker_queues_new(b->queue_max);
     b->registry = sb_broker_registry_new();
     b->breakers = sb_breakers_new(b->breaker_failures, b->breaker_cooldown_ms);
+    unsigned char rnd[SB_EPOCH_HEX_LEN / 2];
+    sb_random_bytes(rnd, sizeof rnd);
+    for (size_t i = 0; i < sizeof rnd; i++)
+        snprintf(b->epoch + 2 * i, 3, "%02x", rnd[i]);
     int64_t now = sb_mono_ms();
+    int grace = cfg->startup_grace_ms >= 0 ? cfg->startup_grace_ms : b->heartbeat_ms * b->liveness;
+    b->warm_mono = now + grace;
+    b->warm = grace == 0;
     b->next_heartbeat = now + b->heartbeat_ms;
     b->next_sweep = now + SB_BROKER_SWEEP_MS;
     b->next_stats = now + SB_BROKER_STATS_MS;
@@ -900,6 +1027,10 @@ fail:
 const char *sb_broker_frontend_endpoint(const sb_broker_t *b) { return b->frontend_endpoint; }
 
 const char *sb_broker_worker_endpoint(const sb_broker_t *b) { return b->worker_endpoint; }
+
+const char *sb_broker_epoch(const sb_broker_t *b) { return b->epoch; }
+
+void sb_broker_counts(const sb_broker_t *b, sb_broker_counts_t *out) { *out = b->counts; }
 
 static void sb_broker_free_job(const char *key, void *value, void *arg)
 {

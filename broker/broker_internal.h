@@ -103,7 +103,7 @@ void sb_broker_queue_remove(sb_broker_queues_t *qs, sb_broker_job_t *job);
 
 enum sb_broker_worker_state {
     SB_BWORKER_LIVE = 0, /* registered and heard from within the liveness window; gets jobs */
-    SB_BWORKER_LOST,     /* declared dead (silent, a send failed, or it re-registered): out
+    SB_BWORKER_LOST,     /* declared dead (silent, or a send to it failed): out
                             of the registry, waiting for the reap at the end of the loop
                             iteration to fail its jobs and free it */
 };
@@ -128,6 +128,10 @@ struct sb_broker_worker {
 int sb_broker_worker_from_ready(const sb_wire_msg_t *msg, sb_broker_worker_t **out, const char **why)
     __attribute__((warn_unused_result));
 void sb_broker_worker_destroy(sb_broker_worker_t **w);
+/* Gives w what a later READY (parsed into fresh) announced: name, models and
+ * credits; fresh gets w's old ones (to be destroyed). Jobs, liveness and
+ * routing id stay. */
+void sb_broker_worker_swap_info(sb_broker_worker_t *w, sb_broker_worker_t *fresh);
 bool sb_broker_worker_serves(const sb_broker_worker_t *w, const char *model);
 int sb_broker_worker_free_credits(const sb_broker_worker_t *w);
 /* Links a job onto / off the worker's in-flight list (counts credits). */

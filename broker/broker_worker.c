@@ -121,6 +121,24 @@ void sb_broker_worker_destroy(sb_broker_worker_t **pw)
     *pw = NULL;
 }
 
+void sb_broker_worker_swap_info(sb_broker_worker_t *w, sb_broker_worker_t *fresh)
+{
+    char *name = w->name, **models = w->models;
+    size_t nmodels = w->nmodels;
+    bool any = w->any_model;
+    int credits = w->credits;
+    w->name = fresh->name;
+    w->models = fresh->models;
+    w->nmodels = fresh->nmodels;
+    w->any_model = fresh->any_model;
+    w->credits = fresh->credits;
+    fresh->name = name;
+    fresh->models = models;
+    fresh->nmodels = nmodels;
+    fresh->any_model = any;
+    fresh->credits = credits;
+}
+
 bool sb_broker_worker_serves(const sb_broker_worker_t *w, const char *model)
 {
     if (w->any_model)

@@ -10,6 +10,10 @@
  * never decodes job or event bodies. The wire protocol is
  * common/sb_protocol.h; the semantics are written up in docs/protocol.md.
  *
+ * Each broker draws a random epoch (instance id) at start and stamps it on
+ * everything it sends, so that frontends and workers notice a restarted
+ * broker at once (sb_protocol.h).
+ *
  * Not thread-safe: every call on one broker must come from the thread that
  * drives its loop (sb_broker_stop may also be called from a signal handler).
  */
@@ -40,9 +44,21 @@ typedef struct {
                                       the breaker; < 0: SB_BROKER_BREAKER_FAILURES_DEFAULT */
     int breaker_cooldown_ms;       /* how long an open circuit refuses jobs (doubled on each re-open
                                       by a failed probe, up to 8x); <= 0: SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT */
+    int startup_grace_ms;          /* after start, how long a job for a model no worker serves yet waits
+                                      (queued) for workers to register before 503 no_workers; 0: no wait;
+                                      < 0: heartbeat interval x liveness */
 } sb_broker_config_t;
 
-/* Fills cfg with the defaults above (endpoints NULL, deadline_grace_ms -1). */
+/* What happened to workers since the broker started (for logs and tests). */
+typedef struct {
+    unsigned long joined;       /* READY from a new routing id */
+    unsigned long lost;         /* declared dead: silent, a send failed */
+    unsigned long reregistered; /* READY again from a live worker: updated in place */
+    unsigned long refused_stale; /* SUBMITs refused because they named another broker epoch */
+} sb_broker_counts_t;
+
+/* Fills cfg with the defaults above (endpoints NULL, deadline_grace_ms and
+ * startup_grace_ms -1). */
 void sb_broker_config_init(sb_broker_config_t *cfg);
 
 /* Creates the broker and binds both sockets. cfg is borrowed (strings are
@@ -67,6 +83,12 @@ void sb_broker_stop(sb_broker_t *b);
  * port). Borrowed; valid until the broker is destroyed. */
 const char *sb_broker_frontend_endpoint(const sb_broker_t *b);
 const char *sb_broker_worker_endpoint(const sb_broker_t *b);
+
+/* This broker's epoch: SB_EPOCH_HEX_LEN hex digits, random per instance.
+ * Borrowed; valid until the broker is destroyed. */
+const char *sb_broker_epoch(const sb_broker_t *b);
+
+void sb_broker_counts(const sb_broker_t *b, sb_broker_counts_t *out);
 
 /* Closes the sockets and frees every job, queue and worker record. NULL-safe;
  * sets *b to NULL. Outstanding jobs are dropped without events: frontends
