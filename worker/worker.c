@@ -45,6 +45,13 @@
  * attempt found the route failed (retry.h), else "ok" when the upstream
  * answered, and nothing when the job never reached it or was interrupted
  * (cancel, shutdown).
+ *
+ * Broker restarts (sb_protocol.h): the broker's messages carry its epoch.
+ * A new epoch means the jobs running here belong to a broker that is gone:
+ * they are abandoned. READY is sent once per session and then only for a
+ * RECONNECT that answers a message sent since the latest READY (the seq in
+ * our headers, echoed back), so the RECONNECTs answering a burst of messages
+ * buffered while the broker was down make one READY, not one each.
  */
 #include "worker.h"
 
@@ -184,6 +191,8 @@ struct sb_worker {
     zsock_t *sock;
     sb_zsock_ev_t *watch;
     int64_t last_heard_ms; /* monotonic; any message from the broker counts */
+    char epoch[SB_EPOCH_MAX + 1]; /* the broker instance we serve; "": not heard from one yet */
+    long long ready_seq;          /* READYs sent; in our headers so RECONNECTs can be matched to them */
     struct event *heartbeat;
     struct event *drain_timer;
     struct event *reap; /* frees DONE jobs and checks for STOPPED, at a safe point */
@@ -209,7 +218,9 @@ static int sb_worker_send(sb_worker_t *w, int cmd, const json_t *header, const v
 
 static void sb_worker_send_ready(sb_worker_t *w)
 {
-    json_t *hdr = json_pack("{s:O, s:i, s:s}", "models", w->models, "credits", w->credits, "name", w->name);
+    w->ready_seq++;
+    json_t *hdr = json_pack("{s:O, s:i, s:s, s:I}", "models", w->models, "credits", w->credits, "name", w->name,
+                            "seq", (json_int_t)w->ready_seq);
     int rc = sb_worker_send(w, SB_CMD_READY, hdr, NULL, 0);
     if (rc < 0)
         sb_warn("could not send READY: %s", strerror(-rc));
@@ -285,7 +296,8 @@ static void sb_wjob_free(sb_wjob_t *j)
  * into a final event's header. */
 static void sb_worker_send_event(sb_worker_t *w, const char *job_id, const json_t *ev, const char *upstream)
 {
-    json_t *hdr = json_pack("{s:s, s:b}", "job_id", job_id, "final", sb_event_is_final(ev));
+    json_t *hdr = json_pack("{s:s, s:b, s:I}", "job_id", job_id, "final", sb_event_is_final(ev), "seq",
+                            (json_int_t)w->ready_seq);
     if (upstream && sb_event_is_final(ev))
         json_object_set_new(hdr, "upstream", json_string(upstream));
     char *buf = NULL;
@@ -956,11 +968,46 @@ static void sb_worker_set_state(sb_worker_t *w, enum sb_worker_state state)
     w->state = state;
 }
 
+/* RECONNECT: the broker does not know us. One that echoes a seq older than
+ * our latest READY answers a message sent before it (buffered while the
+ * broker restarted): that READY already answers it. Otherwise our jobs are
+ * unknown to the broker: they are dropped and READY is sent, once. */
+static void sb_worker_on_reconnect(sb_worker_t *w, const sb_wire_msg_t *msg, const char *epoch)
+{
+    long long seq = sb_wire_header_int(msg, "seq", -1);
+    if (seq >= 0 && seq < w->ready_seq) {
+        sb_debug("RECONNECT for a message sent before READY %lld: already answered", w->ready_seq);
+        return;
+    }
+    sb_warn("broker%s%s asked us to reconnect", epoch ? " " : "", epoch ? epoch : "");
+    sb_worker_abandon_all(w);
+    if (epoch)
+        snprintf(w->epoch, sizeof w->epoch, "%s", epoch);
+    if (w->state == SB_WORKER_ACTIVE) /* a draining worker wants no new jobs */
+        sb_worker_send_ready(w);
+}
+
 static void sb_worker_on_msg(sb_wire_msg_t **pmsg, void *arg)
 {
     sb_worker_t *w = arg;
     const sb_wire_msg_t *msg = *pmsg;
     w->last_heard_ms = sb_mono_ms();
+    const char *epoch = sb_wire_header_str(msg, "epoch");
+    if (epoch && (!*epoch || strlen(epoch) > SB_EPOCH_MAX))
+        epoch = NULL;
+    if (msg->cmd == SB_CMD_RECONNECT) {
+        sb_worker_on_reconnect(w, msg, epoch);
+        return;
+    }
+    if (epoch && strcmp(epoch, w->epoch) != 0) {
+        /* A broker that knows us (it sends more than RECONNECT) but is not
+         * the one our jobs came from: those are lost with their broker. */
+        if (w->epoch[0]) {
+            sb_warn("broker restarted (epoch %s, was %s)", epoch, w->epoch);
+            sb_worker_abandon_all(w);
+        }
+        snprintf(w->epoch, sizeof w->epoch, "%s", epoch);
+    }
     switch (msg->cmd) {
     case SB_CMD_JOB:
         sb_worker_on_job(w, msg);
@@ -969,12 +1016,6 @@ static void sb_worker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         sb_worker_on_cancel(w, msg);
         break;
     case SB_CMD_HEARTBEAT:
-        break;
-    case SB_CMD_RECONNECT:
-        sb_warn("broker asked us to reconnect");
-        sb_worker_abandon_all(w);
-        if (w->state == SB_WORKER_ACTIVE) /* a draining worker wants no new jobs */
-            sb_worker_send_ready(w);
         break;
     default:
         sb_warn("dropped a message with unexpected command 0x%02x", msg->cmd);
@@ -993,6 +1034,7 @@ static void sb_worker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
         sb_warn("broker silent for %lld ms: reconnecting to %s", (long long)silent, w->endpoint);
         sb_worker_abandon_all(w);
         sb_worker_close_socket(w, 0);
+        w->epoch[0] = '\0'; /* whichever broker answers the fresh socket holds none of our jobs */
         if (sb_worker_open_socket(w) < 0) {
             sb_error("cannot reopen the broker socket; retrying in %d ms", w->heartbeat_ms);
             return;
@@ -1003,7 +1045,9 @@ static void sb_worker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
     }
     if (!w->sock && sb_worker_open_socket(w) < 0)
         return;
-    int rc = sb_worker_send(w, SB_CMD_HEARTBEAT, NULL, NULL, 0);
+    json_t *hdr = json_pack("{s:I}", "seq", (json_int_t)w->ready_seq);
+    int rc = sb_worker_send(w, SB_CMD_HEARTBEAT, hdr, NULL, 0);
+    json_decref(hdr);
     if (rc < 0 && rc != -EAGAIN)
         sb_warn("could not send HEARTBEAT: %s", strerror(-rc));
 }
