@@ -1,4 +1,17 @@
-/* fe_broker: job submission and event routing over ZeroMQ. */
+/*
+ * fe_broker: job submission and event routing over ZeroMQ.
+ *
+ * Lost jobs are resubmitted once. A job is lost when its broker restarted
+ * (the epoch in the broker's messages changed, sb_protocol.h: the new broker
+ * holds none of the jobs submitted to the old one) or when the broker
+ * reports its worker lost (502 worker_lost). If no event of the job has
+ * reached its sink yet, nothing of the answer can have reached the client,
+ * so the job is sent again, once, under the same id and deadline: the sink
+ * never knows. Otherwise (or when the resubmission cannot be sent, or the
+ * deadline has passed) the sink gets the error at once: 503 broker_restarted
+ * for a restart, the broker's 502 worker_lost for a worker. Until its first
+ * event a job keeps its encoded body for this; the body is freed then.
+ */
 #include "fe_broker.h"
 
 #include <errno.h>
@@ -18,6 +31,15 @@
 typedef struct {
     fe_broker_sink sink;
     void *arg;
+    char epoch[SB_EPOCH_MAX + 1]; /* the broker epoch it was last submitted to; "": none known then */
+    bool heard;                   /* an event reached the sink: the client may have seen part of it */
+    bool resubmitted;             /* its one resubmission is spent */
+    /* What a resubmission sends; body NULL once it can no longer happen. */
+    char *model;
+    char *client; /* NULL: none */
+    int64_t deadline_ms;
+    char *body; /* msgpack of the job */
+    size_t body_len;
 } fe_job_sink_t;
 
 struct fe_broker {
@@ -29,7 +51,25 @@ struct fe_broker {
     sb_map_t *jobs; /* job id -> fe_job_sink_t* (owned) */
     int64_t last_heard_ms;
     bool broker_alive;
+    char epoch[SB_EPOCH_MAX + 1]; /* the broker instance heard from last; "": none yet */
 };
+
+static void fe_job_sink_free(fe_job_sink_t *s)
+{
+    if (!s)
+        return;
+    free(s->model);
+    free(s->client);
+    free(s->body);
+    free(s);
+}
+
+static void fe_job_sink_drop_body(fe_job_sink_t *s)
+{
+    free(s->body);
+    s->body = NULL;
+    s->body_len = 0;
+}
 
 static void fe_broker_on_msg(sb_wire_msg_t **pmsg, void *arg);
 
@@ -55,22 +95,76 @@ static int fe_broker_connect(fe_broker_t *b)
     return 0;
 }
 
+/* Sends (or sends again) the SUBMIT for a job, stamped with the broker
+ * epoch known now. */
+static int fe_broker_send_submit(fe_broker_t *b, const char *job_id, fe_job_sink_t *s)
+{
+    if (!b->sock)
+        return -ENOTCONN;
+    json_t *hdr = json_pack("{s:s, s:s, s:I}", "job_id", job_id, "model", s->model, "deadline_ms",
+                            (json_int_t)s->deadline_ms);
+    /* Who asked, for the broker's per-client circuit breakers (docs/protocol.md). */
+    if (hdr && s->client)
+        json_object_set_new(hdr, "client", json_string(s->client));
+    /* A broker with another epoch refuses it rather than run a job we may resubmit. */
+    if (hdr && b->epoch[0])
+        json_object_set_new(hdr, "epoch", json_string(b->epoch));
+    int rc = hdr ? sb_wire_send(b->sock, NULL, SB_CMD_SUBMIT, hdr, s->body, s->body_len) : -EINVAL;
+    json_decref(hdr);
+    sb_zsock_ev_poke(b->watch);
+    if (rc == 0)
+        memcpy(s->epoch, b->epoch, sizeof s->epoch);
+    return rc;
+}
+
 static void fe_broker_deliver(fe_broker_t *b, const char *job_id, const json_t *ev, bool final)
 {
     fe_job_sink_t *s = final ? sb_map_remove(b->jobs, job_id) : sb_map_get(b->jobs, job_id);
     if (!s)
         return; /* cancelled or unknown: drop */
+    if (!s->heard) {
+        s->heard = true; /* before the sink runs: it may cancel (free) the job */
+        fe_job_sink_drop_body(s);
+    }
     s->sink(ev, final, s->arg);
     if (final)
-        free(s);
+        fe_job_sink_free(s);
 }
 
-static int fe_broker_fail_one(const char *job_id, void *value, void *arg)
+/* A job its broker no longer holds: resubmitted once if nothing of it has
+ * reached the sink and its deadline is ahead, else ended with ev. Returns
+ * true when it was resubmitted. */
+static bool fe_broker_job_lost(fe_broker_t *b, const char *job_id, const json_t *ev, const char *why)
 {
-    fe_job_sink_t *s = value;
-    s->sink(arg, true, s->arg);
-    free(s);
-    return 1;
+    fe_job_sink_t *s = sb_map_get(b->jobs, job_id);
+    if (!s)
+        return false;
+    if (s->body && !s->heard && !s->resubmitted && s->deadline_ms > sb_now_ms()) {
+        s->resubmitted = true;
+        int rc = fe_broker_send_submit(b, job_id, s);
+        fe_job_sink_drop_body(s);
+        if (rc == 0) {
+            sb_info("job %s: %s before any event: resubmitted", job_id, why);
+            return true;
+        }
+        sb_warn("job %s: %s; could not resubmit it: %s", job_id, why, strerror(-rc));
+    }
+    fe_broker_deliver(b, job_id, ev, true);
+    return false;
+}
+
+static void fe_broker_collect_id(const char *job_id, void *value, void *arg)
+{
+    json_array_append_new(arg, json_string(job_id));
+}
+
+/* The ids of the outstanding jobs: sinks may submit or cancel jobs, so the
+ * map is not walked while they run. */
+static json_t *fe_broker_job_ids(const fe_broker_t *b)
+{
+    json_t *ids = json_array();
+    sb_map_foreach(b->jobs, fe_broker_collect_id, ids);
+    return ids;
 }
 
 /* Fails every outstanding job with the given error event. */
@@ -79,7 +173,41 @@ static void fe_broker_fail_all(fe_broker_t *b, int status, const char *code, con
     if (sb_map_size(b->jobs) == 0)
         return;
     json_t *ev = sb_event_error(status, SB_ERR_OVERLOADED, code, message);
-    sb_map_remove_if(b->jobs, fe_broker_fail_one, ev);
+    json_t *ids = fe_broker_job_ids(b);
+    size_t i;
+    json_t *id;
+    json_array_foreach (ids, i, id)
+        fe_broker_deliver(b, json_string_value(id), ev, true);
+    json_decref(ids);
+    json_decref(ev);
+}
+
+/* A message carried a broker epoch. A different one than before means the
+ * broker restarted: every job submitted to the old instance is lost there. */
+static void fe_broker_on_epoch(fe_broker_t *b, const char *epoch)
+{
+    if (!strcmp(b->epoch, epoch))
+        return;
+    if (!b->epoch[0]) { /* the first broker heard: jobs sent before are its */
+        snprintf(b->epoch, sizeof b->epoch, "%s", epoch);
+        sb_info("broker at %s: epoch %s", b->endpoint, epoch);
+        return;
+    }
+    sb_warn("broker at %s restarted (epoch %s, was %s): %zu outstanding job(s) to resubmit or fail", b->endpoint,
+            epoch, b->epoch, sb_map_size(b->jobs));
+    snprintf(b->epoch, sizeof b->epoch, "%s", epoch);
+    json_t *ev = sb_event_error(503, SB_ERR_OVERLOADED, "broker_restarted",
+                                "the gateway's job broker restarted; retry the request");
+    json_object_set_new(ev, "retry_after", json_integer(1));
+    json_t *ids = fe_broker_job_ids(b);
+    size_t i;
+    json_t *id;
+    json_array_foreach (ids, i, id) {
+        fe_job_sink_t *s = sb_map_get(b->jobs, json_string_value(id));
+        if (s && strcmp(s->epoch, epoch) != 0)
+            (void)fe_broker_job_lost(b, json_string_value(id), ev, "broker restarted");
+    }
+    json_decref(ids);
     json_decref(ev);
 }
 
@@ -92,12 +220,23 @@ static void fe_broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         sb_info("broker reachable at %s", b->endpoint);
         b->broker_alive = true;
     }
+    const char *epoch = sb_wire_header_str(msg, "epoch");
+    if (epoch && *epoch && strlen(epoch) <= SB_EPOCH_MAX)
+        fe_broker_on_epoch(b, epoch);
     if (msg->cmd != SB_CMD_EVENT)
-        return; /* heartbeats only refresh liveness */
+        return; /* heartbeats only refresh liveness (and tell the epoch) */
     const char *job_id = sb_wire_header_str(msg, "job_id");
     if (!job_id || !msg->body) {
         sb_warn("event without job id or body dropped");
         return;
+    }
+    const char *refused = sb_wire_header_str(msg, "refused_epoch");
+    if (refused) {
+        /* A SUBMIT that reached a broker other than the one it was stamped
+         * for. Usually it was resubmitted already, on seeing the new epoch. */
+        fe_job_sink_t *s = sb_map_get(b->jobs, job_id);
+        if (!s || strcmp(s->epoch, refused) != 0)
+            return;
     }
     json_t *ev = NULL;
     if (sb_mpjson_decode(zframe_data(msg->body), zframe_size(msg->body), &ev) < 0 || !json_is_object(ev)) {
@@ -108,7 +247,12 @@ static void fe_broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         return;
     }
     bool final = sb_wire_header_bool(msg, "final") || sb_event_is_final(ev);
-    fe_broker_deliver(b, job_id, ev, final);
+    const char *code = json_string_value(json_object_get(ev, "code"));
+    if (final && sb_event_type_of(ev) == SB_EV_ERROR && code &&
+        (!strcmp(code, "worker_lost") || (refused && !strcmp(code, "broker_restarted"))))
+        (void)fe_broker_job_lost(b, job_id, ev, refused ? "refused by a restarted broker" : "its worker was lost");
+    else
+        fe_broker_deliver(b, job_id, ev, final);
     json_decref(ev);
 }
 
@@ -177,25 +321,22 @@ int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, cons
 {
     if (!b->sock)
         return -ENOTCONN;
-    char *body;
-    size_t len;
-    if (sb_mpjson_encode(job, &body, &len) < 0)
-        return -EINVAL;
-    json_t *hdr = json_pack("{s:s, s:s, s:I}", "job_id", job_id, "model", model, "deadline_ms",
-                            (json_int_t)deadline_ms);
-    /* Who asked, for the broker's per-client circuit breakers (docs/protocol.md). */
-    if (hdr && client && client[0] && strlen(client) <= SB_CLIENT_ID_MAX)
-        json_object_set_new(hdr, "client", json_string(client));
-    int rc = hdr ? sb_wire_send(b->sock, NULL, SB_CMD_SUBMIT, hdr, body, len) : -EINVAL;
-    json_decref(hdr);
-    free(body);
-    sb_zsock_ev_poke(b->watch);
-    if (rc < 0)
-        return rc;
     fe_job_sink_t *s = sb_xcalloc(1, sizeof *s);
+    if (sb_mpjson_encode(job, &s->body, &s->body_len) < 0) {
+        fe_job_sink_free(s);
+        return -EINVAL;
+    }
     s->sink = sink;
     s->arg = arg;
-    free(sb_map_put(b->jobs, job_id, s));
+    s->model = sb_xstrdup(model);
+    s->client = client && client[0] && strlen(client) <= SB_CLIENT_ID_MAX ? sb_xstrdup(client) : NULL;
+    s->deadline_ms = deadline_ms;
+    int rc = fe_broker_send_submit(b, job_id, s);
+    if (rc < 0) {
+        fe_job_sink_free(s);
+        return rc;
+    }
+    fe_job_sink_free(sb_map_put(b->jobs, job_id, s));
     return 0;
 }
 
@@ -204,7 +345,7 @@ void fe_broker_cancel(fe_broker_t *b, const char *job_id)
     fe_job_sink_t *s = sb_map_remove(b->jobs, job_id);
     if (!s)
         return;
-    free(s);
+    fe_job_sink_free(s);
     json_t *hdr = json_pack("{s:s}", "job_id", job_id);
     if (b->sock && sb_wire_send(b->sock, NULL, SB_CMD_CANCEL, hdr, NULL, 0) < 0)
         sb_debug("cancel for %s not sent", job_id);

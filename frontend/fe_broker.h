@@ -2,6 +2,8 @@
  * fe_broker: the frontend's DEALER connection to the broker. Submits jobs,
  * routes each returned event to the job's sink, heartbeats, and when the
  * broker falls silent fails every outstanding job (503) instead of hanging.
+ * A job lost before its first event (the broker restarted, or its worker
+ * died) is resubmitted once, invisibly to its sink (fe_broker.c).
  */
 #ifndef FE_BROKER_H
 #define FE_BROKER_H
@@ -20,7 +22,8 @@ typedef void (*fe_broker_sink)(const json_t *event, bool final, void *arg);
 fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoint);
 void fe_broker_destroy(fe_broker_t **b);
 
-/* Sends SUBMIT. client (borrowed; NULL: none) names who asked, e.g.
+/* Sends SUBMIT. job is encoded at once (borrowed); the bytes are kept until
+ * the job's first event, for a resubmission. client (borrowed; NULL: none) names who asked, e.g.
  * "key:<key id>": the broker's circuit breakers keep a circuit per model and
  * client. On failure returns -errno and the sink is not registered. */
 int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, const char *client, int64_t deadline_ms,
