@@ -22,6 +22,7 @@
 static sb_broker_t *B;
 static char FE[128], WK[128];
 static bool use_tcp; /* loopback tcp with ephemeral ports instead of inproc */
+static int startup_grace_ms; /* for the next setup; most tests want none (a fresh broker answers at once) */
 
 /* A fresh broker on fresh endpoints. breaker_failures < 0 and
  * breaker_cooldown_ms <= 0 keep the defaults. */
@@ -46,6 +47,7 @@ static void setup_cfg(size_t queue_max, int breaker_failures, int breaker_cooldo
         cfg.breaker_failures = breaker_failures;
     if (breaker_cooldown_ms > 0)
         cfg.breaker_cooldown_ms = breaker_cooldown_ms;
+    cfg.startup_grace_ms = startup_grace_ms;
     B = sb_broker_new(&cfg);
     CHECK(B != NULL);
     if (B) {
@@ -603,7 +605,8 @@ static void test_malformed(void)
     teardown();
 }
 
-/* A worker that sends READY again has started over: what it held is lost. */
+/* A worker that sends READY again has dropped its jobs (it does so only then):
+ * what it held is lost, but the worker itself stays registered, in place. */
 static void test_ready_again(void)
 {
     setup(0);
@@ -616,6 +619,11 @@ static void test_ready_again(void)
     send_ready(w, "w1", 2, "m1", NULL);
     m = expect(fe, 1000);
     check_error(&m, "j1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
+    sb_broker_counts_t c;
+    sb_broker_counts(B, &c);
+    CHECK_INT(c.joined, 1);
+    CHECK_INT(c.lost, 0);
+    CHECK_INT(c.reregistered, 1);
     submit_simple(fe, "j2", "m1");
     submit_simple(fe, "j3", "m1");
     m = expect(w, 1000);
@@ -1105,6 +1113,185 @@ static void test_breaker_disabled(void)
     teardown();
 }
 
+/*
+ * Restarts: epoch, stale SUBMITs, READY again, the startup grace.
+ */
+
+static bool is_epoch(const char *e)
+{
+    if (!e || strlen(e) != SB_EPOCH_HEX_LEN)
+        return false;
+    for (const char *p = e; *p; p++)
+        if (!strchr("0123456789abcdef", *p))
+            return false;
+    return true;
+}
+
+/* Every message the broker sends carries its epoch; two brokers differ. */
+static void test_epoch_everywhere(void)
+{
+    setup(0);
+    const char *epoch = sb_broker_epoch(B);
+    CHECK(is_epoch(epoch));
+    zsock_t *fe = peer(FE), *w = peer(WK), *stranger = peer(WK);
+    /* The heartbeat answered to a frontend. */
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
+    sb_wire_msg_t *m = expect_msg(fe, 1000, true);
+    CHECK(m && m->cmd == SB_CMD_HEARTBEAT);
+    CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, epoch);
+    sb_wire_msg_destroy(&m);
+    /* RECONNECT, echoing the seq of the message it answers. */
+    json_t *h = json_pack("{s:i}", "seq", 7);
+    CHECK_INT(sb_wire_send(stranger, NULL, SB_CMD_HEARTBEAT, h, NULL, 0), 0);
+    json_decref(h);
+    m = expect(stranger, 1000);
+    CHECK(m && m->cmd == SB_CMD_RECONNECT);
+    CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, epoch);
+    CHECK_INT(m ? sb_wire_header_int(m, "seq", -1) : -2, 7);
+    sb_wire_msg_destroy(&m);
+    /* READY is answered at once (well before the next beat) with a
+     * heartbeat; then JOB and CANCEL. */
+    send_ready(w, "w1", 1, "m1", NULL);
+    m = expect_msg(w, SB_HEARTBEAT_INTERVAL_MS / 5, true);
+    CHECK(m && m->cmd == SB_CMD_HEARTBEAT);
+    CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, epoch);
+    sb_wire_msg_destroy(&m);
+    submit_simple(fe, "j1", "m1");
+    m = expect(w, 1000);
+    CHECK(m && m->cmd == SB_CMD_JOB);
+    CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, epoch);
+    sb_wire_msg_destroy(&m);
+    /* A forwarded EVENT (the worker's header, stamped). */
+    send_event(w, "j1", false, "\xc0", 1);
+    m = expect(fe, 1000);
+    check_cmd(&m, SB_CMD_EVENT, "j1");
+    send_event(w, "j1", false, "\xc0", 1);
+    m = expect(fe, 1000);
+    CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, epoch);
+    sb_wire_msg_destroy(&m);
+    send_cancel(fe, "j1");
+    m = expect(w, 1000);
+    CHECK(m && m->cmd == SB_CMD_CANCEL);
+    CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, epoch);
+    sb_wire_msg_destroy(&m);
+    /* An error the broker makes itself. */
+    submit_simple(fe, "j2", "nobody");
+    m = expect(fe, 1000);
+    CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, epoch);
+    check_error(&m, "j2", 503, "overloaded", "no_workers", "no worker is serving model 'nobody'");
+    char first[SB_EPOCH_HEX_LEN + 1];
+    snprintf(first, sizeof first, "%s", epoch);
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    zsock_destroy(&stranger);
+    teardown();
+    setup(0);
+    CHECK(is_epoch(sb_broker_epoch(B)) && strcmp(sb_broker_epoch(B), first) != 0);
+    teardown();
+}
+
+/* A SUBMIT stamped with another broker's epoch is refused (503
+ * broker_restarted, refused_epoch named) and never dispatched; with this
+ * broker's epoch, or none, it runs. */
+static void test_stale_submit(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    send_ready(w, "w1", 4, "m1", NULL);
+    pump(20);
+    json_t *h = json_pack("{s:s, s:s, s:I, s:s}", "job_id", "old", "model", "m1", "deadline_ms",
+                          (json_int_t)sb_now_ms() + 10000, "epoch", "0123456789abcdef");
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, "\xc0", 1), 0);
+    json_decref(h);
+    sb_wire_msg_t *m = expect(fe, 1000);
+    CHECK_STR(m ? sb_wire_header_str(m, "refused_epoch") : NULL, "0123456789abcdef");
+    CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, sb_broker_epoch(B));
+    check_error(&m, "old", 503, "overloaded", "broker_restarted",
+                "the gateway's job broker restarted; retry the request");
+    expect_none(w, 50);
+    h = json_pack("{s:s, s:s, s:I, s:s}", "job_id", "cur", "model", "m1", "deadline_ms",
+                  (json_int_t)sb_now_ms() + 10000, "epoch", sb_broker_epoch(B));
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, "\xc0", 1), 0);
+    json_decref(h);
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "cur");
+    submit_simple(fe, "none", "m1");
+    m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "none");
+    /* A malformed epoch is a malformed job. */
+    h = json_pack("{s:s, s:s, s:I, s:i}", "job_id", "badep", "model", "m1", "deadline_ms",
+                  (json_int_t)sb_now_ms() + 10000, "epoch", 5);
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, "\xc0", 1), 0);
+    json_decref(h);
+    m = expect(fe, 1000);
+    check_error(&m, "badep", 400, "invalid_request", "bad_job", "malformed job: epoch must be a non-empty string");
+    sb_broker_counts_t c;
+    sb_broker_counts(B, &c);
+    CHECK_INT(c.refused_stale, 1);
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* A burst of READYs from one connection (what a restart used to cause) is
+ * one worker registered, never lost: no join/lose cycles, the latest READY's
+ * credits count, and jobs submitted afterwards run. */
+static void test_ready_burst(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    for (int i = 0; i < 20; i++)
+        send_ready(w, "w1", i + 1, "m1", NULL);
+    pump(50);
+    sb_broker_counts_t c;
+    sb_broker_counts(B, &c);
+    CHECK_INT(c.joined, 1);
+    CHECK_INT(c.lost, 0);
+    CHECK_INT(c.reregistered, 19);
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "b%d", i);
+        submit_simple(fe, id, "m1");
+        sb_wire_msg_t *m = expect(w, 1000);
+        check_cmd(&m, SB_CMD_JOB, id);
+    }
+    expect_none(fe, 50); /* no no_workers, no worker_lost */
+    sb_broker_counts(B, &c);
+    CHECK_INT(c.lost, 0);
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
+/* Just started, the broker queues jobs for models no worker has announced
+ * yet: a worker registering within the grace gets them; at its end the rest
+ * are answered 503 no_workers. */
+static void test_startup_grace(void)
+{
+    startup_grace_ms = 400;
+    setup(0);
+    startup_grace_ms = 0;
+    int64_t t0 = sb_mono_ms();
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    submit_simple(fe, "g1", "m1");
+    submit_simple(fe, "g2", "m2");
+    expect_none(fe, 150);
+    send_ready(w, "w1", 2, "m1", NULL);
+    sb_wire_msg_t *m = expect(w, 1000);
+    check_cmd(&m, SB_CMD_JOB, "g1");
+    m = expect(fe, 1000);
+    int64_t took = sb_mono_ms() - t0;
+    check_error(&m, "g2", 503, "overloaded", "no_workers", "no worker is serving model 'm2'");
+    CHECK(took >= 380 && took < 900);
+    /* After the grace, at once. */
+    submit_simple(fe, "g3", "m3");
+    m = expect(fe, 200);
+    check_error(&m, "g3", 503, "overloaded", "no_workers", "no worker is serving model 'm3'");
+    zsock_destroy(&fe);
+    zsock_destroy(&w);
+    teardown();
+}
+
 int main(void)
 {
     sb_log_init("test_broker"); /* SB_LOG_LEVEL=debug shows the broker's job transitions */
@@ -1121,6 +1308,10 @@ int main(void)
     test_worker_send_failure();
     test_malformed();
     test_ready_again();
+    test_epoch_everywhere();
+    test_stale_submit();
+    test_ready_burst();
+    test_startup_grace();
     test_lifecycle();
     test_worker_lost();
     test_breaker_opens();

@@ -394,6 +394,7 @@ static zsock_t *broker;
 static sb_zsock_ev_t *broker_watch;
 static zframe_t *worker_id; /* routing id of the worker's latest READY */
 static int readies, heartbeats;
+static long long last_hb_seq = -1; /* the "seq" of the worker's latest HEARTBEAT */
 static json_t *last_ready;
 static bool broker_silent;
 static got_event_t events[SB_TEST_MAX_EVENTS];
@@ -412,6 +413,7 @@ static void broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         break;
     case SB_CMD_HEARTBEAT:
         heartbeats++;
+        last_hb_seq = sb_wire_header_int(m, "seq", -1);
         if (!broker_silent) {
             CHECK_INT(sb_wire_send(broker, m->routing_id, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
             sb_zsock_ev_poke(broker_watch);
@@ -782,6 +784,62 @@ static void test_bad_jobs(void)
     send_job("job_op", job, 0);
     CHECK(run_until(has_final, "job_op", 3000));
     check_final_error("job_op", 400, "invalid_request", "job request.op is not supported");
+}
+
+static long long ready_seq(void)
+{
+    return sb_wire_header_int(&(sb_wire_msg_t){.header = last_ready}, "seq", -1);
+}
+
+/* A restarted broker answers each message buffered while it was down with
+ * RECONNECT: the worker registers once (the RECONNECTs echoing a seq older
+ * than its latest READY are ignored), and its heartbeats carry that seq. */
+static void test_reconnect_burst(void)
+{
+    long long seq = ready_seq();
+    CHECK(seq >= 1);
+    int before = readies;
+    for (int i = 0; i < 10; i++)
+        broker_send(SB_CMD_RECONNECT, json_pack("{s:s, s:I}", "epoch", "e1", "seq", (json_int_t)seq), NULL);
+    int want = before + 1;
+    CHECK(run_until(has_readies, &want, 2000));
+    run_for(300);
+    CHECK_INT(readies, before + 1);
+    CHECK_INT(ready_seq(), seq + 1);
+    CHECK_INT(last_hb_seq, seq + 1);
+    /* One answering a message sent since that READY is real: READY again. */
+    broker_send(SB_CMD_RECONNECT, json_pack("{s:s, s:I}", "epoch", "e1", "seq", (json_int_t)seq + 1), NULL);
+    want = before + 2;
+    CHECK(run_until(has_readies, &want, 2000));
+    run_for(100);
+    CHECK_INT(readies, before + 2);
+    CHECK_INT(ready_seq(), seq + 2);
+    /* One without a seq (nothing to match) is taken as real. */
+    broker_send(SB_CMD_RECONNECT, NULL, NULL);
+    want = before + 3;
+    CHECK(run_until(has_readies, &want, 2000));
+}
+
+/* A message from a broker with another epoch than the one our jobs came
+ * from: those jobs are gone with their broker, so they are abandoned (no
+ * events) rather than run to the end for nobody. */
+static void test_epoch_change(sb_worker_t *w)
+{
+    broker_send(SB_CMD_HEARTBEAT, json_pack("{s:s}", "epoch", "e1"), NULL);
+    send_job("job_old_epoch", make_job("openai-chat", "slow300", srv_port, NULL), 0);
+    int want = srv_n + 1;
+    CHECK(run_until(has_requests, &want, 3000));
+    CHECK_INT(sb_worker_inflight(w), 1);
+    int before = readies;
+    broker_send(SB_CMD_HEARTBEAT, json_pack("{s:s}", "epoch", "e2"), NULL);
+    run_for(600); /* the upstream would have answered by now */
+    CHECK_INT(sb_worker_inflight(w), 0);
+    CHECK_INT(count_events("job_old_epoch"), 0);
+    CHECK_INT(readies, before); /* that broker knows us: no READY needed */
+    /* Jobs of the new broker run. */
+    send_job("job_new_epoch", make_job("openai-chat", "fast", srv_port, NULL), 0);
+    CHECK(run_until(has_final, "job_new_epoch", 3000));
+    CHECK(final_type("job_new_epoch") == SB_EV_COMPLETED);
 }
 
 static void test_reconnect(void)
@@ -1541,6 +1599,8 @@ int main(void)
     test_retry_fanout();
     test_context_exceeded();
     test_connect_timeout();
+    test_reconnect_burst();
+    test_epoch_change(w);
     test_reconnect();
     test_drain(w);
     sb_worker_destroy(&w);
