@@ -61,9 +61,8 @@ int fe_body_depth(const char *buf, size_t len)
     return st.depth;
 }
 
-json_t *fe_body_json(struct evhttp_request *http, size_t max_bytes, int max_depth, fe_error_t *err)
+json_t *fe_body_json(struct evbuffer *in, size_t max_bytes, int max_depth, fe_error_t *err)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(http);
     size_t len = evbuffer_get_length(in);
     if (len > max_bytes) {
         fe_error_set(err, 413, SB_ERR_TOO_LARGE, "request_too_large", NULL,

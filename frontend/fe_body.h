@@ -7,7 +7,7 @@
 #ifndef FE_BODY_H
 #define FE_BODY_H
 
-#include <event2/http.h>
+#include <event2/buffer.h>
 #include <jansson.h>
 #include <stddef.h>
 
@@ -23,7 +23,7 @@ typedef struct {
 /* Returns a new object, or NULL with err filled (400/413): 400 json_too_deep
  * over max_depth, 400 json_too_many_elements over the element limit
  * (fe_body_set_max_elements). */
-json_t *fe_body_json(struct evhttp_request *http, size_t max_bytes, int max_depth, fe_error_t *err);
+json_t *fe_body_json(struct evbuffer *in, size_t max_bytes, int max_depth, fe_error_t *err);
 
 /* The element limit fe_body_json applies (default 200000). Process-wide: one
  * frontend instance runs per process, and fe_server_new sets it from its

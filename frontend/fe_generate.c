@@ -368,7 +368,7 @@ static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
 void fe_generate_start(fe_request_t *r)
 {
     fe_error_t err;
-    r->body = fe_body_json(r->http, r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
+    r->body = fe_body_json(fe_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
     if (!r->body) {
         fe_request_fail(r, &err);
         return;

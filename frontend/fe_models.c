@@ -16,9 +16,9 @@
 #include "fe_sql.h"
 #include "sb_event.h"
 
-const fe_style_t *fe_models_style(struct evhttp_request *http, const fe_style_t *dflt)
+const fe_style_t *fe_models_style(fe_http_req_t *http, const fe_style_t *dflt)
 {
-    const char *v = evhttp_find_header(evhttp_request_get_input_headers(http), "anthropic-version");
+    const char *v = fe_http_req_header(http, "anthropic-version");
     return v ? &fe_style_messages : dflt;
 }
 

@@ -4,18 +4,11 @@
  */
 #include "fe_request.h"
 
-#include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/keyvalq_struct.h>
-#include <sys/queue.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "fe_limits.h"
 #include "fe_router.h"
@@ -26,34 +19,10 @@
 #include "sb_log.h"
 #include "sb_time.h"
 
-static const char *fe_method_name(enum evhttp_cmd_type cmd)
-{
-    switch (cmd) {
-    case EVHTTP_REQ_GET:
-        return "GET";
-    case EVHTTP_REQ_POST:
-        return "POST";
-    case EVHTTP_REQ_DELETE:
-        return "DELETE";
-    case EVHTTP_REQ_PUT:
-        return "PUT";
-    case EVHTTP_REQ_HEAD:
-        return "HEAD";
-    case EVHTTP_REQ_OPTIONS:
-        return "OPTIONS";
-    case EVHTTP_REQ_PATCH:
-        return "PATCH";
-    default:
-        return "OTHER";
-    }
-}
-
 static void fe_request_free(fe_request_t *r)
 {
     if (r->deadline)
         event_free(r->deadline);
-    if (r->client_watch)
-        event_free(r->client_watch);
     fe_stream_free(&r->stream_out);
     json_decref(r->key);
     json_decref(r->model);
@@ -124,27 +93,24 @@ static void fe_request_log(fe_request_t *r)
 
 static void fe_request_add_headers(fe_request_t *r, const char *content_type, int retry_after)
 {
-    struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
-    evhttp_add_header(h, "Content-Type", content_type);
-    evhttp_add_header(h, "x-request-id", r->request_id);
-    evhttp_add_header(h, "request-id", r->request_id); /* the name Anthropic's SDKs read */
+    fe_http_req_t *h = r->http;
+    if (content_type)
+        fe_http_req_add_header(h, "Content-Type", content_type);
+    fe_http_req_add_header(h, "x-request-id", r->request_id);
+    fe_http_req_add_header(h, "request-id", r->request_id); /* the name Anthropic's SDKs read */
     if (retry_after > 0) {
         char ra[16];
         snprintf(ra, sizeof ra, "%d", retry_after);
-        evhttp_add_header(h, "Retry-After", ra);
+        fe_http_req_add_header(h, "Retry-After", ra);
     }
     if (r->no_retry && r->status >= 400)
-        evhttp_add_header(h, "x-should-retry", "false");
+        fe_http_req_add_header(h, "x-should-retry", "false");
 }
 
 /* The request is over (its reply sent, or its client gone): state DONE, the
  * log row, and the free unless an asynchronous step still holds it. */
 static void fe_request_done(fe_request_t *r)
 {
-    if (r->conn) {
-        fe_conn_guard_detach_request(r->srv->guard, r->conn);
-        r->conn = NULL;
-    }
     fe_request_log(r);
     fe_limits_release(r, NULL); /* a request that ends early (client gone, deadline) still frees its slot */
     r->srv->active_requests--;
@@ -159,22 +125,6 @@ static void fe_request_stop_watching(fe_request_t *r)
     fe_stream_free(&r->stream_out);
     if (r->deadline)
         event_del(r->deadline);
-    if (r->client_watch) /* the connection may serve its next request now */
-        event_del(r->client_watch);
-}
-
-/* Reason phrases libevent 2.1 does not know (it says "Client Error"); NULL:
- * libevent's own. */
-static const char *fe_request_reason(int status)
-{
-    switch (status) {
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    default:
-        return NULL;
-    }
 }
 
 /* Sends the reply (if the client is still there) and ends the request. A
@@ -189,22 +139,14 @@ static void fe_request_send(fe_request_t *r, int status, const char *content_typ
     r->status = status;
     if (r->stream_started) {
         if (r->http) {
-            if (r->conn) { /* evhttp may free the connection once the reply is out */
-                fe_conn_guard_detach_request(r->srv->guard, r->conn);
-                r->conn = NULL;
-            }
-            evhttp_send_reply_end(r->http);
+            fe_http_reply_end(r->http);
             r->http = NULL;
         } else if (status < 400) {
             r->status = 499; /* the client left before the end */
         }
     } else if (r->http) {
         fe_request_add_headers(r, content_type, retry_after);
-        struct evbuffer *buf = evbuffer_new();
-        if (data && len)
-            evbuffer_add(buf, data, len);
-        evhttp_send_reply(r->http, status, fe_request_reason(status), buf);
-        evbuffer_free(buf);
+        fe_http_reply(r->http, status, data, data ? len : 0);
         r->http = NULL;
     }
     fe_request_done(r);
@@ -217,17 +159,16 @@ bool fe_request_stream_start(fe_request_t *r, const char *content_type)
     r->stream_started = true;
     r->status = 200;
     fe_request_add_headers(r, content_type, 0);
-    struct evkeyvalq *h = evhttp_request_get_output_headers(r->http);
-    evhttp_add_header(h, "Cache-Control", "no-cache");
-    evhttp_add_header(h, "X-Accel-Buffering", "no"); /* proxies must not buffer the stream */
-    evhttp_send_reply_start(r->http, 200, "OK");
+    fe_http_req_add_header(r->http, "Cache-Control", "no-cache");
+    fe_http_req_add_header(r->http, "X-Accel-Buffering", "no"); /* proxies must not buffer the stream */
+    fe_http_reply_start(r->http, 200);
     return true;
 }
 
 void fe_request_stream_write(fe_request_t *r, struct evbuffer *buf)
 {
     if (r->http && r->stream_started && r->state != FE_REQ_DONE && evbuffer_get_length(buf) > 0)
-        evhttp_send_reply_chunk(r->http, buf);
+        fe_http_reply_chunk(r->http, buf);
     evbuffer_drain(buf, evbuffer_get_length(buf));
 }
 
@@ -250,24 +191,7 @@ void fe_request_reply_raw(fe_request_t *r, int status, const char *content_type,
 
 int fe_request_query_get(const fe_request_t *r, const char *name, char *buf, size_t len)
 {
-    const struct evhttp_uri *uri = r->http ? evhttp_request_get_evhttp_uri(r->http) : NULL;
-    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (!query)
-        return -1;
-    struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    if (evhttp_parse_query_str(query, &q) != 0) {
-        evhttp_clear_headers(&q);
-        return -1;
-    }
-    const char *v = evhttp_find_header(&q, name);
-    int rc = -1;
-    if (v && strlen(v) < len) {
-        memcpy(buf, v, strlen(v) + 1);
-        rc = 0;
-    }
-    evhttp_clear_headers(&q);
-    return rc;
+    return r->http ? fe_http_query_get(fe_http_req_query(r->http), name, buf, len) : -1;
 }
 
 void fe_request_fail(fe_request_t *r, const fe_error_t *e)
@@ -291,18 +215,12 @@ void fe_request_failf(fe_request_t *r, int status, const char *kind, const char 
     fe_request_fail(r, &e);
 }
 
-/* The client closed its connection before the reply. */
-static void fe_request_on_close(struct evhttp_connection *conn, void *arg)
+/* The client closed its connection before the reply (fe_http's gone
+ * callback): the job is cancelled upstream. */
+static void fe_request_on_gone(void *arg)
 {
     fe_request_t *r = arg;
-    r->conn = NULL;
-    /* evhttp frees the request with its connection — except a streamed
-     * reply's, which it hands over to us when the client leaves mid-stream. */
-    if (r->http && !evhttp_request_get_connection(r->http))
-        evhttp_request_free(r->http);
     r->http = NULL; /* no reply */
-    if (r->client_watch)
-        event_del(r->client_watch);
     if (r->state == FE_REQ_RUNNING)
         fe_broker_cancel(r->srv->broker, r->request_id);
     if (r->state != FE_REQ_DONE && r->state != FE_REQ_STORING) {
@@ -311,39 +229,64 @@ static void fe_request_on_close(struct evhttp_connection *conn, void *arg)
         r->error_text = sb_xstrdup("client closed the connection");
         fe_request_finish(r, 499, NULL, 0);
     }
+    if (r->reading_body) { /* its callback will not run now: the hold is dropped here, last */
+        r->reading_body = false;
+        fe_request_release(r);
+    }
 }
 
-/*
- * libevent's evhttp stops reading a connection while its request is being
- * answered, so it never notices a client that hangs up meanwhile. The
- * request watches the socket itself: EOF (or an error) means the client
- * left, and freeing the connection runs fe_request_on_close, which cancels
- * the job upstream. Data means a pipelined request: stop watching, evhttp
- * reads it after this reply.
- */
-static void fe_request_on_client_readable(evutil_socket_t fd, short what, void *arg)
+/* The most a route's body may be: a file upload is a file plus a little
+ * multipart framing. */
+static size_t fe_request_body_max(const fe_request_t *r)
 {
+    if (r->endpoint == fe_files_upload)
+        return r->srv->cfg.max_file_bytes + 65536;
+    return r->srv->cfg.max_body_bytes;
+}
+
+/* An error fe_http found in the request's framing or body, in the style's
+ * body: e->kind from the status. */
+static void fe_request_http_error(fe_request_t *r, const fe_http_err_t *he)
+{
+    fe_error_t e;
+    const char *kind = he->status == 413 || he->status == 431 ? SB_ERR_TOO_LARGE
+                       : he->status == 503                    ? SB_ERR_OVERLOADED
+                       : he->status == 408                    ? SB_ERR_TIMEOUT
+                                                              : SB_ERR_INVALID_REQUEST;
+    if (he->status == 431)
+        fe_error_set(&e, 431, kind, "headers_too_large", NULL,
+                     "Request header fields too large: the request line and headers exceed the limit of %zu bytes.",
+                     r->srv->cfg.max_header_bytes);
+    else if (he->status == 413 && r->endpoint == fe_files_upload)
+        fe_error_set(&e, 413, kind, "file_too_large", "file",
+                     "File is too large: the upload exceeds the limit of %zu bytes.", r->srv->cfg.max_file_bytes);
+    else if (he->status == 413) {
+        const char *declared = r->http ? fe_http_req_header(r->http, "Content-Length") : NULL;
+        fe_error_set(&e, 413, kind, "request_too_large", NULL, "Request body%s%s%s exceeds the limit of %zu bytes.",
+                     declared ? " of " : "", declared ? declared : "", declared ? " bytes" : "",
+                     r->endpoint ? fe_request_body_max(r) : r->srv->cfg.max_body_bytes);
+    } else if (he->status == 408)
+        fe_error_set(&e, 408, kind, "request_timeout", NULL,
+                     "The request was not received completely within %d ms.", r->srv->cfg.read_deadline_ms);
+    else
+        fe_error_set(&e, he->status, kind, he->code, NULL, "%s", he->message);
+    if (he->status == 503)
+        e.retry_after = 1;
+    fe_request_fail(r, &e);
+}
+
+static void fe_request_on_body(fe_http_req_t *http, const fe_http_err_t *err, void *arg)
+{
+    (void)http;
     fe_request_t *r = arg;
-    char c;
-    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0)
+    r->reading_body = false;
+    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
         return;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-        event_add(r->client_watch, NULL);
+    if (err) {
+        fe_request_http_error(r, err);
         return;
     }
-    if (r->conn)
-        evhttp_connection_free(r->conn); /* may free r (fe_request_on_close) */
-}
-
-static void fe_request_watch_client(fe_request_t *r)
-{
-    struct bufferevent *bev = r->conn ? evhttp_connection_get_bufferevent(r->conn) : NULL;
-    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-    if (fd < 0)
-        return;
-    r->client_watch = event_new(r->srv->base, fd, EV_READ, fe_request_on_client_readable, r);
-    event_add(r->client_watch, NULL);
+    r->endpoint(r);
 }
 
 static void fe_request_on_key(json_t *rec, const char *err, void *arg)
@@ -361,32 +304,14 @@ static void fe_request_on_key(json_t *rec, const char *err, void *arg)
         return;
     }
     r->key = json_incref(rec);
-    r->endpoint(r);
+    /* Only now is the body read: an unauthenticated client gets none of it
+     * buffered. The callback may run before this returns. */
+    fe_request_hold(r);
+    r->reading_body = true;
+    fe_http_req_read_body(r->http, fe_request_body_max(r), fe_request_on_body, r);
 }
 
-static void fe_request_set_nodelay(struct evhttp_connection *conn)
-{
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
-    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-    int one = 1;
-    if (fd >= 0)
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-/* The request line and headers as the client sent them, line ends included
- * (an HTTP/1.1 version assumed): what --max-header-bytes limits. */
-static size_t fe_request_header_bytes(struct evhttp_request *http)
-{
-    const char *uri = evhttp_request_get_uri(http);
-    size_t n = strlen(fe_method_name(evhttp_request_get_command(http))) + 1 + (uri ? strlen(uri) : 0) +
-               sizeof " HTTP/1.1\r\n" - 1;
-    const struct evkeyvalq *headers = evhttp_request_get_input_headers(http);
-    for (const struct evkeyval *h = TAILQ_FIRST(headers); h; h = TAILQ_NEXT(h, next))
-        n += strlen(h->key) + 2 + strlen(h->value) + 2;
-    return n + 2;
-}
-
-void fe_request_handle(struct evhttp_request *http, void *arg)
+void fe_request_handle(fe_http_req_t *http, void *arg)
 {
     fe_server_t *srv = arg;
     fe_request_t *r = sb_xcalloc(1, sizeof *r);
@@ -399,41 +324,20 @@ void fe_request_handle(struct evhttp_request *http, void *arg)
     sb_id_new(r->request_id, sizeof r->request_id, "req_", 16);
     fe_collect_init(&r->result);
     srv->active_requests++;
+    fe_http_req_on_gone(http, fe_request_on_gone, r);
 
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(http);
-    const char *raw_path = uri ? evhttp_uri_get_path(uri) : NULL;
-    char *decoded = raw_path ? evhttp_uridecode(raw_path, 0, NULL) : NULL;
-    r->path = sb_xstrdup(decoded ? decoded : "/");
-    free(decoded);
+    /* Routing works on the path as sent, decoded except for "%2F": an
+     * encoded slash is never a separator. A request fe_http refused is
+     * answered in the style of its path (OpenAI's when it is unknown). */
+    r->path = sb_xstrdup(fe_http_req_path(http)[0] ? fe_http_req_path(http) : "/");
     r->style = fe_router_style_for_path(r->path);
-
-    bool over_cap = false;
-    r->conn = evhttp_request_get_connection(http);
-    if (r->conn) {
-        fe_request_set_nodelay(r->conn);
-        over_cap = fe_conn_guard_attach_request(srv->guard, r->conn, fe_request_on_close, r);
-    }
-    if (over_cap) {
-        /* The connection was accepted beyond --max-connections: refused, and
-         * closed after the reply so that the client reconnects. */
-        evhttp_add_header(evhttp_request_get_output_headers(http), "Connection", "close");
-        fe_error_t e;
-        fe_error_set(&e, 503, SB_ERR_OVERLOADED, "too_many_connections", NULL,
-                     "This gateway instance has too many open connections; retry shortly.");
-        e.retry_after = 1;
-        fe_request_fail(r, &e);
-        return;
-    }
-    size_t header_bytes = fe_request_header_bytes(http);
-    if (header_bytes > srv->cfg.max_header_bytes) {
-        fe_request_failf(r, 431, SB_ERR_TOO_LARGE, "headers_too_large", NULL,
-                         "Request header fields too large: %zu bytes of request line and headers exceed the limit "
-                         "of %zu bytes.",
-                         header_bytes, srv->cfg.max_header_bytes);
+    const fe_http_err_t *he = fe_http_req_error(http);
+    if (he) {
+        fe_request_http_error(r, he);
         return;
     }
 
-    const char *method = fe_method_name(evhttp_request_get_command(http));
+    const char *method = fe_http_req_method(http);
     const fe_route_t *route;
     switch (fe_router_match(method, r->path, &route, &r->path_arg)) {
     case FE_ROUTE_NO_PATH:
@@ -467,7 +371,6 @@ void fe_request_handle(struct evhttp_request *http, void *arg)
         return;
     }
     r->state = FE_REQ_AUTH;
-    fe_request_watch_client(r);
     fe_request_hold(r);
     fe_auth_lookup_key(srv->auth, key, key_len, fe_request_on_key, r);
 }

@@ -7,13 +7,13 @@
 #ifndef FE_REQUEST_H
 #define FE_REQUEST_H
 
-#include <event2/http.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "fe_collect.h"
 #include "fe_error.h"
+#include "fe_http.h"
 #include "fe_server.h"
 #include "fe_stream.h"
 #include "sb_id.h"
@@ -25,7 +25,7 @@ typedef struct fe_request fe_request_t;
 typedef struct fe_style {
     const char *name;
     /* Presented key, or NULL (sets *len). */
-    const char *(*key)(struct evhttp_request *http, size_t *len);
+    const char *(*key)(fe_http_req_t *http, size_t *len);
     /* Style's error body (new reference). */
     json_t *(*error_body)(const fe_request_t *r, const fe_error_t *e);
     /* Request body -> r->canonical, r->model_id, r->previous_response_id, r->store. */
@@ -57,8 +57,7 @@ enum fe_req_state {
 
 struct fe_request {
     fe_server_t *srv;
-    struct evhttp_request *http;    /* NULL once replied */
-    struct evhttp_connection *conn; /* NULL once the client is gone */
+    fe_http_req_t *http;     /* NULL once replied or the client is gone */
     enum fe_req_state state;
     const fe_style_t *style;
     fe_endpoint_fn endpoint;
@@ -84,6 +83,7 @@ struct fe_request {
     fe_stream_t *stream_out; /* the stream's state while it runs, owned */
     const fe_stream_style_t *stream_style; /* set by parse when not style->stream */
     bool seal_reasoning;     /* return reasoning items with encrypted_content */
+    bool reading_body;       /* fe_http is reading the body for us (a hold is taken) */
     bool submitted;          /* a job went to the broker (its upstream may bill) */
     bool lease;              /* admitted under limits; released at the end (fe_limits.h) */
     bool no_retry;           /* the error reply says x-should-retry: false */
@@ -99,13 +99,12 @@ struct fe_request {
 
     fe_collect_t result;
     struct event *deadline;
-    struct event *client_watch; /* EOF on the client socket while we work: the client left */
     int status;              /* HTTP status sent */
     char *error_text;        /* for the request log */
 };
 
-/* evhttp entry point for every request. */
-void fe_request_handle(struct evhttp_request *http, void *arg);
+/* fe_http's handler for every request (arg: the fe_server_t). */
+void fe_request_handle(fe_http_req_t *http, void *arg);
 
 /* Reply helpers: each ends the request (state DONE). body is stolen. */
 void fe_request_reply_json(fe_request_t *r, int status, json_t *body);

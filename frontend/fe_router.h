@@ -24,7 +24,7 @@ enum fe_route_match fe_router_match(const char *method, const char *path, const 
 const fe_style_t *fe_router_style_for_path(const char *path);
 
 /* "Authorization: Bearer KEY" (fe_style_responses.c); NULL when absent. */
-const char *fe_bearer_key(struct evhttp_request *http, size_t *len);
+const char *fe_bearer_key(fe_http_req_t *http, size_t *len);
 
 extern const fe_style_t fe_style_responses;
 extern const fe_style_t fe_style_chat;
@@ -38,7 +38,7 @@ void fe_responses_input_items(fe_request_t *r);
 void fe_models_list(fe_request_t *r); /* GET /v1/models and /v1/models/{id} */
 /* The style of a request to a path OpenAI's and Anthropic's APIs share
  * (/v1/models): Anthropic's when it carries anthropic-version, else dflt. */
-const fe_style_t *fe_models_style(struct evhttp_request *http, const fe_style_t *dflt);
+const fe_style_t *fe_models_style(fe_http_req_t *http, const fe_style_t *dflt);
 void fe_files_upload(fe_request_t *r);
 void fe_files_get(fe_request_t *r);
 void fe_files_content(fe_request_t *r);

@@ -1,14 +1,11 @@
 /*
  * fe_server: builds one frontend instance: database pool and LISTEN for
  * cache invalidation, broker client, request log, and the HTTP listener
- * (SO_REUSEPORT so several processes share a port; limits on body size,
- * header size, read time and open connections, with fe_conn_guard).
+ * (fe_http: SO_REUSEPORT so several processes share a port; limits on
+ * header size, body memory, read time and open connections).
  */
 #include "fe_server.h"
 
-#include <event2/listener.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +31,8 @@ void fe_config_defaults(fe_config_t *cfg)
     cfg->read_timeout_s = 30;
     cfg->read_deadline_ms = 30000;
     cfg->max_connections = 4096;
+    cfg->max_connections_per_source = 1024;
+    cfg->max_body_memory = 256u * 1024u * 1024u;
     cfg->default_timeout_ms = 60000;
     cfg->stream_keepalive_ms = 15000;
     cfg->max_file_bytes = 16u * 1024u * 1024u;
@@ -74,49 +73,21 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     }
     s->reqlog = fe_reqlog_new(base, s->db, cfg->name);
 
-    s->http = evhttp_new(base);
-    /* A file upload is a file plus a little multipart framing. Bodies over
-     * this (declared or chunked) are refused by the connection guard with 413
-     * before they are read; smaller ones by their endpoint (fe_body_json,
-     * fe_files_upload). */
-    size_t max_body = cfg->max_body_bytes > cfg->max_file_bytes + 65536 ? cfg->max_body_bytes
-                                                                         : cfg->max_file_bytes + 65536;
-    evhttp_set_max_body_size(s->http, (ev_ssize_t)max_body);
-    /* Headers over max_header_bytes get 431 in the request's style
-     * (fe_request_handle); evhttp keeps a generous hard ceiling, which the
-     * connection guard enforces first (431 too) as the bytes arrive. */
-    size_t header_ceiling = 4 * cfg->max_header_bytes;
-    evhttp_set_max_headers_size(s->http, (ev_ssize_t)header_ceiling);
-    evhttp_set_timeout(s->http, cfg->read_timeout_s);
-    fe_conn_guard_limits_t lim = {
-        .max_connections = cfg->max_connections,
-        .read_deadline_ms = cfg->read_deadline_ms,
-        .header_ceiling = header_ceiling,
-        .body_ceiling = max_body,
-    };
-    s->guard = fe_conn_guard_new(base, s->http, &lim, s->reqlog);
     fe_body_set_max_elements(cfg->max_json_elements);
-    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
-    evhttp_set_gencb(s->http, fe_request_handle, s);
-
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cfg->listen_port)};
-    if (inet_pton(AF_INET, cfg->listen_host, &sin.sin_addr) != 1) {
-        snprintf(err, errlen, "bad listen address %s", cfg->listen_host);
+    fe_http_limits_t lim = {
+        .host = cfg->listen_host,
+        .port = cfg->listen_port,
+        .max_connections = cfg->max_connections,
+        .max_per_source = cfg->max_connections_per_source,
+        .read_deadline_ms = cfg->read_deadline_ms > 0 ? cfg->read_deadline_ms : 24 * 3600 * 1000,
+        .idle_timeout_ms = cfg->read_timeout_s * 1000,
+        .write_timeout_ms = cfg->read_timeout_s * 2000,
+        .max_head = cfg->max_header_bytes,
+        .body_budget = cfg->max_body_memory,
+    };
+    s->http = fe_http_new(base, &lim, fe_request_handle, s, err, errlen);
+    if (!s->http)
         goto fail;
-    }
-    struct evconnlistener *l =
-        evconnlistener_new_bind(base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT,
-                                1024, (struct sockaddr *)&sin, sizeof sin);
-    if (!l) {
-        snprintf(err, errlen, "cannot listen on %s:%d", cfg->listen_host, cfg->listen_port);
-        goto fail;
-    }
-    if (!evhttp_bind_listener(s->http, l)) {
-        evconnlistener_free(l);
-        snprintf(err, errlen, "cannot bind the HTTP listener");
-        goto fail;
-    }
     sb_info("listening on %s:%d, broker %s", cfg->listen_host, cfg->listen_port, cfg->broker_endpoint);
     return s;
 fail:
@@ -124,6 +95,8 @@ fail:
     return NULL;
 }
 
+/* New requests get 503 shutting_down (fe_request_handle) rather than a
+ * closed listener, whose queued connections would be reset. */
 void fe_server_drain(fe_server_t *s) { s->draining = true; }
 
 void fe_server_destroy(fe_server_t **ps)
@@ -131,9 +104,7 @@ void fe_server_destroy(fe_server_t **ps)
     if (!ps || !*ps)
         return;
     fe_server_t *s = *ps;
-    if (s->http)
-        evhttp_free(s->http); /* closes every client connection */
-    fe_conn_guard_destroy(&s->guard);
+    fe_http_free(&s->http); /* closes every client connection */
     /* Outstanding jobs fail now; their requests log a row each. */
     fe_broker_destroy(&s->broker);
     if (s->reqlog) {

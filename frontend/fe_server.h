@@ -1,19 +1,18 @@
 /*
- * fe_server: one frontend instance: the evhttp listener (SO_REUSEPORT, so
- * several processes can share a port), and the modules every request uses.
+ * fe_server: one frontend instance: the HTTP listener (fe_http; SO_REUSEPORT,
+ * so several processes can share a port), and the modules every request uses.
  */
 #ifndef FE_SERVER_H
 #define FE_SERVER_H
 
 #include <event2/event.h>
-#include <event2/http.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "fe_auth.h"
 #include "fe_broker.h"
-#include "fe_conn_guard.h"
 #include "fe_db.h"
+#include "fe_http.h"
 #include "fe_reqlog.h"
 #include "sb_seal.h"
 
@@ -24,13 +23,15 @@ typedef struct {
     const char *pg_dsn;
     const char *name;
     size_t max_body_bytes;
-    size_t max_header_bytes; /* request line + headers; 431 above (evhttp's hard ceiling is 4x) */
+    size_t max_header_bytes; /* request line + headers; 431 above */
     int max_json_depth;      /* 400 json_too_deep above */
     size_t max_json_elements; /* array elements + object members of a JSON body; 400 json_too_many_elements above */
     int db_conns;
     int read_timeout_s;   /* idle limit: the longest silence while reading a request, or between two requests */
     int read_deadline_ms; /* absolute limit for reading one request, first byte to last; 408 after; 0 = none */
-    int max_connections;  /* open client connections; requests on connections beyond get 503 */
+    int max_connections;  /* open client connections (fe_http.h: shedding at the cap) */
+    int max_connections_per_source; /* open connections one peer address may hold */
+    size_t max_body_memory;         /* request body bytes buffered at once (503 when spent) */
     int default_timeout_ms; /* job deadline when the model has none */
     size_t max_file_bytes;  /* POST /v1/files: largest file accepted (413 above) */
     int stream_keepalive_ms;   /* a stream quiet this long gets a keep-alive; 0 = never */
@@ -40,8 +41,7 @@ typedef struct {
 typedef struct fe_server {
     struct event_base *base;
     fe_config_t cfg;
-    struct evhttp *http;
-    fe_conn_guard_t *guard; /* connection cap, read deadline, framing ceilings */
+    fe_http_t *http; /* listener and client connections: framing, caps, deadlines */
     fe_db_t *db;
     fe_auth_t *auth;
     fe_broker_t *broker;

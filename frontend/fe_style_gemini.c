@@ -38,11 +38,9 @@
  * as the model's upstream counts it.
  */
 #include <ctype.h>
-#include <event2/keyvalq_struct.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/queue.h>
 
 #include "fe_gemini_json.h"
 #include "fe_generate.h"
@@ -65,30 +63,17 @@
 
 /* "x-goog-api-key: KEY", or the query parameter key=KEY. The query value
  * lives in a per-thread buffer: the caller hashes it at once. */
-static const char *fe_gemini_key(struct evhttp_request *http, size_t *len)
+static const char *fe_gemini_key(fe_http_req_t *http, size_t *len)
 {
-    const char *k = evhttp_find_header(evhttp_request_get_input_headers(http), "x-goog-api-key");
+    const char *k = fe_http_req_header(http, "x-goog-api-key");
     if (k && *k) {
         *len = strlen(k);
         return k;
     }
     static _Thread_local char buf[256];
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(http);
-    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (!query)
+    if (fe_http_query_get(fe_http_req_query(http), "key", buf, sizeof buf) < 0 || !buf[0])
         return NULL;
-    struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    const char *v = NULL;
-    if (evhttp_parse_query_str(query, &q) == 0)
-        v = evhttp_find_header(&q, "key");
-    size_t n = v ? strlen(v) : 0;
-    if (n > 0 && n < sizeof buf)
-        memcpy(buf, v, n + 1);
-    evhttp_clear_headers(&q);
-    if (n == 0 || n >= sizeof buf)
-        return NULL;
-    *len = n;
+    *len = strlen(buf);
     return buf;
 }
 

@@ -52,9 +52,9 @@
 #define FE_MESSAGES_MIN_VERSION "2023-06-01"
 
 /* "x-api-key: KEY", or "Authorization: Bearer KEY" (the 1.x SDK sends it). */
-static const char *fe_messages_key(struct evhttp_request *http, size_t *len)
+static const char *fe_messages_key(fe_http_req_t *http, size_t *len)
 {
-    const char *k = evhttp_find_header(evhttp_request_get_input_headers(http), "x-api-key");
+    const char *k = fe_http_req_header(http, "x-api-key");
     if (k && *k) {
         *len = strlen(k);
         return k;
@@ -113,8 +113,7 @@ static bool fe_messages_is(const json_t *v, const char *s)
  * Messages API version. */
 static int fe_messages_version(const fe_request_t *r, fe_error_t *err)
 {
-    const char *v =
-        r->http ? evhttp_find_header(evhttp_request_get_input_headers(r->http), "anthropic-version") : NULL;
+    const char *v = r->http ? fe_http_req_header(r->http, "anthropic-version") : NULL;
     if (!v)
         return fe_messages_fail(err, "missing_required_header", "anthropic-version", "header is required");
     bool ok = strlen(v) == 10 && v[4] == '-' && v[7] == '-';

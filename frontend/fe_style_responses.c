@@ -24,9 +24,9 @@
 #include "sb_id.h"
 
 /* "Authorization: Bearer KEY" */
-const char *fe_bearer_key(struct evhttp_request *http, size_t *len)
+const char *fe_bearer_key(fe_http_req_t *http, size_t *len)
 {
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(http), "Authorization");
+    const char *h = fe_http_req_header(http, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return NULL;
     h += 7;

@@ -74,7 +74,8 @@ static void usage(void)
             "                   [--max-body-bytes N] [--max-file-bytes N] [--db-conns N] [--read-timeout S]\n"
             "                   [--drain-seconds S] [--reasoning-key-file PATH] [--stream-keepalive-ms MS]\n"
             "                   [--max-header-bytes N] [--max-json-depth N] [--max-json-elements N]\n"
-            "                   [--read-deadline-ms MS] [--max-connections N]\n"
+            "                   [--read-deadline-ms MS] [--max-connections N] [--max-connections-per-source N]\n"
+            "                   [--max-body-memory N]\n"
             "  Limits (each refused in the error body of the request's API style):\n"
             "    --max-body-bytes N       JSON request body (413 above; default 33554432)\n"
             "    --max-file-bytes N       file upload (413 above; default 16777216)\n"
@@ -85,8 +86,14 @@ static void usage(void)
             "    --read-timeout S         longest silence while reading a request or between two (default 30)\n"
             "    --read-deadline-ms MS    time to read a whole request, first byte to last (408 after;\n"
             "                             0 = none; default 30000)\n"
-            "    --max-connections N      open client connections; requests on connections beyond get 503\n"
-            "                             with Retry-After: 1 (default 4096)\n"
+            "    --max-connections N      open client connections; at the cap a waiting connection of the\n"
+            "                             address holding the most is closed for a newcomer from a lighter one,\n"
+            "                             else the newcomer gets 503 with Retry-After: 1 (default 4096)\n"
+            "    --max-connections-per-source N\n"
+            "                             open connections one peer address may hold (503 beyond;\n"
+            "                             default 1024)\n"
+            "    --max-body-memory N      request body bytes buffered at once across connections, read only\n"
+            "                             after the key is checked (503 when spent; default 268435456)\n"
             "  --spool-dir DIR  request log rows go to DIR/reqlog-NAME.spool while PostgreSQL is away, so a\n"
             "                   frontend that dies then loses none; replayed once it is back and at start\n"
             "                   (default: none, rows wait in memory only)\n"
@@ -116,6 +123,7 @@ int main(int argc, char **argv)
         {"max-header-bytes", required_argument, 0, 'H'}, {"max-json-depth", required_argument, 0, 'D'},
         {"max-json-elements", required_argument, 0, 'E'}, {"read-deadline-ms", required_argument, 0, 'R'},
         {"max-connections", required_argument, 0, 'C'},
+        {"max-connections-per-source", required_argument, 0, 'S'}, {"max-body-memory", required_argument, 0, 'M'},
         {"spool-dir", required_argument, 0, 'Y'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     const char *key_file = getenv("SB_REASONING_KEY_FILE");
@@ -202,6 +210,16 @@ int main(int argc, char **argv)
             if (parse_int(optarg, 1, 1000000, &v) < 0)
                 return usage(), 2;
             cfg.max_connections = (int)v;
+            break;
+        case 'S':
+            if (parse_int(optarg, 1, 1000000, &v) < 0)
+                return usage(), 2;
+            cfg.max_connections_per_source = (int)v;
+            break;
+        case 'M':
+            if (parse_int(optarg, 65536, LONG_MAX, &v) < 0)
+                return usage(), 2;
+            cfg.max_body_memory = (size_t)v;
             break;
         case 'Y':
             spool_dir = optarg;

@@ -1,7 +1,6 @@
 /* test_style_messages: the Messages style (fe_style_messages.c): the
  * anthropic-version header, body -> canonical request, result -> message
  * object, and thinking blocks sealed and opened again. */
-#include <event2/http.h>
 #include <jansson.h>
 #include <stdlib.h>
 
@@ -19,9 +18,10 @@ static void req_init(fe_request_t *r, const char *version)
     r->srv = &srv;
     r->style = &fe_style_messages;
     r->store = true;
-    r->http = evhttp_request_new(NULL, NULL);
-    if (version)
-        evhttp_add_header(evhttp_request_get_input_headers(r->http), "anthropic-version", version);
+    char head[256];
+    int n = snprintf(head, sizeof head, "POST /v1/messages HTTP/1.1\r\nHost: t\r\n%s%s%s\r\n",
+                     version ? "anthropic-version: " : "", version ? version : "", version ? "\r\n" : "");
+    r->http = fe_http_req_parse_detached(head, (size_t)n);
     r->key = json_pack("{s:i}", "account_id", 7);
     r->style_state = json_object();
     fe_collect_init(&r->result);
@@ -29,7 +29,7 @@ static void req_init(fe_request_t *r, const char *version)
 
 static void req_free(fe_request_t *r)
 {
-    evhttp_request_free(r->http);
+    fe_http_req_destroy(r->http);
     json_decref(r->key);
     json_decref(r->style_state);
     json_decref(r->canonical);

@@ -1,0 +1,106 @@
+/*
+ * fe_http_internal: the structures shared by fe_http.c (the server: listener,
+ * peer addresses, admission and shedding) and fe_http_conn.c (one
+ * connection: reading, requests, replies, closing). Not for other files.
+ */
+#ifndef FE_HTTP_INTERNAL_H
+#define FE_HTTP_INTERNAL_H
+
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <stdint.h>
+
+#include "fe_http.h"
+#include "sb_map.h"
+
+#define FE_HTTP_PEER_MAX 48
+
+/* Where a connection is. */
+enum fe_http_cstate {
+    FE_C_HEAD,    /* reading a request head (or idle between requests) */
+    FE_C_WAIT,    /* head with the handler, body not asked for yet: not reading */
+    FE_C_BODY,    /* reading the body the handler asked for */
+    FE_C_APP,     /* request complete, with the handler */
+    FE_C_CLOSING, /* last reply written; closed once it is sent */
+    FE_C_LINGER,  /* write side shut; reading and discarding until EOF or a timeout */
+};
+
+/* One peer address and its connections. */
+typedef struct fe_http_source {
+    char addr[FE_HTTP_PEER_MAX];
+    int conns;
+    int refusing; /* of which accepted over a cap, waiting for their head */
+    struct fe_http_conn *list; /* its connections, newest first */
+} fe_http_source_t;
+
+typedef struct fe_http_conn fe_http_conn_t;
+
+struct fe_http_req {
+    fe_http_conn_t *c;
+    fe_http_err_t err;
+    bool has_err;
+    char *head;     /* the head as sent, names and values NUL-terminated in place */
+    size_t head_len;
+    fe_http_head_t h;
+    char *path;
+    const char *query; /* into target copy */
+    char *target;      /* NUL-terminated copy of the target */
+    struct evbuffer *body;
+    size_t body_max;
+    size_t reserved; /* of the body budget */
+    bool body_read;  /* the body is complete (or there is none) */
+    bool chunked_started;
+    fe_http_chunked_t chunked;
+    uint64_t length_left;
+    void (*done)(fe_http_req_t *, const fe_http_err_t *, void *);
+    void *done_arg;
+    void (*gone)(void *);
+    void *gone_arg;
+    struct evbuffer *out_headers;
+    bool streaming;
+    bool close_after;
+};
+
+struct fe_http_conn {
+    fe_http_t *srv;
+    fe_http_source_t *src;
+    struct bufferevent *bev;
+    evutil_socket_t fd;
+    enum fe_http_cstate state;
+    fe_http_req_t *req;     /* the request being read or served */
+    size_t scanned;         /* head bytes already looked at */
+    int64_t first_byte_ms;  /* of the request being read; 0 before it */
+    int64_t linger_until_ms;
+    struct event *timer;    /* read deadline, idle timeout, linger */
+    struct event *kick;     /* deferred: parse what is buffered */
+    const char *refuse;     /* accepted over a cap: its request gets 503 with this message, then the close */
+    struct fe_http_conn *prev, *next;         /* all connections */
+    struct fe_http_conn *src_prev, *src_next; /* the source's */
+};
+
+struct fe_http {
+    struct event_base *base;
+    fe_http_limits_t lim;
+    fe_http_handler_fn fn;
+    void *arg;
+    struct evconnlistener *listener;
+    sb_map_t *sources; /* addr -> fe_http_source_t */
+    fe_http_conn_t *conns;
+    int open;
+    int refusing; /* connections accepted over a cap, waiting for their head */
+    size_t body_used;
+    int64_t last_shed_log_ms;
+    unsigned long shed, refused;
+};
+
+/* fe_http_conn.c */
+fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_source_t *src, const char *refuse);
+/* Closes at once (no reply); a request served gets its gone callback. */
+void fe_http_conn_close(fe_http_conn_t *c);
+/* True when the connection serves no request (it may be shed). */
+bool fe_http_conn_idle(const fe_http_conn_t *c);
+
+/* fe_http.c: the connection is gone; its source's count drops. */
+void fe_http_source_drop(fe_http_t *h, fe_http_conn_t *c);
+
+#endif
