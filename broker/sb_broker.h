@@ -92,7 +92,8 @@ void sb_broker_counts(const sb_broker_t *b, sb_broker_counts_t *out);
 
 /* Closes the sockets and frees every job, queue and worker record. NULL-safe;
  * sets *b to NULL. Outstanding jobs are dropped without events: frontends
- * notice the broker's loss through their heartbeats. */
+ * notice the broker's loss through their heartbeats, or a new broker's
+ * epoch. */
 void sb_broker_destroy(sb_broker_t **b);
 
 #endif
