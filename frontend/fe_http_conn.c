@@ -29,6 +29,10 @@
 #define FE_HTTP_LINGER_MS 3000      /* longest a closing connection is drained */
 #define FE_HTTP_LINGER_IDLE_MS 1000 /* ... or this long without a byte */
 #define FE_HTTP_REFUSE_MS 2000      /* a connection accepted over a cap: time to send its head */
+/* A streamed reply the client does not read: past this many bytes waiting
+ * to be sent, the client is taken as gone (its job is cancelled) rather than
+ * buffered without limit. */
+#define FE_HTTP_MAX_PENDING_OUT (16u << 20)
 
 static void fe_http_conn_process(fe_http_conn_t *c);
 
@@ -417,6 +421,16 @@ void fe_http_reply_chunk(fe_http_req_t *r, struct evbuffer *buf)
     if (n == 0)
         return;
     struct evbuffer *out = bufferevent_get_output(r->c->bev);
+    if (evbuffer_get_length(out) + n > FE_HTTP_MAX_PENDING_OUT) {
+        evbuffer_drain(buf, n);
+        if (!r->c->dead) {
+            sb_warn("closing a connection from %s: %zu bytes of its streamed reply are unread",
+                    fe_http_req_peer(r), evbuffer_get_length(out));
+            r->c->dead = true;
+            event_active(r->c->kick, 0, 0); /* closed from the loop, not inside the caller */
+        }
+        return;
+    }
     if (r->h.minor == 1)
         evbuffer_add_printf(out, "%zx\r\n", n);
     evbuffer_add_buffer(out, buf);
@@ -534,7 +548,12 @@ static void fe_http_on_kick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    fe_http_conn_process(arg);
+    fe_http_conn_t *c = arg;
+    if (c->dead) {
+        fe_http_conn_close(c);
+        return;
+    }
+    fe_http_conn_process(c);
 }
 
 static void fe_http_on_write(struct bufferevent *bev, void *arg)

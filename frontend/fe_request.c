@@ -221,6 +221,7 @@ static void fe_request_on_gone(void *arg)
 {
     fe_request_t *r = arg;
     r->http = NULL; /* no reply */
+    fe_request_hold(r); /* r stays valid to the end of this function */
     if (r->state == FE_REQ_RUNNING)
         fe_broker_cancel(r->srv->broker, r->request_id);
     if (r->state != FE_REQ_DONE && r->state != FE_REQ_STORING) {
@@ -229,10 +230,11 @@ static void fe_request_on_gone(void *arg)
         r->error_text = sb_xstrdup("client closed the connection");
         fe_request_finish(r, 499, NULL, 0);
     }
-    if (r->reading_body) { /* its callback will not run now: the hold is dropped here, last */
+    if (r->reading_body) { /* its callback will not run now: its hold is dropped here */
         r->reading_body = false;
         fe_request_release(r);
     }
+    fe_request_release(r);
 }
 
 /* The most a route's body may be: a file upload is a file plus a little
