@@ -401,7 +401,11 @@ test('4. unauthenticated bodies are not buffered: 16 bogus-key requests declarin
   const grewMiB = (peak - base) / 1024;
   const sentMiB = outs.reduce((n, o) => n + o.written, 0) / 1048576;
   t.diagnostic(`RSS ${(base / 1024).toFixed(1)} MiB, peak +${grewMiB.toFixed(1)} MiB; the clients wrote ${sentMiB.toFixed(1)} MiB`);
-  assert.ok(grewMiB < 32, `the frontend's RSS grew by ${grewMiB.toFixed(1)} MiB`);
+  // Under ASan freed memory is held in its quarantine (256 MiB), so the
+  // bytes drained while closing count as growth there: the bound is the
+  // plain pass's to check.
+  if (process.env.SB_SANITIZE === 'ON') t.diagnostic('ASan build: RSS bound not checked (allocator quarantine)');
+  else assert.ok(grewMiB < 32, `the frontend's RSS grew by ${grewMiB.toFixed(1)} MiB`);
 });
 
 test('4. the body memory budget: a second 800 KiB body while the first is reserved gets 503 with Retry-After; the first is served', async () => {
