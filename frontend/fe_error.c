@@ -158,8 +158,11 @@ static const char *fe_error_google_status(const fe_error_t *e)
     case 408: /* the client's request did not arrive in time */
     case 504:
         return "DEADLINE_EXCEEDED";
+    case 417: /* an Expect the gateway does not meet, an HTTP version it does not speak: the request's fault */
+    case 505:
+        return "FAILED_PRECONDITION";
     default:
-        return "INTERNAL";
+        return e->status >= 400 && e->status < 500 ? "INVALID_ARGUMENT" : "INTERNAL";
     }
 }
 
