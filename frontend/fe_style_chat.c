@@ -160,6 +160,11 @@ static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *e
                 return -1;
             json_array_append_new(items, json_pack("{s:s, s:s, s:o}", "type", "message", "role", role, "content", parts));
         } else if (!strcmp(role, "assistant")) {
+            /* An assistant may leave content out or null (tool calls only),
+             * but an empty array is refused as for every role. */
+            if (json_is_array(content) && json_array_size(content) == 0 &&
+                fe_chat_content_required(content, i, err) < 0)
+                return -1;
             json_t *parts = fe_chat_parts(content, true, i, err);
             if (!parts)
                 return -1;

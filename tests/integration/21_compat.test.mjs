@@ -270,7 +270,7 @@ test('Chat: top_logprobs of the wrong type is OpenAI\'s invalid_type; logit_bias
   assert.equal(ok.status, 200, ok.text);
 });
 
-test('Chat: a user, system or tool message with content null or [] is OpenAI\'s 400', async () => {
+test('Chat: a user, system or tool message with content null or [], and an assistant one with [], is OpenAI\'s 400', async () => {
   const cases = [
     { messages: [{ role: 'user', content: null }], param: 'messages.[0].content', code: null,
       message: "Invalid value for 'content': expected a string, got null." },
@@ -281,6 +281,8 @@ test('Chat: a user, system or tool message with content null or [] is OpenAI\'s 
     { messages: [{ role: 'user', content: 'x' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
       { role: 'tool', tool_call_id: 'call_1', content: [] }], param: 'messages[2].content', code: 'empty_array' },
+    { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: [] }, { role: 'user', content: 'y' }],
+      param: 'messages[1].content', code: 'empty_array' },
   ];
   for (const c of cases) {
     const res = await http('POST', '/v1/chat/completions', { body: { model: 'emu-chat', messages: c.messages } });
