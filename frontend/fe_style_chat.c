@@ -413,13 +413,13 @@ static int fe_chat_sampling(const json_t *body, json_t *c, fe_error_t *err)
     if (err->status)
         return -1;
     if (json_is_string(effort)) {
-        static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+        static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max"};
         bool ok = false;
         for (size_t i = 0; i < sizeof efforts / sizeof efforts[0]; i++)
             ok |= !strcmp(json_string_value(effort), efforts[i]);
         if (!ok) {
             fe_params_invalid(err, "reasoning_effort", "Invalid value: '%.40s'. Supported values are: 'none', "
-                                                       "'minimal', 'low', 'medium', 'high' and 'xhigh'.",
+                                                       "'minimal', 'low', 'medium', 'high', 'xhigh' and 'max'.",
                               json_string_value(effort));
             return -1;
         }

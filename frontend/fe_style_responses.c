@@ -123,7 +123,7 @@ static int fe_responses_include(fe_request_t *r, const json_t *body, fe_error_t 
 
 static int fe_responses_reasoning(const json_t *body, json_t *c, fe_error_t *err)
 {
-    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", NULL};
+    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max", NULL};
     static const char *const summaries[] = {"auto", "concise", "detailed", NULL};
     json_t *reasoning = fe_params_typed(body, "reasoning", FE_P_OBJECT | FE_P_NULL, err);
     if (err->status)
@@ -155,7 +155,7 @@ static int fe_responses_reasoning(const json_t *body, json_t *c, fe_error_t *err
         if (!fe_in_list(json_string_value(effort), efforts)) {
             json_decref(out);
             fe_params_invalid(err, "reasoning.effort", "Invalid value for 'reasoning.effort': expected one of 'none', "
-                                                       "'minimal', 'low', 'medium', 'high', 'xhigh'.");
+                                                       "'minimal', 'low', 'medium', 'high', 'xhigh', 'max'.");
             return -1;
         }
         json_object_set(out, "effort", effort);

@@ -572,7 +572,7 @@ static int sb_anth_limits(json_t *body, const json_t *job, const json_t *request
             const char *effort;
             json_int_t budget;
         } budgets[] = {{"none", 0},      {"minimal", 1024}, {"low", 2048},
-                       {"medium", 8192}, {"high", 16384},   {"xhigh", 32000}};
+                       {"medium", 8192}, {"high", 16384},   {"xhigh", 32000}, {"max", 32000}};
         const char *e = json_string_value(effort);
         size_t k = 0;
         while (e && k < sizeof budgets / sizeof budgets[0] && strcmp(budgets[k].effort, e))

@@ -635,7 +635,8 @@ static int sb_gem_thinking(json_t *config, const json_t *reasoning, json_t **err
     static const struct {
         const char *effort;
         int budget;
-    } budgets[] = {{"none", 0}, {"minimal", 512}, {"low", 1024}, {"medium", 8192}, {"high", 24576}, {"xhigh", 32768}};
+    } budgets[] = {{"none", 0}, {"minimal", 512}, {"low", 1024}, {"medium", 8192}, {"high", 24576}, {"xhigh", 32768},
+                   {"max", 32768}};
     const char *e = json_string_value(effort);
     for (size_t i = 0; e && i < sizeof budgets / sizeof budgets[0]; i++) {
         if (!strcmp(e, budgets[i].effort)) {

@@ -904,10 +904,10 @@ static bool check_params(struct sb_emu_call *call)
         !check_opt_type(call, "modalities", W_ARRAY) || !check_opt_type(call, "audio", W_OBJECT) ||
         !check_opt_type(call, "prediction", W_OBJECT) || !check_opt_type(call, "web_search_options", W_OBJECT))
         return false;
-    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", NULL};
+    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max", NULL};
     static const char *const tiers[] = {"auto", "default", "flex", "scale", "priority", NULL};
     static const char *const verbosities[] = {"low", "medium", "high", NULL};
-    if (!check_opt_enum(call, "reasoning_effort", efforts, "'none', 'minimal', 'low', 'medium', and 'high'") ||
+    if (!check_opt_enum(call, "reasoning_effort", efforts, "'none', 'minimal', 'low', 'medium', 'high', 'xhigh', and 'max'") ||
         !check_opt_enum(call, "service_tier", tiers, "'auto', 'default', 'flex', 'scale', and 'priority'") ||
         !check_opt_enum(call, "verbosity", verbosities, "'low', 'medium', and 'high'") || !check_metadata(call) ||
         !check_logit_bias(call) || !check_output_modalities(call))

@@ -689,11 +689,11 @@ static bool check_reasoning(struct sb_emu_call *call)
     if (!r || json_is_null(r))
         return true;
     static const char *const keys[] = {"effort", "summary", "generate_summary", NULL};
-    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", NULL};
+    static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max", NULL};
     static const char *const summaries[] = {"auto", "concise", "detailed", NULL};
     return check_type(call, r, "reasoning", W_OBJECT) && check_keys(call, r, "reasoning", keys) &&
            check_enum(call, json_object_get(r, "effort"), "reasoning.effort", efforts,
-                      "'none', 'minimal', 'low', 'medium', 'high', and 'xhigh'") &&
+                      "'none', 'minimal', 'low', 'medium', 'high', 'xhigh', and 'max'") &&
            check_enum(call, json_object_get(r, "summary"), "reasoning.summary", summaries,
                       "'auto', 'concise', and 'detailed'") &&
            check_enum(call, json_object_get(r, "generate_summary"), "reasoning.generate_summary", summaries,

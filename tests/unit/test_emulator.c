@@ -599,8 +599,8 @@ static void test_reasoning(struct sb_emu *emu)
     CHECK_INT(usage_of(j, "completion_tokens"), 3);
     json_decref(j);
 
-    expect_400(emu, "{'model':'m','reasoning_effort':'max','messages':[{'role':'user','content':'x'}]}",
-               "Invalid value: 'max'. Supported values are: 'none', 'minimal', 'low', 'medium', and 'high'.",
+    expect_400(emu, "{'model':'m','reasoning_effort':'maximum','messages':[{'role':'user','content':'x'}]}",
+               "Invalid value: 'maximum'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', 'xhigh', and 'max'.",
                "reasoning_effort");
     expect_400(emu, "{'model':'m','reasoning_effort':3,'messages':[{'role':'user','content':'x'}]}",
                "Invalid type for 'reasoning_effort': expected a string", "reasoning_effort");

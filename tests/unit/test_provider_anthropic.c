@@ -350,7 +350,7 @@ static void test_request_effort(void)
     static const struct {
         const char *effort;
         int budget;
-    } cases[] = {{"minimal", 1024}, {"low", 2048}, {"medium", 8192}, {"high", 16384}, {"xhigh", 32000}};
+    } cases[] = {{"minimal", 1024}, {"low", 2048}, {"medium", 8192}, {"high", 16384}, {"xhigh", 32000}, {"max", 32000}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char request[160], expected[256];
         snprintf(request, sizeof request, "{'input':[],'max_output_tokens':40000,'reasoning':{'effort':'%s'}}",
