@@ -519,7 +519,8 @@ async function scenario(scn, fn, { allowConnErrorsOn = null } = {}) {
   res.byStatus = {};
   for (const r of recs) {
     const k = r.outcome === 'conn_error' ? `conn:${r.code}` : r.outcome === 'timeout' ? 'timeout'
-      : r.outcome === 'stream_error' ? `200 then error event ${r.code}` : `${r.status}${r.code ? ` ${r.code}` : ''}`;
+      : r.outcome === 'stream_error' ? `200 then error event ${r.code}`
+        : `${r.status}${r.code ? ` ${r.code}` : ''}${r.status !== 200 && r.retryAfter != null ? ` (Retry-After ${r.retryAfter})` : ''}`;
     res.byStatus[k] = (res.byStatus[k] || 0) + 1;
     for (const p of r.problems) res.bad.push(`${r.marker} (${r.style}${r.stream ? ' stream' : ''}): ${p}`);
     if (r.outcome === 'timeout') res.lost.push(`${r.marker} (${r.style}${r.stream ? ' stream' : ''} on ${r.base}): no answer within ${REQ_TIMEOUT_MS / 1000} s`);
@@ -531,6 +532,7 @@ async function scenario(scn, fn, { allowConnErrorsOn = null } = {}) {
   res.connErrors = recs.filter((r) => r.outcome === 'conn_error').length;
   res.timeouts = recs.filter((r) => r.outcome === 'timeout').length;
   res.ok = recs.filter((r) => r.outcome === 'ok').length;
+  res.maxMs = Math.max(0, ...recs.map((r) => r.ms));
 
   await checkRows(scn, recs, res);
   if (res.orphanRows > 0) {
@@ -640,18 +642,18 @@ for (const name of ONLY) {
     res = await all[name]();
   } catch (e) { // the scenario could not run to its end: a failure, reported as such
     res = { name, sent: 0, byStatus: {}, connErrors: 0, timeouts: 0, cut: 0, streamErrors: 0, rows: 0, orphanRows: 0,
-      storedFound: 0, storedExpected: 0, chained: 0, errorLines: 0, faults: [], lost: [], bad: [`scenario aborted: ${e.stack}`] };
+      storedFound: 0, storedExpected: 0, chained: 0, errorLines: 0, maxMs: 0, faults: [], lost: [], bad: [`scenario aborted: ${e.stack}`] };
   }
   results.push(res);
   process.stdout.write(`fault scenario ${name}: ${res.sent} sent, ${res.lost.length} lost, ${res.bad.length} wrong (${res.seconds} s; faults: ${res.faults.join(', ')})\n`);
 }
 
 const fmt = (o) => Object.entries(o).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}: ${v}`).join('<br>');
-console.log('\n| scenario | sent | answered by status | conn errors / timeouts | streams cut / error events | request_log rows (answered) | orphan rows | stored found / expected, chained | error log lines | lost | wrong |');
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('\n| scenario | sent | answered by status | conn errors / timeouts | slowest answer | streams cut / error events | request_log rows (answered) | orphan rows | stored found / expected, chained | error log lines | lost | wrong |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of results) {
   const answered = r.sent - r.connErrors - r.timeouts;
-  console.log(`| ${r.name} | ${r.sent} | ${fmt(r.byStatus)} | ${r.connErrors} / ${r.timeouts} | ${r.cut} / ${r.streamErrors} | ${r.rows} / ${answered} | ${r.orphanRows} | ${r.storedFound} / ${r.storedExpected}, ${r.chained} | ${r.errorLines} | ${r.lost.length} | ${r.bad.length} |`);
+  console.log(`| ${r.name} | ${r.sent} | ${fmt(r.byStatus)} | ${r.connErrors} / ${r.timeouts} | ${((r.maxMs ?? 0) / 1000).toFixed(1)} s | ${r.cut} / ${r.streamErrors} | ${r.rows} / ${answered} | ${r.orphanRows} | ${r.storedFound} / ${r.storedExpected}, ${r.chained} | ${r.errorLines} | ${r.lost.length} | ${r.bad.length} |`);
 }
 let failedN = 0;
 for (const r of results) {
