@@ -476,10 +476,13 @@ async function checkRows(scn, recs, res) {
     if (want !== null && Number(status) !== want) res.bad.push(`${id} (${r.marker}): row status ${status}, client saw ${want}`);
   }
   for (const r of answered) if (!seen.has(r.reqId)) res.lost.push(`${r.reqId} (${r.marker}, ${r.status}): no request_log row after ${ROW_WAIT_MS / 1000} s`);
-  // Rows of this scenario's key whose answer no client received.
-  const orphans = psql("SELECT request_id || ' ' || status FROM request_log WHERE account_id = "
-    + "(SELECT id FROM accounts WHERE name = :'v1') AND NOT (request_id = ANY(string_to_array(:'v2', ',')))",
-  scn.account, ids.join(',')).filter((l) => !scn.extra.has(l.split(' ')[0]));
+  // Rows whose answer no client received: of this scenario's account, or
+  // without one since it began (refused before the key was read, as a
+  // draining frontend's 503 is; nothing else sends keyless requests here).
+  const orphans = psql("SELECT request_id || ' ' || status FROM request_log WHERE (account_id = "
+    + "(SELECT id FROM accounts WHERE name = :'v1') OR (account_id IS NULL AND ts >= to_timestamp(:'v3'::double precision))) "
+    + "AND NOT (request_id = ANY(string_to_array(:'v2', ',')))",
+  scn.account, ids.join(','), scn.t0 / 1000).filter((l) => !scn.extra.has(l.split(' ')[0]));
   res.orphanRows = orphans.length;
   res.orphanList = orphans;
 }
@@ -547,7 +550,10 @@ async function scenario(scn, fn, { allowConnErrorsOn = null } = {}) {
     const m = CRASH_RE.exec(added);
     if (m) res.lost.push(`${n}.log: ${added.slice(Math.max(0, m.index - 100), m.index + 300).replace(/\n/g, ' | ')}`);
     res.errorLines = (res.errorLines || 0) + (added.match(/ ERROR /g) || []).length;
+    // Evidence that the fault hit work in flight: jobs the frontends sent again.
+    res.resubmitted = (res.resubmitted || 0) + (added.match(/before any event: resubmitted/g) || []).length;
   }
+  scn.faults.push(`${res.resubmitted} job(s) resubmitted by the frontends`);
   res.faults = scn.faults;
   return res;
 }
