@@ -173,6 +173,7 @@ static void fe_broker_fail_all(fe_broker_t *b, int status, const char *code, con
     if (sb_map_size(b->jobs) == 0)
         return;
     json_t *ev = sb_event_error(status, SB_ERR_OVERLOADED, code, message);
+    json_object_set_new(ev, "retry_after", json_integer(1)); /* the broker is back within seconds, or another is */
     json_t *ids = fe_broker_job_ids(b);
     size_t i;
     json_t *id;

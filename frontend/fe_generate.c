@@ -186,8 +186,11 @@ void fe_generate_submit(fe_request_t *r)
                  : -1;
     json_decref(job);
     if (rc < 0) {
-        fe_request_failf(r, 503, SB_ERR_OVERLOADED, "broker_unavailable", NULL,
-                         "The gateway could not queue the request, retry later");
+        fe_error_t e;
+        fe_error_set(&e, 503, SB_ERR_OVERLOADED, "broker_unavailable", NULL,
+                     "The gateway could not queue the request, retry later");
+        e.retry_after = 1;
+        fe_request_fail(r, &e);
         return;
     }
     if (r->stream && !r->stream_out)

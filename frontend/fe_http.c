@@ -202,6 +202,18 @@ void fe_http_stop_accepting(fe_http_t *h)
     }
 }
 
+void fe_http_drain(fe_http_t *h)
+{
+    if (!h)
+        return;
+    h->draining = true;
+    for (fe_http_conn_t *c = h->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->state == FE_C_HEAD && !c->req && c->first_byte_ms == 0)
+            fe_http_conn_close(c);
+    }
+}
+
 void fe_http_free(fe_http_t **ph)
 {
     if (!ph || !*ph)

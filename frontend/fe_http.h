@@ -57,8 +57,12 @@ fe_http_t *fe_http_new(struct event_base *base, const fe_http_limits_t *lim, fe_
 /* Closes every connection (requests still served get their gone callback).
  * NULL-safe; clears *h. */
 void fe_http_free(fe_http_t **h);
-/* Stops accepting (draining); open connections go on. */
+/* Stops accepting; open connections go on. */
 void fe_http_stop_accepting(fe_http_t *h);
+/* Draining: every reply from now on closes its connection after it is sent,
+ * and connections waiting for a request (none begun) are closed now; call
+ * again to close those that became idle since. */
+void fe_http_drain(fe_http_t *h);
 /* Connections open now (lingering closes included). */
 int fe_http_open(const fe_http_t *h);
 /* Body bytes buffered now, across connections. */

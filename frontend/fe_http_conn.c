@@ -357,7 +357,7 @@ static void fe_http_write_head(fe_http_req_t *r, int status, bool streamed, size
 {
     fe_http_conn_t *c = r->c;
     struct evbuffer *out = bufferevent_get_output(c->bev);
-    if (!r->h.keep_alive || !r->body_read || r->has_err || (streamed && r->h.minor == 0))
+    if (!r->h.keep_alive || !r->body_read || r->has_err || (streamed && r->h.minor == 0) || c->srv->draining)
         r->close_after = true;
     char date[64];
     fe_http_date(date, sizeof date);

@@ -89,6 +89,7 @@ struct fe_http {
     fe_http_conn_t *conns;
     int open;
     int refusing; /* connections accepted over a cap, waiting for their head */
+    bool draining;
     size_t body_used;
     int64_t last_shed_log_ms;
     unsigned long shed, refused;

@@ -355,7 +355,10 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
     r->style = route->fn == fe_models_list ? fe_models_style(http, route->style) : route->style;
     r->endpoint = route->fn;
     if (srv->draining) {
-        fe_request_failf(r, 503, SB_ERR_OVERLOADED, "shutting_down", NULL, "The gateway is restarting, retry");
+        fe_error_t e;
+        fe_error_set(&e, 503, SB_ERR_OVERLOADED, "shutting_down", NULL, "The gateway is restarting, retry");
+        e.retry_after = 1;
+        fe_request_fail(r, &e);
         return;
     }
     size_t key_len = 0;

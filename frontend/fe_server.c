@@ -97,7 +97,18 @@ fail:
 
 /* New requests get 503 shutting_down (fe_request_handle) rather than a
  * closed listener, whose queued connections would be reset. */
-void fe_server_drain(fe_server_t *s) { s->draining = true; }
+void fe_server_drain(fe_server_t *s)
+{
+    s->draining = true;
+    fe_http_drain(s->http);
+}
+
+bool fe_server_quiesce(fe_server_t *s)
+{
+    fe_http_stop_accepting(s->http);
+    fe_http_drain(s->http);
+    return fe_http_open(s->http) == 0;
+}
 
 void fe_server_destroy(fe_server_t **ps)
 {

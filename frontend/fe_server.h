@@ -56,8 +56,13 @@ typedef struct fe_server {
 void fe_config_defaults(fe_config_t *cfg);
 
 fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char *err, size_t errlen);
-/* Stops accepting; requests in flight finish. */
+/* Draining: new requests get 503 shutting_down, every reply closes its
+ * connection, idle connections are closed; requests in flight finish. */
 void fe_server_drain(fe_server_t *s);
+/* Once no request is in flight: stops accepting and closes idle
+ * connections; true when no connection is left (the last replies are sent
+ * and their closes done), so the process may exit. */
+bool fe_server_quiesce(fe_server_t *s);
 /* Frees everything; flushes the request log with a blocking write first. */
 void fe_server_destroy(fe_server_t **s);
 

@@ -32,9 +32,21 @@ static int parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+/* Every 100 ms while draining: once no request is in flight, the listener
+ * closes and the process exits when the last replies are sent (their
+ * connections closed), or 3 s later; in any case after --drain-seconds. */
 static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
 {
-    if (server->active_requests == 0 || ++drain_ticks > drain_seconds * 10)
+    static int quiet_since;
+    if (++drain_ticks > drain_seconds * 10) {
+        event_base_loopbreak(base);
+        return;
+    }
+    if (server->active_requests > 0)
+        return;
+    if (!quiet_since)
+        quiet_since = drain_ticks;
+    if (fe_server_quiesce(server) || drain_ticks - quiet_since > 30)
         event_base_loopbreak(base);
 }
 
