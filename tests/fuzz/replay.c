@@ -13,12 +13,28 @@
  * build (SB_SANITIZE) sees any read past its end.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "sb_alloc.h"
+
+/* The input being replayed, named on stderr if the harness aborts on it. */
+static char replay_current[8192];
+
+static void replay_on_abort(int sig)
+{
+    static const char msg[] = "replay: the harness aborted on ";
+    (void)!write(2, msg, sizeof msg - 1);
+    (void)!write(2, replay_current, strlen(replay_current));
+    (void)!write(2, "\n", 1);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -70,8 +86,8 @@ static int replay_dir(const char *dir)
     qsort(names, n, sizeof *names, replay_cmp);
     int files = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
-        char path[8192];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        char *path = replay_current;
+        snprintf(path, sizeof replay_current, "%s/%s", dir, names[i]);
         size_t len = 0;
         uint8_t *data = replay_read(path, &len);
         if (!data) {
@@ -96,6 +112,7 @@ int main(int argc, char **argv)
 {
     long min = 3;
     int total = 0, i = 1;
+    signal(SIGABRT, replay_on_abort);
     if (argc > 2 && !strcmp(argv[1], "--min")) {
         min = strtol(argv[2], NULL, 10);
         i = 3;
