@@ -45,7 +45,8 @@ sb_scrub_t *sb_scrub_new(void);
 void sb_scrub_destroy(sb_scrub_t **s);
 
 /* Remembers secret (copied). Returns true when added; false when NULL,
- * shorter than SB_SCRUB_MIN_SECRET, already known, or the table is full. */
+ * shorter than SB_SCRUB_MIN_SECRET, part of SB_SCRUB_MARKER, already known,
+ * or the table is full. */
 bool sb_scrub_add(sb_scrub_t *s, const char *secret);
 /* Secrets remembered. */
 size_t sb_scrub_count(const sb_scrub_t *s);
