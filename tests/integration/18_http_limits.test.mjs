@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { cfg, waitFor } from './harness.mjs';
 import {
-  Conn, exchange, head, killFrontend, logProblems, parseResponse, post, sleep, startFrontend, stopFrontend, trickle,
+  Conn, exchange, head, killFrontend, logProblems, parseResponse, post, sleep, startFrontend, stopFrontend, trickle, assertStyleError,
 } from './rawhttp.mjs';
 
 const mainPort = Number(new URL(cfg.frontendA).port);
@@ -64,30 +64,6 @@ const EDEEP = { code: 'json_too_deep', openai: 'invalid_request_error', anthropi
 const EMANY = { code: 'json_too_many_elements', openai: 'invalid_request_error', anthropic: 'invalid_request_error', google: 'INVALID_ARGUMENT', message: /more than \d+ values/ };
 const E408 = { code: 'request_timeout', openai: 'timeout_error', anthropic: 'timeout_error', google: 'DEADLINE_EXCEEDED', message: /not received completely within/ };
 const E503 = { code: 'too_many_connections', openai: 'server_error', anthropic: 'overloaded_error', google: 'UNAVAILABLE', message: /too many open connections/ };
-
-function assertStyleError(style, res, status, want) {
-  assert.ok(res, `${style.name}: no response`);
-  assert.equal(res.status, status, `${style.name}: status ${res.status}, body ${res.text}`);
-  assert.match(res.headers['content-type'] ?? '', /^application\/json/, `${style.name}: content type`);
-  const j = res.json;
-  assert.ok(j, `${style.name}: a JSON body expected, got ${res.text}`);
-  if (style.kind === 'openai') {
-    assert.ok(j.error && 'message' in j.error && 'type' in j.error && 'param' in j.error && 'code' in j.error, res.text);
-    assert.equal(j.error.code, want.code, res.text);
-    assert.equal(j.error.type, want.openai, res.text);
-    assert.match(j.error.message, want.message);
-  } else if (style.kind === 'anthropic') {
-    assert.equal(j.type, 'error', res.text);
-    assert.equal(j.error?.type, want.anthropic, res.text);
-    assert.match(j.error.message, want.message);
-    assert.match(j.request_id, /^req_/);
-    assert.equal(res.headers['request-id'], j.request_id);
-  } else {
-    assert.equal(j.error?.code, status, res.text);
-    assert.equal(j.error.status, want.google, res.text);
-    assert.match(j.error.message, want.message);
-  }
-}
 
 // ---- the frontend with small limits ------------------------------------------
 

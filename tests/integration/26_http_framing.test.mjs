@@ -24,7 +24,7 @@ import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { cfg, unique, upstreamRequests, waitFor } from './harness.mjs';
 import {
-  Conn, exchange, head, killFrontend, logProblems, post, sleep, startFrontend, stopFrontend,
+  Conn, exchange, head, killFrontend, logProblems, post, sleep, startFrontend, stopFrontend, assertStyleError,
 } from './rawhttp.mjs';
 
 const mainPort = Number(new URL(cfg.frontendA).port);
@@ -58,30 +58,6 @@ const bad = (code, message = /Malformed HTTP request/) => ({
 const E_CL = bad('bad_content_length', /Content-Length/);
 const E_BUSY = { code: 'server_busy', openai: 'server_error', anthropic: 'overloaded_error', google: 'UNAVAILABLE', message: /too many request bodies/ };
 const E_CONNS = { code: 'too_many_connections', openai: 'server_error', anthropic: 'overloaded_error', google: 'UNAVAILABLE', message: /too many open connections from this address/i };
-
-function assertStyleError(style, res, status, want) {
-  assert.ok(res, `${style.name}: no response`);
-  assert.equal(res.status, status, `${style.name}: status ${res.status}, body ${res.text}`);
-  assert.match(res.headers['content-type'] ?? '', /^application\/json/, `${style.name}: content type`);
-  const j = res.json;
-  assert.ok(j, `${style.name}: a JSON body expected, got ${res.text}`);
-  if (style.kind === 'openai') {
-    assert.ok(j.error && 'message' in j.error && 'type' in j.error && 'param' in j.error && 'code' in j.error, res.text);
-    assert.equal(j.error.code, want.code, res.text);
-    assert.equal(j.error.type, want.openai, res.text);
-    assert.match(j.error.message, want.message);
-  } else if (style.kind === 'anthropic') {
-    assert.equal(j.type, 'error', res.text);
-    assert.equal(j.error?.type, want.anthropic, res.text);
-    assert.match(j.error.message, want.message);
-    assert.match(j.request_id, /^req_/);
-    assert.equal(res.headers['request-id'], j.request_id);
-  } else {
-    assert.equal(j.error?.code, status, res.text);
-    assert.equal(j.error.status, want.google, res.text);
-    assert.match(j.error.message, want.message);
-  }
-}
 
 // A refusal of framing: the style's error, Connection: close, the server
 // closed the connection, and nothing else was answered on it.

@@ -228,3 +228,31 @@ export function logProblems(fe) {
   const log = readFileSync(fe.log).subarray(fe.logStart).toString('utf8');
   return log.split('\n').filter((l) => / ERROR |\[err\]|\[warn\]|AddressSanitizer|LeakSanitizer|runtime error:/.test(l));
 }
+
+// Asserts an error reply in the style's own body: status, JSON, and per
+// style OpenAI's {error:{message,type,param,code}}, Anthropic's
+// {type:"error",error,request_id} (with the request-id header), or Google's
+// {error:{code,message,status}}. want: {code, openai, anthropic, google, message}.
+export function assertStyleError(style, res, status, want) {
+  assert.ok(res, `${style.name}: no response`);
+  assert.equal(res.status, status, `${style.name}: status ${res.status}, body ${res.text}`);
+  assert.match(res.headers['content-type'] ?? '', /^application\/json/, `${style.name}: content type`);
+  const j = res.json;
+  assert.ok(j, `${style.name}: a JSON body expected, got ${res.text}`);
+  if (style.kind === 'openai') {
+    assert.ok(j.error && 'message' in j.error && 'type' in j.error && 'param' in j.error && 'code' in j.error, res.text);
+    assert.equal(j.error.code, want.code, res.text);
+    assert.equal(j.error.type, want.openai, res.text);
+    assert.match(j.error.message, want.message);
+  } else if (style.kind === 'anthropic') {
+    assert.equal(j.type, 'error', res.text);
+    assert.equal(j.error?.type, want.anthropic, res.text);
+    assert.match(j.error.message, want.message);
+    assert.match(j.request_id, /^req_/);
+    assert.equal(res.headers['request-id'], j.request_id);
+  } else {
+    assert.equal(j.error?.code, status, res.text);
+    assert.equal(j.error.status, want.google, res.text);
+    assert.match(j.error.message, want.message);
+  }
+}
