@@ -23,18 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "fe_call_ids.h"
 #include "fe_reasoning.h"
 #include "fe_request.h"
 #include "sb_seal.h"
-
-#define FUZZ_REQUIRE(cond)                                                                                             \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            abort();                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 #define FUZZ_CALL_IDS_KEY "4242424242424242424242424242424242424242424242424242424242424242"
 

@@ -16,16 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "fe_gemini_json.h"
 #include "sb_jschema.h"
-
-#define FUZZ_REQUIRE(cond)                                                                                             \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            abort();                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 /* An error the readers set: a 400 with a message, or none at all. */
 static void fuzz_gemini_err_ok(int rc, const fe_error_t *err)

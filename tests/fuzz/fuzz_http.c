@@ -22,15 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "fe_http_parse.h"
-
-#define FUZZ_REQUIRE(cond)                                                                                             \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            abort();                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 #define FUZZ_MAX_HEAD 4096
 #define FUZZ_MAX_BODY 8192

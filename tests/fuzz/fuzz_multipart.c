@@ -18,17 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "fe_multipart.h"
 
 #define FUZZ_MULTIPART_MAX_PARTS 32
-
-#define FUZZ_REQUIRE(cond)                                                                                             \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            abort();                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 typedef struct fuzz_buf {
     unsigned char *p;

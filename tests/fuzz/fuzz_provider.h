@@ -32,18 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "provider.h"
 #include "sb_event.h"
 #include "sb_job.h"
 #include "sb_log.h"
-
-#define FUZZ_REQUIRE(cond)                                                                                             \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            abort();                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 enum {
     FUZZ_PROVIDER_STREAM = 1,

@@ -19,16 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "sb_alloc.h"
 #include "sb_regex.h"
-
-#define FUZZ_REQUIRE(cond)                                                                                             \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            abort();                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 /* Length of the longest prefix of s[0..n) that is valid UTF-8 (RFC 3629:
  * no overlongs, no surrogates, nothing above U+10FFFF). */

@@ -19,16 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "sb_alloc.h"
 #include "sb_seal.h"
-
-#define FUZZ_REQUIRE(cond)                                                                                             \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            abort();                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 #define FUZZ_SEAL_KEY "4242424242424242424242424242424242424242424242424242424242424242"
 #define FUZZ_SEAL_CTX "acct:1|reasoning"

@@ -17,17 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "sb_event.h"
 #include "sb_jschema.h"
 #include "strict.h"
-
-#define FUZZ_REQUIRE(cond)                                                                                             \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
-            abort();                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
