@@ -27,15 +27,22 @@ static zsock_t *fuzz_wire_in, *fuzz_wire_out;
 
 /* Receives one message, waiting up to 5 s for inproc to deliver it. Polls in
  * short steps: libFuzzer's SIGALRM (its -timeout watchdog) interrupts a
- * poll now and then, which is a retry, not a missing message. */
+ * poll, or the receive itself (sb_wire_recv's -EAGAIN, as a loop sees it:
+ * the message stays queued), now and then; that is a retry, not a missing
+ * or malformed message (a 10-minute run under load hit it once). */
 static int fuzz_wire_recv(bool router, sb_wire_msg_t **msg)
 {
-    for (int i = 0; i < 500 && !(zsock_events(fuzz_wire_in) & ZMQ_POLLIN); i++) {
-        zmq_pollitem_t item = {.socket = zsock_resolve(fuzz_wire_in), .events = ZMQ_POLLIN};
-        (void)zmq_poll(&item, 1, 10);
+    int rc = -EAGAIN;
+    for (int i = 0; i < 500 && rc == -EAGAIN; i++) {
+        if (!(zsock_events(fuzz_wire_in) & ZMQ_POLLIN)) {
+            zmq_pollitem_t item = {.socket = zsock_resolve(fuzz_wire_in), .events = ZMQ_POLLIN};
+            (void)zmq_poll(&item, 1, 10);
+            continue;
+        }
+        rc = sb_wire_recv(fuzz_wire_in, router, msg);
     }
-    FUZZ_REQUIRE(zsock_events(fuzz_wire_in) & ZMQ_POLLIN);
-    return sb_wire_recv(fuzz_wire_in, router, msg);
+    FUZZ_REQUIRE(rc != -EAGAIN);
+    return rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
