@@ -2,7 +2,11 @@
 #include "sb_event.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "sb_alloc.h"
+#include "sb_utf8.h"
 
 static const char *const sb_event_names[] = {
     [SB_EV_UNKNOWN] = "unknown",
@@ -81,8 +85,18 @@ json_t *sb_event_completed(const char *status, const char *incomplete_reason, co
 
 json_t *sb_event_error(int http_status, const char *kind, const char *code, const char *message)
 {
-    return json_pack("{s:s, s:i, s:s, s:s?, s:s}", "type", "error", "status", http_status, "kind", kind, "code", code,
-                     "message", message ? message : "");
+    json_t *ev = json_pack("{s:s, s:i, s:s, s:s?, s:s}", "type", "error", "status", http_status, "kind", kind, "code",
+                           code, "message", message ? message : "");
+    if (ev || !message)
+        return ev;
+    /* Not valid UTF-8 (a reason clipped mid-character, upstream bytes):
+     * the event still goes out, its message repaired (found by fuzz_strict). */
+    char *fixed = sb_xstrdup(message);
+    sb_utf8_fix(fixed);
+    ev = json_pack("{s:s, s:i, s:s, s:s?, s:s}", "type", "error", "status", http_status, "kind", kind, "code", code,
+                   "message", fixed);
+    free(fixed);
+    return ev;
 }
 
 json_t *sb_event_choice_done(int choice, const char *status, const char *incomplete_reason)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sb_event.h"
+#include "sb_utf8.h"
 
 /* vsnprintf may cut a multi-byte UTF-8 sequence at the buffer's end; drop the
  * partial tail so the message stays valid JSON text. */
@@ -35,6 +36,10 @@ void fe_error_set(fe_error_t *e, int status, const char *kind, const char *code,
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
     fe_error_trim_utf8(e->message);
+    /* A message may quote a client's bytes (a decoded path): JSON needs
+     * valid UTF-8, or the error would go out without its body. */
+    sb_utf8_fix(e->message);
+    sb_utf8_fix(e->param);
     e->retry_after = 0;
     e->no_retry = false;
 }

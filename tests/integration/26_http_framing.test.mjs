@@ -226,6 +226,10 @@ test('2. an encoded slash is not a path separator: %2f paths are not routed; har
     assertServed(out.res, mark, path);
     assert.equal(out.res.json?.object, 'chat.completion', path);
   }
+  // Escapes that decode to bytes which are not UTF-8: still a 404 with its
+  // JSON body (the message quotes the path with those bytes replaced).
+  const odd = await exchange(mainPort, [post({ ...CHAT, path: '/v1/%ff%fe' }, CHAT.body('x'))], { untilClose: true, timeout: 5000 });
+  assertStyleError(RESPONSES, odd.res, 404, { code: null, openai: 'invalid_request_error', message: /Invalid URL \(POST \/v1\/\?\?\)/ });
 });
 
 // ---- 3. what libevent answered with HTML ----------------------------------------
