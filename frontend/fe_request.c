@@ -18,6 +18,7 @@
 #include "sb_keyhash.h"
 #include "sb_log.h"
 #include "sb_time.h"
+#include "sb_utf8.h"
 
 static void fe_request_free(fe_request_t *r)
 {
@@ -332,6 +333,10 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
      * encoded slash is never a separator. A request fe_http refused is
      * answered in the style of its path (OpenAI's when it is unknown). */
     r->path = sb_xstrdup(fe_http_req_path(http)[0] ? fe_http_req_path(http) : "/");
+    /* Escapes may decode to bytes that are not UTF-8; such a path matches no
+     * route, and its request-log row must still be text PostgreSQL takes
+     * (a row it refused stalled the log behind it). */
+    sb_utf8_fix(r->path);
     r->style = fe_router_style_for_path(r->path);
     const fe_http_err_t *he = fe_http_req_error(http);
     if (he) {
