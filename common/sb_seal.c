@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "sb_alloc.h"
+#include "sb_hex.h"
 
 #define SB_SEAL_MIN_RAW (SB_SEAL_HEADER_LEN + SB_SEAL_TAG_LEN)
 #define SB_SEAL_MAX_RAW (SB_SEAL_HEADER_LEN + SB_SEAL_MAX_PLAIN + SB_SEAL_TAG_LEN)
@@ -101,17 +102,6 @@ static int sb_seal_b64_decode(const char *in, size_t n, bool url, unsigned char 
     return 0;
 }
 
-static int sb_seal_hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Key material from "base64:<44 chars with padding, or 43 without>" into
  * out[SB_SEAL_KEY_LEN]. */
 static int sb_seal_key_parse_base64(const char *b64, unsigned char *out)
@@ -155,8 +145,8 @@ int sb_seal_key_parse(const char *text, sb_seal_key_t *key)
             goto fail;
         }
         for (size_t i = 0; i < SB_SEAL_KEY_LEN; i++) {
-            int hi = sb_seal_hex_value((unsigned char)text[2 * i]);
-            int lo = sb_seal_hex_value((unsigned char)text[2 * i + 1]);
+            int hi = sb_hex_digit((unsigned char)text[2 * i]);
+            int lo = sb_hex_digit((unsigned char)text[2 * i + 1]);
             if (hi < 0 || lo < 0) {
                 rc = -EINVAL;
                 goto fail;

@@ -4,6 +4,7 @@
  * (field semantics); no state beyond the structs the caller owns.
  */
 #include "fe_http_parse.h"
+#include "sb_hex.h"
 
 #include <string.h>
 #include <strings.h>
@@ -392,17 +393,6 @@ const char *fe_http_head_field(const fe_http_head_t *h, const char *name, size_t
     return NULL;
 }
 
-static int fe_http_hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int fe_http_target_path(const char *target, size_t len, char *out, size_t outlen)
 {
     if (len == 0 || target[0] != '/' || outlen == 0)
@@ -413,7 +403,7 @@ int fe_http_target_path(const char *target, size_t len, char *out, size_t outlen
         if (c == '%') {
             if (i + 2 >= len)
                 return -1;
-            int hi = fe_http_hex(target[i + 1]), lo = fe_http_hex(target[i + 2]);
+            int hi = sb_hex_digit(target[i + 1]), lo = sb_hex_digit(target[i + 2]);
             if (hi < 0 || lo < 0)
                 return -1;
             int v = hi * 16 + lo;
@@ -512,7 +502,7 @@ int fe_http_chunked_feed(fe_http_chunked_t *c, const char *in, size_t len, size_
                 c->ext = 1;
                 continue;
             }
-            int d = fe_http_hex((char)b);
+            int d = sb_hex_digit((char)b);
             if (d < 0 || c->ext == 1)
                 return fe_http_chunk_bad(err, "Malformed chunked body: a chunk size is not hexadecimal.");
             if (c->digits >= 16) {
@@ -600,7 +590,7 @@ static int fe_http_form_decode(const char *s, size_t n, char *out, size_t outlen
         if (c == '%') {
             if (i + 2 >= n)
                 return -1;
-            int hi = fe_http_hex(s[i + 1]), lo = fe_http_hex(s[i + 2]);
+            int hi = sb_hex_digit(s[i + 1]), lo = sb_hex_digit(s[i + 2]);
             if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
                 return -1;
             c = (char)(hi * 16 + lo);

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "sb_alloc.h"
+#include "sb_hex.h"
 
 /* One parameter of a header value; value points into the caller's scratch buffer. */
 typedef struct mp_param {
@@ -68,17 +69,6 @@ static bool is_bchar(unsigned char c)
 static bool is_attr_char(unsigned char c)
 {
     return is_alnum(c) || (c != 0 && strchr("!#$&+-.^_`|~", c) != NULL);
-}
-
-static int hex_val(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* 1..70 bchars, not ending in a space (RFC 2046 section 5.1.1). */
@@ -271,7 +261,7 @@ static char *decode_ext_value(const char *v, size_t n)
         unsigned char c = s[i];
         if (c == '%') {
             int hi, lo;
-            if (m - i < 3 || (hi = hex_val(s[i + 1])) < 0 || (lo = hex_val(s[i + 2])) < 0)
+            if (m - i < 3 || (hi = sb_hex_digit(s[i + 1])) < 0 || (lo = sb_hex_digit(s[i + 2])) < 0)
                 goto fail;
             c = (unsigned char)(hi << 4 | lo);
             if (is_ctl(c))
