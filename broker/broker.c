@@ -939,7 +939,10 @@ int sb_broker_run(sb_broker_t *b)
     return 0;
 }
 
-void sb_broker_stop(sb_broker_t *b) { b->stop = 1; }
+void sb_broker_stop(sb_broker_t *b)
+{
+    b->stop = 1;
+}
 
 /*
  * Lifecycle.
@@ -1024,13 +1027,25 @@ fail:
     return NULL;
 }
 
-const char *sb_broker_frontend_endpoint(const sb_broker_t *b) { return b->frontend_endpoint; }
+const char *sb_broker_frontend_endpoint(const sb_broker_t *b)
+{
+    return b->frontend_endpoint;
+}
 
-const char *sb_broker_worker_endpoint(const sb_broker_t *b) { return b->worker_endpoint; }
+const char *sb_broker_worker_endpoint(const sb_broker_t *b)
+{
+    return b->worker_endpoint;
+}
 
-const char *sb_broker_epoch(const sb_broker_t *b) { return b->epoch; }
+const char *sb_broker_epoch(const sb_broker_t *b)
+{
+    return b->epoch;
+}
 
-void sb_broker_counts(const sb_broker_t *b, sb_broker_counts_t *out) { *out = b->counts; }
+void sb_broker_counts(const sb_broker_t *b, sb_broker_counts_t *out)
+{
+    *out = b->counts;
+}
 
 static void sb_broker_free_job(const char *key, void *value, void *arg)
 {

@@ -91,11 +91,20 @@ sb_broker_queue_t *sb_broker_queues_get_or_add(sb_broker_queues_t *qs, const cha
     return q;
 }
 
-sb_broker_queue_t *sb_broker_queues_first(const sb_broker_queues_t *qs) { return qs->first; }
+sb_broker_queue_t *sb_broker_queues_first(const sb_broker_queues_t *qs)
+{
+    return qs->first;
+}
 
-size_t sb_broker_queues_count(const sb_broker_queues_t *qs) { return qs->count; }
+size_t sb_broker_queues_count(const sb_broker_queues_t *qs)
+{
+    return qs->count;
+}
 
-size_t sb_broker_queues_total(const sb_broker_queues_t *qs) { return qs->total; }
+size_t sb_broker_queues_total(const sb_broker_queues_t *qs)
+{
+    return qs->total;
+}
 
 void sb_broker_queues_rotate(sb_broker_queues_t *qs, sb_broker_queue_t *q)
 {

@@ -149,7 +149,10 @@ bool sb_broker_worker_serves(const sb_broker_worker_t *w, const char *model)
     return false;
 }
 
-int sb_broker_worker_free_credits(const sb_broker_worker_t *w) { return w->credits - w->in_flight; }
+int sb_broker_worker_free_credits(const sb_broker_worker_t *w)
+{
+    return w->credits - w->in_flight;
+}
 
 void sb_broker_worker_attach(sb_broker_worker_t *w, sb_broker_job_t *job)
 {
@@ -283,9 +286,15 @@ bool sb_broker_registry_serves(const sb_broker_registry_t *r, const char *model)
     return false;
 }
 
-sb_broker_worker_t *sb_broker_registry_first_live(const sb_broker_registry_t *r) { return r->live; }
+sb_broker_worker_t *sb_broker_registry_first_live(const sb_broker_registry_t *r)
+{
+    return r->live;
+}
 
-size_t sb_broker_registry_count(const sb_broker_registry_t *r) { return r->nlive; }
+size_t sb_broker_registry_count(const sb_broker_registry_t *r)
+{
+    return r->nlive;
+}
 
 sb_broker_worker_t *sb_broker_registry_pop_lost(sb_broker_registry_t *r)
 {

@@ -51,9 +51,9 @@ typedef struct {
 
 /* What happened to workers since the broker started (for logs and tests). */
 typedef struct {
-    unsigned long joined;       /* READY from a new routing id */
-    unsigned long lost;         /* declared dead: silent, a send failed */
-    unsigned long reregistered; /* READY again from a live worker: updated in place */
+    unsigned long joined;        /* READY from a new routing id */
+    unsigned long lost;          /* declared dead: silent, a send failed */
+    unsigned long reregistered;  /* READY again from a live worker: updated in place */
     unsigned long refused_stale; /* SUBMITs refused because they named another broker epoch */
 } sb_broker_counts_t;
 

@@ -32,8 +32,8 @@ unsigned char *sb_base64_decode(const char *text, size_t len, size_t *out_len)
         return NULL;
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-                  c == '/' || (c == '=' && i >= len - 2 && (i == len - 1 || text[len - 1] == '='));
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/' ||
+                  (c == '=' && i >= len - 2 && (i == len - 1 || text[len - 1] == '='));
         if (!ok)
             return NULL;
     }

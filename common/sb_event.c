@@ -73,8 +73,8 @@ json_t *sb_event_item_done(int item_index, json_t *item)
 
 json_t *sb_event_usage(int64_t input_tokens, int64_t output_tokens, int64_t reasoning_tokens)
 {
-    return json_pack("{s:s, s:I, s:I, s:I}", "type", "usage", "input_tokens", (json_int_t)input_tokens,
-                     "output_tokens", (json_int_t)output_tokens, "reasoning_tokens", (json_int_t)reasoning_tokens);
+    return json_pack("{s:s, s:I, s:I, s:I}", "type", "usage", "input_tokens", (json_int_t)input_tokens, "output_tokens",
+                     (json_int_t)output_tokens, "reasoning_tokens", (json_int_t)reasoning_tokens);
 }
 
 json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model, int64_t upstream_ms)

@@ -84,8 +84,7 @@ json_t *sb_event_args_delta(int item_index, const char *delta, size_t len);
 json_t *sb_event_reasoning_delta(int item_index, const char *delta, size_t len);
 json_t *sb_event_item_done(int item_index, json_t *item);
 json_t *sb_event_usage(int64_t input_tokens, int64_t output_tokens, int64_t reasoning_tokens);
-json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model,
-                           int64_t upstream_ms);
+json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model, int64_t upstream_ms);
 json_t *sb_event_error(int http_status, const char *kind, const char *code, const char *message);
 json_t *sb_event_choice_done(int choice, const char *status, const char *incomplete_reason);
 

@@ -67,8 +67,7 @@
 #include <stdbool.h>
 
 /* Builds a job object. `route` and `request` are stolen; strings borrowed. */
-json_t *sb_job_new(const char *request_id, const char *model, long long account_id, json_t *route,
-                   json_t *request);
+json_t *sb_job_new(const char *request_id, const char *model, long long account_id, json_t *route, json_t *request);
 
 /* Borrowed accessors; NULL when absent or of the wrong type. */
 const json_t *sb_job_request(const json_t *job);

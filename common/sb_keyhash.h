@@ -9,9 +9,9 @@
 #include <stddef.h>
 
 #define SB_KEY_PREFIX "sk-sb-"
-#define SB_KEY_LEN 54          /* "sk-sb-" + 48 base62 characters */
-#define SB_KEY_HASH_HEX 65     /* 64 hex digits + NUL */
-#define SB_KEY_DISPLAY_LEN 12  /* leading characters kept for display */
+#define SB_KEY_LEN 54         /* "sk-sb-" + 48 base62 characters */
+#define SB_KEY_HASH_HEX 65    /* 64 hex digits + NUL */
+#define SB_KEY_DISPLAY_LEN 12 /* leading characters kept for display */
 
 /* Writes a new random key (NUL-terminated) into out[SB_KEY_LEN + 1]. */
 void sb_key_generate(char out[SB_KEY_LEN + 1]);

@@ -44,6 +44,6 @@ void sb_log(enum sb_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s.%03ldZ %s[%d] %s %s\n", ts, (long)(tv.tv_usec / 1000), sb_log_component,
-            (int)getpid(), names[level], msg);
+    fprintf(stderr, "%s.%03ldZ %s[%d] %s %s\n", ts, (long)(tv.tv_usec / 1000), sb_log_component, (int)getpid(),
+            names[level], msg);
 }

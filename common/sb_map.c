@@ -137,7 +137,10 @@ void *sb_map_remove(sb_map_t *m, const char *key)
     return v;
 }
 
-size_t sb_map_size(const sb_map_t *m) { return m->size; }
+size_t sb_map_size(const sb_map_t *m)
+{
+    return m->size;
+}
 
 void sb_map_foreach(const sb_map_t *m, void (*fn)(const char *, void *, void *), void *arg)
 {

@@ -20,7 +20,7 @@ void sb_mpjson_pack(msgpack_packer *pk, const json_t *v)
         msgpack_pack_map(pk, json_object_size(v));
         const char *key;
         json_t *val;
-        json_object_foreach((json_t *)v, key, val) {
+        json_object_foreach ((json_t *)v, key, val) {
             size_t kl = strlen(key);
             msgpack_pack_str(pk, kl);
             msgpack_pack_str_body(pk, key, kl);

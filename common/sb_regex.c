@@ -183,7 +183,7 @@ static void sb_regex_cset_class(struct sb_regex_cset *s, char c)
 struct sb_regex_rx {
     const char *pat;              /* source, for messages */
     const unsigned char *p, *end; /* cursor in the source */
-    sb_buf_t out;      /* ERE being built */
+    sb_buf_t out;                 /* ERE being built */
     char *err;
     size_t errsz;
 };

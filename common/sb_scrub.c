@@ -153,7 +153,7 @@ static const struct {
 /* Header and parameter names whose value is always a credential. */
 static const char *const sb_scrub_names[] = {
     "proxy-authorization", "authorization", "x-goog-api-key", "x-api-key", "api-key", "api_key", "apikey",
-    "access_token",        "access-token",  "client_secret",  "password", "passwd",
+    "access_token",        "access-token",  "client_secret",  "password",  "passwd",
 };
 
 /* Words after which a long mixed token is taken to be a credential. */

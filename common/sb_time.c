@@ -10,6 +10,15 @@ static int64_t sb_clock_us(clockid_t id)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t sb_now_ms(void) { return sb_clock_us(CLOCK_REALTIME) / 1000; }
-int64_t sb_mono_ms(void) { return sb_clock_us(CLOCK_MONOTONIC) / 1000; }
-int64_t sb_mono_us(void) { return sb_clock_us(CLOCK_MONOTONIC); }
+int64_t sb_now_ms(void)
+{
+    return sb_clock_us(CLOCK_REALTIME) / 1000;
+}
+int64_t sb_mono_ms(void)
+{
+    return sb_clock_us(CLOCK_MONOTONIC) / 1000;
+}
+int64_t sb_mono_us(void)
+{
+    return sb_clock_us(CLOCK_MONOTONIC);
+}

@@ -63,8 +63,7 @@ malformed:
     return -EPROTO;
 }
 
-int sb_wire_send(zsock_t *sock, zframe_t *routing_id, int cmd, const json_t *header, const void *body,
-                 size_t body_len)
+int sb_wire_send(zsock_t *sock, zframe_t *routing_id, int cmd, const json_t *header, const void *body, size_t body_len)
 {
     zmsg_t *zmsg = zmsg_new();
     if (routing_id)

@@ -27,8 +27,8 @@ int sb_wire_recv(zsock_t *sock, bool is_router, sb_wire_msg_t **out) __attribute
  * sockets, NULL on DEALER. header is borrowed and may be NULL (then no body
  * either). body bytes are copied. Returns 0 or -errno (e.g. -EHOSTUNREACH when
  * a ROUTER_MANDATORY peer is gone, -EAGAIN when the pipe is full). */
-int sb_wire_send(zsock_t *sock, zframe_t *routing_id, int cmd, const json_t *header, const void *body,
-                 size_t body_len) __attribute__((warn_unused_result));
+int sb_wire_send(zsock_t *sock, zframe_t *routing_id, int cmd, const json_t *header, const void *body, size_t body_len)
+    __attribute__((warn_unused_result));
 
 /* Header helpers. */
 const char *sb_wire_header_str(const sb_wire_msg_t *msg, const char *key);

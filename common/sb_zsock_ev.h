@@ -20,8 +20,7 @@ typedef void (*sb_zsock_ev_fn)(sb_wire_msg_t **msg, void *arg);
 
 /* sock is borrowed and must outlive the watcher. is_router: frames carry a
  * routing id. Returns NULL on failure. */
-sb_zsock_ev_t *sb_zsock_ev_new(struct event_base *base, zsock_t *sock, bool is_router, sb_zsock_ev_fn fn,
-                               void *arg);
+sb_zsock_ev_t *sb_zsock_ev_new(struct event_base *base, zsock_t *sock, bool is_router, sb_zsock_ev_fn fn, void *arg);
 void sb_zsock_ev_poke(sb_zsock_ev_t *w);
 void sb_zsock_ev_destroy(sb_zsock_ev_t **w);
 

@@ -147,8 +147,7 @@ bool fe_auth_key_allows(const json_t *key_record, const char *model)
     json_t *models = json_object_get(key_record, "models");
     size_t i;
     json_t *m;
-    json_array_foreach(models, i, m)
-    {
+    json_array_foreach (models, i, m) {
         const char *s = json_string_value(m);
         if (s && (!strcmp(s, "*") || !strcmp(s, model)))
             return true;

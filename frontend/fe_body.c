@@ -93,14 +93,13 @@ json_t *fe_body_json(struct evbuffer *in, size_t max_bytes, int max_depth, fe_er
     json_t *body = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!body) {
         fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_json", NULL,
-                     "We could not parse the JSON body of your request: %s (line %d, column %d).", jerr.text,
-                     jerr.line, jerr.column);
+                     "We could not parse the JSON body of your request: %s (line %d, column %d).", jerr.text, jerr.line,
+                     jerr.column);
         return NULL;
     }
     if (!json_is_object(body)) {
         json_decref(body);
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_json", NULL,
-                     "The request body must be a JSON object.");
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_json", NULL, "The request body must be a JSON object.");
         return NULL;
     }
     return body;

@@ -101,8 +101,8 @@ static int fe_broker_send_submit(fe_broker_t *b, const char *job_id, fe_job_sink
 {
     if (!b->sock)
         return -ENOTCONN;
-    json_t *hdr = json_pack("{s:s, s:s, s:I}", "job_id", job_id, "model", s->model, "deadline_ms",
-                            (json_int_t)s->deadline_ms);
+    json_t *hdr =
+        json_pack("{s:s, s:s, s:I}", "job_id", job_id, "model", s->model, "deadline_ms", (json_int_t)s->deadline_ms);
     /* Who asked, for the broker's per-client circuit breakers (docs/protocol.md). */
     if (hdr && s->client)
         json_object_set_new(hdr, "client", json_string(s->client));
@@ -194,8 +194,8 @@ static void fe_broker_on_epoch(fe_broker_t *b, const char *epoch)
         sb_info("broker at %s: epoch %s", b->endpoint, epoch);
         return;
     }
-    sb_warn("broker at %s restarted (epoch %s, was %s): %zu outstanding job(s) to resubmit or fail", b->endpoint,
-            epoch, b->epoch, sb_map_size(b->jobs));
+    sb_warn("broker at %s restarted (epoch %s, was %s): %zu outstanding job(s) to resubmit or fail", b->endpoint, epoch,
+            b->epoch, sb_map_size(b->jobs));
     snprintf(b->epoch, sizeof b->epoch, "%s", epoch);
     json_t *ev = sb_event_error(503, SB_ERR_OVERLOADED, "broker_restarted",
                                 "the gateway's job broker restarted; retry the request");
@@ -354,4 +354,7 @@ void fe_broker_cancel(fe_broker_t *b, const char *job_id)
     sb_zsock_ev_poke(b->watch);
 }
 
-size_t fe_broker_outstanding(const fe_broker_t *b) { return sb_map_size(b->jobs); }
+size_t fe_broker_outstanding(const fe_broker_t *b)
+{
+    return sb_map_size(b->jobs);
+}

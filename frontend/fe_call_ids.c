@@ -78,8 +78,7 @@ static long fe_call_ids_find(const json_t *items, const char *id)
 {
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         const char *other = json_string_value(json_object_get(it, "id"));
         if (other && !strcmp(other, id))
             return (long)i;

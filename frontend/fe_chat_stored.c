@@ -60,7 +60,10 @@ static void fe_chat_stored_on_body(const PGresult *res, const char *err, void *a
     fe_request_reply_json(r, 200, body);
 }
 
-void fe_chat_stored_get(fe_request_t *r) { fe_chat_stored_by_id(r, FE_SQL_CHAT_GET, fe_chat_stored_on_body); }
+void fe_chat_stored_get(fe_request_t *r)
+{
+    fe_chat_stored_by_id(r, FE_SQL_CHAT_GET, fe_chat_stored_on_body);
+}
 
 static void fe_chat_stored_on_delete(const PGresult *res, const char *err, void *arg)
 {
@@ -71,11 +74,14 @@ static void fe_chat_stored_on_delete(const PGresult *res, const char *err, void 
         fe_chat_stored_not_found(r);
         return;
     }
-    fe_request_reply_json(r, 200, json_pack("{s:s, s:s, s:b}", "id", r->path_arg, "object", "chat.completion.deleted",
-                                            "deleted", 1));
+    fe_request_reply_json(
+        r, 200, json_pack("{s:s, s:s, s:b}", "id", r->path_arg, "object", "chat.completion.deleted", "deleted", 1));
 }
 
-void fe_chat_stored_delete(fe_request_t *r) { fe_chat_stored_by_id(r, FE_SQL_CHAT_DELETE, fe_chat_stored_on_delete); }
+void fe_chat_stored_delete(fe_request_t *r)
+{
+    fe_chat_stored_by_id(r, FE_SQL_CHAT_DELETE, fe_chat_stored_on_delete);
+}
 
 /* The stored request messages, each given an id as OpenAI lists them. */
 static void fe_chat_stored_on_messages(const PGresult *res, const char *err, void *arg)
@@ -91,8 +97,7 @@ static void fe_chat_stored_on_messages(const PGresult *res, const char *err, voi
     }
     size_t i;
     json_t *m;
-    json_array_foreach(messages, i, m)
-    {
+    json_array_foreach (messages, i, m) {
         char id[160];
         snprintf(id, sizeof id, "%s-%zu", r->path_arg, i);
         if (json_is_object(m) && !json_object_get(m, "id"))

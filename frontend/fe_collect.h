@@ -20,14 +20,14 @@ typedef struct {
     bool usage_seen;
     fe_tokens_counter_t streamed; /* the deltas' text, estimated (fe_tokens.h): output of a job that never ends */
     bool done;
-    bool failed;               /* done with an error */
-    fe_error_t error;          /* when failed */
-    char status[16];           /* "completed" | "incomplete" */
+    bool failed;      /* done with an error */
+    fe_error_t error; /* when failed */
+    char status[16];  /* "completed" | "incomplete" */
     char incomplete_reason[32];
-    char choice0_status[16];   /* from choice_done for choice 0; "" if none came */
+    char choice0_status[16]; /* from choice_done for choice 0; "" if none came */
     char choice0_reason[32];
-    char model[128];           /* model that answered */
-    int64_t upstream_ms;       /* -1 unknown */
+    char model[128];     /* model that answered */
+    int64_t upstream_ms; /* -1 unknown */
 } fe_collect_t;
 
 void fe_collect_init(fe_collect_t *c);

@@ -43,9 +43,9 @@ typedef struct fe_conn {
     struct event *timer; /* reconnect back-off */
     int prep_next;       /* index of the next statement to prepare */
     bool is_listener;
-    fe_query_t *query;  /* running query (BUSY) */
-    PGresult *result;   /* first result of the running query */
-    char *error;        /* first error of the running query */
+    fe_query_t *query; /* running query (BUSY) */
+    PGresult *result;  /* first result of the running query */
+    char *error;       /* first error of the running query */
 } fe_conn_t;
 
 struct fe_db {
@@ -68,7 +68,10 @@ static void fe_conn_io(evutil_socket_t fd, short what, void *arg);
 static void fe_conn_start(fe_conn_t *c);
 static void fe_db_dispatch(fe_db_t *db);
 
-static void fe_conn_set_state(fe_conn_t *c, enum fe_conn_state s) { c->state = s; }
+static void fe_conn_set_state(fe_conn_t *c, enum fe_conn_state s)
+{
+    c->state = s;
+}
 
 static void fe_query_free(fe_query_t *q)
 {
@@ -102,7 +105,10 @@ static void fe_conn_finish_query(fe_conn_t *c)
     c->error = NULL;
 }
 
-static void fe_conn_reconnect_cb(evutil_socket_t fd, short what, void *arg) { fe_conn_start(arg); }
+static void fe_conn_reconnect_cb(evutil_socket_t fd, short what, void *arg)
+{
+    fe_conn_start(arg);
+}
 
 static void fe_conn_fail(fe_conn_t *c, const char *why)
 {

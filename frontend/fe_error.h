@@ -10,13 +10,13 @@
 #include <stdbool.h>
 
 typedef struct {
-    int status;          /* HTTP status; 0 = no error */
-    const char *kind;    /* SB_ERR_* (sb_event.h), static */
-    char code[64];       /* machine code, "" = null */
-    char param[64];      /* offending parameter, "" = null */
+    int status;       /* HTTP status; 0 = no error */
+    const char *kind; /* SB_ERR_* (sb_event.h), static */
+    char code[64];    /* machine code, "" = null */
+    char param[64];   /* offending parameter, "" = null */
     char message[1024];
-    int retry_after;     /* seconds for Retry-After; 0 = none */
-    bool no_retry;       /* retrying cannot help (quota): x-should-retry: false, which the SDKs obey */
+    int retry_after; /* seconds for Retry-After; 0 = none */
+    bool no_retry;   /* retrying cannot help (quota): x-should-retry: false, which the SDKs obey */
 } fe_error_t;
 
 void fe_error_set(fe_error_t *e, int status, const char *kind, const char *code, const char *param, const char *fmt,

@@ -6,9 +6,9 @@
 #include "fe_items.h"
 #include "sb_event.h"
 
-static const char *const fe_builtin_tools[] = {"web_search", "web_search_preview", "file_search", "code_interpreter",
-                                               "image_generation", "mcp", "computer_use", "computer_use_preview",
-                                               "local_shell", NULL};
+static const char *const fe_builtin_tools[] = {
+    "web_search", "web_search_preview", "file_search",          "code_interpreter", "image_generation",
+    "mcp",        "computer_use",       "computer_use_preview", "local_shell",      NULL};
 
 bool fe_features_builtin_tool(const char *type)
 {
@@ -19,7 +19,10 @@ bool fe_features_builtin_tool(const char *type)
 }
 
 /* Absent or anything but false: allowed. */
-static bool fe_features_allows(const json_t *caps, const char *name) { return !json_is_false(json_object_get(caps, name)); }
+static bool fe_features_allows(const json_t *caps, const char *name)
+{
+    return !json_is_false(json_object_get(caps, name));
+}
 
 static int fe_features_refuse(fe_error_t *err, const fe_request_t *r, const char *param, const char *what)
 {
@@ -56,8 +59,7 @@ int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err)
     bool function_tools = false;
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
-    {
+    json_array_foreach (tools, i, t) {
         const char *type = json_string_value(json_object_get(t, "type"));
         function_tools |= type && !strcmp(type, "function");
     }
@@ -83,7 +85,8 @@ int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err)
     if (function_tools && !fe_features_allows(caps, "tools"))
         return fe_features_refuse(err, r, param_tools, "tool calling");
 
-    const char *format = json_string_value(json_object_get(json_object_get(json_object_get(c, "text"), "format"), "type"));
+    const char *format =
+        json_string_value(json_object_get(json_object_get(json_object_get(c, "text"), "format"), "type"));
     if (format && strcmp(format, "text") != 0 && !fe_features_allows(caps, "structured_output"))
         return fe_features_refuse(err, r, !strcmp(r->style->name, "chat") ? "response_format" : "text.format",
                                   "structured output");

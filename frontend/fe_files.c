@@ -23,9 +23,9 @@ static const char *const fe_files_purposes[] = {"user_data", "assistants", "visi
 static const struct {
     const char *ext, *mime;
 } fe_files_exts[] = {
-    {".pdf", "application/pdf"}, {".txt", "text/plain"},  {".md", "text/markdown"}, {".csv", "text/csv"},
-    {".json", "application/json"}, {".html", "text/html"}, {".xml", "application/xml"}, {".png", "image/png"},
-    {".jpg", "image/jpeg"},       {".jpeg", "image/jpeg"}, {".gif", "image/gif"},     {".webp", "image/webp"},
+    {".pdf", "application/pdf"},   {".txt", "text/plain"},  {".md", "text/markdown"},    {".csv", "text/csv"},
+    {".json", "application/json"}, {".html", "text/html"},  {".xml", "application/xml"}, {".png", "image/png"},
+    {".jpg", "image/jpeg"},        {".jpeg", "image/jpeg"}, {".gif", "image/gif"},       {".webp", "image/webp"},
 };
 
 const char *fe_files_mime_type(const char *declared, const char *filename)
@@ -137,8 +137,8 @@ void fe_files_upload(fe_request_t *r)
         sb_id_new(id, sizeof id, "file-", 24);
         fe_request_account(r, account, sizeof account);
         char *b64 = sb_base64_encode(file->data, file->len, NULL);
-        const char *params[6] = {id, account, file->filename, purpose_text,
-                                 fe_files_mime_type(file->content_type, file->filename), b64};
+        const char *params[6] = {
+            id, account, file->filename, purpose_text, fe_files_mime_type(file->content_type, file->filename), b64};
         fe_files_query(r, FE_SQL_FILE_INSERT, 6, params, fe_files_on_inserted);
         free(b64);
     }
@@ -168,7 +168,10 @@ static void fe_files_by_id(fe_request_t *r, const char *stmt, fe_db_cb cb)
     fe_files_query(r, stmt, 2, params, cb);
 }
 
-void fe_files_get(fe_request_t *r) { fe_files_by_id(r, FE_SQL_FILE_GET, fe_files_on_get); }
+void fe_files_get(fe_request_t *r)
+{
+    fe_files_by_id(r, FE_SQL_FILE_GET, fe_files_on_get);
+}
 
 static void fe_files_on_content(const PGresult *res, const char *err, void *arg)
 {
@@ -190,7 +193,10 @@ static void fe_files_on_content(const PGresult *res, const char *err, void *arg)
     free(data);
 }
 
-void fe_files_content(fe_request_t *r) { fe_files_by_id(r, FE_SQL_FILE_CONTENT, fe_files_on_content); }
+void fe_files_content(fe_request_t *r)
+{
+    fe_files_by_id(r, FE_SQL_FILE_CONTENT, fe_files_on_content);
+}
 
 static void fe_files_on_delete(const PGresult *res, const char *err, void *arg)
 {
@@ -204,7 +210,10 @@ static void fe_files_on_delete(const PGresult *res, const char *err, void *arg)
     fe_request_reply_json(r, 200, json_pack("{s:s, s:s, s:b}", "id", r->path_arg, "object", "file", "deleted", 1));
 }
 
-void fe_files_delete(fe_request_t *r) { fe_files_by_id(r, FE_SQL_FILE_DELETE, fe_files_on_delete); }
+void fe_files_delete(fe_request_t *r)
+{
+    fe_files_by_id(r, FE_SQL_FILE_DELETE, fe_files_on_delete);
+}
 
 /* ---- GET /v1/files -------------------------------------------------------------- */
 
@@ -291,8 +300,7 @@ static void fe_files_on_resolved(const PGresult *res, const char *err, void *arg
     fe_items_foreach_part(r->job_input, fe_files_fill_part, &f);
     sb_map_destroy(&f.rows);
     if (f.missing) {
-        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "file_not_found", "input", "No such File object: %.128s",
-                         f.missing);
+        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "file_not_found", "input", "No such File object: %.128s", f.missing);
         return;
     }
     r->prepared |= FE_PREP_FILES;

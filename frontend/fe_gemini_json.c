@@ -128,7 +128,7 @@ int fe_gemini_known(const json_t *o, const char *const *known, const char *at, f
     }
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)o, key, v) {
+    json_object_foreach ((json_t *)o, key, v) {
         char camel[64];
         fe_gemini_camel(key, camel, sizeof camel);
         bool ok = false;
@@ -362,7 +362,7 @@ json_t *fe_gemini_schema(const json_t *s, const char *at, int depth, fe_error_t 
         const char *name;
         json_t *ps;
         size_t i = 0;
-        json_object_foreach(props, name, ps) {
+        json_object_foreach (props, name, ps) {
             char pat[FE_GEMINI_AT];
             fe_gemini_path(pat, sizeof pat, "%s[%zu].value", sub, i++);
             json_t *c = fe_gemini_schema(ps, pat, depth + 1, err);
@@ -384,7 +384,7 @@ json_t *fe_gemini_schema(const json_t *s, const char *at, int depth, fe_error_t 
         json_object_set_new(out, "anyOf", branches);
         size_t i;
         json_t *b;
-        json_array_foreach(any, i, b) {
+        json_array_foreach (any, i, b) {
             char bat[FE_GEMINI_AT];
             fe_gemini_path(bat, sizeof bat, "%s.any_of[%zu]", at, i);
             json_t *c = fe_gemini_schema(b, bat, depth + 1, err);

@@ -54,7 +54,7 @@ static void fe_gemini_on_list_model(json_t *rec, const char *err, void *arg)
     json_t *ids = json_object_get(st, "ids"), *slots = json_object_get(st, "models");
     size_t i;
     json_t *id;
-    json_array_foreach(ids, i, id) {
+    json_array_foreach (ids, i, id) {
         if (fe_gemini_model_usable(r, rec) && json_equal(id, json_object_get(rec, "id")))
             json_array_set_new(slots, i, fe_gemini_model_json(rec));
     }
@@ -64,7 +64,7 @@ static void fe_gemini_on_list_model(json_t *rec, const char *err, void *arg)
         return;
     json_t *models = json_array();
     json_t *m;
-    json_array_foreach(slots, i, m)
+    json_array_foreach (slots, i, m)
         if (json_is_object(m))
             json_array_append(models, m);
     json_t *body = json_pack("{s:o}", "models", models);
@@ -96,7 +96,7 @@ static void fe_gemini_on_list(const PGresult *res, const char *err, void *arg)
     size_t n = 0, i;
     json_t *m;
     const char **ids = sb_xmalloc((json_array_size(all) + 1) * sizeof *ids);
-    json_array_foreach(all, i, m) {
+    json_array_foreach (all, i, m) {
         const char *id = json_string_value(json_object_get(m, "id"));
         if (id && fe_auth_key_allows(r->key, id))
             ids[n++] = id;
@@ -123,7 +123,7 @@ static void fe_gemini_on_list(const PGresult *res, const char *err, void *arg)
     /* One hold per lookup, plus one across the loop: a lookup answered from
      * the cache calls back at once, and the last callback replies. */
     json_t *id;
-    json_array_foreach(page, i, id) {
+    json_array_foreach (page, i, id) {
         fe_request_hold(r);
         fe_auth_lookup_model(r->srv->auth, json_string_value(id), fe_gemini_on_list_model, r);
     }
@@ -185,4 +185,3 @@ void fe_gemini_model_get(fe_request_t *r)
     fe_request_hold(r);
     fe_auth_lookup_model(r->srv->auth, r->path_arg, fe_gemini_on_model, r);
 }
-

@@ -181,10 +181,9 @@ fe_http_t *fe_http_new(struct event_base *base, const fe_http_limits_t *lim, fe_
     h->fn = fn;
     h->arg = arg;
     h->sources = sb_map_new();
-    h->listener =
-        evconnlistener_new_bind(base, fe_http_on_accept, h,
-                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT, 1024,
-                                (struct sockaddr *)&sin, sizeof sin);
+    h->listener = evconnlistener_new_bind(base, fe_http_on_accept, h,
+                                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_REUSEABLE_PORT, 1024,
+                                          (struct sockaddr *)&sin, sizeof sin);
     if (!h->listener) {
         snprintf(err, errlen, "cannot listen on %s:%d", lim->host, lim->port);
         fe_http_free(&h);
@@ -227,40 +226,74 @@ void fe_http_free(fe_http_t **ph)
     *ph = NULL;
 }
 
-int fe_http_open(const fe_http_t *h) { return h ? h->open : 0; }
+int fe_http_open(const fe_http_t *h)
+{
+    return h ? h->open : 0;
+}
 
-size_t fe_http_body_bytes(const fe_http_t *h) { return h ? h->body_used : 0; }
+size_t fe_http_body_bytes(const fe_http_t *h)
+{
+    return h ? h->body_used : 0;
+}
 
 const char *fe_http_reason(int status)
 {
     switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 499: return "Client Closed Request";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    case 529: return "Overloaded";
-    default: return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Content Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 417:
+        return "Expectation Failed";
+    case 422:
+        return "Unprocessable Content";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 499:
+        return "Client Closed Request";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    case 529:
+        return "Overloaded";
+    default:
+        return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
     }
 }

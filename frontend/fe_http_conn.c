@@ -342,7 +342,10 @@ void fe_http_req_add_header(fe_http_req_t *r, const char *name, const char *valu
     evbuffer_add_printf(r->out_headers, "%s: %s\r\n", name, value);
 }
 
-void fe_http_req_close_after(fe_http_req_t *r) { r->close_after = true; }
+void fe_http_req_close_after(fe_http_req_t *r)
+{
+    r->close_after = true;
+}
 
 static void fe_http_date(char *buf, size_t len)
 {
@@ -424,8 +427,8 @@ void fe_http_reply_chunk(fe_http_req_t *r, struct evbuffer *buf)
     if (evbuffer_get_length(out) + n > FE_HTTP_MAX_PENDING_OUT) {
         evbuffer_drain(buf, n);
         if (!r->c->dead) {
-            sb_warn("closing a connection from %s: %zu bytes of its streamed reply are unread",
-                    fe_http_req_peer(r), evbuffer_get_length(out));
+            sb_warn("closing a connection from %s: %zu bytes of its streamed reply are unread", fe_http_req_peer(r),
+                    evbuffer_get_length(out));
             r->c->dead = true;
             event_active(r->c->kick, 0, 0); /* closed from the loop, not inside the caller */
         }
@@ -447,12 +450,30 @@ void fe_http_reply_end(fe_http_req_t *r)
 
 /* ---- accessors ---- */
 
-const fe_http_err_t *fe_http_req_error(const fe_http_req_t *r) { return r->has_err ? &r->err : NULL; }
-const char *fe_http_req_method(const fe_http_req_t *r) { return r->h.method_name; }
-const char *fe_http_req_path(const fe_http_req_t *r) { return r->path ? r->path : ""; }
-const char *fe_http_req_query(const fe_http_req_t *r) { return r->query; }
-size_t fe_http_req_head_bytes(const fe_http_req_t *r) { return r->head_len; }
-const char *fe_http_req_peer(const fe_http_req_t *r) { return r->c && r->c->src ? r->c->src->addr : "?"; }
+const fe_http_err_t *fe_http_req_error(const fe_http_req_t *r)
+{
+    return r->has_err ? &r->err : NULL;
+}
+const char *fe_http_req_method(const fe_http_req_t *r)
+{
+    return r->h.method_name;
+}
+const char *fe_http_req_path(const fe_http_req_t *r)
+{
+    return r->path ? r->path : "";
+}
+const char *fe_http_req_query(const fe_http_req_t *r)
+{
+    return r->query;
+}
+size_t fe_http_req_head_bytes(const fe_http_req_t *r)
+{
+    return r->head_len;
+}
+const char *fe_http_req_peer(const fe_http_req_t *r)
+{
+    return r->c && r->c->src ? r->c->src->addr : "?";
+}
 
 fe_http_req_t *fe_http_req_parse_detached(const char *head, size_t len)
 {
@@ -568,9 +589,8 @@ static void fe_http_on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
     fe_http_conn_t *c = arg;
-    if ((what & BEV_EVENT_EOF) && c->state == FE_C_CLOSING &&
-        evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
-        return; /* the client stopped sending; the reply is still going out */
+    if ((what & BEV_EVENT_EOF) && c->state == FE_C_CLOSING && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+        return;            /* the client stopped sending; the reply is still going out */
     fe_http_conn_close(c); /* EOF, error, or a reply not read within the write timeout */
 }
 

@@ -29,7 +29,7 @@ enum fe_http_cstate {
 typedef struct fe_http_source {
     char addr[FE_HTTP_PEER_MAX];
     int conns;
-    int refusing; /* of which accepted over a cap, waiting for their head */
+    int refusing;              /* of which accepted over a cap, waiting for their head */
     struct fe_http_conn *list; /* its connections, newest first */
 } fe_http_source_t;
 
@@ -39,7 +39,7 @@ struct fe_http_req {
     fe_http_conn_t *c;
     fe_http_err_t err;
     bool has_err;
-    char *head;     /* the head as sent, names and values NUL-terminated in place */
+    char *head; /* the head as sent, names and values NUL-terminated in place */
     size_t head_len;
     fe_http_head_t h;
     char *path;
@@ -67,15 +67,15 @@ struct fe_http_conn {
     struct bufferevent *bev;
     evutil_socket_t fd;
     enum fe_http_cstate state;
-    fe_http_req_t *req;     /* the request being read or served */
-    size_t scanned;         /* head bytes already looked at */
-    int64_t first_byte_ms;  /* of the request being read; 0 before it */
+    fe_http_req_t *req;    /* the request being read or served */
+    size_t scanned;        /* head bytes already looked at */
+    int64_t first_byte_ms; /* of the request being read; 0 before it */
     int64_t linger_until_ms;
-    struct event *timer;    /* read deadline, idle timeout, linger */
-    struct event *kick;     /* deferred: parse what is buffered */
-    const char *refuse;     /* accepted over a cap: its request gets 503 with this message, then the close */
-    bool dead;              /* closed at the next kick (a client that does not read its stream) */
-    struct fe_http_conn *prev, *next;         /* all connections */
+    struct event *timer;              /* read deadline, idle timeout, linger */
+    struct event *kick;               /* deferred: parse what is buffered */
+    const char *refuse;               /* accepted over a cap: its request gets 503 with this message, then the close */
+    bool dead;                        /* closed at the next kick (a client that does not read its stream) */
+    struct fe_http_conn *prev, *next; /* all connections */
     struct fe_http_conn *src_prev, *src_next; /* the source's */
 };
 

@@ -68,9 +68,8 @@ static const struct {
     const char *name;
     fe_http_method_t m;
 } fe_http_methods[] = {
-    {"GET", FE_HTTP_M_GET},       {"POST", FE_HTTP_M_POST}, {"PUT", FE_HTTP_M_PUT},
-    {"DELETE", FE_HTTP_M_DELETE}, {"PATCH", FE_HTTP_M_PATCH}, {"HEAD", FE_HTTP_M_HEAD},
-    {"OPTIONS", FE_HTTP_M_OPTIONS},
+    {"GET", FE_HTTP_M_GET},     {"POST", FE_HTTP_M_POST}, {"PUT", FE_HTTP_M_PUT},         {"DELETE", FE_HTTP_M_DELETE},
+    {"PATCH", FE_HTTP_M_PATCH}, {"HEAD", FE_HTTP_M_HEAD}, {"OPTIONS", FE_HTTP_M_OPTIONS},
 };
 
 /* Parses "METHOD SP target SP HTTP/x.y" (line without its CRLF). */
@@ -221,16 +220,14 @@ static int fe_http_content_length(const fe_http_field_t *f, fe_http_head_t *h, f
         uint64_t v = 0;
         for (size_t k = 0; k < n; k++) {
             if (el[k] < '0' || el[k] > '9') {
-                fe_http_set(err, 400, "bad_content_length",
-                            "Malformed HTTP request: Content-Length is not a number.");
+                fe_http_set(err, 400, "bad_content_length", "Malformed HTTP request: Content-Length is not a number.");
                 return -1;
             }
             unsigned d = (unsigned)(el[k] - '0');
             v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
         }
         if (h->has_length && h->length != v) {
-            fe_http_set(err, 400, "bad_content_length",
-                        "Malformed HTTP request: conflicting Content-Length values.");
+            fe_http_set(err, 400, "bad_content_length", "Malformed HTTP request: conflicting Content-Length values.");
             return -1;
         }
         h->has_length = true;
@@ -244,15 +241,14 @@ static int fe_http_content_length(const fe_http_field_t *f, fe_http_head_t *h, f
 }
 
 /* Transfer-Encoding: the codings across every field; only "chunked", alone. */
-static int fe_http_transfer_encoding(const fe_http_field_t *f, fe_http_head_t *h, int *codings,
-                                     fe_http_err_t *err)
+static int fe_http_transfer_encoding(const fe_http_field_t *f, fe_http_head_t *h, int *codings, fe_http_err_t *err)
 {
     size_t at = 0;
     const char *el;
     size_t n;
     while (fe_http_list_next(f->value, f->value_len, &at, &el, &n)) {
         if (n == 0)
-            continue; /* empty list elements are allowed and ignored (RFC 9110 §5.6.1) */
+            continue;     /* empty list elements are allowed and ignored (RFC 9110 §5.6.1) */
         if (h->chunked) { /* something after chunked: the body's end cannot be known */
             fe_http_set(err, 400, "bad_transfer_encoding",
                         "Malformed HTTP request: chunked must be the last transfer coding.");
@@ -433,11 +429,11 @@ int fe_http_target_path(const char *target, size_t len, char *out, size_t outlen
 /* ---- chunked bodies ------------------------------------------------------ */
 
 enum {
-    FE_CH_SIZE,      /* the chunk-size line */
-    FE_CH_DATA,      /* data bytes of a chunk */
-    FE_CH_DATA_CR,   /* the CR after a chunk's data */
-    FE_CH_DATA_LF,   /* the LF after it */
-    FE_CH_TRAILER,   /* a trailer line (or the final blank line) */
+    FE_CH_SIZE,    /* the chunk-size line */
+    FE_CH_DATA,    /* data bytes of a chunk */
+    FE_CH_DATA_CR, /* the CR after a chunk's data */
+    FE_CH_DATA_LF, /* the LF after it */
+    FE_CH_TRAILER, /* a trailer line (or the final blank line) */
     FE_CH_DONE,
 };
 

@@ -60,17 +60,17 @@ typedef struct {
  * fe_http_head_parse. */
 typedef struct {
     fe_http_method_t method;
-    const char *method_name;     /* "GET", ... (static) */
-    const char *target;          /* the path and query as sent (absolute-form reduced to them) */
+    const char *method_name; /* "GET", ... (static) */
+    const char *target;      /* the path and query as sent (absolute-form reduced to them) */
     size_t target_len;
-    int minor;                   /* HTTP/1.minor: 0 or 1 */
+    int minor; /* HTTP/1.minor: 0 or 1 */
     fe_http_field_t fields[FE_HTTP_MAX_FIELDS];
     size_t nfields;
-    bool has_length;             /* Content-Length given */
-    uint64_t length;             /* its value (UINT64_MAX when it does not fit) */
-    bool chunked;                /* Transfer-Encoding: chunked */
-    bool keep_alive;             /* the connection may carry another request */
-    bool expect_continue;        /* Expect: 100-continue (HTTP/1.1) */
+    bool has_length;      /* Content-Length given */
+    uint64_t length;      /* its value (UINT64_MAX when it does not fit) */
+    bool chunked;         /* Transfer-Encoding: chunked */
+    bool keep_alive;      /* the connection may carry another request */
+    bool expect_continue; /* Expect: 100-continue (HTTP/1.1) */
 } fe_http_head_t;
 
 /* Looks for the end of a request head in buf[0..len), starting at *scanned
@@ -109,15 +109,15 @@ int fe_http_query_get(const char *query, const char *name, char *buf, size_t len
 /* The chunked body decoder. */
 typedef struct {
     int state;
-    uint64_t left;    /* data bytes left in the current chunk */
-    uint64_t total;   /* data bytes declared so far */
-    uint64_t max;     /* refused (413) above this many */
-    size_t line_len;  /* bytes of the current chunk-size or trailer line */
-    size_t trailer;   /* trailer bytes so far */
+    uint64_t left;   /* data bytes left in the current chunk */
+    uint64_t total;  /* data bytes declared so far */
+    uint64_t max;    /* refused (413) above this many */
+    size_t line_len; /* bytes of the current chunk-size or trailer line */
+    size_t trailer;  /* trailer bytes so far */
     size_t trailer_max;
-    int digits;       /* hex digits of the current size */
-    int ext;          /* 1: whitespace after the size; 2: in the extensions */
-    bool cr;          /* a CR was the last byte of the line */
+    int digits; /* hex digits of the current size */
+    int ext;    /* 1: whitespace after the size; 2: in the extensions */
+    bool cr;    /* a CR was the last byte of the line */
 } fe_http_chunked_t;
 
 void fe_http_chunked_init(fe_http_chunked_t *c, uint64_t max, size_t trailer_max);

@@ -34,8 +34,8 @@ static bool fe_items_data_url_ok(const char *url, const char *mime_prefix)
             pad++;
             continue;
         }
-        if (pad || !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-                     c == '/'))
+        if (pad ||
+            !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/'))
             return false;
     }
     return true;
@@ -161,13 +161,12 @@ static json_t *fe_items_message(const json_t *it, const char *item_param, fe_err
     json_t *parts = json_array();
     bool assistant = !strcmp(role, "assistant");
     if (json_is_string(content)) {
-        json_array_append_new(parts, json_pack("{s:s, s:O}", "type", assistant ? "output_text" : "input_text",
-                                               "text", content));
+        json_array_append_new(
+            parts, json_pack("{s:s, s:O}", "type", assistant ? "output_text" : "input_text", "text", content));
     } else if (json_is_array(content)) {
         size_t j;
         json_t *p;
-        json_array_foreach(content, j, p)
-        {
+        json_array_foreach (content, j, p) {
             snprintf(param, sizeof param, "%s.content[%zu]", item_param, j);
             json_t *np = fe_items_normalize_part(p, param, err);
             if (!np) {
@@ -179,8 +178,7 @@ static json_t *fe_items_message(const json_t *it, const char *item_param, fe_err
     } else {
         json_decref(parts);
         snprintf(param, sizeof param, "%s.content", item_param);
-        fe_params_invalid(err, param, "Invalid type for '%s': expected a string or an array of content parts.",
-                          param);
+        fe_params_invalid(err, param, "Invalid type for '%s': expected a string or an array of content parts.", param);
         return NULL;
     }
     json_t *out = json_pack("{s:s, s:s, s:o}", "type", "message", "role", role, "content", parts);
@@ -227,8 +225,7 @@ static json_t *fe_items_one(const json_t *it, const char *param, fe_error_t *err
             json_t *parts = json_array();
             size_t j;
             json_t *p;
-            json_array_foreach(out, j, p)
-            {
+            json_array_foreach (out, j, p) {
                 char pparam[96];
                 snprintf(pparam, sizeof pparam, "%s.output[%zu]", param, j);
                 json_t *np = fe_items_normalize_part(p, pparam, err);
@@ -247,8 +244,10 @@ static json_t *fe_items_one(const json_t *it, const char *param, fe_error_t *err
         json_t *summary = json_object_get(it, "summary");
         json_t *enc = json_object_get(it, "encrypted_content");
         if ((summary && !json_is_array(summary)) || (enc && !json_is_string(enc) && !json_is_null(enc))) {
-            fe_params_invalid(err, param, "'%s' of type reasoning needs a summary array and an optional "
-                                          "encrypted_content string.", param);
+            fe_params_invalid(err, param,
+                              "'%s' of type reasoning needs a summary array and an optional "
+                              "encrypted_content string.",
+                              param);
             return NULL;
         }
         return json_deep_copy(it);
@@ -270,8 +269,7 @@ json_t *fe_items_normalize(const json_t *input, const char *param, fe_error_t *e
     json_t *items = json_array();
     size_t i;
     json_t *it;
-    json_array_foreach(input, i, it)
-    {
+    json_array_foreach (input, i, it) {
         char ip[64];
         snprintf(ip, sizeof ip, "%s[%zu]", param, i);
         json_t *n = fe_items_one(it, ip, err);
@@ -288,8 +286,7 @@ void fe_items_assign_ids(json_t *items)
 {
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         if (json_is_string(json_object_get(it, "id")))
             continue;
         const char *type = json_string_value(json_object_get(it, "type"));
@@ -309,8 +306,7 @@ void fe_items_foreach_part(json_t *items, fe_items_part_fn fn, void *arg)
 {
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         const char *type = json_string_value(json_object_get(it, "type"));
         json_t *parts = NULL;
         if (type && !strcmp(type, "message"))
@@ -321,8 +317,7 @@ void fe_items_foreach_part(json_t *items, fe_items_part_fn fn, void *arg)
             continue;
         size_t j;
         json_t *p;
-        json_array_foreach(parts, j, p)
-        {
+        json_array_foreach (parts, j, p) {
             if (!fn(p, arg))
                 return;
         }
@@ -335,8 +330,7 @@ int fe_items_check_calls(const json_t *items, fe_error_t *err)
     size_t i;
     json_t *it;
     int rc = 0;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         const char *type = json_string_value(json_object_get(it, "type"));
         const char *call_id = json_string_value(json_object_get(it, "call_id"));
         if (!type || !call_id)

@@ -49,8 +49,9 @@ void fe_list_reply(fe_request_t *r, json_t *data, int limit)
     size_t n = json_array_size(data);
     json_t *first = n ? json_object_get(json_array_get(data, 0), "id") : NULL;
     json_t *last = n ? json_object_get(json_array_get(data, n - 1), "id") : NULL;
-    fe_request_reply_json(r, 200, json_pack("{s:s, s:o, s:O?, s:O?, s:b}", "object", "list", "data", data, "first_id",
-                                            first, "last_id", last, "has_more", more));
+    fe_request_reply_json(r, 200,
+                          json_pack("{s:s, s:o, s:O?, s:O?, s:b}", "object", "list", "data", data, "first_id", first,
+                                    "last_id", last, "has_more", more));
 }
 
 json_t *fe_list_page(const json_t *all, const fe_list_query_t *q)

@@ -9,10 +9,10 @@
 #include "fe_request.h"
 
 typedef struct {
-    int limit;         /* 1..max */
-    char order[8];     /* "asc" | "desc" */
-    char after[136];   /* "" when absent */
-    char before[136];  /* "" when absent */
+    int limit;        /* 1..max */
+    char order[8];    /* "asc" | "desc" */
+    char after[136];  /* "" when absent */
+    char before[136]; /* "" when absent */
 } fe_list_query_t;
 
 /* Reads the query string. dflt_order is "asc" or "desc". 0, or -1 with err (400). */

@@ -22,7 +22,10 @@ const fe_style_t *fe_models_style(fe_http_req_t *http, const fe_style_t *dflt)
     return v ? &fe_style_messages : dflt;
 }
 
-static bool fe_models_anthropic(const fe_request_t *r) { return r->style == &fe_style_messages; }
+static bool fe_models_anthropic(const fe_request_t *r)
+{
+    return r->style == &fe_style_messages;
+}
 
 /* One model as the caller's API shows it. */
 static json_t *fe_models_entry(const fe_request_t *r, const char *id, const json_t *created)
@@ -52,8 +55,7 @@ static void fe_models_on_list(const PGresult *res, const char *err, void *arg)
     json_t *data = json_array();
     size_t i;
     json_t *m;
-    json_array_foreach(all, i, m)
-    {
+    json_array_foreach (all, i, m) {
         const char *id = json_string_value(json_object_get(m, "id"));
         if (!id || !fe_auth_key_allows(r->key, id))
             continue;
@@ -77,9 +79,9 @@ static void fe_models_on_list(const PGresult *res, const char *err, void *arg)
     if (fe_models_anthropic(r)) {
         json_t *first = json_object_get(json_array_get(data, 0), "id");
         json_t *last = json_object_get(json_array_get(data, n ? n - 1 : 0), "id");
-        fe_request_reply_json(r, 200,
-                              json_pack("{s:o, s:b, s:O?, s:O?}", "data", data, "has_more", 0, "first_id", first,
-                                        "last_id", last));
+        fe_request_reply_json(
+            r, 200,
+            json_pack("{s:o, s:b, s:O?, s:O?}", "data", data, "has_more", 0, "first_id", first, "last_id", last));
         return;
     }
     fe_request_reply_json(r, 200, json_pack("{s:s, s:o}", "object", "list", "data", data));

@@ -174,8 +174,7 @@ static int param_next(const char *s, size_t len, size_t *pos, mp_param_t *p, cha
             buf[o++] = (char)c;
         }
     } else {
-        while (i < len && s[i] != ';' && s[i] != '"' && !is_ows((unsigned char)s[i]) &&
-               !is_ctl((unsigned char)s[i]))
+        while (i < len && s[i] != ';' && s[i] != '"' && !is_ows((unsigned char)s[i]) && !is_ctl((unsigned char)s[i]))
             buf[o++] = s[i++];
         if (o == 0)
             return -EINVAL;

@@ -21,7 +21,7 @@ int fe_params_only(const json_t *body, const char *const *allowed, const char *f
 {
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)body, key, val) {
+    json_object_foreach ((json_t *)body, key, val) {
         bool ok = false;
         for (const char *const *a = allowed; *a && !ok; a++)
             ok = !strcmp(*a, key);
@@ -39,7 +39,7 @@ int fe_params_only_nested(const json_t *obj, const char *prefix, const char *con
 {
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)obj, key, val) {
+    json_object_foreach ((json_t *)obj, key, val) {
         bool ok = false;
         for (const char *const *a = allowed; *a && !ok; a++)
             ok = !strcmp(*a, key);
@@ -104,14 +104,21 @@ static const char *fe_params_type_name(int types)
 static const char *fe_params_got(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a decimal";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a decimal";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
     }
     return "an unknown type";
 }
@@ -164,11 +171,12 @@ int fe_params_metadata(const json_t *body, json_t *c, fe_error_t *err)
     }
     const char *k;
     json_t *v;
-    json_object_foreach(md, k, v)
-    {
+    json_object_foreach (md, k, v) {
         if (strlen(k) > 64 || !json_is_string(v) || json_string_length(v) > 512) {
-            fe_params_invalid(err, "metadata", "Invalid 'metadata' entry '%.64s': keys are at most 64 characters, "
-                                               "values strings of at most 512.", k);
+            fe_params_invalid(err, "metadata",
+                              "Invalid 'metadata' entry '%.64s': keys are at most 64 characters, "
+                              "values strings of at most 512.",
+                              k);
             return -1;
         }
     }

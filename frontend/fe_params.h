@@ -24,8 +24,15 @@ json_t *fe_params_require(const json_t *body, const char *key, fe_error_t *err);
 /* Required non-empty string. */
 const char *fe_params_required_string(const json_t *body, const char *key, fe_error_t *err);
 
-enum fe_param_type { FE_P_STRING = 1, FE_P_BOOL = 2, FE_P_INT = 4, FE_P_NUMBER = 8, FE_P_OBJECT = 16,
-                     FE_P_ARRAY = 32, FE_P_NULL = 64 };
+enum fe_param_type {
+    FE_P_STRING = 1,
+    FE_P_BOOL = 2,
+    FE_P_INT = 4,
+    FE_P_NUMBER = 8,
+    FE_P_OBJECT = 16,
+    FE_P_ARRAY = 32,
+    FE_P_NULL = 64
+};
 
 /* When key is present it must match one of the types; returns it (borrowed) or NULL. On a type
  * mismatch returns NULL and fills err. */

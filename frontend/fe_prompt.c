@@ -30,8 +30,9 @@ int fe_prompt_check_ref(const json_t *ref, fe_error_t *err)
         for (size_t i = 0; ok && v[i]; i++)
             ok = isdigit((unsigned char)v[i]);
         if (!ok) {
-            fe_params_invalid(err, "prompt.version", "Invalid value for 'prompt.version': expected a version "
-                                                     "number as a string, e.g. \"2\".");
+            fe_params_invalid(err, "prompt.version",
+                              "Invalid value for 'prompt.version': expected a version "
+                              "number as a string, e.g. \"2\".");
             return -1;
         }
     }
@@ -43,16 +44,17 @@ int fe_prompt_check_ref(const json_t *ref, fe_error_t *err)
         }
         const char *name;
         json_t *val;
-        json_object_foreach(vars, name, val)
-        {
+        json_object_foreach (vars, name, val) {
             const char *type = json_string_value(json_object_get(val, "type"));
-            if (json_is_string(val) || (type && (!strcmp(type, "input_text") || !strcmp(type, "input_image") ||
-                                                 !strcmp(type, "input_file"))))
+            if (json_is_string(val) ||
+                (type && (!strcmp(type, "input_text") || !strcmp(type, "input_image") || !strcmp(type, "input_file"))))
                 continue;
             char param[96];
             snprintf(param, sizeof param, "prompt.variables.%.60s", name);
-            fe_params_invalid(err, param, "Invalid value for '%s': expected a string or an input_text, input_image "
-                                          "or input_file part.", param);
+            fe_params_invalid(err, param,
+                              "Invalid value for '%s': expected a string or an input_text, input_image "
+                              "or input_file part.",
+                              param);
             return -1;
         }
     }
@@ -63,9 +65,9 @@ int fe_prompt_check_ref(const json_t *ref, fe_error_t *err)
 struct fe_prompt_out {
     char *buf;
     size_t len, cap;
-    json_t *parts;     /* NULL: parts not allowed (instructions) */
+    json_t *parts; /* NULL: parts not allowed (instructions) */
     const char *text_type;
-    json_t *missing;   /* names of missing variables */
+    json_t *missing; /* names of missing variables */
 };
 
 static void fe_prompt_append(struct fe_prompt_out *o, const char *s, size_t n)
@@ -151,8 +153,7 @@ static int fe_prompt_fill_item(json_t *item, const json_t *vars, json_t *missing
     json_t *parts = json_array();
     size_t j;
     json_t *p;
-    json_array_foreach(content, j, p)
-    {
+    json_array_foreach (content, j, p) {
         const char *type = json_string_value(json_object_get(p, "type"));
         const char *text = json_string_value(json_object_get(p, "text"));
         if (!type || !text || (strcmp(type, "input_text") != 0 && strcmp(type, "output_text") != 0)) {
@@ -186,8 +187,7 @@ json_t *fe_prompt_render(const json_t *body, const json_t *variables, json_t **i
             goto fail;
         size_t i;
         json_t *it;
-        json_array_foreach(items, i, it)
-        {
+        json_array_foreach (items, i, it) {
             if (fe_prompt_fill_item(it, vars, missing, err) < 0)
                 goto fail;
         }
@@ -207,8 +207,7 @@ json_t *fe_prompt_render(const json_t *body, const json_t *variables, json_t **i
         char names[512] = "";
         size_t off = 0, i;
         json_t *m;
-        json_array_foreach(missing, i, m)
-        {
+        json_array_foreach (missing, i, m) {
             int n = snprintf(names + off, sizeof names - off, "%s%s", i ? ", " : "", json_string_value(m));
             if (n < 0 || (size_t)n >= sizeof names - off)
                 break;

@@ -69,8 +69,7 @@ int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *er
 {
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         const char *token = json_string_value(json_object_get(it, "encrypted_content"));
         if (!fe_reasoning_is(it) || !token)
             continue;
@@ -95,8 +94,7 @@ json_t *fe_reasoning_seal_items(const fe_request_t *r, const json_t *items)
     json_t *out = json_array();
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it)
-    {
+    json_array_foreach (items, i, it) {
         if (!fe_reasoning_is(it)) {
             json_t *copy = json_deep_copy(it);
             fe_reasoning_strip_private(copy);
@@ -110,9 +108,9 @@ json_t *fe_reasoning_seal_items(const fe_request_t *r, const json_t *items)
             return NULL;
         }
         json_t *summary = json_object_get(it, "summary");
-        json_t *sealed = json_pack("{s:s, s:O, s:o, s:s}", "type", "reasoning", "id", json_object_get(it, "id"),
-                                   "summary", json_is_array(summary) ? json_incref(summary) : json_array(),
-                                   "encrypted_content", token);
+        json_t *sealed =
+            json_pack("{s:s, s:O, s:o, s:s}", "type", "reasoning", "id", json_object_get(it, "id"), "summary",
+                      json_is_array(summary) ? json_incref(summary) : json_array(), "encrypted_content", token);
         free(token);
         json_array_append_new(out, sealed);
     }

@@ -31,7 +31,7 @@
 
 #define FE_REQLOG_FLUSH_MS 100
 #define FE_REQLOG_BATCH_MAX 500
-#define FE_REQLOG_BUFFER_MAX 200000             /* rows held in memory while the database is away */
+#define FE_REQLOG_BUFFER_MAX 200000               /* rows held in memory while the database is away */
 #define FE_REQLOG_SPOOL_MAX (256LL * 1024 * 1024) /* bytes in the spool files, both together */
 
 struct fe_reqlog {
@@ -43,11 +43,11 @@ struct fe_reqlog {
     /* spool; spool_path NULL = memory only */
     char *spool_path, *replay_path;
     int spool_fd, lock_fd;
-    long long spool_bytes;  /* in the spool and the replay file */
-    bool spool_dirty;       /* appended since the last fdatasync */
-    long long dropped;      /* rows refused because the spool was full */
-    FILE *replay;           /* replay file being read, NULL when none is open */
-    json_t *replaying;      /* replay batch being written, NULL if none */
+    long long spool_bytes; /* in the spool and the replay file */
+    bool spool_dirty;      /* appended since the last fdatasync */
+    long long dropped;     /* rows refused because the spool was full */
+    FILE *replay;          /* replay file being read, NULL when none is open */
+    json_t *replaying;     /* replay batch being written, NULL if none */
 };
 
 /* ---- spool ------------------------------------------------------------------ */

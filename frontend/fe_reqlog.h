@@ -33,18 +33,18 @@ typedef struct fe_reqlog fe_reqlog_t;
 
 typedef struct {
     const char *request_id;
-    int64_t ts_ms;          /* request start, epoch ms */
-    long long key_id;       /* <= 0: unknown */
-    long long account_id;   /* <= 0: unknown */
-    const char *model;      /* NULL: unknown */
+    int64_t ts_ms;               /* request start, epoch ms */
+    long long key_id;            /* <= 0: unknown */
+    long long account_id;        /* <= 0: unknown */
+    const char *model;           /* NULL: unknown */
     const char *requested_model; /* the model asked for when a fallback answered; NULL otherwise */
     const char *path;
     int status;
     int latency_ms;
-    int upstream_ms;        /* < 0: none */
+    int upstream_ms; /* < 0: none */
     long long tokens_in, tokens_out, reasoning_tokens;
     long long tokens_estimated; /* the gateway's input estimate; 0: none made */
-    const char *error;      /* NULL on success; never contains secrets */
+    const char *error;          /* NULL on success; never contains secrets */
     bool stream;
 } fe_reqlog_row_t;
 
@@ -55,8 +55,7 @@ void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *row);
  * frontend per name: a second one is refused by an flock on the spool's
  * .lock file) and schedules what a dead process left there for replay.
  * 0, or -errno with a message in err. */
-int fe_reqlog_spool_open(fe_reqlog_t *l, const char *dir, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+int fe_reqlog_spool_open(fe_reqlog_t *l, const char *dir, char *err, size_t errlen) __attribute__((warn_unused_result));
 /* Writes everything buffered, blocking; for shutdown. What cannot be written
  * goes to the spool when there is one. Returns rows neither written nor
  * spooled. */

@@ -44,7 +44,10 @@ static void fe_request_free(fe_request_t *r)
     free(r);
 }
 
-void fe_request_hold(fe_request_t *r) { r->pending++; }
+void fe_request_hold(fe_request_t *r)
+{
+    r->pending++;
+}
 
 void fe_request_account(const fe_request_t *r, char *buf, size_t len)
 {
@@ -173,7 +176,10 @@ void fe_request_stream_write(fe_request_t *r, struct evbuffer *buf)
     evbuffer_drain(buf, evbuffer_get_length(buf));
 }
 
-void fe_request_stream_end(fe_request_t *r, int log_status) { fe_request_send(r, log_status, NULL, NULL, 0, 0); }
+void fe_request_stream_end(fe_request_t *r, int log_status)
+{
+    fe_request_send(r, log_status, NULL, NULL, 0, 0);
+}
 
 static void fe_request_finish(fe_request_t *r, int status, json_t *body, int retry_after)
 {
@@ -183,7 +189,10 @@ static void fe_request_finish(fe_request_t *r, int status, json_t *body, int ret
     free(text);
 }
 
-void fe_request_reply_json(fe_request_t *r, int status, json_t *body) { fe_request_finish(r, status, body, 0); }
+void fe_request_reply_json(fe_request_t *r, int status, json_t *body)
+{
+    fe_request_finish(r, status, body, 0);
+}
 
 void fe_request_reply_raw(fe_request_t *r, int status, const char *content_type, const void *data, size_t len)
 {
@@ -221,7 +230,7 @@ void fe_request_failf(fe_request_t *r, int status, const char *kind, const char 
 static void fe_request_on_gone(void *arg)
 {
     fe_request_t *r = arg;
-    r->http = NULL; /* no reply */
+    r->http = NULL;     /* no reply */
     fe_request_hold(r); /* r stays valid to the end of this function */
     if (r->state == FE_REQ_RUNNING)
         fe_broker_cancel(r->srv->broker, r->request_id);
@@ -269,8 +278,8 @@ static void fe_request_http_error(fe_request_t *r, const fe_http_err_t *he)
                      declared ? " of " : "", declared ? declared : "", declared ? " bytes" : "",
                      r->endpoint ? fe_request_body_max(r) : r->srv->cfg.max_body_bytes);
     } else if (he->status == 408)
-        fe_error_set(&e, 408, kind, "request_timeout", NULL,
-                     "The request was not received completely within %d ms.", r->srv->cfg.read_deadline_ms);
+        fe_error_set(&e, 408, kind, "request_timeout", NULL, "The request was not received completely within %d ms.",
+                     r->srv->cfg.read_deadline_ms);
     else
         fe_error_set(&e, he->status, kind, he->code, NULL, "%s", he->message);
     if (he->status == 503)
@@ -370,8 +379,8 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
     const char *key = r->style->key(http, &key_len);
     if (!key) {
         const char *how = r->style == &fe_style_messages ? "the 'x-api-key' header"
-                          : r->style == &fe_style_gemini  ? "the 'x-goog-api-key' header"
-                                                          : "'Authorization: Bearer <API_KEY>'";
+                          : r->style == &fe_style_gemini ? "the 'x-goog-api-key' header"
+                                                         : "'Authorization: Bearer <API_KEY>'";
         fe_request_failf(r, 401, SB_ERR_AUTHENTICATION, "missing_api_key", NULL,
                          "Invalid API Key: no API key provided. Send it as %s.", how);
         return;

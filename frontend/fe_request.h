@@ -57,50 +57,50 @@ enum fe_req_state {
 
 struct fe_request {
     fe_server_t *srv;
-    fe_http_req_t *http;     /* NULL once replied or the client is gone */
+    fe_http_req_t *http; /* NULL once replied or the client is gone */
     enum fe_req_state state;
     const fe_style_t *style;
     fe_endpoint_fn endpoint;
     char request_id[SB_ID_MAX];
     char response_id[SB_ID_MAX];
     char *path;
-    char *path_arg;          /* e.g. the {id} of /v1/responses/{id} */
+    char *path_arg; /* e.g. the {id} of /v1/responses/{id} */
     int64_t start_us, start_ms;
     int pending;
 
-    json_t *key;             /* key record (fe_auth.h), owned */
-    json_t *model;           /* model record, owned */
+    json_t *key;   /* key record (fe_auth.h), owned */
+    json_t *model; /* model record, owned */
     char *model_id;
-    json_t *body;            /* parsed request body, owned */
-    json_t *canonical;       /* canonical request (sb_job.h "request"); its input is this request's own, owned */
-    json_t *context;         /* previous response's context and output items, owned */
-    json_t *job_input;       /* context + input as the worker gets it (files, reasoning resolved), owned */
-    json_t *prompt_ref;      /* the request's prompt {id, version, variables}, owned */
+    json_t *body;       /* parsed request body, owned */
+    json_t *canonical;  /* canonical request (sb_job.h "request"); its input is this request's own, owned */
+    json_t *context;    /* previous response's context and output items, owned */
+    json_t *job_input;  /* context + input as the worker gets it (files, reasoning resolved), owned */
+    json_t *prompt_ref; /* the request's prompt {id, version, variables}, owned */
     char *previous_response_id;
     bool store;
-    bool stream;             /* answer as a stream (fe_stream.h) */
-    bool stream_started;     /* the streamed reply's status and headers are out */
-    fe_stream_t *stream_out; /* the stream's state while it runs, owned */
+    bool stream;                           /* answer as a stream (fe_stream.h) */
+    bool stream_started;                   /* the streamed reply's status and headers are out */
+    fe_stream_t *stream_out;               /* the stream's state while it runs, owned */
     const fe_stream_style_t *stream_style; /* set by parse when not style->stream */
-    bool seal_reasoning;     /* return reasoning items with encrypted_content */
-    bool reading_body;       /* fe_http is reading the body for us (a hold is taken) */
-    bool submitted;          /* a job went to the broker (its upstream may bill) */
-    bool lease;              /* admitted under limits; released at the end (fe_limits.h) */
-    bool no_retry;           /* the error reply says x-should-retry: false */
-    int64_t est_tokens;      /* input token estimate (fe_tokens.h) */
-    char *requested_model;   /* the model asked for, when a fallback answered; owned */
-    json_t *fallbacks;       /* models still to try when the upstream fails (fe_fallback.h); owned */
-    bool count_tokens;   /* a token-count endpoint: parse takes its body, the job has request.op
-                            "count_tokens", and style->render_count makes the reply */
-    int n;                   /* choices asked for (Chat Completions n); 1 otherwise */
-    unsigned prepared;       /* FE_PREP_* steps done */
-    int list_limit;          /* list endpoints: the page size asked for */
-    json_t *style_state;     /* per-style extras for rendering, owned */
+    bool seal_reasoning;                   /* return reasoning items with encrypted_content */
+    bool reading_body;                     /* fe_http is reading the body for us (a hold is taken) */
+    bool submitted;                        /* a job went to the broker (its upstream may bill) */
+    bool lease;                            /* admitted under limits; released at the end (fe_limits.h) */
+    bool no_retry;                         /* the error reply says x-should-retry: false */
+    int64_t est_tokens;                    /* input token estimate (fe_tokens.h) */
+    char *requested_model;                 /* the model asked for, when a fallback answered; owned */
+    json_t *fallbacks;                     /* models still to try when the upstream fails (fe_fallback.h); owned */
+    bool count_tokens;                     /* a token-count endpoint: parse takes its body, the job has request.op
+                                              "count_tokens", and style->render_count makes the reply */
+    int n;                                 /* choices asked for (Chat Completions n); 1 otherwise */
+    unsigned prepared;                     /* FE_PREP_* steps done */
+    int list_limit;                        /* list endpoints: the page size asked for */
+    json_t *style_state;                   /* per-style extras for rendering, owned */
 
     fe_collect_t result;
     struct event *deadline;
-    int status;              /* HTTP status sent */
-    char *error_text;        /* for the request log */
+    int status;       /* HTTP status sent */
+    char *error_text; /* for the request log */
 };
 
 /* fe_http's handler for every request (arg: the fe_server_t). */

@@ -23,8 +23,8 @@ typedef struct {
     const char *pg_dsn;
     const char *name;
     size_t max_body_bytes;
-    size_t max_header_bytes; /* request line + headers; 431 above */
-    int max_json_depth;      /* 400 json_too_deep above */
+    size_t max_header_bytes;  /* request line + headers; 431 above */
+    int max_json_depth;       /* 400 json_too_deep above */
     size_t max_json_elements; /* array elements + object members of a JSON body; 400 json_too_many_elements above */
     int db_conns;
     int read_timeout_s;   /* idle limit: the longest silence while reading a request, or between two requests */
@@ -32,10 +32,10 @@ typedef struct {
     int max_connections;  /* open client connections (fe_http.h: shedding at the cap) */
     int max_connections_per_source; /* open connections one peer address may hold */
     size_t max_body_memory;         /* request body bytes buffered at once (503 when spent) */
-    int default_timeout_ms; /* job deadline when the model has none */
-    size_t max_file_bytes;  /* POST /v1/files: largest file accepted (413 above) */
-    int stream_keepalive_ms;   /* a stream quiet this long gets a keep-alive; 0 = never */
-    const char *reasoning_key; /* 64 hex chars: the key sealing encrypted reasoning; NULL = off */
+    int default_timeout_ms;         /* job deadline when the model has none */
+    size_t max_file_bytes;          /* POST /v1/files: largest file accepted (413 above) */
+    int stream_keepalive_ms;        /* a stream quiet this long gets a keep-alive; 0 = never */
+    const char *reasoning_key;      /* 64 hex chars: the key sealing encrypted reasoning; NULL = off */
 } fe_config_t;
 
 typedef struct fe_server {

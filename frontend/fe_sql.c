@@ -79,9 +79,9 @@ static const char fe_sql_prompt_get[] =
     "WHERE p.id = $1 AND p.account_id = $2 AND v.version = COALESCE($3::int, p.current_version)";
 
 /* The file object as OpenAI returns it. */
-#define FE_SQL_FILE_JSON                                                                                        \
-    "json_build_object('id', f.id, 'object', 'file', 'bytes', f.bytes, 'created_at', "                          \
-    "  extract(epoch FROM f.created_at)::bigint, 'filename', f.filename, 'purpose', f.purpose, "               \
+#define FE_SQL_FILE_JSON                                                                                               \
+    "json_build_object('id', f.id, 'object', 'file', 'bytes', f.bytes, 'created_at', "                                 \
+    "  extract(epoch FROM f.created_at)::bigint, 'filename', f.filename, 'purpose', f.purpose, "                       \
     "  'status', 'processed', 'expires_at', NULL, 'status_details', NULL)"
 
 /* $1 id, $2 account, $3 filename, $4 purpose, $5 mime type, $6 content (base64). */
@@ -107,7 +107,8 @@ static const char fe_sql_file_list[] =
     "  FROM files f WHERE f.account_id = $1 AND ($5::text IS NULL OR f.purpose = $5) "
     "  AND ($4::text IS NULL OR (CASE WHEN $3 = 'asc' THEN (f.created_at, f.id) > "
     "      (SELECT a.created_at, a.id FROM files a WHERE a.id = $4 AND a.account_id = $1) "
-    "    ELSE (f.created_at, f.id) < (SELECT a.created_at, a.id FROM files a WHERE a.id = $4 AND a.account_id = $1) END)) "
+    "    ELSE (f.created_at, f.id) < (SELECT a.created_at, a.id FROM files a WHERE a.id = $4 AND a.account_id = $1) "
+    "END)) "
     "  ORDER BY n LIMIT $2::int) x";
 
 /* $1 account, $2 JSON array of file ids -> id, filename, mime type, base64 content. */

@@ -51,8 +51,8 @@ static void fe_stored_on_delete(const PGresult *res, const char *err, void *arg)
         fe_stored_not_found(r);
         return;
     }
-    fe_request_reply_json(r, 200, json_pack("{s:s, s:s, s:b}", "id", r->path_arg, "object", "response.deleted",
-                                            "deleted", 1));
+    fe_request_reply_json(r, 200,
+                          json_pack("{s:s, s:s, s:b}", "id", r->path_arg, "object", "response.deleted", "deleted", 1));
 }
 
 static void fe_stored_query(fe_request_t *r, const char *stmt, fe_db_cb cb)
@@ -65,9 +65,15 @@ static void fe_stored_query(fe_request_t *r, const char *stmt, fe_db_cb cb)
     fe_db_query(r->srv->db, stmt, 2, params, cb, r);
 }
 
-void fe_responses_get(fe_request_t *r) { fe_stored_query(r, FE_SQL_RESPONSE_GET, fe_stored_on_get); }
+void fe_responses_get(fe_request_t *r)
+{
+    fe_stored_query(r, FE_SQL_RESPONSE_GET, fe_stored_on_get);
+}
 
-void fe_responses_delete(fe_request_t *r) { fe_stored_query(r, FE_SQL_RESPONSE_DELETE, fe_stored_on_delete); }
+void fe_responses_delete(fe_request_t *r)
+{
+    fe_stored_query(r, FE_SQL_RESPONSE_DELETE, fe_stored_on_delete);
+}
 
 static void fe_stored_on_input_items(const PGresult *res, const char *err, void *arg)
 {
@@ -104,4 +110,3 @@ void fe_responses_input_items(fe_request_t *r)
     }
     fe_stored_query(r, FE_SQL_RESPONSE_INPUT_ITEMS, fe_stored_on_input_items);
 }
-

@@ -56,8 +56,10 @@ json_t *fe_structured_format(const json_t *fmt, const char *param, fe_error_t *e
         return json_pack("{s:s}", "type", type);
     if (strcmp(type, "json_schema") != 0) {
         snprintf(p, sizeof p, "%s.type", param);
-        fe_params_invalid(err, p, "Invalid value: '%.40s'. Supported values are: 'text', 'json_object' and "
-                                  "'json_schema'.", type);
+        fe_params_invalid(err, p,
+                          "Invalid value: '%.40s'. Supported values are: 'text', 'json_object' and "
+                          "'json_schema'.",
+                          type);
         return NULL;
     }
     const char *name = json_string_value(json_object_get(fmt, "name"));
@@ -72,8 +74,10 @@ json_t *fe_structured_format(const json_t *fmt, const char *param, fe_error_t *e
     }
     if (!fe_structured_name_ok(name)) {
         snprintf(p, sizeof p, "%s.name", param);
-        fe_params_invalid(err, p, "Invalid '%s': string does not match pattern. Expected a string that matches the "
-                                  "pattern '^[a-zA-Z0-9_-]+$' of at most 64 characters.", p);
+        fe_params_invalid(err, p,
+                          "Invalid '%s': string does not match pattern. Expected a string that matches the "
+                          "pattern '^[a-zA-Z0-9_-]+$' of at most 64 characters.",
+                          p);
         return NULL;
     }
     snprintf(p, sizeof p, "%s.schema", param);
@@ -119,8 +123,10 @@ json_t *fe_structured_function(const json_t *fn, fe_strict_default_t strict_defa
     }
     if (!fe_structured_name_ok(name)) {
         snprintf(p, sizeof p, "%s.name", param);
-        fe_params_invalid(err, p, "Invalid '%s': string does not match pattern. Expected a string that matches the "
-                                  "pattern '^[a-zA-Z0-9_-]+$' of at most 64 characters.", p);
+        fe_params_invalid(err, p,
+                          "Invalid '%s': string does not match pattern. Expected a string that matches the "
+                          "pattern '^[a-zA-Z0-9_-]+$' of at most 64 characters.",
+                          p);
         return NULL;
     }
     json_t *params = json_object_get(fn, "parameters");
@@ -136,10 +142,9 @@ json_t *fe_structured_function(const json_t *fn, fe_strict_default_t strict_defa
         return NULL;
     }
     bool is_strict = json_is_true(strict);
-    json_t *schema = json_is_object(params)
-                         ? json_incref(params)
-                         : json_pack("{s:s, s:{}, s:[], s:b}", "type", "object", "properties", "required",
-                                     "additionalProperties", 0);
+    json_t *schema = json_is_object(params) ? json_incref(params)
+                                            : json_pack("{s:s, s:{}, s:[], s:b}", "type", "object", "properties",
+                                                        "required", "additionalProperties", 0);
     json_t *closed =
         !json_is_boolean(strict) && strict_default == FE_STRICT_AUTO ? fe_structured_auto_strict(schema) : NULL;
     if (closed) {
@@ -151,8 +156,8 @@ json_t *fe_structured_function(const json_t *fn, fe_strict_default_t strict_defa
         json_decref(schema);
         return NULL;
     }
-    json_t *out = json_pack("{s:s, s:s, s:o, s:b}", "type", "function", "name", name, "parameters", schema, "strict",
-                            is_strict);
+    json_t *out =
+        json_pack("{s:s, s:s, s:o, s:b}", "type", "function", "name", name, "parameters", schema, "strict", is_strict);
     if (json_is_string(desc))
         json_object_set(out, "description", desc);
     return out;
@@ -165,8 +170,9 @@ int fe_structured_tool_choice(const json_t *choice, const json_t *tools, json_t 
     if (json_is_string(choice)) {
         const char *s = json_string_value(choice);
         if (strcmp(s, "none") != 0 && strcmp(s, "auto") != 0 && strcmp(s, "required") != 0) {
-            fe_params_invalid(err, "tool_choice", "Invalid value for 'tool_choice': expected 'none', 'auto', "
-                                                  "'required' or an object.");
+            fe_params_invalid(err, "tool_choice",
+                              "Invalid value for 'tool_choice': expected 'none', 'auto', "
+                              "'required' or an object.");
             return -1;
         }
         json_object_set(c, "tool_choice", (json_t *)choice);
@@ -183,7 +189,8 @@ int fe_structured_tool_choice(const json_t *choice, const json_t *tools, json_t 
     bool found = false;
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t) found |= json_is_string(name) && json_equal(json_object_get(t, "name"), name);
+    json_array_foreach (tools, i, t)
+        found |= json_is_string(name) && json_equal(json_object_get(t, "name"), name);
     if (!found) {
         fe_params_invalid(err, "tool_choice", "Tool choice '%.64s' not found in 'tools' parameter.",
                           json_is_string(name) ? json_string_value(name) : "(no name)");

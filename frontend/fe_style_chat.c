@@ -10,6 +10,7 @@
 #include "fe_features.h"
 #include "fe_files.h"
 #include "fe_generate.h"
+#include "fe_items.h"
 #include "fe_params.h"
 #include "fe_request.h"
 #include "fe_router.h"
@@ -18,16 +19,45 @@
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"
-#include "fe_items.h"
 
-static json_t *fe_chat_error_body(const fe_request_t *r, const fe_error_t *e) { return fe_error_openai_body(e); }
+static json_t *fe_chat_error_body(const fe_request_t *r, const fe_error_t *e)
+{
+    return fe_error_openai_body(e);
+}
 
-static const char *const fe_chat_params[] = {
-    "model", "messages", "n", "response_format", "tools", "tool_choice", "functions", "function_call",
-    "parallel_tool_calls", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "seed", "user",
-    "metadata", "store", "reasoning_effort", "stream", "stream_options", "frequency_penalty", "presence_penalty",
-    "logprobs", "top_logprobs", "logit_bias", "service_tier", "prompt_cache_key", "safety_identifier",
-    "modalities", "audio", "verbosity", NULL};
+static const char *const fe_chat_params[] = {"model",
+                                             "messages",
+                                             "n",
+                                             "response_format",
+                                             "tools",
+                                             "tool_choice",
+                                             "functions",
+                                             "function_call",
+                                             "parallel_tool_calls",
+                                             "max_tokens",
+                                             "max_completion_tokens",
+                                             "temperature",
+                                             "top_p",
+                                             "stop",
+                                             "seed",
+                                             "user",
+                                             "metadata",
+                                             "store",
+                                             "reasoning_effort",
+                                             "stream",
+                                             "stream_options",
+                                             "frequency_penalty",
+                                             "presence_penalty",
+                                             "logprobs",
+                                             "top_logprobs",
+                                             "logit_bias",
+                                             "service_tier",
+                                             "prompt_cache_key",
+                                             "safety_identifier",
+                                             "modalities",
+                                             "audio",
+                                             "verbosity",
+                                             NULL};
 
 /* One chat content part as a canonical part: text, image_url, input_audio,
  * file (user side) or refusal (assistant side). */
@@ -50,9 +80,12 @@ static json_t *fe_chat_part(const json_t *p, bool assistant, const char *param, 
     if (!assistant && type && !strcmp(type, "input_audio")) {
         json_t *a = json_object_get(p, "input_audio");
         const char *fmt = json_string_value(json_object_get(a, "format"));
-        if (!json_is_string(json_object_get(a, "data")) || !fmt || (strcmp(fmt, "wav") != 0 && strcmp(fmt, "mp3") != 0)) {
-            fe_params_invalid(err, param, "Invalid value for '%s.input_audio': expected {data: base64, format: 'wav' "
-                                          "or 'mp3'}.", param);
+        if (!json_is_string(json_object_get(a, "data")) || !fmt ||
+            (strcmp(fmt, "wav") != 0 && strcmp(fmt, "mp3") != 0)) {
+            fe_params_invalid(err, param,
+                              "Invalid value for '%s.input_audio': expected {data: base64, format: 'wav' "
+                              "or 'mp3'}.",
+                              param);
             return NULL;
         }
         return json_pack("{s:s, s:{s:O, s:s}}", "type", "input_audio", "input_audio", "data",
@@ -60,8 +93,9 @@ static json_t *fe_chat_part(const json_t *p, bool assistant, const char *param, 
     }
     if (!assistant && type && !strcmp(type, "file")) {
         json_t *f = json_object_get(p, "file");
-        json_t *conv = json_pack("{s:s, s:O?, s:O?, s:O?}", "type", "input_file", "file_id", json_object_get(f, "file_id"),
-                                 "file_data", json_object_get(f, "file_data"), "filename", json_object_get(f, "filename"));
+        json_t *conv =
+            json_pack("{s:s, s:O?, s:O?, s:O?}", "type", "input_file", "file_id", json_object_get(f, "file_id"),
+                      "file_data", json_object_get(f, "file_data"), "filename", json_object_get(f, "filename"));
         json_t *out = fe_items_normalize_part(conv, param, err);
         json_decref(conv);
         return out;
@@ -91,8 +125,7 @@ static json_t *fe_chat_parts(const json_t *content, bool assistant, size_t i, fe
     }
     size_t j;
     json_t *p;
-    json_array_foreach(content, j, p)
-    {
+    json_array_foreach (content, j, p) {
         char pparam[96];
         snprintf(pparam, sizeof pparam, "%s[%zu]", param, j);
         json_t *np = fe_chat_part(p, assistant, pparam, err);
@@ -140,8 +173,7 @@ static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *e
 {
     size_t i;
     json_t *m;
-    json_array_foreach(messages, i, m)
-    {
+    json_array_foreach (messages, i, m) {
         char param[48];
         snprintf(param, sizeof param, "messages[%zu]", i);
         const char *role = json_string_value(json_object_get(m, "role"));
@@ -150,15 +182,15 @@ static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *e
             return -1;
         }
         json_t *content = json_object_get(m, "content");
-        if ((!strcmp(role, "system") || !strcmp(role, "developer") || !strcmp(role, "user") ||
-             !strcmp(role, "tool")) &&
+        if ((!strcmp(role, "system") || !strcmp(role, "developer") || !strcmp(role, "user") || !strcmp(role, "tool")) &&
             fe_chat_content_required(content, i, err) < 0)
             return -1;
         if (!strcmp(role, "system") || !strcmp(role, "developer") || !strcmp(role, "user")) {
             json_t *parts = fe_chat_parts(content, false, i, err);
             if (!parts)
                 return -1;
-            json_array_append_new(items, json_pack("{s:s, s:s, s:o}", "type", "message", "role", role, "content", parts));
+            json_array_append_new(items,
+                                  json_pack("{s:s, s:s, s:o}", "type", "message", "role", role, "content", parts));
         } else if (!strcmp(role, "assistant")) {
             /* An assistant may leave content out or null (tool calls only),
              * but an empty array is refused as for every role. */
@@ -169,15 +201,14 @@ static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *e
             if (!parts)
                 return -1;
             if (json_array_size(parts) > 0)
-                json_array_append_new(items, json_pack("{s:s, s:s, s:o}", "type", "message", "role", "assistant",
-                                                       "content", parts));
+                json_array_append_new(
+                    items, json_pack("{s:s, s:s, s:o}", "type", "message", "role", "assistant", "content", parts));
             else
                 json_decref(parts);
             json_t *calls = json_object_get(m, "tool_calls");
             size_t k;
             json_t *tc;
-            json_array_foreach(calls, k, tc)
-            {
+            json_array_foreach (calls, k, tc) {
                 json_t *fn = json_object_get(tc, "function");
                 if (!json_is_string(json_object_get(tc, "id")) || !json_is_string(json_object_get(fn, "name"))) {
                     fe_params_invalid(err, param, "Invalid tool call in '%s': id and function.name are required.",
@@ -185,9 +216,10 @@ static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *e
                     return -1;
                 }
                 json_t *args = json_object_get(fn, "arguments");
-                json_array_append_new(items, json_pack("{s:s, s:O, s:O, s:s}", "type", "function_call", "call_id",
-                                                       json_object_get(tc, "id"), "name", json_object_get(fn, "name"),
-                                                       "arguments", json_is_string(args) ? json_string_value(args) : "{}"));
+                json_array_append_new(items,
+                                      json_pack("{s:s, s:O, s:O, s:s}", "type", "function_call", "call_id",
+                                                json_object_get(tc, "id"), "name", json_object_get(fn, "name"),
+                                                "arguments", json_is_string(args) ? json_string_value(args) : "{}"));
             }
         } else if (!strcmp(role, "tool")) {
             json_t *call_id = json_object_get(m, "tool_call_id");
@@ -202,11 +234,11 @@ static int fe_chat_messages(const json_t *messages, json_t *items, fe_error_t *e
             /* The tool's result as text: its text parts joined. */
             size_t total = 0, k;
             json_t *p;
-            json_array_foreach(parts, k, p) total += json_string_length(json_object_get(p, "text"));
+            json_array_foreach (parts, k, p)
+                total += json_string_length(json_object_get(p, "text"));
             char *buf = sb_xmalloc(total + 1);
             size_t off = 0;
-            json_array_foreach(parts, k, p)
-            {
+            json_array_foreach (parts, k, p) {
                 size_t n = json_string_length(json_object_get(p, "text"));
                 memcpy(buf + off, json_string_value(json_object_get(p, "text")), n);
                 off += n;
@@ -239,8 +271,7 @@ static int fe_chat_tools(const json_t *body, json_t *c, fe_error_t *err)
     json_t *out = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
-    {
+    json_array_foreach (tools, i, t) {
         char param[48];
         snprintf(param, sizeof param, "tools[%zu]", i);
         const char *type = json_string_value(json_object_get(t, "type"));
@@ -253,8 +284,8 @@ static int fe_chat_tools(const json_t *body, json_t *c, fe_error_t *err)
                          "unsupported parameter: the built-in tool '%.40s' is only supported in the Responses API.",
                          type);
         } else {
-            fe_params_invalid(err, param, "Invalid value for '%s': expected {\"type\":\"function\",\"function\":{...}}.",
-                              param);
+            fe_params_invalid(err, param,
+                              "Invalid value for '%s': expected {\"type\":\"function\",\"function\":{...}}.", param);
         }
         if (!nt) {
             json_decref(out);
@@ -262,8 +293,7 @@ static int fe_chat_tools(const json_t *body, json_t *c, fe_error_t *err)
         }
         json_array_append_new(out, nt);
     }
-    json_array_foreach(functions, i, t)
-    {
+    json_array_foreach (functions, i, t) {
         char param[48];
         snprintf(param, sizeof param, "functions[%zu]", i);
         json_t *nt = fe_structured_function(t, FE_STRICT_OFF, param, err);
@@ -351,7 +381,8 @@ static int fe_chat_sampling(const json_t *body, json_t *c, fe_error_t *err)
                                                                  : json_object_get(body, "max_tokens");
     if (max && !json_is_null(max)) {
         if (!json_is_integer(max) || json_integer_value(max) < 1) {
-            fe_params_invalid(err, json_object_get(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
+            fe_params_invalid(err,
+                              json_object_get(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
                               "Invalid value for 'max_tokens': expected a positive integer.");
             return -1;
         }
@@ -364,10 +395,12 @@ static int fe_chat_sampling(const json_t *body, json_t *c, fe_error_t *err)
         size_t i;
         json_t *s;
         bool ok = json_array_size(stop) <= 4;
-        json_array_foreach(stop, i, s) ok = ok && json_is_string(s);
+        json_array_foreach (stop, i, s)
+            ok = ok && json_is_string(s);
         if (!ok) {
-            fe_params_invalid(err, "stop", "Invalid value for 'stop': expected a string or an array of at most 4 "
-                                           "strings.");
+            fe_params_invalid(err, "stop",
+                              "Invalid value for 'stop': expected a string or an array of at most 4 "
+                              "strings.");
             return -1;
         }
         if (json_array_size(stop) > 0)
@@ -418,8 +451,9 @@ static int fe_chat_sampling(const json_t *body, json_t *c, fe_error_t *err)
         for (size_t i = 0; i < sizeof efforts / sizeof efforts[0]; i++)
             ok |= !strcmp(json_string_value(effort), efforts[i]);
         if (!ok) {
-            fe_params_invalid(err, "reasoning_effort", "Invalid value: '%.40s'. Supported values are: 'none', "
-                                                       "'minimal', 'low', 'medium', 'high', 'xhigh' and 'max'.",
+            fe_params_invalid(err, "reasoning_effort",
+                              "Invalid value: '%.40s'. Supported values are: 'none', "
+                              "'minimal', 'low', 'medium', 'high', 'xhigh' and 'max'.",
                               json_string_value(effort));
             return -1;
         }
@@ -453,8 +487,9 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     r->stream = json_is_true(stream);
     if (json_is_object(stream_options) && !r->stream) {
-        fe_params_invalid(err, "stream_options", "The 'stream_options' parameter is only allowed when 'stream' is "
-                                                 "enabled.");
+        fe_params_invalid(err, "stream_options",
+                          "The 'stream_options' parameter is only allowed when 'stream' is "
+                          "enabled.");
         return -1;
     }
     if (json_is_object(stream_options)) {
@@ -473,8 +508,7 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     r->n = json_is_integer(n) ? (int)json_integer_value(n) : 1;
     size_t i;
     json_t *m;
-    json_array_foreach(modalities, i, m)
-    {
+    json_array_foreach (modalities, i, m) {
         if (!json_is_string(m) || strcmp(json_string_value(m), "text") != 0) {
             fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "modalities",
                          "unsupported parameter: audio output is not supported on this gateway; audio input parts "
@@ -521,8 +555,7 @@ static json_t *fe_chat_choice(const fe_collect_t *res, int index)
     json_t *content = NULL, *refusal = NULL, *reasoning = NULL;
     size_t i;
     json_t *it;
-    json_array_foreach(fe_collect_choice_items(res, index), i, it)
-    {
+    json_array_foreach (fe_collect_choice_items(res, index), i, it) {
         const char *type = json_string_value(json_object_get(it, "type"));
         if (type && !strcmp(type, "function_call")) {
             json_array_append_new(tool_calls,
@@ -532,8 +565,7 @@ static json_t *fe_chat_choice(const fe_collect_t *res, int index)
         } else if (type && !strcmp(type, "message")) {
             size_t j;
             json_t *p;
-            json_array_foreach(json_object_get(it, "content"), j, p)
-            {
+            json_array_foreach (json_object_get(it, "content"), j, p) {
                 const char *pt = json_string_value(json_object_get(p, "type"));
                 bool is_refusal = pt && !strcmp(pt, "refusal");
                 json_t *text = json_object_get(p, is_refusal ? "refusal" : "text");
@@ -543,8 +575,7 @@ static json_t *fe_chat_choice(const fe_collect_t *res, int index)
         } else if (type && !strcmp(type, "reasoning")) {
             size_t j;
             json_t *p;
-            json_array_foreach(json_object_get(it, "content"), j, p)
-            {
+            json_array_foreach (json_object_get(it, "content"), j, p) {
                 json_t *text = json_object_get(p, "text");
                 if (json_is_string(text))
                     fe_chat_append(&reasoning, text);
@@ -554,10 +585,12 @@ static json_t *fe_chat_choice(const fe_collect_t *res, int index)
     const char *status = fe_collect_choice_status(res, index);
     const char *why = fe_collect_choice_reason(res, index);
     const char *finish = json_array_size(tool_calls) > 0 ? "tool_calls"
-                         : !strcmp(status, "incomplete") ? (!strcmp(why, "content_filter") ? "content_filter" : "length")
-                                                         : "stop";
-    json_t *message = json_pack("{s:s, s:o, s:o, s:[]}", "role", "assistant", "content", content ? content : json_null(),
-                                "refusal", refusal ? refusal : json_null(), "annotations");
+                         : !strcmp(status, "incomplete")
+                             ? (!strcmp(why, "content_filter") ? "content_filter" : "length")
+                             : "stop";
+    json_t *message =
+        json_pack("{s:s, s:o, s:o, s:[]}", "role", "assistant", "content", content ? content : json_null(), "refusal",
+                  refusal ? refusal : json_null(), "annotations");
     if (json_array_size(tool_calls) > 0)
         json_object_set(message, "tool_calls", tool_calls);
     if (reasoning) /* as OpenAI-compatible servers (vLLM, DeepSeek) return it */
@@ -572,16 +605,15 @@ static json_t *fe_chat_render(fe_request_t *r)
     json_t *choices = json_array();
     for (int k = 0; k < r->n; k++)
         json_array_append_new(choices, fe_chat_choice(res, k));
-    json_t *out = json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}, s:s, "
-                            "s:n}",
-                            "id", r->response_id, "object", "chat.completion", "created",
-                            (json_int_t)(r->start_ms / 1000), "model", r->model_id,
-                            "choices", choices, "usage", "prompt_tokens", (json_int_t)res->input_tokens,
-                            "completion_tokens", (json_int_t)res->output_tokens, "total_tokens",
-                            (json_int_t)(res->input_tokens + res->output_tokens), "prompt_tokens_details",
-                            "cached_tokens", 0, "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens",
-                            (json_int_t)res->reasoning_tokens, "audio_tokens", 0, "accepted_prediction_tokens", 0,
-                            "rejected_prediction_tokens", 0, "service_tier", "default", "system_fingerprint");
+    json_t *out = json_pack(
+        "{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}, s:s, "
+        "s:n}",
+        "id", r->response_id, "object", "chat.completion", "created", (json_int_t)(r->start_ms / 1000), "model",
+        r->model_id, "choices", choices, "usage", "prompt_tokens", (json_int_t)res->input_tokens, "completion_tokens",
+        (json_int_t)res->output_tokens, "total_tokens", (json_int_t)(res->input_tokens + res->output_tokens),
+        "prompt_tokens_details", "cached_tokens", 0, "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens",
+        (json_int_t)res->reasoning_tokens, "audio_tokens", 0, "accepted_prediction_tokens", 0,
+        "rejected_prediction_tokens", 0, "service_tier", "default", "system_fingerprint");
     json_t *md = json_object_get(r->canonical, "metadata");
     if (r->store)
         json_object_set_new(out, "metadata", md ? json_incref(md) : json_object());

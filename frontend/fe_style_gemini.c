@@ -284,7 +284,7 @@ static json_t *fe_gemini_open_signature(fe_gemini_ctx_t *c, const char *token, c
     size_t i;
     json_t *it;
     bool ok = json_is_array(list) && json_array_size(list) > 0;
-    json_array_foreach(list, i, it) {
+    json_array_foreach (list, i, it) {
         const char *t = json_string_value(json_object_get(it, "type"));
         ok = ok && t && (!strcmp(t, "reasoning") || !strcmp(t, "function_call"));
     }
@@ -387,7 +387,7 @@ static json_t *fe_gemini_match_call(fe_gemini_ctx_t *c, const char *name)
     json_int_t best_turn = -1;
     size_t i;
     json_t *call;
-    json_array_foreach(c->calls, i, call) {
+    json_array_foreach (c->calls, i, call) {
         if (json_is_true(json_object_get(call, "answered")) ||
             strcmp(json_string_value(json_object_get(call, "name")), name) != 0)
             continue;
@@ -450,7 +450,7 @@ static json_t *fe_gemini_function_response(fe_gemini_ctx_t *c, const json_t *fr,
     if (id && *id) {
         size_t i;
         json_t *k;
-        json_array_foreach(c->calls, i, k)
+        json_array_foreach (c->calls, i, k)
             if (!strcmp(json_string_value(json_object_get(k, "call_id")), id))
                 call = k;
     } else {
@@ -479,7 +479,7 @@ static int fe_gemini_user_turn(fe_gemini_ctx_t *c, const json_t *parts, const ch
     json_t *content = json_array(), *outputs = json_array();
     size_t j;
     json_t *p;
-    json_array_foreach(parts, j, p) {
+    json_array_foreach (parts, j, p) {
         char at[FE_GEMINI_AT], sub[FE_GEMINI_AT];
         fe_gemini_path(at, sizeof at, "%s.parts[%zu]", cat, j);
         const char *data = NULL;
@@ -536,7 +536,7 @@ static int fe_gemini_model_turn(fe_gemini_ctx_t *c, const json_t *parts, const c
     json_t *cur = NULL;
     size_t j;
     json_t *p;
-    json_array_foreach(parts, j, p) {
+    json_array_foreach (parts, j, p) {
         char at[FE_GEMINI_AT];
         fe_gemini_path(at, sizeof at, "%s.parts[%zu]", cat, j);
         const char *data = NULL, *sig = NULL;
@@ -550,8 +550,8 @@ static int fe_gemini_model_turn(fe_gemini_ctx_t *c, const json_t *parts, const c
         /* Google's documented stand-ins for a signature a client does not
          * have (Gemini CLI fills them in for calls it kept no signature
          * for); Gemini accepts them, so they stand for nothing here. */
-        if (sig && (!strcmp(sig, "skip_thought_signature_validator") ||
-                    !strcmp(sig, "context_engineering_is_the_way_to_go")))
+        if (sig &&
+            (!strcmp(sig, "skip_thought_signature_validator") || !strcmp(sig, "context_engineering_is_the_way_to_go")))
             sig = NULL;
         if (sig) {
             if (!(carried = fe_gemini_open_signature(c, sig, at)))
@@ -601,7 +601,7 @@ static int fe_gemini_contents(fe_gemini_ctx_t *c, const json_t *body)
         return fe_gemini_fail(c->err, "Invalid value at 'contents': expected a list of Content.");
     size_t i;
     json_t *content;
-    json_array_foreach(contents, i, content) {
+    json_array_foreach (contents, i, content) {
         char at[FE_GEMINI_AT];
         fe_gemini_path(at, sizeof at, "contents[%zu]", i);
         const char *role = NULL;
@@ -641,7 +641,7 @@ static int fe_gemini_system(fe_gemini_ctx_t *c, const json_t *body, json_t *cano
         return -1;
     size_t total = 0, i;
     json_t *p;
-    json_array_foreach(parts, i, p) {
+    json_array_foreach (parts, i, p) {
         char at[FE_GEMINI_AT];
         fe_gemini_path(at, sizeof at, "system_instruction.parts[%zu]", i);
         const char *text = NULL;
@@ -656,7 +656,7 @@ static int fe_gemini_system(fe_gemini_ctx_t *c, const json_t *body, json_t *cano
         return 0;
     char *buf = sb_xmalloc(total + 1);
     size_t off = 0;
-    json_array_foreach(parts, i, p) {
+    json_array_foreach (parts, i, p) {
         const char *text = json_string_value(fe_gemini_get(p, "text"));
         size_t n = strlen(text);
         if (off > 0)
@@ -694,7 +694,7 @@ static int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canon
     json_t *out = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t) {
+    json_array_foreach (tools, i, t) {
         char at[FE_GEMINI_AT];
         fe_gemini_path(at, sizeof at, "tools[%zu]", i);
         if (fe_gemini_known(t, tool_fields, at, c->err) < 0)
@@ -713,7 +713,7 @@ static int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canon
             goto fail;
         size_t j;
         json_t *d;
-        json_array_foreach(decls, j, d) {
+        json_array_foreach (decls, j, d) {
             char dat[FE_GEMINI_AT];
             fe_gemini_path(dat, sizeof dat, "%s.function_declarations[%zu]", at, j);
             const char *name = NULL, *desc = NULL;
@@ -765,7 +765,7 @@ static bool fe_gemini_has_tool(const json_t *tools, const char *name)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
+    json_array_foreach (tools, i, t)
         if (!strcmp(json_string_value(json_object_get(t, "name")), name))
             return true;
     return false;
@@ -797,7 +797,7 @@ static int fe_gemini_tool_config(fe_gemini_ctx_t *c, const json_t *body, json_t 
     json_t *tools = json_object_get(canonical, "tools");
     size_t i;
     json_t *n;
-    json_array_foreach(allowed, i, n) {
+    json_array_foreach (allowed, i, n) {
         if (!json_is_string(n) || !fe_gemini_has_tool(tools, json_string_value(n)))
             return fe_gemini_fail(c->err,
                                   "Invalid value at '%s.allowed_function_names[%zu]': function '%.64s' is not "
@@ -822,10 +822,10 @@ static int fe_gemini_tool_config(fe_gemini_ctx_t *c, const json_t *body, json_t 
         if (json_array_size(allowed) > 1) {
             json_t *kept = json_array();
             json_t *t;
-            json_array_foreach(tools, i, t) {
+            json_array_foreach (tools, i, t) {
                 size_t k;
                 json_t *a;
-                json_array_foreach(allowed, k, a)
+                json_array_foreach (allowed, k, a)
                     if (json_equal(a, json_object_get(t, "name"))) {
                         json_array_append(kept, t);
                         break;
@@ -1012,7 +1012,7 @@ static int fe_gemini_generation(fe_gemini_ctx_t *c, const json_t *body, json_t *
         size_t i;
         json_t *s;
         bool ok = json_array_size(stop) <= FE_GEMINI_MAX_STOP;
-        json_array_foreach(stop, i, s)
+        json_array_foreach (stop, i, s)
             ok = ok && json_is_string(s);
         if (!ok)
             return fe_gemini_fail(c->err,
@@ -1027,7 +1027,7 @@ static int fe_gemini_generation(fe_gemini_ctx_t *c, const json_t *body, json_t *
         return -1;
     size_t i;
     json_t *m;
-    json_array_foreach(modalities, i, m) {
+    json_array_foreach (modalities, i, m) {
         if (!fe_gemini_ieq(json_string_value(m), "TEXT"))
             return fe_gemini_unsupported(c->err, "response_modalities: only TEXT output is supported on this "
                                                  "gateway.");
@@ -1049,7 +1049,7 @@ static int fe_gemini_generation(fe_gemini_ctx_t *c, const json_t *body, json_t *
 /* ---- parse ---------------------------------------------------------------- */
 
 static const char *const fe_gemini_request_fields[] = {
-    "model",         "contents", "tools",  "toolConfig", "safetySettings", "systemInstruction", "generationConfig",
+    "model",         "contents", "tools", "toolConfig", "safetySettings", "systemInstruction", "generationConfig",
     "cachedContent", "labels",   NULL};
 
 /* Other styles' bodies: Google's unknown-field error, with the reason. */
@@ -1183,11 +1183,11 @@ json_t *fe_gemini_thought_text(const json_t *it)
                                                                              : json_object_get(it, "content");
     size_t total = 0, i;
     json_t *p;
-    json_array_foreach(from, i, p)
+    json_array_foreach (from, i, p)
         total += json_string_length(json_object_get(p, "text"));
     char *buf = sb_xmalloc(total + 1);
     size_t off = 0;
-    json_array_foreach(from, i, p) {
+    json_array_foreach (from, i, p) {
         size_t n = json_string_length(json_object_get(p, "text"));
         if (n)
             memcpy(buf + off, json_string_value(json_object_get(p, "text")), n);
@@ -1264,7 +1264,7 @@ static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts
     json_t *parts = json_array(), *pending = json_array();
     size_t i;
     json_t *it;
-    json_array_foreach(fe_collect_choice_items(&r->result, k), i, it) {
+    json_array_foreach (fe_collect_choice_items(&r->result, k), i, it) {
         const char *type = json_string_value(json_object_get(it, "type"));
         if (!type)
             continue;
@@ -1283,7 +1283,7 @@ static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts
         } else if (!strcmp(type, "message")) {
             size_t j;
             json_t *p;
-            json_array_foreach(json_object_get(it, "content"), j, p) {
+            json_array_foreach (json_object_get(it, "content"), j, p) {
                 const json_t *text = fe_gemini_part_text(p);
                 if (text)
                     fe_gemini_emit(r, parts, json_pack("{s:O}", "text", text), pending, NULL);

@@ -137,11 +137,30 @@ static int fe_messages_version(const fe_request_t *r, fe_error_t *err)
  * fallbacks and fallback_credit_token (the gateway's own fallback chain
  * applies), context_management (edits that only act once a context grows past
  * the client's threshold; see fe_messages_context_management). */
-static const char *const fe_messages_params[] = {
-    "model", "max_tokens", "messages", "system", "tools", "tool_choice", "temperature", "top_p", "top_k",
-    "stop_sequences", "metadata", "thinking", "output_config", "output_format", "service_tier", "stream",
-    "cache_control", "inference_geo", "speed", "diagnostics", "fallbacks", "fallback_credit_token",
-    "context_management", NULL};
+static const char *const fe_messages_params[] = {"model",
+                                                 "max_tokens",
+                                                 "messages",
+                                                 "system",
+                                                 "tools",
+                                                 "tool_choice",
+                                                 "temperature",
+                                                 "top_p",
+                                                 "top_k",
+                                                 "stop_sequences",
+                                                 "metadata",
+                                                 "thinking",
+                                                 "output_config",
+                                                 "output_format",
+                                                 "service_tier",
+                                                 "stream",
+                                                 "cache_control",
+                                                 "inference_geo",
+                                                 "speed",
+                                                 "diagnostics",
+                                                 "fallbacks",
+                                                 "fallback_credit_token",
+                                                 "context_management",
+                                                 NULL};
 
 /* What count_tokens takes: the input and what adds to it, as Anthropic's
  * endpoint does (max_tokens, sampling, stream... are extra inputs there). */
@@ -166,8 +185,8 @@ static int fe_messages_foreign(const json_t *body, const char *const *params, fe
     };
     for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++)
         if (json_object_get(body, foreign[i].param))
-            return fe_messages_fail(err, "unknown_parameter", foreign[i].param,
-                                    "Extra inputs are not permitted. %s", foreign[i].why);
+            return fe_messages_fail(err, "unknown_parameter", foreign[i].param, "Extra inputs are not permitted. %s",
+                                    foreign[i].why);
     /* Honouring these needs the upstream (or the gateway) to run code or MCP
      * servers; ignoring them would change the answer. */
     static const char *const unsupported[] = {"container", "mcp_servers"};
@@ -179,8 +198,7 @@ static int fe_messages_foreign(const json_t *body, const char *const *params, fe
     }
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)body, key, val)
-    {
+    json_object_foreach ((json_t *)body, key, val) {
         bool known = false;
         for (size_t i = 0; params[i] && !known; i++)
             known = !strcmp(key, params[i]);
@@ -227,8 +245,8 @@ typedef struct {
 static void fe_messages_flush(fe_messages_out_t *o)
 {
     if (o->parts && json_array_size(o->parts) > 0)
-        json_array_append_new(o->items, json_pack("{s:s, s:s, s:O}", "type", "message", "role", o->role, "content",
-                                                  o->parts));
+        json_array_append_new(o->items,
+                              json_pack("{s:s, s:s, s:O}", "type", "message", "role", o->role, "content", o->parts));
     json_decref(o->parts);
     o->parts = NULL;
 }
@@ -247,7 +265,10 @@ static void fe_messages_add_item(fe_messages_out_t *o, json_t *item)
 }
 
 /* "data:<mime>;base64,<data>" (caller frees). */
-static char *fe_messages_data_url(const char *mime, const char *b64) { return sb_xasprintf("data:%s;base64,%s", mime, b64); }
+static char *fe_messages_data_url(const char *mime, const char *b64)
+{
+    return sb_xasprintf("data:%s;base64,%s", mime, b64);
+}
 
 /* An image block's source as an input_image part, or NULL with err. */
 static json_t *fe_messages_image(const json_t *block, const char *param, fe_error_t *err)
@@ -363,8 +384,7 @@ static json_t *fe_messages_tool_output(const json_t *block, const char *param, f
     bool media = false;
     size_t i;
     json_t *b;
-    json_array_foreach(content, i, b)
-    {
+    json_array_foreach (content, i, b) {
         char bp[160];
         snprintf(bp, sizeof bp, "%s.%zu", p, i);
         json_t *type = json_object_get(b, "type");
@@ -393,12 +413,12 @@ static json_t *fe_messages_tool_output(const json_t *block, const char *param, f
     }
     /* Text only: one string, the blocks joined by newlines. */
     size_t total = strlen(prefix) + 1;
-    json_array_foreach(parts, i, b) total += json_string_length(json_object_get(b, "text")) + 1;
+    json_array_foreach (parts, i, b)
+        total += json_string_length(json_object_get(b, "text")) + 1;
     char *buf = sb_xmalloc(total);
     size_t off = strlen(prefix);
     memcpy(buf, prefix, off);
-    json_array_foreach(parts, i, b)
-    {
+    json_array_foreach (parts, i, b) {
         json_t *t = json_object_get(b, "text");
         if (i > 0)
             buf[off++] = '\n';
@@ -435,8 +455,7 @@ static json_t *fe_messages_open_thinking(const fe_request_t *r, const json_t *bl
 }
 
 /* Blocks only one role may send. */
-static int fe_messages_role_only(const char *type, const char *role, bool assistant, const char *param,
-                                 fe_error_t *err)
+static int fe_messages_role_only(const char *type, const char *role, bool assistant, const char *param, fe_error_t *err)
 {
     if (assistant == !strcmp(role, "assistant"))
         return 0;
@@ -457,14 +476,15 @@ static int fe_messages_block(const fe_request_t *r, fe_messages_out_t *o, const 
         json_t *text = json_object_get(block, "text");
         if (!json_is_string(text))
             return fe_messages_fail(err, "missing_required_parameter", param, "text: Field required");
-        fe_messages_add_part(o, json_pack("{s:s, s:O}", "type", assistant ? "output_text" : "input_text", "text", text));
+        fe_messages_add_part(o,
+                             json_pack("{s:s, s:O}", "type", assistant ? "output_text" : "input_text", "text", text));
         return 0;
     }
     if (!strcmp(type, "image") || !strcmp(type, "document")) {
         if (fe_messages_role_only(type, o->role, false, param, err) < 0)
             return -1;
-        json_t *part = !strcmp(type, "image") ? fe_messages_image(block, param, err)
-                                              : fe_messages_document(block, param, err);
+        json_t *part =
+            !strcmp(type, "image") ? fe_messages_image(block, param, err) : fe_messages_document(block, param, err);
         if (!part)
             return -1;
         fe_messages_add_part(o, part);
@@ -476,11 +496,12 @@ static int fe_messages_block(const fe_request_t *r, fe_messages_out_t *o, const 
         json_t *id = json_object_get(block, "id"), *name = json_object_get(block, "name");
         json_t *input = json_object_get(block, "input");
         if (!json_is_string(id) || !json_is_string(name) || !json_is_object(input))
-            return fe_messages_fail(err, "invalid_value", param, "tool_use blocks need a string id and name and an "
-                                                                 "object input");
+            return fe_messages_fail(err, "invalid_value", param,
+                                    "tool_use blocks need a string id and name and an "
+                                    "object input");
         char *args = json_dumps(input, JSON_COMPACT);
-        fe_messages_add_item(o, json_pack("{s:s, s:O, s:O, s:s}", "type", "function_call", "call_id", id, "name",
-                                          name, "arguments", args ? args : "{}"));
+        fe_messages_add_item(o, json_pack("{s:s, s:O, s:O, s:s}", "type", "function_call", "call_id", id, "name", name,
+                                          "arguments", args ? args : "{}"));
         free(args);
         return 0;
     }
@@ -496,8 +517,8 @@ static int fe_messages_block(const fe_request_t *r, fe_messages_out_t *o, const 
         json_t *output = fe_messages_tool_output(block, param, err);
         if (!output)
             return -1;
-        fe_messages_add_item(o, json_pack("{s:s, s:O, s:o}", "type", "function_call_output", "call_id", id, "output",
-                                          output));
+        fe_messages_add_item(
+            o, json_pack("{s:s, s:O, s:o}", "type", "function_call_output", "call_id", id, "output", output));
         return 0;
     }
     if (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking")) {
@@ -525,8 +546,7 @@ static int fe_messages_system_message(const json_t *m, json_t *items, const char
     } else if (json_is_array(content)) {
         size_t j;
         json_t *b;
-        json_array_foreach(content, j, b)
-        {
+        json_array_foreach (content, j, b) {
             json_t *text = json_object_get(b, "text");
             if (!fe_messages_is(json_object_get(b, "type"), "text") || !json_is_string(text)) {
                 char bp[80];
@@ -551,8 +571,7 @@ static int fe_messages_messages(const fe_request_t *r, const json_t *messages, j
 {
     size_t n = json_array_size(messages), i, turns = 0;
     json_t *m;
-    json_array_foreach(messages, i, m)
-    {
+    json_array_foreach (messages, i, m) {
         char param[48];
         snprintf(param, sizeof param, "messages.%zu", i);
         if (!json_is_object(m))
@@ -587,8 +606,7 @@ static int fe_messages_messages(const fe_request_t *r, const json_t *messages, j
         } else if (json_is_array(content)) {
             size_t j;
             json_t *b;
-            json_array_foreach(content, j, b)
-            {
+            json_array_foreach (content, j, b) {
                 char bp[80];
                 snprintf(bp, sizeof bp, "messages.%zu.content.%zu", i, j);
                 if (fe_messages_block(r, &o, b, bp, err) < 0) {
@@ -626,8 +644,7 @@ static int fe_messages_system(const json_t *body, json_t *c, fe_error_t *err)
         return fe_messages_fail(err, "invalid_type", "system", "Input should be a valid string or list");
     size_t total = 1, i;
     json_t *b;
-    json_array_foreach(sys, i, b)
-    {
+    json_array_foreach (sys, i, b) {
         json_t *text = json_object_get(b, "text");
         if (!fe_messages_is(json_object_get(b, "type"), "text") || !json_is_string(text)) {
             char p[32];
@@ -638,8 +655,7 @@ static int fe_messages_system(const json_t *body, json_t *c, fe_error_t *err)
     }
     char *buf = sb_xmalloc(total);
     size_t off = 0;
-    json_array_foreach(sys, i, b)
-    {
+    json_array_foreach (sys, i, b) {
         json_t *text = json_object_get(b, "text");
         if (json_string_length(text) == 0)
             continue;
@@ -666,8 +682,7 @@ static int fe_messages_tools(const json_t *body, json_t *c, fe_error_t *err)
     json_t *out = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
-    {
+    json_array_foreach (tools, i, t) {
         char param[32];
         snprintf(param, sizeof param, "tools.%zu", i);
         json_t *type = json_object_get(t, "type");
@@ -730,8 +745,8 @@ static int fe_messages_tool_choice(const json_t *body, json_t *c, fe_error_t *er
         int rc = fe_structured_tool_choice(choice, json_object_get(c, "tools"), c, err);
         json_decref(choice);
         if (rc < 0)
-            return fe_messages_fail(err, "invalid_value", "tool_choice.tool.name",
-                                    "Tool '%.64s' not found in 'tools'", json_string_value(name));
+            return fe_messages_fail(err, "invalid_value", "tool_choice.tool.name", "Tool '%.64s' not found in 'tools'",
+                                    json_string_value(name));
     } else {
         return fe_messages_fail(err, "invalid_value", "tool_choice.type",
                                 "Input should be 'auto', 'any', 'tool' or 'none'");
@@ -752,7 +767,8 @@ static int fe_messages_sampling(const json_t *body, json_t *c, fe_error_t *err)
         size_t i;
         json_t *s;
         bool ok = json_is_array(stop);
-        json_array_foreach(stop, i, s) ok = ok && json_is_string(s);
+        json_array_foreach (stop, i, s)
+            ok = ok && json_is_string(s);
         if (!ok)
             return fe_messages_fail(err, "invalid_type", "stop_sequences", "Input should be a valid list of strings");
         if (json_array_size(stop) > 0)
@@ -764,8 +780,7 @@ static int fe_messages_sampling(const json_t *body, json_t *c, fe_error_t *err)
             return fe_messages_fail(err, "invalid_type", "metadata", "Input should be a valid dictionary");
         const char *k;
         json_t *v;
-        json_object_foreach(md, k, v)
-        {
+        json_object_foreach (md, k, v) {
             if (strcmp(k, "user_id") != 0) {
                 char p[80];
                 snprintf(p, sizeof p, "metadata.%.60s", k);
@@ -825,8 +840,7 @@ static int fe_messages_context_management(const json_t *body, fe_error_t *err)
         return fe_messages_fail(err, "invalid_type", "context_management.edits", "Input should be a valid list");
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e)
-    {
+    json_array_foreach (list, i, e) {
         bool ok = false;
         for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++)
             ok |= fe_messages_is(json_object_get(e, "type"), edits[k]);
@@ -856,8 +870,7 @@ static int fe_messages_output_config(const json_t *body, json_t *c, const char *
         return fe_messages_fail(err, "invalid_type", "output_config", "Input should be a valid dictionary");
     const char *k;
     json_t *v;
-    json_object_foreach(oc, k, v)
-    {
+    json_object_foreach (oc, k, v) {
         if (strcmp(k, "effort") != 0 && strcmp(k, "format") != 0) {
             char p[80];
             snprintf(p, sizeof p, "output_config.%.50s", k);
@@ -906,14 +919,16 @@ static int fe_messages_thinking(fe_request_t *r, const json_t *body, json_t *c, 
         return 0;
     }
     if (strcmp(type, "enabled") != 0)
-        return fe_messages_fail(err, "invalid_value", "thinking.type", "Input should be 'enabled', 'disabled' or "
-                                                                       "'adaptive'");
+        return fe_messages_fail(err, "invalid_value", "thinking.type",
+                                "Input should be 'enabled', 'disabled' or "
+                                "'adaptive'");
     json_t *budget = json_object_get(th, "budget_tokens");
     if (!budget)
         return fe_messages_fail(err, "missing_required_parameter", "thinking.enabled.budget_tokens", "Field required");
     if (!json_is_integer(budget))
-        return fe_messages_fail(err, "invalid_type", "thinking.enabled.budget_tokens", "Input should be a valid "
-                                                                                       "integer");
+        return fe_messages_fail(err, "invalid_type", "thinking.enabled.budget_tokens",
+                                "Input should be a valid "
+                                "integer");
     json_int_t b = json_integer_value(budget);
     if (b < 1024)
         return fe_messages_fail(err, "invalid_value", "thinking.enabled.budget_tokens",
@@ -993,13 +1008,13 @@ static json_t *fe_messages_reasoning_text(const json_t *item)
     for (int k = 0; k < 2; k++) {
         size_t total = 0, i;
         json_t *p;
-        json_array_foreach(json_object_get(item, keys[k]), i, p) total += json_string_length(json_object_get(p, "text"));
+        json_array_foreach (json_object_get(item, keys[k]), i, p)
+            total += json_string_length(json_object_get(p, "text"));
         if (total == 0)
             continue;
         char *buf = sb_xmalloc(total);
         size_t off = 0;
-        json_array_foreach(json_object_get(item, keys[k]), i, p)
-        {
+        json_array_foreach (json_object_get(item, keys[k]), i, p) {
             json_t *t = json_object_get(p, "text");
             memcpy(buf + off, json_string_value(t), json_string_length(t));
             off += json_string_length(t);
@@ -1102,8 +1117,7 @@ static json_t *fe_messages_render(fe_request_t *r)
     bool tool_use = false, refused = false;
     size_t i;
     json_t *it;
-    json_array_foreach(res->items, i, it)
-    {
+    json_array_foreach (res->items, i, it) {
         const char *type = json_string_value(json_object_get(it, "type"));
         if (!type)
             continue;
@@ -1114,8 +1128,7 @@ static json_t *fe_messages_render(fe_request_t *r)
         } else if (!strcmp(type, "message")) {
             size_t j;
             json_t *p;
-            json_array_foreach(json_object_get(it, "content"), j, p)
-            {
+            json_array_foreach (json_object_get(it, "content"), j, p) {
                 bool refusal;
                 const json_t *text = fe_messages_part_text(p, &refusal);
                 refused |= refusal;
@@ -1138,9 +1151,9 @@ static json_t *fe_messages_render(fe_request_t *r)
     }
     bool incomplete = !strcmp(res->status, "incomplete");
     const char *why = res->incomplete_reason;
-    const char *stop = tool_use                                                      ? "tool_use"
+    const char *stop = tool_use                                                       ? "tool_use"
                        : incomplete && (!why[0] || !strcmp(why, "max_output_tokens")) ? "max_tokens"
-                       : refused || (incomplete && !strcmp(why, "content_filter"))     ? "refusal"
+                       : refused || (incomplete && !strcmp(why, "content_filter"))    ? "refusal"
                                                                                       : "end_turn";
     return fe_messages_message(r, content, stop);
 }

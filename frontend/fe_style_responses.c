@@ -41,7 +41,10 @@ const char *fe_bearer_key(fe_http_req_t *http, size_t *len)
     return h;
 }
 
-static json_t *fe_responses_error_body(const fe_request_t *r, const fe_error_t *e) { return fe_error_openai_body(e); }
+static json_t *fe_responses_error_body(const fe_request_t *r, const fe_error_t *e)
+{
+    return fe_error_openai_body(e);
+}
 
 /* Every field OpenAI's Responses API takes today (docs/compatibility.md says
  * what each does here). Those not read below are accepted and ignored
@@ -52,17 +55,49 @@ static json_t *fe_responses_error_body(const fe_request_t *r, const fe_error_t *
  * moderation, context_management (compaction past a threshold the
  * gateway's context check refuses first). prompt_cache_key and
  * safety_identifier are carried to an openai-responses upstream. */
-static const char *const fe_responses_params[] = {
-    "model", "input", "instructions", "previous_response_id", "store", "include", "reasoning", "text", "tools",
-    "tool_choice", "parallel_tool_calls", "stream", "max_output_tokens", "temperature", "top_p", "metadata", "user",
-    "truncation", "service_tier", "safety_identifier", "prompt_cache_key", "max_tool_calls", "top_logprobs",
-    "background", "stream_options", "prompt", "client_metadata", "prompt_cache_options", "prompt_cache_retention",
-    "moderation", "context_management", "conversation", NULL};
+static const char *const fe_responses_params[] = {"model",
+                                                  "input",
+                                                  "instructions",
+                                                  "previous_response_id",
+                                                  "store",
+                                                  "include",
+                                                  "reasoning",
+                                                  "text",
+                                                  "tools",
+                                                  "tool_choice",
+                                                  "parallel_tool_calls",
+                                                  "stream",
+                                                  "max_output_tokens",
+                                                  "temperature",
+                                                  "top_p",
+                                                  "metadata",
+                                                  "user",
+                                                  "truncation",
+                                                  "service_tier",
+                                                  "safety_identifier",
+                                                  "prompt_cache_key",
+                                                  "max_tool_calls",
+                                                  "top_logprobs",
+                                                  "background",
+                                                  "stream_options",
+                                                  "prompt",
+                                                  "client_metadata",
+                                                  "prompt_cache_options",
+                                                  "prompt_cache_retention",
+                                                  "moderation",
+                                                  "context_management",
+                                                  "conversation",
+                                                  NULL};
 
-static const char *const fe_responses_includes[] = {
-    "reasoning.encrypted_content", "message.output_text.logprobs", "message.input_image.image_url",
-    "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
-    "code_interpreter_call.outputs", "computer_call_output.output.image_url", NULL};
+static const char *const fe_responses_includes[] = {"reasoning.encrypted_content",
+                                                    "message.output_text.logprobs",
+                                                    "message.input_image.image_url",
+                                                    "file_search_call.results",
+                                                    "web_search_call.results",
+                                                    "web_search_call.action.sources",
+                                                    "code_interpreter_call.outputs",
+                                                    "computer_call_output.output.image_url",
+                                                    NULL};
 
 static bool fe_in_list(const char *s, const char *const *list)
 {
@@ -82,8 +117,9 @@ static int fe_responses_unsupported(fe_error_t *err, const char *param, const ch
 static int fe_responses_foreign_params(const json_t *body, fe_error_t *err)
 {
     if (json_object_get(body, "n"))
-        return fe_responses_unsupported(err, "n", "'n' is not supported in the Responses API: exactly one generation "
-                                                  "is returned per request (use Chat Completions for several choices).");
+        return fe_responses_unsupported(err, "n",
+                                        "'n' is not supported in the Responses API: exactly one generation "
+                                        "is returned per request (use Chat Completions for several choices).");
     if (json_object_get(body, "modalities") || json_object_get(body, "audio"))
         return fe_responses_unsupported(err, json_object_get(body, "audio") ? "audio" : "modalities",
                                         "audio is not supported in the Responses API; use Chat Completions for audio.");
@@ -103,8 +139,7 @@ static int fe_responses_include(fe_request_t *r, const json_t *body, fe_error_t 
         return -1;
     size_t i;
     json_t *v;
-    json_array_foreach(inc, i, v)
-    {
+    json_array_foreach (inc, i, v) {
         const char *s = json_string_value(v);
         if (!fe_in_list(s, fe_responses_includes)) {
             fe_params_invalid(err, "include", "Invalid value for 'include[%zu]': '%.60s' is not a supported value.", i,
@@ -154,8 +189,9 @@ static int fe_responses_reasoning(const json_t *body, json_t *c, fe_error_t *err
     if (effort && !json_is_null(effort)) {
         if (!fe_in_list(json_string_value(effort), efforts)) {
             json_decref(out);
-            fe_params_invalid(err, "reasoning.effort", "Invalid value for 'reasoning.effort': expected one of 'none', "
-                                                       "'minimal', 'low', 'medium', 'high', 'xhigh', 'max'.");
+            fe_params_invalid(err, "reasoning.effort",
+                              "Invalid value for 'reasoning.effort': expected one of 'none', "
+                              "'minimal', 'low', 'medium', 'high', 'xhigh', 'max'.");
             return -1;
         }
         json_object_set(out, "effort", effort);
@@ -163,8 +199,9 @@ static int fe_responses_reasoning(const json_t *body, json_t *c, fe_error_t *err
     if (summary && !json_is_null(summary)) {
         if (!fe_in_list(json_string_value(summary), summaries)) {
             json_decref(out);
-            fe_params_invalid(err, "reasoning.summary", "Invalid value for 'reasoning.summary': expected one of "
-                                                        "'auto', 'concise', 'detailed'.");
+            fe_params_invalid(err, "reasoning.summary",
+                              "Invalid value for 'reasoning.summary': expected one of "
+                              "'auto', 'concise', 'detailed'.");
             return -1;
         }
         json_object_set(out, "summary", summary);
@@ -202,8 +239,8 @@ static int fe_responses_text(const json_t *body, json_t *c, fe_error_t *err)
         static const char *const schema_keys[] = {"type", "name", "schema", "strict", "description", NULL};
         const char *ftype = json_string_value(json_object_get(fmt, "type"));
         if (json_is_object(fmt) && ftype &&
-            fe_params_only_nested(fmt, "text.format", !strcmp(ftype, "json_schema") ? schema_keys : plain_keys,
-                                  err) < 0) {
+            fe_params_only_nested(fmt, "text.format", !strcmp(ftype, "json_schema") ? schema_keys : plain_keys, err) <
+                0) {
             json_decref(out);
             return -1;
         }
@@ -226,7 +263,10 @@ static int fe_responses_text(const json_t *body, json_t *c, fe_error_t *err)
  * "namespaced" so fe_responses_split_name shows the model's calls to the
  * client as OpenAI does (name + namespace), and fe_items joins them again
  * when the client sends the calls back. */
-static bool fe_is(const json_t *v, const char *s) { return json_is_string(v) && !strcmp(json_string_value(v), s); }
+static bool fe_is(const json_t *v, const char *s)
+{
+    return json_is_string(v) && !strcmp(json_string_value(v), s);
+}
 
 static int fe_responses_namespace(fe_request_t *r, const json_t *t, const char *param, json_t *out, fe_error_t *err)
 {
@@ -243,8 +283,7 @@ static int fe_responses_namespace(fe_request_t *r, const json_t *t, const char *
     }
     size_t i;
     json_t *fn;
-    json_array_foreach(inner, i, fn)
-    {
+    json_array_foreach (inner, i, fn) {
         char p[64];
         snprintf(p, sizeof p, "%s.tools[%zu]", param, i);
         const char *name = json_string_value(json_object_get(fn, "name"));
@@ -285,8 +324,7 @@ static int fe_responses_tools(fe_request_t *r, const json_t *body, json_t *c, fe
     json_t *out = json_array();
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t)
-    {
+    json_array_foreach (tools, i, t) {
         char param[32];
         snprintf(param, sizeof param, "tools[%zu]", i);
         const char *type = json_string_value(json_object_get(t, "type"));
@@ -389,8 +427,7 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         fe_params_copy(body, "safety_identifier", FE_P_STRING, 0, 0, c, "safety_identifier", err) < 0 ||
         fe_params_metadata(body, c, err) < 0 || fe_responses_include(r, body, err) < 0 ||
         fe_responses_reasoning(body, c, err) < 0 || fe_responses_text(body, c, err) < 0 ||
-        fe_responses_tools(r, body, c, err) < 0 ||
-        fe_responses_conversation(body, err) < 0)
+        fe_responses_tools(r, body, c, err) < 0 || fe_responses_conversation(body, err) < 0)
         return -1;
     json_t *store = fe_params_typed(body, "store", FE_P_BOOL | FE_P_NULL, err);
     json_t *prev = fe_params_typed(body, "previous_response_id", FE_P_STRING | FE_P_NULL, err);
@@ -410,17 +447,22 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     return 0;
 }
 
-static json_t *fe_json_or_null(json_t *v) { return v ? json_incref(v) : json_null(); }
+static json_t *fe_json_or_null(json_t *v)
+{
+    return v ? json_incref(v) : json_null();
+}
 
-static json_t *fe_json_number_or(json_t *v, double dflt) { return json_is_number(v) ? json_incref(v) : json_real(dflt); }
+static json_t *fe_json_number_or(json_t *v, double dflt)
+{
+    return json_is_number(v) ? json_incref(v) : json_real(dflt);
+}
 
 json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items)
 {
     json_t *output = r->seal_reasoning ? fe_reasoning_seal_items(r, items) : json_deep_copy(items);
     size_t i;
     json_t *it;
-    json_array_foreach(output, i, it)
-    {
+    json_array_foreach (output, i, it) {
         if (!r->seal_reasoning)
             fe_reasoning_strip_private(it);
         fe_responses_split_name(r, it);
@@ -463,31 +505,35 @@ json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_
                         r->previous_response_id ? json_string(r->previous_response_id) : json_null());
     json_object_set_new(out, "instructions", fe_json_or_null(json_object_get(c, "instructions")));
     json_object_set_new(out, "output", output);
-    json_object_set_new(out, "error", error ? json_pack("{s:s, s:s}", "code", error->code[0] ? error->code : error->kind,
-                                                        "message", error->message)
-                                            : json_null());
+    json_object_set_new(
+        out, "error",
+        error ? json_pack("{s:s, s:s}", "code", error->code[0] ? error->code : error->kind, "message", error->message)
+              : json_null());
     json_object_set_new(out, "tools", tools ? json_incref(tools) : json_array());
     json_object_set_new(out, "tool_choice", tool_choice ? json_incref(tool_choice) : json_string("auto"));
-    json_object_set_new(out, "truncation", json_string(json_is_string(json_object_get(body, "truncation"))
-                                                           ? json_string_value(json_object_get(body, "truncation"))
-                                                           : "disabled"));
+    json_object_set_new(out, "truncation",
+                        json_string(json_is_string(json_object_get(body, "truncation"))
+                                        ? json_string_value(json_object_get(body, "truncation"))
+                                        : "disabled"));
     json_object_set_new(out, "parallel_tool_calls", ptc ? json_incref(ptc) : json_true());
-    json_object_set_new(out, "text", text && json_object_get(text, "format")
-                                         ? json_incref(text)
-                                         : json_pack("{s:{s:s}}", "format", "type", "text"));
+    json_object_set_new(out, "text",
+                        text && json_object_get(text, "format") ? json_incref(text)
+                                                                : json_pack("{s:{s:s}}", "format", "type", "text"));
     json_object_set_new(out, "top_p", fe_json_number_or(json_object_get(c, "top_p"), 1.0));
     json_object_set_new(out, "presence_penalty", json_real(0));
     json_object_set_new(out, "frequency_penalty", json_real(0));
     json_object_set_new(out, "top_logprobs", json_integer(json_integer_value(json_object_get(c, "top_logprobs"))));
     json_object_set_new(out, "temperature", fe_json_number_or(json_object_get(c, "temperature"), 1.0));
-    json_object_set_new(out, "reasoning", json_pack("{s:O?, s:O?}", "effort", json_object_get(reasoning, "effort"),
-                                                    "summary", json_object_get(reasoning, "summary")));
-    json_object_set_new(out, "usage", !final ? json_null() :
-                        json_pack("{s:I, s:{s:i}, s:I, s:{s:I}, s:I}", "input_tokens", (json_int_t)res->input_tokens,
-                                  "input_tokens_details", "cached_tokens", 0, "output_tokens",
-                                  (json_int_t)res->output_tokens, "output_tokens_details", "reasoning_tokens",
-                                  (json_int_t)res->reasoning_tokens, "total_tokens",
-                                  (json_int_t)(res->input_tokens + res->output_tokens)));
+    json_object_set_new(out, "reasoning",
+                        json_pack("{s:O?, s:O?}", "effort", json_object_get(reasoning, "effort"), "summary",
+                                  json_object_get(reasoning, "summary")));
+    json_object_set_new(out, "usage",
+                        !final ? json_null()
+                               : json_pack("{s:I, s:{s:i}, s:I, s:{s:I}, s:I}", "input_tokens",
+                                           (json_int_t)res->input_tokens, "input_tokens_details", "cached_tokens", 0,
+                                           "output_tokens", (json_int_t)res->output_tokens, "output_tokens_details",
+                                           "reasoning_tokens", (json_int_t)res->reasoning_tokens, "total_tokens",
+                                           (json_int_t)(res->input_tokens + res->output_tokens)));
     json_object_set_new(out, "max_output_tokens", fe_json_or_null(json_object_get(c, "max_output_tokens")));
     json_object_set_new(out, "max_tool_calls", fe_json_or_null(json_object_get(c, "max_tool_calls")));
     json_object_set_new(out, "store", json_boolean(r->store));
@@ -498,13 +544,17 @@ json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_
     json_object_set_new(out, "prompt_cache_key", fe_json_or_null(json_object_get(body, "prompt_cache_key")));
     json_object_set_new(out, "user", fe_json_or_null(json_object_get(c, "user")));
     if (r->prompt_ref)
-        json_object_set_new(out, "prompt", json_pack("{s:O, s:O?, s:O?}", "id", json_object_get(r->prompt_ref, "id"),
-                                                     "version", json_object_get(r->prompt_ref, "version"), "variables",
-                                                     json_object_get(r->prompt_ref, "variables")));
+        json_object_set_new(out, "prompt",
+                            json_pack("{s:O, s:O?, s:O?}", "id", json_object_get(r->prompt_ref, "id"), "version",
+                                      json_object_get(r->prompt_ref, "version"), "variables",
+                                      json_object_get(r->prompt_ref, "variables")));
     return out;
 }
 
-static json_t *fe_responses_render(fe_request_t *r) { return fe_responses_object(r, NULL, NULL); }
+static json_t *fe_responses_render(fe_request_t *r)
+{
+    return fe_responses_object(r, NULL, NULL);
+}
 
 /* Stores the response: body, the inherited context, this request's input,
  * and the output with reasoning in plain form (the stored copy is what
@@ -519,9 +569,16 @@ static void fe_responses_store(fe_request_t *r, const json_t *rendered)
     char *context = r->context ? json_dumps(r->context, JSON_COMPACT) : NULL;
     char *input = json_dumps(json_object_get(r->canonical, "input"), JSON_COMPACT);
     char *output = json_dumps(r->result.items, JSON_COMPACT);
-    const char *params[10] = {r->response_id, account, key_id, r->model_id,
+    const char *params[10] = {r->response_id,
+                              account,
+                              key_id,
+                              r->model_id,
                               r->result.status[0] ? r->result.status : "completed",
-                              r->previous_response_id, body, context ? context : "[]", input, output};
+                              r->previous_response_id,
+                              body,
+                              context ? context : "[]",
+                              input,
+                              output};
     fe_db_query(r->srv->db, FE_SQL_RESPONSE_SAVE, 10, params, fe_generate_stored, r);
     free(body);
     free(context);

@@ -26,8 +26,8 @@
  * anywhere, even inside a UTF-8 sequence, and counts the same as whole. */
 typedef struct {
     int64_t count;
-    int cls;        /* class of the previous byte (FE_TOK_*) */
-    int run;        /* length of the current digit or symbol run */
+    int cls; /* class of the previous byte (FE_TOK_*) */
+    int run; /* length of the current digit or symbol run */
 } fe_tokens_counter_t;
 
 void fe_tokens_counter_init(fe_tokens_counter_t *c);

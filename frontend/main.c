@@ -3,6 +3,7 @@
  * lives in libsbfrontend. SIGTERM/SIGINT drain: new requests get 503, those
  * in flight finish (up to --drain-seconds), the request log is flushed.
  */
+#include <czmq.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <getopt.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <czmq.h>
 
 #include "fe_server.h"
 #include "sb_log.h"
@@ -125,19 +125,27 @@ int main(int argc, char **argv)
     if (getenv("SB_BROKER_FRONTEND_ENDPOINT"))
         cfg.broker_endpoint = getenv("SB_BROKER_FRONTEND_ENDPOINT");
     static char host[256];
-    static const struct option opts[] = {
-        {"listen", required_argument, 0, 'l'},       {"broker", required_argument, 0, 'b'},
-        {"pg", required_argument, 0, 'p'},           {"name", required_argument, 0, 'n'},
-        {"max-body-bytes", required_argument, 0, 'm'}, {"db-conns", required_argument, 0, 'd'},
-        {"read-timeout", required_argument, 0, 't'}, {"drain-seconds", required_argument, 0, 's'},
-        {"max-file-bytes", required_argument, 0, 'f'}, {"reasoning-key-file", required_argument, 0, 'k'},
-        {"stream-keepalive-ms", required_argument, 0, 'K'},
-        {"max-header-bytes", required_argument, 0, 'H'}, {"max-json-depth", required_argument, 0, 'D'},
-        {"max-json-elements", required_argument, 0, 'E'}, {"read-deadline-ms", required_argument, 0, 'R'},
-        {"max-connections", required_argument, 0, 'C'},
-        {"max-connections-per-source", required_argument, 0, 'S'}, {"max-body-memory", required_argument, 0, 'M'},
-        {"spool-dir", required_argument, 0, 'Y'},
-        {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
+    static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
+                                         {"broker", required_argument, 0, 'b'},
+                                         {"pg", required_argument, 0, 'p'},
+                                         {"name", required_argument, 0, 'n'},
+                                         {"max-body-bytes", required_argument, 0, 'm'},
+                                         {"db-conns", required_argument, 0, 'd'},
+                                         {"read-timeout", required_argument, 0, 't'},
+                                         {"drain-seconds", required_argument, 0, 's'},
+                                         {"max-file-bytes", required_argument, 0, 'f'},
+                                         {"reasoning-key-file", required_argument, 0, 'k'},
+                                         {"stream-keepalive-ms", required_argument, 0, 'K'},
+                                         {"max-header-bytes", required_argument, 0, 'H'},
+                                         {"max-json-depth", required_argument, 0, 'D'},
+                                         {"max-json-elements", required_argument, 0, 'E'},
+                                         {"read-deadline-ms", required_argument, 0, 'R'},
+                                         {"max-connections", required_argument, 0, 'C'},
+                                         {"max-connections-per-source", required_argument, 0, 'S'},
+                                         {"max-body-memory", required_argument, 0, 'M'},
+                                         {"spool-dir", required_argument, 0, 'Y'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *key_file = getenv("SB_REASONING_KEY_FILE");
     const char *spool_dir = NULL;
     int c;

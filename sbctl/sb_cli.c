@@ -335,8 +335,7 @@ int sb_cli_check_prompt_body(const char *json, size_t len, char *err, size_t err
     }
     const char *key;
     json_t *val;
-    json_object_foreach(body, key, val)
-    {
+    json_object_foreach (body, key, val) {
         if (!strcmp(key, "instructions")) {
             if (!json_is_string(val)) {
                 sb_cli_fail(err, errsz, "\"instructions\" must be a string");
@@ -349,8 +348,7 @@ int sb_cli_check_prompt_body(const char *json, size_t len, char *err, size_t err
             }
             size_t i;
             json_t *item;
-            json_array_foreach(val, i, item)
-            {
+            json_array_foreach (val, i, item) {
                 if (!json_is_object(item)) {
                     sb_cli_fail(err, errsz, "\"input\"[%zu] must be an object (an input item)", i);
                     goto fail;

@@ -232,7 +232,7 @@ int sb_provider_parser_feed(sb_provider_parser_t *p, long status, const char *da
 }
 
 static void sb_provider_parser_finish_events(sb_provider_parser_t *p, const sb_provider_response_t *resp,
-                                            json_t *events);
+                                             json_t *events);
 
 /* Every event an adapter makes while it runs goes through the scrubber, and
  * the status mapping knows the job (for its credential and the log line). */
@@ -247,7 +247,7 @@ void sb_provider_parser_finish(sb_provider_parser_t *p, const sb_provider_respon
 }
 
 static void sb_provider_parser_finish_events(sb_provider_parser_t *p, const sb_provider_response_t *resp,
-                                            json_t *events)
+                                             json_t *events)
 {
     if (p->streaming && resp->status >= 200 && resp->status < 300) {
         if (!p->stream)
@@ -310,12 +310,12 @@ static json_t *sb_provider_auth_failed(long status, const char *message)
     const char *base = job ? sb_job_route_str(job, "base_url") : NULL;
     const char *model = job ? sb_job_route_str(job, "upstream_model") : NULL;
     const char *rid = job ? json_string_value(json_object_get(job, "request_id")) : NULL;
-    char *line = sb_xasprintf("upstream authentication failed: route %s %s %s (credential %s), request %s: "
-                              "HTTP %ld: %s",
-                              provider ? provider : "-", base ? base : "-", model ? model : "-",
-                              job && sb_job_route_str(job, "credential_ref") ? sb_job_route_str(job, "credential_ref")
-                                                                             : "-",
-                              rid ? rid : "-", status, clipped);
+    char *line =
+        sb_xasprintf("upstream authentication failed: route %s %s %s (credential %s), request %s: "
+                     "HTTP %ld: %s",
+                     provider ? provider : "-", base ? base : "-", model ? model : "-",
+                     job && sb_job_route_str(job, "credential_ref") ? sb_job_route_str(job, "credential_ref") : "-",
+                     rid ? rid : "-", status, clipped);
     char *clean = sb_provider_scrub(job, line); /* the route's URL could carry a key too */
     sb_warn("%s", clean);
     free(clean);
@@ -518,8 +518,8 @@ json_t *sb_provider_unsupported(const char *fmt, ...)
     return ev;
 }
 
-int sb_provider_copy(json_t *dst, const json_t *request, const char *from, const char *to,
-                     enum sb_provider_want want, json_t **err)
+int sb_provider_copy(json_t *dst, const json_t *request, const char *from, const char *to, enum sb_provider_want want,
+                     json_t **err)
 {
     const json_t *v = json_object_get(request, from);
     if (!v || json_is_null(v))

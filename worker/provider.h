@@ -157,8 +157,8 @@ enum sb_provider_want {
 
 /* Copies request[from] to dst[to] when present and not null, after a JSON
  * type check (400 "request.<from> has the wrong type" otherwise). */
-int sb_provider_copy(json_t *dst, const json_t *request, const char *from, const char *to,
-                     enum sb_provider_want want, json_t **err) __attribute__((warn_unused_result));
+int sb_provider_copy(json_t *dst, const json_t *request, const char *from, const char *to, enum sb_provider_want want,
+                     json_t **err) __attribute__((warn_unused_result));
 
 /* request.n for an upstream that returns several choices itself: copied to
  * dst[to] when present (400 when below 1), unless route.capabilities.n is

@@ -99,7 +99,6 @@
  * Request side.
  */
 
-
 /* Adds a piece of system text, after sep when the buffer is not empty. */
 static void sb_anth_buf_join(sb_buf_t *b, const char *sep, const json_t *s)
 {
@@ -129,8 +128,8 @@ static json_t *sb_anth_image(const json_t *part, size_t index, json_t **err)
     const char *url = json_string_value(json_object_get(part, "image_url"));
     if (!url) {
         *err = sb_provider_invalid("input_image (content part %zu) without image_url is not supported by provider "
-                               "anthropic",
-                               index);
+                                   "anthropic",
+                                   index);
         return NULL;
     }
     if (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8))
@@ -146,7 +145,8 @@ static json_t *sb_anth_image(const json_t *part, size_t index, json_t **err)
     for (size_t k = 0; k < sizeof types / sizeof types[0] && !ok; k++)
         ok = !strcmp(mime, types[k]);
     if (!ok) {
-        *err = sb_provider_unsupported("image type '%s' is not supported by Anthropic upstreams", *mime ? mime : "(none)");
+        *err =
+            sb_provider_unsupported("image type '%s' is not supported by Anthropic upstreams", *mime ? mime : "(none)");
         return NULL;
     }
     return json_pack("{s:s, s:{s:s, s:s, s:s}}", "type", "image", "source", "type", "base64", "media_type", mime,
@@ -164,8 +164,8 @@ static json_t *sb_anth_document(const json_t *part, size_t index, json_t **err)
     const char *payload;
     if (!data) {
         *err = sb_provider_invalid("input_file '%s' (content part %zu) without file_data is not supported by provider "
-                               "anthropic",
-                               name, index);
+                                   "anthropic",
+                                   name, index);
         return NULL;
     }
     if (sb_provider_data_url(data, mime, sizeof mime, &payload) < 0) {
@@ -180,7 +180,8 @@ static json_t *sb_anth_document(const json_t *part, size_t index, json_t **err)
         size_t n;
         char *bytes = (char *)sb_base64_decode(payload, strlen(payload), &n);
         if (!bytes) {
-            *err = sb_provider_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
+            *err =
+                sb_provider_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
             return NULL;
         }
         json_t *text = json_stringn(bytes, n); /* NULL unless valid UTF-8 */
@@ -193,8 +194,8 @@ static json_t *sb_anth_document(const json_t *part, size_t index, json_t **err)
                         "text/plain", "data", text);
     } else {
         *err = sb_provider_unsupported("input_file '%s' of type '%s' is not supported by Anthropic upstreams (PDF and "
-                                   "text files only)",
-                                   name, *mime ? mime : "(none)");
+                                       "text files only)",
+                                       name, *mime ? mime : "(none)");
         return NULL;
     }
     if (filename && *filename)
@@ -242,9 +243,10 @@ static int sb_anth_system(sb_buf_t *system, const json_t *parts, json_t **err)
         const json_t *text = json_object_get(part, "text");
         if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) || !json_is_string(text)) {
             sb_buf_free(&piece);
-            *err = sb_provider_unsupported("content part type '%s' in a system or developer message is not supported by "
-                                       "Anthropic upstreams (text only)",
-                                       t ? t : "(none)");
+            *err =
+                sb_provider_unsupported("content part type '%s' in a system or developer message is not supported by "
+                                        "Anthropic upstreams (text only)",
+                                        t ? t : "(none)");
             return -EINVAL;
         }
         if (json_string_length(text) == 0)
@@ -299,7 +301,7 @@ static int sb_anth_tool_use(json_t *messages, const json_t *item, json_t **err)
         if (!json_is_object(input)) {
             json_decref(input);
             *err = sb_provider_invalid("function_call '%s' has arguments that are not a JSON object",
-                                   json_string_value(call_id));
+                                       json_string_value(call_id));
             return -EINVAL;
         }
     }
@@ -446,8 +448,8 @@ static json_t *sb_anth_tools(const json_t *tools, json_t **err)
     json_array_foreach (tools, i, tool) {
         const char *type = json_string_value(json_object_get(tool, "type"));
         if (!type || strcmp(type, "function")) {
-            *err =
-                sb_provider_unsupported("tool type '%s' is not supported by Anthropic upstreams", type ? type : "(none)");
+            *err = sb_provider_unsupported("tool type '%s' is not supported by Anthropic upstreams",
+                                           type ? type : "(none)");
             goto fail;
         }
         const json_t *name = json_object_get(tool, "name");
@@ -489,9 +491,9 @@ static int sb_anth_tool_choice(json_t *body, const json_t *tc, const json_t *par
         const json_t *name = json_object_get(tc, "name");
         if (!type || strcmp(type, "function") || !json_is_string(name)) {
             *err = sb_provider_unsupported("tool_choice '%s' is not supported by Anthropic upstreams",
-                                       json_is_string(tc) ? json_string_value(tc)
-                                       : type             ? type
-                                                          : "(none)");
+                                           json_is_string(tc) ? json_string_value(tc)
+                                           : type             ? type
+                                                              : "(none)");
             return -EINVAL;
         }
         out = json_pack("{s:s, s:O}", "type", "tool", "name", name);
@@ -530,7 +532,7 @@ static int sb_anth_output_format(json_t *body, const json_t *text, json_t **err)
     }
     if (type && !strcmp(type, "json_object")) {
         *err = sb_provider_unsupported("text.format json_object is not supported by Anthropic upstreams (no JSON mode "
-                                   "without a schema; use json_schema)");
+                                       "without a schema; use json_schema)");
         return -EINVAL;
     }
     *err = sb_provider_invalid("text.format '%s' is not supported by provider " SB_ANTH_KIND, type ? type : "(none)");
@@ -571,15 +573,15 @@ static int sb_anth_limits(json_t *body, const json_t *job, const json_t *request
         static const struct {
             const char *effort;
             json_int_t budget;
-        } budgets[] = {{"none", 0},      {"minimal", 1024}, {"low", 2048},
-                       {"medium", 8192}, {"high", 16384},   {"xhigh", 32000}, {"max", 32000}};
+        } budgets[] = {{"none", 0},     {"minimal", 1024}, {"low", 2048}, {"medium", 8192},
+                       {"high", 16384}, {"xhigh", 32000},  {"max", 32000}};
         const char *e = json_string_value(effort);
         size_t k = 0;
         while (e && k < sizeof budgets / sizeof budgets[0] && strcmp(budgets[k].effort, e))
             k++;
         if (!e || k == sizeof budgets / sizeof budgets[0]) {
             *err = sb_provider_invalid("reasoning.effort '%s' is not supported by provider " SB_ANTH_KIND,
-                                   e ? e : "(not a string)");
+                                       e ? e : "(not a string)");
             return -EINVAL;
         }
         budget = budgets[k].budget;
@@ -591,10 +593,11 @@ static int sb_anth_limits(json_t *body, const json_t *job, const json_t *request
             max_tokens = budget + SB_ANTH_DEFAULT_MAX_TOKENS;
         if (budget > 0 && max_tokens <= budget) {
             if (max_tokens - 1 < SB_ANTH_MIN_BUDGET) {
-                *err = sb_provider_unsupported("max_output_tokens %lld is too small for reasoning effort '%s' on "
-                                           "Anthropic upstreams (thinking needs more than %d; use effort 'none' or a "
-                                           "larger max_output_tokens)",
-                                           (long long)max_tokens, e, SB_ANTH_MIN_BUDGET);
+                *err =
+                    sb_provider_unsupported("max_output_tokens %lld is too small for reasoning effort '%s' on "
+                                            "Anthropic upstreams (thinking needs more than %d; use effort 'none' or a "
+                                            "larger max_output_tokens)",
+                                            (long long)max_tokens, e, SB_ANTH_MIN_BUDGET);
                 return -EINVAL;
             }
             budget = max_tokens - 1;
@@ -793,8 +796,8 @@ typedef struct sb_anth_out {
     int block_item;
     char block_id[SB_ID_MAX];
     json_t *block_json; /* the block as it started (tool_use id/name/input, redacted data) */
-    sb_buf_t text; /* its text, thinking or partial_json so far */
-    sb_buf_t sig;  /* a thinking block's signature */
+    sb_buf_t text;      /* its text, thinking or partial_json so far */
+    sb_buf_t sig;       /* a thinking block's signature */
     /* The message. */
     char stop_reason[48];
     bool have_usage;

@@ -136,7 +136,8 @@ static json_t *sb_gem_image_part(const json_t *part, size_t index, json_t **err)
     const char *payload;
     if (sb_provider_data_url(url, mime, sizeof mime, &payload) == 0) {
         if (strncmp(mime, "image/", 6)) {
-            *err = sb_provider_invalid("input_image (content part %zu) is a data URL without an image MIME type", index);
+            *err =
+                sb_provider_invalid("input_image (content part %zu) is a data URL without an image MIME type", index);
             return NULL;
         }
         return sb_gem_inline(mime, payload);
@@ -145,9 +146,9 @@ static json_t *sb_gem_image_part(const json_t *part, size_t index, json_t **err)
         const char *type = sb_gem_mime_for_name(url);
         if (!type || strncmp(type, "image/", 6)) {
             *err = sb_provider_invalid("input_image (content part %zu): provider " SB_GEM_KIND
-                                  " needs the image type, and the URL does not end in .png, .jpg, .jpeg, .webp, "
-                                  ".heic or .heif; send the image as a data URL",
-                                  index);
+                                       " needs the image type, and the URL does not end in .png, .jpg, .jpeg, .webp, "
+                                       ".heic or .heif; send the image as a data URL",
+                                       index);
             return NULL;
         }
         return json_pack("{s:{s:s, s:s}}", "fileData", "mimeType", type, "fileUri", url);
@@ -169,7 +170,8 @@ static json_t *sb_gem_file_part(const json_t *part, size_t index, json_t **err)
         return NULL;
     }
     if (sb_provider_data_url(data, mime, sizeof mime, &payload) < 0) {
-        *err = sb_provider_invalid("input_file '%.100s' (content part %zu) file_data is not a base64 data URL", name, index);
+        *err = sb_provider_invalid("input_file '%.100s' (content part %zu) file_data is not a base64 data URL", name,
+                                   index);
         return NULL;
     }
     const char *type = mime;
@@ -340,7 +342,7 @@ static int sb_gem_function_call(json_t *contents, const json_t *item, json_t **e
     if (!json_is_object(args)) {
         json_decref(args);
         *err = sb_provider_invalid("function_call '%.64s': arguments must be a JSON object for provider " SB_GEM_KIND,
-                              json_string_value(name));
+                                   json_string_value(name));
         return -EINVAL;
     }
     json_t *fc = json_pack("{s:O, s:o}", "name", name, "args", args);
@@ -395,8 +397,8 @@ static json_t *sb_gem_response_object(const json_t *output, json_t **err)
     if (json_is_array(output)) {
         json_t *text = sb_gem_join_text(output);
         if (!text) {
-            *err =
-                sb_provider_invalid("function_call_output with non-text content is not supported by provider " SB_GEM_KIND);
+            *err = sb_provider_invalid(
+                "function_call_output with non-text content is not supported by provider " SB_GEM_KIND);
             return NULL;
         }
         return json_pack("{s:o}", "result", text);
@@ -431,9 +433,10 @@ static int sb_gem_function_output(json_t *contents, const json_t *input, size_t 
     const json_t *call = sb_gem_find_call(input, index, call_id);
     const json_t *name = json_object_get(call, "name");
     if (!json_is_string(name)) {
-        *err = sb_provider_invalid("function_call_output '%.64s' has no function_call with that call_id earlier in input "
-                              "(provider " SB_GEM_KIND " needs the function's name)",
-                              call_id);
+        *err =
+            sb_provider_invalid("function_call_output '%.64s' has no function_call with that call_id earlier in input "
+                                "(provider " SB_GEM_KIND " needs the function's name)",
+                                call_id);
         return -EINVAL;
     }
     json_t *response = sb_gem_response_object(json_object_get(item, "output"), err);
@@ -530,8 +533,7 @@ static json_t *sb_gem_tools(const json_t *tools, size_t *n_functions, json_t **e
             /* Google Search takes no options; a domain filter it cannot
              * honour is refused rather than ignored. */
             if (json_object_get(tool, "filters")) {
-                *err = sb_provider_unsupported(
-                    "web_search filters are not supported by provider " SB_GEM_KIND);
+                *err = sb_provider_unsupported("web_search filters are not supported by provider " SB_GEM_KIND);
                 goto fail;
             }
             search = true;
@@ -539,7 +541,7 @@ static json_t *sb_gem_tools(const json_t *tools, size_t *n_functions, json_t **e
         }
         if (!type || strcmp(type, "function")) {
             *err = sb_provider_unsupported("tool type '%.40s' is not supported by provider " SB_GEM_KIND,
-                                  type ? type : "(none)");
+                                           type ? type : "(none)");
             goto fail;
         }
         const json_t *name = json_object_get(tool, "name");
@@ -586,8 +588,8 @@ static int sb_gem_tool_config(json_t *body, const json_t *tc, json_t **err)
         mode = "ANY";
     if (!mode) {
         *err = sb_provider_invalid("tool_choice '%.40s' is not supported by provider " SB_GEM_KIND, s      ? s
-                                                                                               : type ? type
-                                                                                                      : "(none)");
+                                                                                                    : type ? type
+                                                                                                           : "(none)");
         return -EINVAL;
     }
     json_t *fcc = json_pack("{s:s}", "mode", mode);
@@ -635,8 +637,8 @@ static int sb_gem_thinking(json_t *config, const json_t *reasoning, json_t **err
     static const struct {
         const char *effort;
         int budget;
-    } budgets[] = {{"none", 0}, {"minimal", 512}, {"low", 1024}, {"medium", 8192}, {"high", 24576}, {"xhigh", 32768},
-                   {"max", 32768}};
+    } budgets[] = {{"none", 0},     {"minimal", 512}, {"low", 1024}, {"medium", 8192},
+                   {"high", 24576}, {"xhigh", 32768}, {"max", 32768}};
     const char *e = json_string_value(effort);
     for (size_t i = 0; e && i < sizeof budgets / sizeof budgets[0]; i++) {
         if (!strcmp(e, budgets[i].effort)) {
@@ -645,8 +647,8 @@ static int sb_gem_thinking(json_t *config, const json_t *reasoning, json_t **err
             return 0;
         }
     }
-    *err =
-        sb_provider_invalid("reasoning.effort '%.20s' is not supported by provider " SB_GEM_KIND, e ? e : "(not a string)");
+    *err = sb_provider_invalid("reasoning.effort '%.20s' is not supported by provider " SB_GEM_KIND,
+                               e ? e : "(not a string)");
     return -EINVAL;
 }
 
@@ -796,7 +798,6 @@ static int sb_gem_build_count_request(const json_t *job, sb_provider_request_t *
  * Response side: one state machine for a whole response or a stream of
  * chunks.
  */
-
 
 /* The item a candidate is in the middle of: a run of thought parts or of
  * text parts (function calls are complete in one part, so never open). */

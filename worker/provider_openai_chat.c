@@ -135,7 +135,8 @@ static json_t *sb_chat_file_part(const json_t *part, size_t index, json_t **err)
         size_t n;
         char *bytes = (char *)sb_base64_decode(payload, strlen(payload), &n);
         if (!bytes) {
-            *err = sb_provider_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
+            *err =
+                sb_provider_invalid("input_file '%s' (content part %zu) has malformed base64 file_data", name, index);
             return NULL;
         }
         size_t name_len = strlen(name);
@@ -230,8 +231,8 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
              * a message whose only content is a refusal is still a message. */
             o = json_pack("{s:s, s:O}", "type", "refusal", "refusal", r);
         } else {
-            *err =
-                sb_provider_invalid("content part type '%s' is not supported by provider " SB_CHAT_KIND, t ? t : "(none)");
+            *err = sb_provider_invalid("content part type '%s' is not supported by provider " SB_CHAT_KIND,
+                                       t ? t : "(none)");
             goto fail;
         }
         json_array_append_new(arr, o);
@@ -384,7 +385,8 @@ static json_t *sb_chat_tools(const json_t *tools, json_t **err)
     json_array_foreach (tools, i, tool) {
         const char *type = json_string_value(json_object_get(tool, "type"));
         if (!type || strcmp(type, "function")) {
-            *err = sb_provider_invalid("tool type '%s' is not supported by provider " SB_CHAT_KIND, type ? type : "(none)");
+            *err = sb_provider_invalid("tool type '%s' is not supported by provider " SB_CHAT_KIND,
+                                       type ? type : "(none)");
             goto fail;
         }
         const json_t *name = json_object_get(tool, "name");
@@ -819,7 +821,6 @@ done:
  * and must not size an allocation. */
 #define SB_CHAT_MAX_CHOICES 256
 
-
 /* The buffer as a JSON string (new reference). Its pieces were jansson
  * strings, so their concatenation is UTF-8. */
 static json_t *sb_chat_buf_string(const sb_buf_t *b)
@@ -835,7 +836,7 @@ typedef struct sb_chat_call {
     char id[SB_ID_MAX]; /* the item's id */
     json_t *call_id;    /* the upstream's id, NULL until seen */
     json_t *name;       /* NULL until seen */
-    sb_buf_t args; /* the arguments so far */
+    sb_buf_t args;      /* the arguments so far */
 } sb_chat_call_t;
 
 /* The reasoning or message item a choice is writing. */
@@ -848,8 +849,8 @@ typedef struct sb_chat_choice {
     enum sb_chat_open open;
     int open_item;
     char open_id[SB_ID_MAX];
-    sb_buf_t text;    /* the open item's text (reasoning or output_text) */
-    sb_buf_t refusal; /* the open message's refusal */
+    sb_buf_t text;         /* the open item's text (reasoning or output_text) */
+    sb_buf_t refusal;      /* the open message's refusal */
     sb_chat_call_t *calls; /* open until the choice ends: servers may interleave their pieces */
     size_t n_calls;
     const char *status, *reason; /* once finished */
@@ -871,7 +872,7 @@ typedef struct sb_chat_stream {
     json_int_t n;   /* the choices asked for */
     sb_chat_choice_t *choices;
     size_t n_choices;
-    json_t *usage;      /* the latest usage object */
+    json_t *usage; /* the latest usage object */
     sb_buf_t line; /* SSE: a line not yet ended; JSON: the whole body */
     sb_buf_t data; /* the data lines of the event being read */
     bool have_data;

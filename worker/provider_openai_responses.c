@@ -132,8 +132,8 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
         sb_oresp_copy_string(o, part, "detail");
         if (!json_object_get(o, "image_url") && !json_object_get(o, "file_id")) {
             json_decref(o);
-            *err = sb_provider_invalid("input item %zu: input_image (content part %zu) has neither image_url nor file_id",
-                                    item, index);
+            *err = sb_provider_invalid(
+                "input item %zu: input_image (content part %zu) has neither image_url nor file_id", item, index);
             return NULL;
         }
         return o;
@@ -146,8 +146,8 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
         sb_oresp_copy_string(o, part, "filename");
         if (!json_object_get(o, "file_id") && !json_object_get(o, "file_data") && !json_object_get(o, "file_url")) {
             json_decref(o);
-            *err = sb_provider_invalid("input item %zu: input_file (content part %zu) has neither file_data nor file_id",
-                                    item, index);
+            *err = sb_provider_invalid(
+                "input item %zu: input_file (content part %zu) has neither file_data nor file_id", item, index);
             return NULL;
         }
         return o;
@@ -167,8 +167,8 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
             item, index);
         return NULL;
     }
-    *err = sb_provider_invalid("input item %zu: content part type '%s' is not supported by provider " SB_ORESP_KIND, item,
-                            t ? t : "(none)");
+    *err = sb_provider_invalid("input item %zu: content part type '%s' is not supported by provider " SB_ORESP_KIND,
+                               item, t ? t : "(none)");
     return NULL;
 }
 
@@ -402,7 +402,7 @@ static int sb_oresp_text(json_t *body, const json_t *text, json_t **err)
         if (!sb_oresp_is(type, "text") && !sb_oresp_is(type, "json_schema") && !sb_oresp_is(type, "json_object")) {
             json_decref(out);
             *err = sb_provider_invalid("text.format '%s' is not supported by provider " SB_ORESP_KIND,
-                                    type ? type : "(none)");
+                                       type ? type : "(none)");
             return -EINVAL;
         }
         json_object_set(out, "format", (json_t *)format);
@@ -436,7 +436,7 @@ static int sb_oresp_refuse_unmappable(const json_t *request, json_t **err)
     const json_t *stop = json_object_get(request, "stop");
     if (stop && !json_is_null(stop) && !(json_is_array(stop) && json_array_size(stop) == 0)) {
         *err = sb_provider_unsupported("'stop' is not supported by provider " SB_ORESP_KIND
-                                    " (the Responses API has no stop sequences)");
+                                       " (the Responses API has no stop sequences)");
         return -EINVAL;
     }
     /* top_k: a sampling hint the Responses API has no setting for (Gemini
@@ -444,7 +444,7 @@ static int sb_oresp_refuse_unmappable(const json_t *request, json_t **err)
     const json_t *seed = json_object_get(request, "seed");
     if (seed && !json_is_null(seed)) {
         *err = sb_provider_unsupported("'seed' is not supported by provider " SB_ORESP_KIND
-                                    " (the Responses API has no seed)");
+                                       " (the Responses API has no seed)");
         return -EINVAL;
     }
     const json_t *n = json_object_get(request, "n");

@@ -190,7 +190,7 @@ struct sb_worker {
 
     zsock_t *sock;
     sb_zsock_ev_t *watch;
-    int64_t last_heard_ms; /* monotonic; any message from the broker counts */
+    int64_t last_heard_ms;        /* monotonic; any message from the broker counts */
     char epoch[SB_EPOCH_MAX + 1]; /* the broker instance we serve; "": not heard from one yet */
     long long ready_seq;          /* READYs sent; in our headers so RECONNECTs can be matched to them */
     struct event *heartbeat;
@@ -219,8 +219,8 @@ static int sb_worker_send(sb_worker_t *w, int cmd, const json_t *header, const v
 static void sb_worker_send_ready(sb_worker_t *w)
 {
     w->ready_seq++;
-    json_t *hdr = json_pack("{s:O, s:i, s:s, s:I}", "models", w->models, "credits", w->credits, "name", w->name,
-                            "seq", (json_int_t)w->ready_seq);
+    json_t *hdr = json_pack("{s:O, s:i, s:s, s:I}", "models", w->models, "credits", w->credits, "name", w->name, "seq",
+                            (json_int_t)w->ready_seq);
     int rc = sb_worker_send(w, SB_CMD_READY, hdr, NULL, 0);
     if (rc < 0)
         sb_warn("could not send READY: %s", strerror(-rc));
@@ -296,8 +296,8 @@ static void sb_wjob_free(sb_wjob_t *j)
  * into a final event's header. */
 static void sb_worker_send_event(sb_worker_t *w, const char *job_id, const json_t *ev, const char *upstream)
 {
-    json_t *hdr = json_pack("{s:s, s:b, s:I}", "job_id", job_id, "final", sb_event_is_final(ev), "seq",
-                            (json_int_t)w->ready_seq);
+    json_t *hdr =
+        json_pack("{s:s, s:b, s:I}", "job_id", job_id, "final", sb_event_is_final(ev), "seq", (json_int_t)w->ready_seq);
     if (upstream && sb_event_is_final(ev))
         json_object_set_new(hdr, "upstream", json_string(upstream));
     char *buf = NULL;
@@ -465,9 +465,9 @@ static void sb_wcall_on_idle(evutil_socket_t fd, short what, void *arg)
     sb_upstream_cancel(c->j->w->upstream, &c->xfer);
     c->route = SB_RETRY_ROUTE_FAILED;
     sb_warn("job %s: upstream stream idle for %lld ms; ending it", c->j->job_id, (long long)c->j->w->stream_idle_ms);
-    json_array_append_new(c->events, sb_wjob_error(504, SB_ERR_TIMEOUT,
-                                                   "timeout: the upstream stream sent nothing for %lld ms",
-                                                   (long long)c->j->w->stream_idle_ms));
+    json_array_append_new(c->events,
+                          sb_wjob_error(504, SB_ERR_TIMEOUT, "timeout: the upstream stream sent nothing for %lld ms",
+                                        (long long)c->j->w->stream_idle_ms));
     sb_wcall_on_final(c);
 }
 
@@ -929,7 +929,7 @@ static void sb_worker_on_cancel(sb_worker_t *w, const sb_wire_msg_t *msg)
     const char *job_id = sb_wire_header_str(msg, "job_id");
     sb_wjob_t *j = job_id ? sb_map_get(w->jobs, job_id) : NULL;
     if (!j)
-        return; /* already over: its final event is on its way */
+        return;            /* already over: its final event is on its way */
     j->interrupted = true; /* a pending retry dies with it */
     sb_wjob_finish(j, sb_event_error(499, "cancelled", NULL, "job cancelled"));
 }

@@ -181,7 +181,7 @@ sb_log_tail() {
 
 SB_DEB_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev libevent-dev
     libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev postgresql postgresql-contrib wrk
-    json-schema-test-suite curl ca-certificates)
+    json-schema-test-suite curl ca-certificates clang-format-14 python3)
 
 sb_node_ok() {
     local v

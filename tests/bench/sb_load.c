@@ -290,8 +290,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
             return;
         }
     }
-    conn_fail(c, (what & BEV_EVENT_TIMEOUT) ? "timeout" : (what & BEV_EVENT_EOF) ? "connection closed"
-                                                                                   : "socket error");
+    conn_fail(c, (what & BEV_EVENT_TIMEOUT) ? "timeout"
+                 : (what & BEV_EVENT_EOF)   ? "connection closed"
+                                            : "socket error");
 }
 
 static void conn_connect(struct load_conn *c)
@@ -407,8 +408,8 @@ static void build_request(struct sb_load *L)
         free(req);
         req = r2;
     }
-    char *r2 = cfg->body ? sb_xasprintf("%sContent-Length: %zu\r\n\r\n", req, cfg->body_len)
-                         : sb_xasprintf("%s\r\n", req);
+    char *r2 =
+        cfg->body ? sb_xasprintf("%sContent-Length: %zu\r\n\r\n", req, cfg->body_len) : sb_xasprintf("%s\r\n", req);
     free(req);
     size_t hl = strlen(r2);
     L->request_len = hl + (cfg->body ? cfg->body_len : 0);

@@ -41,12 +41,12 @@ struct sb_load_resp {
     enum sb_load_resp_state state;
     int status;
     bool http10;
-    bool keep_alive;     /* connection may carry another request afterwards */
+    bool keep_alive; /* connection may carry another request afterwards */
     bool chunked;
     int64_t content_length; /* -1 if absent */
     uint64_t chunk_left;
     uint64_t body_bytes;
-    bool head;           /* response to HEAD: no body whatever the headers say */
+    bool head; /* response to HEAD: no body whatever the headers say */
 };
 
 void sb_load_resp_reset(struct sb_load_resp *r, bool head_request);
@@ -62,22 +62,22 @@ struct sb_load_config {
     char host[256]; /* numeric address or name, from the URL */
     int port;
     char path[2048];
-    const char *method;        /* borrowed; default POST with a body, else GET */
-    const char *body;          /* borrowed; may be NULL */
+    const char *method; /* borrowed; default POST with a body, else GET */
+    const char *body;   /* borrowed; may be NULL */
     size_t body_len;
     const char *const *headers; /* borrowed "Name: value" lines */
     size_t nheaders;
-    int concurrency;    /* > 0: closed loop */
-    double rate;        /* > 0: open loop, requests per second */
-    int connections;    /* open loop pool size */
-    double duration_s;  /* measured window */
-    double warmup_s;    /* before the window, not recorded */
-    double timeout_s;   /* per request; also how long to drain at the end */
+    int concurrency;   /* > 0: closed loop */
+    double rate;       /* > 0: open loop, requests per second */
+    int connections;   /* open loop pool size */
+    double duration_s; /* measured window */
+    double warmup_s;   /* before the window, not recorded */
+    double timeout_s;  /* per request; also how long to drain at the end */
 };
 
 struct sb_load_result {
-    uint64_t count;   /* responses (any status) to requests started in the window */
-    uint64_t ok;      /* of which 2xx */
+    uint64_t count; /* responses (any status) to requests started in the window */
+    uint64_t ok;    /* of which 2xx */
     uint64_t non2xx;
     uint64_t errors;  /* requests in the window that got no response, plus connect failures */
     double elapsed_s; /* the window */

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sb_load.h"
 #include "sb_http_lines.h"
+#include "sb_load.h"
 
 void sb_load_resp_reset(struct sb_load_resp *r, bool head_request)
 {
@@ -123,8 +123,7 @@ enum sb_load_parse sb_load_resp_feed(struct sb_load_resp *r, struct evbuffer *in
             char *end = NULL;
             errno = 0;
             unsigned long long n = strtoull(line, &end, 16);
-            if (errno || end == line || (*end && *end != ';' && *end != ' ' && *end != '\t') ||
-                n > (1ULL << 40))
+            if (errno || end == line || (*end && *end != ';' && *end != ' ' && *end != '\t') || n > (1ULL << 40))
                 goto fail;
             free(line);
             line = NULL;

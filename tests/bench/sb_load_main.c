@@ -113,13 +113,12 @@ static void print_json(const char *url, const struct sb_load_config *cfg, const 
            "\"p999_us\":%llu,\"max_us\":%llu,\"status\":{\"1xx\":%llu,\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,"
            "\"5xx\":%llu}}\n",
            open ? "open" : "closed", open ? 0 : cfg->concurrency, open ? cfg->rate : 0.0,
-           open ? cfg->connections : cfg->concurrency, cfg->duration_s, cfg->warmup_s,
-           (unsigned long long)r->count, (unsigned long long)r->ok, (unsigned long long)r->non2xx,
-           (unsigned long long)r->errors, r->rps, (unsigned long long)r->min_us, r->mean_us,
-           (unsigned long long)r->p50_us, (unsigned long long)r->p90_us, (unsigned long long)r->p99_us,
-           (unsigned long long)r->p999_us, (unsigned long long)r->max_us, (unsigned long long)r->status[1],
-           (unsigned long long)r->status[2], (unsigned long long)r->status[3], (unsigned long long)r->status[4],
-           (unsigned long long)r->status[5]);
+           open ? cfg->connections : cfg->concurrency, cfg->duration_s, cfg->warmup_s, (unsigned long long)r->count,
+           (unsigned long long)r->ok, (unsigned long long)r->non2xx, (unsigned long long)r->errors, r->rps,
+           (unsigned long long)r->min_us, r->mean_us, (unsigned long long)r->p50_us, (unsigned long long)r->p90_us,
+           (unsigned long long)r->p99_us, (unsigned long long)r->p999_us, (unsigned long long)r->max_us,
+           (unsigned long long)r->status[1], (unsigned long long)r->status[2], (unsigned long long)r->status[3],
+           (unsigned long long)r->status[4], (unsigned long long)r->status[5]);
 }
 
 static void print_text(const char *url, const struct sb_load_config *cfg, const struct sb_load_result *r)
@@ -135,8 +134,7 @@ static void print_text(const char *url, const struct sb_load_config *cfg, const 
     printf("throughput  %.1f req/s\n", r->rps);
     printf("latency us  p50 %llu  p90 %llu  p99 %llu  p99.9 %llu  max %llu  (min %llu, mean %.1f)\n",
            (unsigned long long)r->p50_us, (unsigned long long)r->p90_us, (unsigned long long)r->p99_us,
-           (unsigned long long)r->p999_us, (unsigned long long)r->max_us, (unsigned long long)r->min_us,
-           r->mean_us);
+           (unsigned long long)r->p999_us, (unsigned long long)r->max_us, (unsigned long long)r->min_us, r->mean_us);
 }
 
 int main(int argc, char **argv)

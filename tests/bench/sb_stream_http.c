@@ -11,8 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sb_stream.h"
 #include "sb_http_lines.h"
+#include "sb_stream.h"
 
 void sb_stream_resp_reset(struct sb_stream_resp *r)
 {

@@ -27,13 +27,13 @@ struct event_base;
 #define SB_EMU_DEFAULT_IDLE_TIMEOUT_S 120
 
 struct sb_emu_config {
-    const char *host;         /* borrowed; NULL means SB_EMU_DEFAULT_HOST */
-    int port;                 /* 0 binds an ephemeral port (see sb_emu_port) */
-    int latency_ms;           /* delay before every /v1 reply; 0 = none */
-    const char *require_key;  /* borrowed (copied); NULL/"" = no auth check */
-    size_t max_body;          /* request body limit in bytes; 0 = default */
-    size_t journal_max;       /* requests kept by the journal; 0 = default */
-    int idle_timeout_s;       /* keep-alive/read timeout; 0 = default */
+    const char *host;        /* borrowed; NULL means SB_EMU_DEFAULT_HOST */
+    int port;                /* 0 binds an ephemeral port (see sb_emu_port) */
+    int latency_ms;          /* delay before every /v1 reply; 0 = none */
+    const char *require_key; /* borrowed (copied); NULL/"" = no auth check */
+    size_t max_body;         /* request body limit in bytes; 0 = default */
+    size_t journal_max;      /* requests kept by the journal; 0 = default */
+    int idle_timeout_s;      /* keep-alive/read timeout; 0 = default */
 };
 
 /* Counters exposed by GET /_emu/stats. */

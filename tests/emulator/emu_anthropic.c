@@ -494,11 +494,8 @@ static void leak_error(struct sb_emu_call *call, int status, const char *message
     emit(rep, "error", json_pack("{s:{s:s, s:s}}", "error", "type", "api_error", "message", message));
 }
 
-static const struct sb_emu_fault_errors messages_errors = {.status = status_error,
-                                                           .context = context_error,
-                                                           .context_window = 200000,
-                                                           .leak = leak_error,
-                                                           .auth = auth_error};
+static const struct sb_emu_fault_errors messages_errors = {
+    .status = status_error, .context = context_error, .context_window = 200000, .leak = leak_error, .auth = auth_error};
 static const struct sb_emu_fault_errors count_errors = {.status = status_error, .leak = leak_error, .auth = auth_error};
 
 /* ---- handlers ------------------------------------------------------------------------------ */

@@ -277,8 +277,7 @@ void sb_emu_tool_calls_free(struct sb_emu_tool_call **calls, size_t ncalls)
     *calls = NULL;
 }
 
-int sb_emu_directives_calls(const char *text, struct sb_emu_tool_call **calls, size_t *ncalls, char *err,
-                            size_t errlen)
+int sb_emu_directives_calls(const char *text, struct sb_emu_tool_call **calls, size_t *ncalls, char *err, size_t errlen)
 {
     *calls = NULL;
     *ncalls = 0;
@@ -320,8 +319,8 @@ int sb_emu_directives_calls(const char *text, struct sb_emu_tool_call **calls, s
         json_error_t jerr;
         json_t *parsed = json_loads(args_text, JSON_DECODE_ANY, &jerr);
         if (!parsed) {
-            snprintf(err, errlen, "CALL directive: arguments for '%.*s' are not valid JSON: %s",
-                     (int)(name_end - name), name, jerr.text);
+            snprintf(err, errlen, "CALL directive: arguments for '%.*s' are not valid JSON: %s", (int)(name_end - name),
+                     name, jerr.text);
             free(args_text);
             goto fail;
         }

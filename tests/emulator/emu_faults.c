@@ -334,8 +334,7 @@ bool sb_emu_fault_stage(struct sb_emu_call *call, struct sb_emu_directives *d, b
         errs->leak(call, d->status ? d->status : 400, msg, stream);
         free(msg);
         decided = true;
-    } else if (errs->context &&
-               (d->context_exceeded || (d->context_limit >= 0 && prompt_tokens > d->context_limit))) {
+    } else if (errs->context && (d->context_exceeded || (d->context_limit >= 0 && prompt_tokens > d->context_limit))) {
         /* Forced with a short input, the count still has to read as over the limit. */
         long long tokens = prompt_tokens > limit ? prompt_tokens : limit + prompt_tokens;
         errs->context(call, tokens, limit);

@@ -112,13 +112,13 @@ struct sb_emu_call {
     const char *path;           /* without the query string */
     const char *body;           /* NUL-terminated copy of the body (owned by the server) */
     size_t body_len;
-    const char *query;          /* the query string, or NULL */
-    json_t *json;               /* the body parsed as JSON, or NULL (borrowed) */
+    const char *query;                      /* the query string, or NULL */
+    json_t *json;                           /* the body parsed as JSON, or NULL (borrowed) */
     char request_id[SB_EMU_REQUEST_ID_MAX]; /* "req_<hex>", also sent as x-request-id */
-    const char *protocol;       /* static; set by the handler: "openai-chat", "openai-responses", ... */
-    char *model;                /* owned (sb_emu_call_set_model): the upstream model asked for, or NULL */
-    bool faulted;               /* the reply carries an injected fault (per-model stats) */
-    struct sb_emu_reply reply;  /* filled by the handler */
+    const char *protocol;                   /* static; set by the handler: "openai-chat", "openai-responses", ... */
+    char *model;                            /* owned (sb_emu_call_set_model): the upstream model asked for, or NULL */
+    bool faulted;                           /* the reply carries an injected fault (per-model stats) */
+    struct sb_emu_reply reply;              /* filled by the handler */
 };
 
 /* Records the upstream model the request asks for (copied; NULL-safe): the route of its faults and stats. */
@@ -146,17 +146,17 @@ bool sb_emu_tag_first_use(struct sb_emu *emu, const char *tag);
 #define SB_EMU_TAG_MAX 128
 
 struct sb_emu_directives {
-    int status;         /* 400..599, or 0 */
-    int latency_ms;     /* extra delay, or 0 */
-    bool hang;          /* never answer */
-    bool drop;          /* close the connection without answering */
-    bool length;        /* finish_reason "length", reply cut to one word */
-    bool malformed;     /* 200 with a body that is not JSON */
-    int chunk_delay_ms; /* streaming: pause between chunks, or -1 */
-    long hang_after;    /* streaming: hold open after N chunks, or -1 */
-    long drop_after;    /* streaming: drop the connection after N chunks, or -1 */
-    bool refuse;        /* content null, message.refusal set */
-    bool violate;       /* structured output / generated arguments violate the schema */
+    int status;                           /* 400..599, or 0 */
+    int latency_ms;                       /* extra delay, or 0 */
+    bool hang;                            /* never answer */
+    bool drop;                            /* close the connection without answering */
+    bool length;                          /* finish_reason "length", reply cut to one word */
+    bool malformed;                       /* 200 with a body that is not JSON */
+    int chunk_delay_ms;                   /* streaming: pause between chunks, or -1 */
+    long hang_after;                      /* streaming: hold open after N chunks, or -1 */
+    long drop_after;                      /* streaming: drop the connection after N chunks, or -1 */
+    bool refuse;                          /* content null, message.refusal set */
+    bool violate;                         /* structured output / generated arguments violate the schema */
     char violate_tag[SB_EMU_TAG_MAX + 1]; /* schema_violation_once=TAG: violate on TAG's first use */
     /* Fault modes (emu_faults.c). */
     int retry_after;         /* Retry-After seconds on an error reply, or -1 */
@@ -183,8 +183,8 @@ struct sb_emu_tool_call {
  * whitespace trimmed. Returns 0, or -EINVAL with a message in err for an
  * unknown directive or a bad value.
  */
-int sb_emu_directives_parse(const char *text, struct sb_emu_directives *d, char **clean, char *err,
-                            size_t errlen) __attribute__((warn_unused_result));
+int sb_emu_directives_parse(const char *text, struct sb_emu_directives *d, char **clean, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 /*
  * A directive list as a route fault gives it: "status=503 retry_after=2"
  * (names and values as in-band, separated by whitespace or commas; a
@@ -202,8 +202,8 @@ void sb_emu_directives_merge(struct sb_emu_directives *d, const struct sb_emu_di
  * with sb_emu_tool_calls_free). Returns 1 when calls were found, 0 when the
  * text is not a CALL, -EINVAL (message in err) when a CALL line is malformed.
  */
-int sb_emu_directives_calls(const char *text, struct sb_emu_tool_call **calls, size_t *ncalls, char *err,
-                            size_t errlen) __attribute__((warn_unused_result));
+int sb_emu_directives_calls(const char *text, struct sb_emu_tool_call **calls, size_t *ncalls, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 void sb_emu_tool_calls_free(struct sb_emu_tool_call **calls, size_t ncalls);
 
 /* Whitespace-separated words in s (the emulator's token count). */
@@ -275,9 +275,9 @@ char *sb_emu_part_ack(const json_t *part, long long *tokens);
  * owned string and adds the prompt-token cost to *tokens (85 per image,
  * decoded bytes / 100 per audio clip or file). b64 is already validated.
  */
-char *sb_emu_ack_image_url(const char *url, long long *tokens);                   /* http(s) or data URL */
+char *sb_emu_ack_image_url(const char *url, long long *tokens);                    /* http(s) or data URL */
 char *sb_emu_ack_image_data(const char *mime, const char *b64, long long *tokens); /* [image: data:<mime>, N bytes] */
-char *sb_emu_ack_image_ref(const char *ref, long long *tokens);                   /* [image: <file id or URI>] */
+char *sb_emu_ack_image_ref(const char *ref, long long *tokens);                    /* [image: <file id or URI>] */
 char *sb_emu_ack_audio(const char *format, const char *b64, long long *tokens);    /* [audio: <format>, N bytes] */
 char *sb_emu_ack_file_data(const char *name, const char *mime, const char *b64, long long *tokens);
 char *sb_emu_ack_file_text(const char *name, const char *mime, const char *text, long long *tokens);
@@ -352,7 +352,7 @@ struct sb_emu_ask {
 
 enum sb_emu_finish {
     SB_EMU_FINISH_STOP,
-    SB_EMU_FINISH_LENGTH,        /* [[emu:length]] or the token limit */
+    SB_EMU_FINISH_LENGTH, /* [[emu:length]] or the token limit */
     SB_EMU_FINISH_TOOL_CALLS,
     SB_EMU_FINISH_STOP_SEQUENCE, /* cut at a stop sequence (stop_seq says which) */
     SB_EMU_FINISH_REFUSAL,       /* [[emu:refuse]]: the text is SB_EMU_REFUSAL_TEXT */
@@ -471,8 +471,8 @@ size_t sb_emu_journal_size(const struct sb_emu_journal *j);
 /* ---- protocols -------------------------------------------------------------- */
 
 /* OpenAI error body {"error":{message,type,param,code}}; param/code may be NULL. */
-void sb_emu_openai_error(struct sb_emu_reply *r, int status, const char *message, const char *type,
-                         const char *param, const char *code);
+void sb_emu_openai_error(struct sb_emu_reply *r, int status, const char *message, const char *type, const char *param,
+                         const char *code);
 /* OpenAI's 401 for a missing or wrong bearer key; returns true if it replied. */
 bool sb_emu_openai_check_auth(struct sb_emu_call *call);
 /* 400 invalid_request_error with a formatted message (param/code may be NULL). Always returns false. */

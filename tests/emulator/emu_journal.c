@@ -11,7 +11,7 @@
 struct sb_emu_journal {
     json_t **ring; /* owned references */
     size_t cap;
-    size_t head;  /* index of the oldest entry */
+    size_t head; /* index of the oldest entry */
     size_t count;
 };
 

@@ -26,8 +26,8 @@
 
 /* ---- errors ---------------------------------------------------------------------- */
 
-void sb_emu_openai_error(struct sb_emu_reply *r, int status, const char *message, const char *type,
-                         const char *param, const char *code)
+void sb_emu_openai_error(struct sb_emu_reply *r, int status, const char *message, const char *type, const char *param,
+                         const char *code)
 {
     json_t *e = json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message", message, "type", type, "param", param,
                           "code", code);
@@ -62,7 +62,7 @@ static char *message_text(const json_t *m)
     size_t i;
     json_t *part;
     bool first = true;
-    json_array_foreach(content, i, part) {
+    json_array_foreach (content, i, part) {
         const char *type = json_string_value(json_object_get(part, "type"));
         const char *text = json_string_value(json_object_get(part, "text"));
         if (!type || strcmp(type, "text") || !text)
@@ -86,7 +86,7 @@ static char *message_acks(const json_t *m, long long *tokens)
     json_t *content = json_object_get(m, "content");
     size_t i;
     json_t *part;
-    json_array_foreach(content, i, part) {
+    json_array_foreach (content, i, part) {
         char *ack = sb_emu_part_ack(part, tokens);
         if (!ack)
             continue;
@@ -106,7 +106,7 @@ static struct sb_emu_fn *read_fns(const json_t *body, size_t *nfns)
     *nfns = 0;
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t) {
+    json_array_foreach (tools, i, t) {
         json_t *fn = json_object_get(t, "function");
         const char *name = json_string_value(json_object_get(fn, "name"));
         if (!name)
@@ -157,7 +157,7 @@ static const char *forced_tool(const json_t *body)
     if (json_is_string(choice) && !strcmp(json_string_value(choice), "required")) {
         size_t i;
         json_t *t;
-        json_array_foreach(json_object_get(body, "tools"), i, t) {
+        json_array_foreach (json_object_get(body, "tools"), i, t) {
             const char *name = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
             if (name && !strcmp(json_string_value(json_object_get(t, "type")), "function"))
                 return name;
@@ -202,9 +202,12 @@ static const char *choice_refusal(const struct chat_answer *a, size_t i)
 static const char *finish_reason(const struct chat_answer *a, size_t i)
 {
     switch (a->a->choices[i].finish) {
-    case SB_EMU_FINISH_LENGTH: return "length";
-    case SB_EMU_FINISH_TOOL_CALLS: return "tool_calls";
-    default: return "stop";
+    case SB_EMU_FINISH_LENGTH:
+        return "length";
+    case SB_EMU_FINISH_TOOL_CALLS:
+        return "tool_calls";
+    default:
+        return "stop";
     }
 }
 
@@ -477,14 +480,14 @@ static void leak_error(struct sb_emu_call *call, int status, const char *message
     }
     struct sb_emu_reply *rep = &call->reply;
     sb_emu_reply_stream_start(rep);
-    json_t *first = json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:{s:s, s:s}, s:n, s:n}]}", "id", "chatcmpl-leak",
-                              "object", "chat.completion.chunk", "created", (json_int_t)time(NULL), "model",
-                              call->model ? call->model : "", "choices", "index", 0, "delta", "role", "assistant",
-                              "content", "", "logprobs", "finish_reason");
+    json_t *first =
+        json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:{s:s, s:s}, s:n, s:n}]}", "id", "chatcmpl-leak", "object",
+                  "chat.completion.chunk", "created", (json_int_t)time(NULL), "model", call->model ? call->model : "",
+                  "choices", "index", 0, "delta", "role", "assistant", "content", "", "logprobs", "finish_reason");
     sb_emu_reply_sse_json(rep, first);
     json_decref(first);
-    json_t *err = json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", message, "type", "server_error", "param",
-                            "code");
+    json_t *err =
+        json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", message, "type", "server_error", "param", "code");
     sb_emu_reply_sse_json(rep, err);
     json_decref(err);
 }
@@ -555,7 +558,9 @@ void sb_emu_openai_chat_handle(struct sb_emu_call *call)
     if (!strcmp(json_string_value(json_object_get(last, "role")), "tool"))
         tool_text = message_text(last);
     json_t *n = json_object_get(body, "n");
-    struct sb_emu_ask ask = {.user_text = user_text, .acks = acks ? acks : "", .tool_text = tool_text,
+    struct sb_emu_ask ask = {.user_text = user_text,
+                             .acks = acks ? acks : "",
+                             .tool_text = tool_text,
                              .n = json_is_integer(n) ? (size_t)json_integer_value(n) : 1};
     fns = read_fns(body, &ask.nfns);
     ask.fns = fns;
@@ -636,8 +641,8 @@ void sb_emu_openai_models_handle(struct sb_emu_call *call)
         return;
     json_t *data = json_array();
     for (size_t i = 0; emu_models[i]; i++)
-        json_array_append_new(data, json_pack("{s:s, s:s, s:I, s:s}", "id", emu_models[i], "object", "model",
-                                              "created", (json_int_t)1715367049, "owned_by", "emulator"));
+        json_array_append_new(data, json_pack("{s:s, s:s, s:I, s:s}", "id", emu_models[i], "object", "model", "created",
+                                              (json_int_t)1715367049, "owned_by", "emulator"));
     json_t *body = json_pack("{s:s, s:o}", "object", "list", "data", data);
     sb_emu_reply_json(&call->reply, 200, body);
     json_decref(body);

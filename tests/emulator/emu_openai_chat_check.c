@@ -56,14 +56,21 @@ static bool invalid(struct sb_emu_call *call, const char *param, const char *cod
 static const char *type_phrase(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a decimal";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a decimal";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
     }
     return "an unknown type";
 }
@@ -73,12 +80,18 @@ enum want { W_STRING, W_BOOL, W_INT, W_NUMBER, W_OBJECT, W_ARRAY };
 static bool is_type(const json_t *v, enum want w)
 {
     switch (w) {
-    case W_STRING: return json_is_string(v);
-    case W_BOOL: return json_is_boolean(v);
-    case W_INT: return json_is_integer(v);
-    case W_NUMBER: return json_is_number(v);
-    case W_OBJECT: return json_is_object(v);
-    case W_ARRAY: return json_is_array(v);
+    case W_STRING:
+        return json_is_string(v);
+    case W_BOOL:
+        return json_is_boolean(v);
+    case W_INT:
+        return json_is_integer(v);
+    case W_NUMBER:
+        return json_is_number(v);
+    case W_OBJECT:
+        return json_is_object(v);
+    case W_ARRAY:
+        return json_is_array(v);
     }
     return false;
 }
@@ -109,12 +122,12 @@ static bool check_opt_number(struct sb_emu_call *call, const char *name, enum wa
     const char *kind = w == W_INT ? "integer" : "decimal";
     if (d < min)
         return invalid(call, name, w == W_INT ? "integer_below_min_value" : "decimal_below_min_value",
-                       "Invalid '%s': %s below minimum value. Expected a value >= %g, but got %g instead.", name,
-                       kind, min, d);
+                       "Invalid '%s': %s below minimum value. Expected a value >= %g, but got %g instead.", name, kind,
+                       min, d);
     if (d > max)
         return invalid(call, name, w == W_INT ? "integer_above_max_value" : "decimal_above_max_value",
-                       "Invalid '%s': %s above maximum value. Expected a value <= %g, but got %g instead.", name,
-                       kind, max, d);
+                       "Invalid '%s': %s above maximum value. Expected a value <= %g, but got %g instead.", name, kind,
+                       max, d);
     return true;
 }
 
@@ -133,12 +146,41 @@ static bool missing(struct sb_emu_call *call, const char *param)
 
 /* ---- request validation ---------------------------------------------------------- */
 
-static const char *const known_params[] = {
-    "model", "messages", "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
-    "max_completion_tokens", "max_tokens", "metadata", "modalities", "n", "parallel_tool_calls", "prediction",
-    "presence_penalty", "prompt_cache_key", "reasoning_effort", "response_format", "safety_identifier", "seed",
-    "service_tier", "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools",
-    "top_logprobs", "top_p", "user", "verbosity", "web_search_options", NULL};
+static const char *const known_params[] = {"model",
+                                           "messages",
+                                           "audio",
+                                           "frequency_penalty",
+                                           "function_call",
+                                           "functions",
+                                           "logit_bias",
+                                           "logprobs",
+                                           "max_completion_tokens",
+                                           "max_tokens",
+                                           "metadata",
+                                           "modalities",
+                                           "n",
+                                           "parallel_tool_calls",
+                                           "prediction",
+                                           "presence_penalty",
+                                           "prompt_cache_key",
+                                           "reasoning_effort",
+                                           "response_format",
+                                           "safety_identifier",
+                                           "seed",
+                                           "service_tier",
+                                           "stop",
+                                           "store",
+                                           "stream",
+                                           "stream_options",
+                                           "temperature",
+                                           "tool_choice",
+                                           "tools",
+                                           "top_logprobs",
+                                           "top_p",
+                                           "user",
+                                           "verbosity",
+                                           "web_search_options",
+                                           NULL};
 
 static bool in_list(const char *s, const char *const *list)
 {
@@ -177,8 +219,8 @@ static bool check_file_part(struct sb_emu_call *call, const json_t *file, size_t
         if (json_object_get(file, "file_id"))
             return true;
         snprintf(param, sizeof param, "messages[%zu].content[%zu].file", mi, pi);
-        return invalid(call, param, "invalid_value",
-                       "Invalid '%s': either 'file_id' or 'file_data' must be provided.", param);
+        return invalid(call, param, "invalid_value", "Invalid '%s': either 'file_id' or 'file_data' must be provided.",
+                       param);
     }
     snprintf(param, sizeof param, "messages[%zu].content[%zu].file.file_data", mi, pi);
     struct sb_emu_data_url du;
@@ -311,7 +353,7 @@ static bool check_content(struct sb_emu_call *call, const char *role, const json
                        param);
     size_t pi;
     json_t *part;
-    json_array_foreach(content, pi, part) {
+    json_array_foreach (content, pi, part) {
         if (!check_part(call, role, part, mi, pi))
             return false;
     }
@@ -326,7 +368,7 @@ static bool check_tool_calls(struct sb_emu_call *call, const json_t *tcs, size_t
         return false;
     size_t ti;
     json_t *tc;
-    json_array_foreach(tcs, ti, tc) {
+    json_array_foreach (tcs, ti, tc) {
         snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu]", mi, ti);
         if (!check_type(call, tc, param, W_OBJECT))
             return false;
@@ -361,8 +403,8 @@ static bool check_tool_calls(struct sb_emu_call *call, const json_t *tcs, size_t
 static bool check_message_keys(struct sb_emu_call *call, const char *role, const json_t *m, size_t mi)
 {
     static const char *const sys_keys[] = {"role", "content", "name", NULL};
-    static const char *const assistant_keys[] = {"role", "content", "name", "refusal", "tool_calls",
-                                                 "function_call", "audio", NULL};
+    static const char *const assistant_keys[] = {"role",       "content",       "name",  "refusal",
+                                                 "tool_calls", "function_call", "audio", NULL};
     /* "name" on tool messages is legacy but still accepted upstream. */
     static const char *const tool_keys[] = {"role", "content", "tool_call_id", "name", NULL};
     const char *const *allowed = sys_keys;
@@ -372,10 +414,12 @@ static bool check_message_keys(struct sb_emu_call *call, const char *role, const
         allowed = tool_keys;
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)m, key, v) {
+    json_object_foreach ((json_t *)m, key, v) {
         if (!in_list(key, allowed)) {
-            return invalid(call, NULL, NULL, "Additional properties are not allowed ('%.64s' was unexpected) - "
-                           "'messages.%zu'", key, mi);
+            return invalid(call, NULL, NULL,
+                           "Additional properties are not allowed ('%.64s' was unexpected) - "
+                           "'messages.%zu'",
+                           key, mi);
         }
     }
     return true;
@@ -456,7 +500,7 @@ static bool tool_calls_have_id(const json_t *assistant, const char *id)
 {
     size_t i;
     json_t *tc;
-    json_array_foreach(json_object_get(assistant, "tool_calls"), i, tc) {
+    json_array_foreach (json_object_get(assistant, "tool_calls"), i, tc) {
         const char *tid = json_string_value(json_object_get(tc, "id"));
         if (tid && !strcmp(tid, id))
             return true;
@@ -464,7 +508,8 @@ static bool tool_calls_have_id(const json_t *assistant, const char *id)
     return false;
 }
 
-/* Tool messages must answer the tool_calls of the assistant message before them, and every tool call must be answered. */
+/* Tool messages must answer the tool_calls of the assistant message before them, and every tool call must be answered.
+ */
 static bool check_tool_sequence(struct sb_emu_call *call, const json_t *messages)
 {
     size_t n = json_array_size(messages);
@@ -474,14 +519,14 @@ static bool check_tool_sequence(struct sb_emu_call *call, const json_t *messages
         const char *role = json_string_value(json_object_get(m, "role"));
         if (!strcmp(role, "tool")) {
             size_t j = i;
-            while (j > 0 && !strcmp(json_string_value(json_object_get(json_array_get(messages, j - 1), "role")),
-                                    "tool"))
+            while (j > 0 &&
+                   !strcmp(json_string_value(json_object_get(json_array_get(messages, j - 1), "role")), "tool"))
                 j--;
             json_t *prev = j > 0 ? json_array_get(messages, j - 1) : NULL;
             json_t *tcs = prev ? json_object_get(prev, "tool_calls") : NULL;
             snprintf(param, sizeof param, "messages.[%zu].role", i);
-            if (!prev || strcmp(json_string_value(json_object_get(prev, "role")), "assistant") ||
-                !json_is_array(tcs) || json_array_size(tcs) == 0)
+            if (!prev || strcmp(json_string_value(json_object_get(prev, "role")), "assistant") || !json_is_array(tcs) ||
+                json_array_size(tcs) == 0)
                 return invalid(call, param, NULL,
                                "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
                                "message with 'tool_calls'.");
@@ -494,7 +539,7 @@ static bool check_tool_sequence(struct sb_emu_call *call, const json_t *messages
         } else if (!strcmp(role, "assistant") && json_is_array(json_object_get(m, "tool_calls"))) {
             size_t k;
             json_t *tc;
-            json_array_foreach(json_object_get(m, "tool_calls"), k, tc) {
+            json_array_foreach (json_object_get(m, "tool_calls"), k, tc) {
                 const char *id = json_string_value(json_object_get(tc, "id"));
                 bool answered = false;
                 for (size_t j = i + 1; j < n; j++) {
@@ -557,14 +602,13 @@ static bool check_tool_choice_object(struct sb_emu_call *call, const json_t *cho
         return false;
     size_t i;
     json_t *tool;
-    json_array_foreach(tools, i, tool) {
+    json_array_foreach (tools, i, tool) {
         const char *n = json_string_value(json_object_get(json_object_get(tool, "function"), "name"));
         if (n && !strcmp(n, json_string_value(name)))
             return true;
     }
     return invalid(call, "tool_choice", "invalid_value",
-                   "Invalid value for 'tool_choice': function '%.64s' not found in 'tools'.",
-                   json_string_value(name));
+                   "Invalid value for 'tool_choice': function '%.64s' not found in 'tools'.", json_string_value(name));
 }
 
 static bool check_tools(struct sb_emu_call *call)
@@ -589,7 +633,7 @@ static bool check_tools(struct sb_emu_call *call)
     char param[PARAM_MAX];
     size_t i;
     json_t *t;
-    json_array_foreach(tools, i, t) {
+    json_array_foreach (tools, i, t) {
         snprintf(param, sizeof param, "tools[%zu]", i);
         if (!check_type(call, t, param, W_OBJECT))
             return false;
@@ -683,7 +727,7 @@ static bool check_metadata(struct sb_emu_call *call)
     const char *k;
     json_t *v;
     char param[PARAM_MAX];
-    json_object_foreach(md, k, v) {
+    json_object_foreach (md, k, v) {
         if (strlen(k) > 64)
             return invalid(call, "metadata", "invalid_value",
                            "Invalid 'metadata': key '%.64s...' is too long. Expected a key with maximum length 64, but "
@@ -710,7 +754,7 @@ static bool check_logit_bias(struct sb_emu_call *call)
     const char *k;
     json_t *v;
     char param[PARAM_MAX];
-    json_object_foreach(lb, k, v) {
+    json_object_foreach (lb, k, v) {
         if (!*k || strspn(k, "0123456789") != strlen(k))
             return invalid(call, "logit_bias", "invalid_value",
                            "Invalid key in 'logit_bias': %.32s. Expected an integer token ID.", k);
@@ -734,7 +778,7 @@ static bool check_output_modalities(struct sb_emu_call *call)
     bool audio_out = false;
     size_t i;
     json_t *v;
-    json_array_foreach(mods, i, v) {
+    json_array_foreach (mods, i, v) {
         snprintf(param, sizeof param, "modalities[%zu]", i);
         if (!check_type(call, v, param, W_STRING))
             return false;
@@ -789,7 +833,7 @@ static bool check_stop(struct sb_emu_call *call)
     char param[PARAM_MAX];
     size_t i;
     json_t *s;
-    json_array_foreach(stop, i, s) {
+    json_array_foreach (stop, i, s) {
         snprintf(param, sizeof param, "stop[%zu]", i);
         if (!check_type(call, s, param, W_STRING))
             return false;
@@ -848,13 +892,13 @@ static bool messages_mention_json(const json_t *messages)
 {
     size_t i;
     json_t *m;
-    json_array_foreach(messages, i, m) {
+    json_array_foreach (messages, i, m) {
         json_t *content = json_object_get(m, "content");
         if (json_is_string(content) && strcasestr(json_string_value(content), "json"))
             return true;
         size_t k;
         json_t *part;
-        json_array_foreach(content, k, part) {
+        json_array_foreach (content, k, part) {
             const char *text = json_string_value(json_object_get(part, "text"));
             if (text && strcasestr(text, "json"))
                 return true;
@@ -868,7 +912,7 @@ static bool check_params(struct sb_emu_call *call)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(call->json, key, v) {
+    json_object_foreach (call->json, key, v) {
         if (!in_list(key, known_params))
             return invalid(call, NULL, NULL, "Unrecognized request argument supplied: %.64s", key);
     }
@@ -907,7 +951,8 @@ static bool check_params(struct sb_emu_call *call)
     static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max", NULL};
     static const char *const tiers[] = {"auto", "default", "flex", "scale", "priority", NULL};
     static const char *const verbosities[] = {"low", "medium", "high", NULL};
-    if (!check_opt_enum(call, "reasoning_effort", efforts, "'none', 'minimal', 'low', 'medium', 'high', 'xhigh', and 'max'") ||
+    if (!check_opt_enum(call, "reasoning_effort", efforts,
+                        "'none', 'minimal', 'low', 'medium', 'high', 'xhigh', and 'max'") ||
         !check_opt_enum(call, "service_tier", tiers, "'auto', 'default', 'flex', 'scale', and 'priority'") ||
         !check_opt_enum(call, "verbosity", verbosities, "'low', 'medium', and 'high'") || !check_metadata(call) ||
         !check_logit_bias(call) || !check_output_modalities(call))
@@ -933,7 +978,7 @@ static bool check_params(struct sb_emu_call *call)
 
     size_t i;
     json_t *m;
-    json_array_foreach(messages, i, m) {
+    json_array_foreach (messages, i, m) {
         if (!check_message(call, m, i))
             return false;
     }

@@ -578,10 +578,10 @@ static void leak_error(struct sb_emu_call *call, int status, const char *message
     }
     struct sb_emu_reply *rep = &call->reply;
     sb_emu_reply_stream_start(rep);
-    json_t *created = json_pack("{s:s, s:i, s:{s:s, s:s, s:I, s:s, s:s, s:[], s:n}}", "type", "response.created",
-                                "sequence_number", 0, "response", "id", "resp_leak", "object", "response",
-                                "created_at", (json_int_t)time(NULL), "status", "in_progress", "model",
-                                call->model ? call->model : "", "output", "error");
+    json_t *created =
+        json_pack("{s:s, s:i, s:{s:s, s:s, s:I, s:s, s:s, s:[], s:n}}", "type", "response.created", "sequence_number",
+                  0, "response", "id", "resp_leak", "object", "response", "created_at", (json_int_t)time(NULL),
+                  "status", "in_progress", "model", call->model ? call->model : "", "output", "error");
     sb_emu_reply_sse(rep, "response.created", created, "\n\n");
     json_decref(created);
     json_t *err = json_pack("{s:s, s:s, s:s, s:n, s:i}", "type", "error", "code", "server_error", "message", message,

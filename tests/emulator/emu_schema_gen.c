@@ -98,14 +98,14 @@ static bool contains_ref(const json_t *s, int depth)
             return true;
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)s, k, v) {
+        json_object_foreach ((json_t *)s, k, v) {
             if (contains_ref(v, depth + 1))
                 return true;
         }
     } else if (json_is_array(s)) {
         size_t i;
         json_t *v;
-        json_array_foreach(s, i, v) {
+        json_array_foreach (s, i, v) {
             if (contains_ref(v, depth + 1))
                 return true;
         }
@@ -125,7 +125,7 @@ static bool type_allows(const json_t *s, const char *t)
     }
     size_t i;
     json_t *v;
-    json_array_foreach(type, i, v) {
+    json_array_foreach (type, i, v) {
         const char *n = json_string_value(v);
         if (n && (!strcmp(n, t) || (!strcmp(t, "integer") && !strcmp(n, "number"))))
             return true;
@@ -144,7 +144,7 @@ static const char *pick_type(const json_t *s, bool deep)
             return "null";
         size_t i;
         json_t *v;
-        json_array_foreach(type, i, v) {
+        json_array_foreach (type, i, v) {
             if (json_is_string(v) && strcmp(json_string_value(v), "null"))
                 return json_string_value(v);
         }
@@ -338,13 +338,13 @@ static json_t *merge_all_of(struct gen *g, const json_t *s)
     json_object_del(merged, "allOf");
     size_t i;
     json_t *branch;
-    json_array_foreach(json_object_get(s, "allOf"), i, branch) {
+    json_array_foreach (json_object_get(s, "allOf"), i, branch) {
         const json_t *b = deref(g->root, branch);
         if (!json_is_object(b))
             continue;
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)b, k, v) {
+        json_object_foreach ((json_t *)b, k, v) {
             json_t *have = json_object_get(merged, k);
             if (!strcmp(k, "properties") && json_is_object(v)) {
                 if (!json_is_object(have)) {
@@ -370,7 +370,7 @@ static bool in_required(const json_t *required, const char *key)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(required, i, r) {
+    json_array_foreach (required, i, r) {
         if (json_is_string(r) && !strcmp(json_string_value(r), key))
             return true;
     }
@@ -384,14 +384,14 @@ static json_t *gen_object(struct gen *g, const json_t *s, int depth, bool deep)
     json_t *required = json_object_get(s, "required");
     const char *k;
     json_t *sub;
-    json_object_foreach(props, k, sub) {
+    json_object_foreach (props, k, sub) {
         if (deep && !in_required(required, k))
             continue;
         json_object_set_new(out, k, gen(g, sub, depth + 1));
     }
     size_t i;
     json_t *r;
-    json_array_foreach(required, i, r) {
+    json_array_foreach (required, i, r) {
         const char *name = json_string_value(r);
         if (name && !json_object_get(out, name))
             json_object_set_new(out, name, gen(g, json_object_get(props, name), depth + 1));
@@ -455,7 +455,7 @@ static json_t *gen(struct gen *g, const json_t *schema, int depth)
         if (deep) {
             size_t i;
             json_t *b;
-            json_array_foreach(any, i, b) {
+            json_array_foreach (any, i, b) {
                 const json_t *db = deref(g->root, b);
                 if (json_is_object(db) && (type_allows(db, "null") || !contains_ref(db, 0))) {
                     pick = b;
@@ -507,7 +507,7 @@ json_t *sb_emu_schema_violate(const json_t *schema, json_t *instance)
     if (json_is_object(instance)) {
         size_t i;
         json_t *r;
-        json_array_foreach(required, i, r) {
+        json_array_foreach (required, i, r) {
             if (json_is_string(r) && json_object_get(instance, json_string_value(r))) {
                 json_object_del(instance, json_string_value(r));
                 return instance;
@@ -604,7 +604,7 @@ static int strict_walk(const json_t *s, struct strict_path *p, char *err, size_t
         json_t *required = json_object_get(s, "required");
         const char *k;
         json_t *v;
-        json_object_foreach(props, k, v) {
+        json_object_foreach (props, k, v) {
             if (!in_required(required, k))
                 return strict_fail(p, err, errlen,
                                    "'required' is required to be supplied and to be an array including every key in "
@@ -614,7 +614,7 @@ static int strict_walk(const json_t *s, struct strict_path *p, char *err, size_t
     }
     const char *k;
     json_t *v;
-    json_object_foreach(props, k, v) {
+    json_object_foreach (props, k, v) {
         if (strict_child(v, p, "properties", k, 0, false, err, errlen) < 0)
             return -EINVAL;
     }
@@ -624,14 +624,14 @@ static int strict_walk(const json_t *s, struct strict_path *p, char *err, size_t
     static const char *const lists[] = {"anyOf", "oneOf", "allOf", "prefixItems"};
     for (size_t l = 0; l < sizeof lists / sizeof *lists; l++) {
         size_t i;
-        json_array_foreach(json_object_get(s, lists[l]), i, v) {
+        json_array_foreach (json_object_get(s, lists[l]), i, v) {
             if (strict_child(v, p, lists[l], NULL, i, true, err, errlen) < 0)
                 return -EINVAL;
         }
     }
     static const char *const defs[] = {"$defs", "definitions"};
     for (size_t d = 0; d < 2; d++) {
-        json_object_foreach(json_object_get(s, defs[d]), k, v) {
+        json_object_foreach (json_object_get(s, defs[d]), k, v) {
             if (strict_child(v, p, defs[d], k, 0, false, err, errlen) < 0)
                 return -EINVAL;
         }

@@ -383,21 +383,36 @@ static void add_reply_headers(struct sb_emu_req *r)
 static const char *status_reason(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 529: return "Overloaded";
+    case 200:
+        return "OK";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Payload Too Large";
+    case 422:
+        return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
+    case 500:
+        return "Internal Server Error";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 529:
+        return "Overloaded";
     }
     return NULL;
 }
@@ -698,15 +713,24 @@ static void req_start(struct sb_emu *emu, struct sb_emu_call *call)
 static const char *method_name(enum evhttp_cmd_type cmd)
 {
     switch (cmd) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    case EVHTTP_REQ_TRACE: return "TRACE";
-    case EVHTTP_REQ_CONNECT: return "CONNECT";
-    case EVHTTP_REQ_PATCH: return "PATCH";
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    case EVHTTP_REQ_TRACE:
+        return "TRACE";
+    case EVHTTP_REQ_CONNECT:
+        return "CONNECT";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
     }
     return "UNKNOWN";
 }
@@ -788,8 +812,8 @@ static void handle_table(struct sb_emu *emu, struct evhttp_request *req, enum ev
 }
 
 /* /_emu/...: the test-control endpoints. Always answered synchronously. */
-static void handle_control(struct sb_emu *emu, struct evhttp_request *req, enum evhttp_cmd_type cmd,
-                           const char *path, const char *query)
+static void handle_control(struct sb_emu *emu, struct evhttp_request *req, enum evhttp_cmd_type cmd, const char *path,
+                           const char *query)
 {
     if (!strcmp(path, "/_emu/health") && cmd == EVHTTP_REQ_GET) {
         send_json_now(req, 200, json_pack("{s:b}", "ok", 1));
@@ -821,8 +845,8 @@ static void handle_control(struct sb_emu *emu, struct evhttp_request *req, enum 
  * (Anthropic takes x-api-key over a bearer token): the journal keeps their
  * names, never their values.
  */
-static const char *const credential_headers[] = {"x-api-key", "x-goog-api-key", "authorization", "api-key",
-                                                 "proxy-authorization", NULL};
+static const char *const credential_headers[] = {"x-api-key", "x-goog-api-key",      "authorization",
+                                                 "api-key",   "proxy-authorization", NULL};
 
 /* Rank of a credential header (lower wins), or -1 if lower is not one. */
 static int credential_rank(const char *lower)
@@ -891,10 +915,10 @@ static json_t *journal_entry(struct sb_emu *emu, const struct sb_emu_call *call,
     bool query_key = false;
     char *q = redact_query(query, &query_key);
     const char *auth_header = auth_rank >= 0 ? credential_headers[auth_rank] : query_key ? "?key" : NULL;
-    json_t *e = json_pack("{s:I, s:I, s:s, s:s, s:s?, s:o, s:s?, s:O?, s:I}", "seq", (json_int_t)++emu->journal_seq,
-                          "time", (json_int_t)sb_now_ms(), "method", call->method, "path", call->path, "query", q,
-                          "headers", headers, "auth_header", auth_header, "body", call->json, "body_bytes",
-                          (json_int_t)call->body_len);
+    json_t *e =
+        json_pack("{s:I, s:I, s:s, s:s, s:s?, s:o, s:s?, s:O?, s:I}", "seq", (json_int_t)++emu->journal_seq, "time",
+                  (json_int_t)sb_now_ms(), "method", call->method, "path", call->path, "query", q, "headers", headers,
+                  "auth_header", auth_header, "body", call->json, "body_bytes", (json_int_t)call->body_len);
     free(q);
     return e;
 }
@@ -999,8 +1023,9 @@ static void on_request(struct evhttp_request *req, void *arg)
              !strncmp(path, "/v1beta/", 8))
         handle_v1(emu, req, cmd, path, query);
     else
-        send_json_now(req, 404, json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", "Not found", "type",
-                                          "invalid_request_error", "param", "code"));
+        send_json_now(req, 404,
+                      json_pack("{s:{s:s, s:s, s:n, s:n}}", "error", "message", "Not found", "type",
+                                "invalid_request_error", "param", "code"));
 }
 
 /* ---- lifecycle ----------------------------------------------------------------- */

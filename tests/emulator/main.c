@@ -645,8 +645,8 @@
  *   requests that named that model (counted whatever the outcome: auth and validation errors
  *   too); faults = those that got an injected fault: status/quota, context (exceeded), latency >
  *   0, hang, drop, malformed, trickle, reset, leak_key, bad_key, key_forbidden, and for streams
- *   endless, reset_after, hang_after, drop_after, whether asked in-band or by a route. Tests count upstream attempts with them;
- *   DELETE /_emu/stats forgets them.
+ *   endless, reset_after, hang_after, drop_after, whether asked in-band or by a route. Tests count upstream attempts
+ * with them; DELETE /_emu/stats forgets them.
  *
  * Scenarios (emu_scenarios.c): the emulator playing the model for a real coding-agent client
  * (Codex CLI, Claude Code, Gemini CLI, the OpenAI Agents SDK), whose prompts start with the
@@ -716,60 +716,61 @@ static void usage(void)
 static void help(void)
 {
     usage();
-    fprintf(stderr,
-            "\nUpstream protocols, each validated like the real API (unknown fields -> 400 in its own error body):\n"
-            "  POST /v1/chat/completions  OpenAI Chat Completions   (Authorization: Bearer KEY)\n"
-            "  POST /v1/responses         OpenAI Responses          (Authorization: Bearer KEY)\n"
-            "  POST /v1/messages          Anthropic Messages        (x-api-key: KEY, anthropic-version required)\n"
-            "  POST /v1beta/models/M:generateContent | :streamGenerateContent[?alt=sse] | :countTokens\n"
-            "                             Gemini                    (x-goog-api-key: KEY or ?key=KEY)\n"
-            "  GET  /v1/models, /v1beta/models; POST /v1/messages/count_tokens, /v1/responses/input_tokens\n"
-            "Same answers everywhere: \"You said: <last user text>\" + \" [image: ...]\" / \" [audio: wav, N bytes]\"\n"
-            "  / \" [file: name, mime, N bytes(: text preview)]\" per attachment; \"Tool result: <text>\" after a tool\n"
-            "  result; n / candidateCount choices with \" #k\" appended to choice k >= 1 (emu-single* models: n must\n"
-            "  be 1); stop sequences and max tokens (words) cut the text.\n"
-            "Structured output (response_format / text.format / output_config.format / responseSchema):\n"
-            "  a deterministic instance of the schema (first free-form string = last user text);\n"
-            "  JSON without a schema: {\"echo\":\"<last user text>\"}.\n"
-            "Reasoning \"Reasoning (<effort|budget|level>) about: <text>\": Chat reasoning_content, Responses\n"
-            "  reasoning item (encrypted \"emu-enc:<base64>\" with include reasoning.encrypted_content; sent back,\n"
-            "  the reply ends \" [reasoning seen: <text>]\"), Messages thinking block signed \"emu-sig:<base64>\"\n"
-            "  (required intact on later turns), Gemini thought part + thoughtSignature base64(\"emu-ts:<fn>\") on\n"
-            "  function calls (required back while thinking).\n"
-            "Forced tool choice (required / any / tool / ANY): a call with arguments generated from the schema.\n"
-            "Built-in web search tools (Responses web_search, Messages web_search_*, Gemini googleSearch):\n"
-            "  a search item/block, then \"Searched: <text>\".\n"
-            "Directives in the last user message:\n"
-            "  [[emu:status=NNN]] [[emu:latency=MS]] [[emu:hang]] [[emu:drop]] [[emu:length]]\n"
-            "  [[emu:malformed]] [[emu:chunk_delay=MS]] [[emu:hang_after=N]] [[emu:drop_after=N]]\n"
-            "  [[emu:refuse]]  refusal \"I'm sorry, I can't help with that.\" (Messages stop_reason refusal,\n"
-            "                  Gemini finishReason SAFETY)\n"
-            "  [[emu:schema_violation]]  structured output / forced tool arguments break the schema\n"
-            "  [[emu:schema_violation_once=TAG]]  only the first time TAG is seen\n"
-            "  CALL <name> {json}  one tool call per line\n"
-            "Faults (every protocol, its own error body):\n"
-            "  [[emu:retry_after=S]]  Retry-After: S on an error (429 without it: Retry-After: 1)\n"
-            "  [[emu:quota]]          429 insufficient_quota (OpenAI) / quota RESOURCE_EXHAUSTED (Gemini)\n"
-            "  [[emu:trickle=MS]]     body (or stream) in 16-byte pieces, MS apart\n"
-            "  [[emu:reset]]          headers and half the body, then a TCP reset (ECONNRESET)\n"
-            "  [[emu:reset_after=N]]  stream: N events, then a TCP reset\n"
-            "  [[emu:endless]]        stream: content deltas every chunk_delay ms (default 50), never the end\n"
-            "  [[emu:context_exceeded]]  400 context length exceeded; [[emu:context=N]] only above N input tokens\n"
-            "Streaming in every protocol with its own SSE event sequence.\n"
-            "Control: GET /_emu/health, GET|DELETE /_emu/requests (journal; credentials by header name only),\n"
-            "  GET|DELETE /_emu/stats (by_model: requests and faults per upstream model),\n"
-            "  PUT /_emu/faults/{model} {\"directives\":\"status=503 retry_after=2\",\"count\":3} (route faults:\n"
-            "  the next count requests for that model, 0/absent = all until cleared), GET|DELETE /_emu/faults,\n"
-            "  GET|DELETE /_emu/faults/{model}.\n"
-            "Scenarios (play the model for a real client whose prompts start with its own text):\n"
-            "  PUT /_emu/scenarios/{model} {\"tool\":\"^shell$\",\"arguments\":{...},\n"
-            "  \"after_result\":\"Done: {{result}}\",\"answer\":\"...\"} (every field optional; tool: a POSIX\n"
-            "  extended regex on tool names):\n"
-            "  for requests to that model, 1. a last turn that is the result of a matching tool's call ->\n"
-            "  after_result ({{result}} = its first 200 bytes); 2. else a matching tool offered -> one call of\n"
-            "  the first with arguments; 3. else answer (absent: the usual answer). Precedes CALL lines;\n"
-            "  validation and faults unchanged. GET|DELETE /_emu/scenarios, GET|DELETE /_emu/scenarios/{model}.\n"
-            "Full reference: the comment at the top of tests/emulator/main.c.\n");
+    fprintf(
+        stderr,
+        "\nUpstream protocols, each validated like the real API (unknown fields -> 400 in its own error body):\n"
+        "  POST /v1/chat/completions  OpenAI Chat Completions   (Authorization: Bearer KEY)\n"
+        "  POST /v1/responses         OpenAI Responses          (Authorization: Bearer KEY)\n"
+        "  POST /v1/messages          Anthropic Messages        (x-api-key: KEY, anthropic-version required)\n"
+        "  POST /v1beta/models/M:generateContent | :streamGenerateContent[?alt=sse] | :countTokens\n"
+        "                             Gemini                    (x-goog-api-key: KEY or ?key=KEY)\n"
+        "  GET  /v1/models, /v1beta/models; POST /v1/messages/count_tokens, /v1/responses/input_tokens\n"
+        "Same answers everywhere: \"You said: <last user text>\" + \" [image: ...]\" / \" [audio: wav, N bytes]\"\n"
+        "  / \" [file: name, mime, N bytes(: text preview)]\" per attachment; \"Tool result: <text>\" after a tool\n"
+        "  result; n / candidateCount choices with \" #k\" appended to choice k >= 1 (emu-single* models: n must\n"
+        "  be 1); stop sequences and max tokens (words) cut the text.\n"
+        "Structured output (response_format / text.format / output_config.format / responseSchema):\n"
+        "  a deterministic instance of the schema (first free-form string = last user text);\n"
+        "  JSON without a schema: {\"echo\":\"<last user text>\"}.\n"
+        "Reasoning \"Reasoning (<effort|budget|level>) about: <text>\": Chat reasoning_content, Responses\n"
+        "  reasoning item (encrypted \"emu-enc:<base64>\" with include reasoning.encrypted_content; sent back,\n"
+        "  the reply ends \" [reasoning seen: <text>]\"), Messages thinking block signed \"emu-sig:<base64>\"\n"
+        "  (required intact on later turns), Gemini thought part + thoughtSignature base64(\"emu-ts:<fn>\") on\n"
+        "  function calls (required back while thinking).\n"
+        "Forced tool choice (required / any / tool / ANY): a call with arguments generated from the schema.\n"
+        "Built-in web search tools (Responses web_search, Messages web_search_*, Gemini googleSearch):\n"
+        "  a search item/block, then \"Searched: <text>\".\n"
+        "Directives in the last user message:\n"
+        "  [[emu:status=NNN]] [[emu:latency=MS]] [[emu:hang]] [[emu:drop]] [[emu:length]]\n"
+        "  [[emu:malformed]] [[emu:chunk_delay=MS]] [[emu:hang_after=N]] [[emu:drop_after=N]]\n"
+        "  [[emu:refuse]]  refusal \"I'm sorry, I can't help with that.\" (Messages stop_reason refusal,\n"
+        "                  Gemini finishReason SAFETY)\n"
+        "  [[emu:schema_violation]]  structured output / forced tool arguments break the schema\n"
+        "  [[emu:schema_violation_once=TAG]]  only the first time TAG is seen\n"
+        "  CALL <name> {json}  one tool call per line\n"
+        "Faults (every protocol, its own error body):\n"
+        "  [[emu:retry_after=S]]  Retry-After: S on an error (429 without it: Retry-After: 1)\n"
+        "  [[emu:quota]]          429 insufficient_quota (OpenAI) / quota RESOURCE_EXHAUSTED (Gemini)\n"
+        "  [[emu:trickle=MS]]     body (or stream) in 16-byte pieces, MS apart\n"
+        "  [[emu:reset]]          headers and half the body, then a TCP reset (ECONNRESET)\n"
+        "  [[emu:reset_after=N]]  stream: N events, then a TCP reset\n"
+        "  [[emu:endless]]        stream: content deltas every chunk_delay ms (default 50), never the end\n"
+        "  [[emu:context_exceeded]]  400 context length exceeded; [[emu:context=N]] only above N input tokens\n"
+        "Streaming in every protocol with its own SSE event sequence.\n"
+        "Control: GET /_emu/health, GET|DELETE /_emu/requests (journal; credentials by header name only),\n"
+        "  GET|DELETE /_emu/stats (by_model: requests and faults per upstream model),\n"
+        "  PUT /_emu/faults/{model} {\"directives\":\"status=503 retry_after=2\",\"count\":3} (route faults:\n"
+        "  the next count requests for that model, 0/absent = all until cleared), GET|DELETE /_emu/faults,\n"
+        "  GET|DELETE /_emu/faults/{model}.\n"
+        "Scenarios (play the model for a real client whose prompts start with its own text):\n"
+        "  PUT /_emu/scenarios/{model} {\"tool\":\"^shell$\",\"arguments\":{...},\n"
+        "  \"after_result\":\"Done: {{result}}\",\"answer\":\"...\"} (every field optional; tool: a POSIX\n"
+        "  extended regex on tool names):\n"
+        "  for requests to that model, 1. a last turn that is the result of a matching tool's call ->\n"
+        "  after_result ({{result}} = its first 200 bytes); 2. else a matching tool offered -> one call of\n"
+        "  the first with arguments; 3. else answer (absent: the usual answer). Precedes CALL lines;\n"
+        "  validation and faults unchanged. GET|DELETE /_emu/scenarios, GET|DELETE /_emu/scenarios/{model}.\n"
+        "Full reference: the comment at the top of tests/emulator/main.c.\n");
 }
 
 static int parse_long(const char *s, long min, long max, long *out)
@@ -874,8 +875,8 @@ int main(int argc, char **argv)
     sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     if (!sigint || !sigterm || evsignal_add(sigint, NULL) < 0 || evsignal_add(sigterm, NULL) < 0)
         goto fail;
-    sb_info("listening on %s:%d%s%s", host, sb_emu_port(emu), cfg.require_key && *cfg.require_key ? " (key required)" : "",
-            cfg.latency_ms ? " (latency set)" : "");
+    sb_info("listening on %s:%d%s%s", host, sb_emu_port(emu),
+            cfg.require_key && *cfg.require_key ? " (key required)" : "", cfg.latency_ms ? " (latency set)" : "");
     if (event_base_dispatch(base) < 0)
         goto fail;
     rc = 0;

@@ -15,7 +15,7 @@
 #define FUZZ_REQUIRE(cond)                                                                                             \
     do {                                                                                                               \
         if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                              \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                               \
             abort();                                                                                                   \
         }                                                                                                              \
     } while (0)

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "fe_body.h"
+#include "fuzz.h"
 
 /* The depth and element count of a parsed value, as fe_body_stats_t. */
 static void fuzz_body_measure(const json_t *v, int level, int *depth, size_t *elements)
@@ -36,7 +36,8 @@ static void fuzz_body_measure(const json_t *v, int level, int *depth, size_t *el
         *elements += json_object_size(v);
         const char *k;
         json_t *m;
-        json_object_foreach((json_t *)v, k, m) fuzz_body_measure(m, level + 1, depth, elements);
+        json_object_foreach ((json_t *)v, k, m)
+            fuzz_body_measure(m, level + 1, depth, elements);
     }
 }
 

@@ -23,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "fe_call_ids.h"
 #include "fe_reasoning.h"
 #include "fe_request.h"
+#include "fuzz.h"
 #include "sb_seal.h"
 
 #define FUZZ_CALL_IDS_KEY "4242424242424242424242424242424242424242424242424242424242424242"

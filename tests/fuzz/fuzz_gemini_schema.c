@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "fe_gemini_json.h"
+#include "fuzz.h"
 #include "sb_jschema.h"
 
 /* An error the readers set: a 400 with a message, or none at all. */
@@ -46,9 +46,9 @@ static void fuzz_gemini_readers(const json_t *o)
     json_t *arr = fe_gemini_array(o, "stopSequences", "generation_config", &err);
     if (!arr && err.status)
         FUZZ_REQUIRE(err.status == 400 && err.message[0] != '\0');
-    static const char *const known[] = {"type", "format", "description", "nullable", "enum", "properties",
-                                        "required", "items", "anyOf", "minimum", "maximum", "propertyOrdering",
-                                        NULL};
+    static const char *const known[] = {"type",       "format",           "description", "nullable", "enum",
+                                        "properties", "required",         "items",       "anyOf",    "minimum",
+                                        "maximum",    "propertyOrdering", NULL};
     memset(&err, 0, sizeof err);
     fuzz_gemini_err_ok(fe_gemini_known(o, known, "generation_config.response_schema", &err), &err);
 }

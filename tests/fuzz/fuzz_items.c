@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "fe_items.h"
 #include "fe_structured.h"
 #include "fe_tokens.h"
+#include "fuzz.h"
 
 static void fuzz_items_refused(const fe_error_t *err)
 {

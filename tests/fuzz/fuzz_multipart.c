@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "fe_multipart.h"
+#include "fuzz.h"
 
 #define FUZZ_MULTIPART_MAX_PARTS 32
 

@@ -57,8 +57,8 @@ static json_t *fuzz_provider_job(const sb_provider_t *provider, unsigned flags)
         json_object_set_new(request, "n", json_integer(2));
     if (flags & FUZZ_PROVIDER_COUNT)
         json_object_set_new(request, "op", json_string(SB_JOB_OP_COUNT_TOKENS));
-    json_t *route = json_pack("{s:s, s:s, s:s, s:i}", "provider", provider->kind, "base_url",
-                              "http://127.0.0.1:9/v1", "upstream_model", "upstream-model", "timeout_ms", 60000);
+    json_t *route = json_pack("{s:s, s:s, s:s, s:i}", "provider", provider->kind, "base_url", "http://127.0.0.1:9/v1",
+                              "upstream_model", "upstream-model", "timeout_ms", 60000);
     return json_pack("{s:s, s:s, s:i, s:o, s:o}", "request_id", "req_fuzz", "model", "fuzz-model", "account_id", 1,
                      "route", route, "request", request);
 }

@@ -72,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_REQUIRE(strstr(o, secret) == NULL);
         /* the planted one is gone (the text may hold copies without a word
          * boundary, which are not key-shaped and stay) */
-        FUZZ_REQUIRE(fuzz_count(o, "sk-proj-AbC123dEf456GhI789jKl") < fuzz_count(glued, "sk-proj-AbC123dEf456GhI789jKl"));
+        FUZZ_REQUIRE(fuzz_count(o, "sk-proj-AbC123dEf456GhI789jKl") <
+                     fuzz_count(glued, "sk-proj-AbC123dEf456GhI789jKl"));
         free(o);
         free(glued);
     }

@@ -49,9 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(err);
     } else {
         FUZZ_REQUIRE(s != NULL && err == NULL);
-        json_t *message = json_pack("{s:s, s:s, s:s, s:[{s:s, s:O, s:[]}]}", "type", "message", "id", "msg_1",
-                                    "role", "assistant", "content", "type", "output_text", "text", text,
-                                    "annotations");
+        json_t *message = json_pack("{s:s, s:s, s:s, s:[{s:s, s:O, s:[]}]}", "type", "message", "id", "msg_1", "role",
+                                    "assistant", "content", "type", "output_text", "text", text, "annotations");
         json_t *call = json_pack("{s:s, s:s, s:s, s:s, s:O}", "type", "function_call", "id", "fc_1", "call_id",
                                  "call_1", "name", "f", "arguments", text);
         json_t *events = json_pack("[o, o]", sb_event_item_done(0, message), sb_event_item_done(1, call));

@@ -88,8 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)sb_wire_header_bool(msg, "stream");
 
     /* Send it back as the peer would and receive it again. */
-    rc = sb_wire_send(fuzz_wire_out, msg->routing_id, msg->cmd, msg->header,
-                      msg->body ? zframe_data(msg->body) : NULL, msg->body ? zframe_size(msg->body) : 0);
+    rc = sb_wire_send(fuzz_wire_out, msg->routing_id, msg->cmd, msg->header, msg->body ? zframe_data(msg->body) : NULL,
+                      msg->body ? zframe_size(msg->body) : 0);
     FUZZ_REQUIRE(rc == 0);
     sb_wire_msg_t *again = NULL;
     rc = fuzz_wire_recv(router, &again);
@@ -97,8 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_REQUIRE(again->cmd == msg->cmd);
     FUZZ_REQUIRE(json_equal(again->header, msg->header) || (!again->header && !msg->header));
     if (msg->header) /* sb_wire_send sends a body only with a header */
-        FUZZ_REQUIRE((again->body != NULL) == (msg->body != NULL) &&
-                     (!msg->body || zframe_eq(again->body, msg->body)));
+        FUZZ_REQUIRE((again->body != NULL) == (msg->body != NULL) && (!msg->body || zframe_eq(again->body, msg->body)));
     if (router)
         FUZZ_REQUIRE(zframe_eq(again->routing_id, msg->routing_id));
     sb_wire_msg_destroy(&again);

@@ -37,7 +37,7 @@ static int sb_test_checks;
         sb_test_checks++;                                                                                              \
         if (sb_a_ != sb_b_) {                                                                                          \
             sb_test_failures++;                                                                                        \
-            fprintf(stderr, "%s:%d: CHECK_INT failed: %lld != %lld (%s vs %s)\n", __FILE__, __LINE__, sb_a_, sb_b_,   \
+            fprintf(stderr, "%s:%d: CHECK_INT failed: %lld != %lld (%s vs %s)\n", __FILE__, __LINE__, sb_a_, sb_b_,    \
                     #a, #b);                                                                                           \
         }                                                                                                              \
     } while (0)

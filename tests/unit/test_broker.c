@@ -21,7 +21,7 @@
 
 static sb_broker_t *B;
 static char FE[128], WK[128];
-static bool use_tcp; /* loopback tcp with ephemeral ports instead of inproc */
+static bool use_tcp;         /* loopback tcp with ephemeral ports instead of inproc */
 static int startup_grace_ms; /* for the next setup; most tests want none (a fresh broker answers at once) */
 
 /* A fresh broker on fresh endpoints. breaker_failures < 0 and
@@ -61,7 +61,10 @@ static void setup(size_t queue_max)
     setup_cfg(queue_max, -1, 0);
 }
 
-static void teardown(void) { sb_broker_destroy(&B); }
+static void teardown(void)
+{
+    sb_broker_destroy(&B);
+}
 
 static zsock_t *peer(const char *endpoint)
 {
@@ -104,7 +107,10 @@ static sb_wire_msg_t *expect_msg(zsock_t *s, int ms, bool want_heartbeat)
     }
 }
 
-static sb_wire_msg_t *expect(zsock_t *s, int ms) { return expect_msg(s, ms, false); }
+static sb_wire_msg_t *expect(zsock_t *s, int ms)
+{
+    return expect_msg(s, ms, false);
+}
 
 /* Expects nothing but heartbeats on s for ms. */
 static void expect_none(zsock_t *s, int ms)

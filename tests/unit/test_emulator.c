@@ -16,8 +16,10 @@
 static void test_echo(struct sb_emu *emu)
 {
     long st;
-    json_t *j = chat(emu, "{\"model\":\"gpt-x\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
-                          "{\"role\":\"user\",\"content\":\"hello  world\"}]}", &st);
+    json_t *j = chat(emu,
+                     "{\"model\":\"gpt-x\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+                     "{\"role\":\"user\",\"content\":\"hello  world\"}]}",
+                     &st);
     CHECK_INT(st, 200);
     CHECK(j != NULL);
     CHECK(!strncmp(jstr(j, "id") ? jstr(j, "id") : "", "chatcmpl-", 9));
@@ -42,9 +44,11 @@ static void test_echo(struct sb_emu *emu)
     json_decref(j);
 
     /* Text parts are joined by one space, attachments acknowledged after them; n gives n choices. */
-    j = chat(emu, "{\"model\":\"m\",\"n\":3,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
-                  "\"text\":\"a\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://example.com/c.png\"}},"
-                  "{\"type\":\"text\",\"text\":\"b\"}]}]}", &st);
+    j = chat(emu,
+             "{\"model\":\"m\",\"n\":3,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+             "\"text\":\"a\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://example.com/c.png\"}},"
+             "{\"type\":\"text\",\"text\":\"b\"}]}]}",
+             &st);
     CHECK_INT(st, 200);
     CHECK_INT(json_array_size(json_object_get(j, "choices")), 3);
     CHECK_INT(json_integer_value(json_object_get(json_array_get(json_object_get(j, "choices"), 2), "index")), 2);
@@ -64,13 +68,13 @@ static void test_validation(struct sb_emu *emu)
     json_decref(j);
 
     static const char *const bad[] = {
-        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",                       /* no model */
-        "{\"model\":\"\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",          /* empty model */
-        "{\"model\":\"m\",\"messages\":[]}",                                             /* empty messages */
-        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]}",             /* content type */
-        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",                          /* no content */
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",                /* no model */
+        "{\"model\":\"\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", /* empty model */
+        "{\"model\":\"m\",\"messages\":[]}",                                     /* empty messages */
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]}",    /* content type */
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",                  /* no content */
         "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"video\"}]}]}",
-        "{\"model\":\"m\",\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",          /* no tool_call_id */
+        "{\"model\":\"m\",\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}", /* no tool_call_id */
         "{\"model\":\"m\",\"messages\":[{\"role\":\"tool\",\"content\":\"x\",\"tool_call_id\":\"c\"}]}",
         "{\"model\":\"m\",\"bogus\":1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
         "{\"model\":\"m\",\"temperature\":3,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
@@ -95,11 +99,13 @@ static void test_validation(struct sb_emu *emu)
     resp_free(&r);
 
     /* Assistant with tool_calls and null content, answered by a tool message. */
-    j = chat(emu, "{\"model\":\"m\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
-                  "\"messages\":[{\"role\":\"user\",\"content\":\"CALL f {}\"},{\"role\":\"assistant\","
-                  "\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{"
-                  "\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"call_1\","
-                  "\"content\":\"sunny\"}]}", &st);
+    j = chat(emu,
+             "{\"model\":\"m\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
+             "\"messages\":[{\"role\":\"user\",\"content\":\"CALL f {}\"},{\"role\":\"assistant\","
+             "\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{"
+             "\"name\":\"f\",\"arguments\":\"{}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"call_1\","
+             "\"content\":\"sunny\"}]}",
+             &st);
     CHECK_INT(st, 200);
     CHECK_STR(jstr(first_message(j), "content"), "Tool result: sunny");
     json_decref(j);
@@ -147,9 +153,11 @@ static void test_directives(struct sb_emu *emu)
 {
     long st;
     /* CALL with the tool declared. */
-    json_t *j = chat(emu, "{\"model\":\"m\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
-                          "\"parameters\":{\"type\":\"object\"}}}],\"messages\":[{\"role\":\"user\",\"content\":"
-                          "\"CALL get_weather {\\\"city\\\":\\\"Paris\\\"}\"}]}", &st);
+    json_t *j = chat(emu,
+                     "{\"model\":\"m\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                     "\"parameters\":{\"type\":\"object\"}}}],\"messages\":[{\"role\":\"user\",\"content\":"
+                     "\"CALL get_weather {\\\"city\\\":\\\"Paris\\\"}\"}]}",
+                     &st);
     CHECK_INT(st, 200);
     json_t *choice = json_array_get(json_object_get(j, "choices"), 0);
     CHECK_STR(jstr(choice, "finish_reason"), "tool_calls");
@@ -313,7 +321,8 @@ static void test_journal_and_hang(struct sb_emu *emu)
     /* A stream that hangs mid-way, then the client leaves. */
     r = http(emu, "POST", "/v1/chat/completions",
              "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"a b c "
-             "[[emu:hang_after=2]]\"}]}", NULL, NULL, 300);
+             "[[emu:hang_after=2]]\"}]}",
+             NULL, NULL, 300);
     CHECK(r.rc == CURLE_OPERATION_TIMEDOUT);
     CHECK(strstr(r.body, "data: ") != NULL);
     resp_free(&r);
@@ -409,7 +418,7 @@ static void expect_400(struct sb_emu *emu, const char *sq, const char *msg_prefi
     "'team':{'type':'array','minItems':2,'maxItems':5,'items':{'$ref':'#/$defs/person'}},"                             \
     "'kind':{'const':'human'},"                                                                                        \
     "'born':{'type':'string','format':'date'}},"                                                                       \
-    "'required':['title','code','status','age','ratio','nickname','owner','team','kind','born'],"                     \
+    "'required':['title','code','status','age','ratio','nickname','owner','team','kind','born'],"                      \
     "'additionalProperties':false,"                                                                                    \
     "'$defs':{'person':{'type':'object','properties':{'name':{'type':'string'},'active':{'type':'boolean'},"           \
     "'parent':{'anyOf':[{'$ref':'#/$defs/person'},{'type':'null'}]}},"                                                 \
@@ -429,23 +438,25 @@ static void check_person(json_t *p, int depth)
 static void test_structured_output(struct sb_emu *emu)
 {
     long st;
-    json_t *j = chat_sq(emu, "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'person-card',"
-                             "'strict':true,'schema':" PERSON_SCHEMA "}},"
-                             "'messages':[{'role':'user','content':'Ada Lovelace [[emu:latency=1]]'}]}", &st);
+    json_t *j = chat_sq(emu,
+                        "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'person-card',"
+                        "'strict':true,'schema':" PERSON_SCHEMA "}},"
+                        "'messages':[{'role':'user','content':'Ada Lovelace [[emu:latency=1]]'}]}",
+                        &st);
     CHECK_INT(st, 200);
     CHECK_STR(jstr(choice_at(j, 0), "finish_reason"), "stop");
     json_t *o = content_json(j);
     CHECK(json_is_object(o));
     /* Every property, in schema order, and nothing else. */
-    static const char *const order[] = {"title", "code", "status", "age", "ratio", "nickname", "owner", "team", "kind",
-                                        "born"};
+    static const char *const order[] = {"title",    "code",  "status", "age",  "ratio",
+                                        "nickname", "owner", "team",   "kind", "born"};
     CHECK_INT(json_object_size(o), 10);
     void *it = json_object_iter(o);
     for (size_t i = 0; i < 10 && it; i++, it = json_object_iter_next(o, it))
         CHECK_STR(json_object_iter_key(it), order[i]);
-    CHECK_STR(jstr(o, "title"), "Ada Lovelace");       /* first string: the user's text, directives removed */
-    CHECK_STR(jstr(o, "code"), "emuxxxxxxxxx");         /* "emu" padded to minLength 12 */
-    CHECK_STR(jstr(o, "status"), "active");             /* first enum value */
+    CHECK_STR(jstr(o, "title"), "Ada Lovelace"); /* first string: the user's text, directives removed */
+    CHECK_STR(jstr(o, "code"), "emuxxxxxxxxx");  /* "emu" padded to minLength 12 */
+    CHECK_STR(jstr(o, "status"), "active");      /* first enum value */
     CHECK_INT(json_integer_value(json_object_get(o, "age")), 18); /* smallest allowed >= 0 */
     CHECK(json_is_integer(json_object_get(o, "age")));
     double ratio = json_number_value(json_object_get(o, "ratio"));
@@ -462,10 +473,12 @@ static void test_structured_output(struct sb_emu *emu)
     json_decref(j);
 
     /* "#" and "#/definitions/..." references, a recursive array: bounded. */
-    j = chat_sq(emu, "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'tree','schema':"
-                     "{'$ref':'#/definitions/node','definitions':{'node':{'type':'object','properties':{"
-                     "'label':{'type':'string'},'kids':{'type':'array','items':{'$ref':'#/definitions/node'}}},"
-                     "'required':['label','kids']}}}}},'messages':[{'role':'user','content':'root'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'tree','schema':"
+                "{'$ref':'#/definitions/node','definitions':{'node':{'type':'object','properties':{"
+                "'label':{'type':'string'},'kids':{'type':'array','items':{'$ref':'#/definitions/node'}}},"
+                "'required':['label','kids']}}}}},'messages':[{'role':'user','content':'root'}]}",
+                &st);
     CHECK_INT(st, 200);
     o = content_json(j);
     CHECK_STR(jstr(o, "label"), "root");
@@ -481,18 +494,22 @@ static void test_structured_output(struct sb_emu *emu)
     json_decref(j);
 
     /* Integers below zero, multipleOf, exclusive bounds, a pattern from the table. */
-    j = chat_sq(emu, "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'nums','schema':"
-                     "{'type':'object','properties':{'neg':{'type':'integer','minimum':-10,'maximum':-3},"
-                     "'mul':{'type':'integer','exclusiveMinimum':5,'multipleOf':4},'cur':{'type':'string',"
-                     "'pattern':'^[A-Z]{3}$'},'s':{'type':'string'}}}}},"
-                     "'messages':[{'role':'user','content':'json please'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'nums','schema':"
+                "{'type':'object','properties':{'neg':{'type':'integer','minimum':-10,'maximum':-3},"
+                "'mul':{'type':'integer','exclusiveMinimum':5,'multipleOf':4},'cur':{'type':'string',"
+                "'pattern':'^[A-Z]{3}$'},'s':{'type':'string'}}}}},"
+                "'messages':[{'role':'user','content':'json please'}]}",
+                &st);
     CHECK_INT(st, 200);
     CHECK_STR(content_at(j, 0), "{\"neg\":-3,\"mul\":8,\"cur\":\"EMU\",\"s\":\"json please\"}");
     json_decref(j);
 
     /* json_object: {"echo": text}; it needs the word "json" in the messages, as upstream. */
-    j = chat_sq(emu, "{'model':'m','response_format':{'type':'json_object'},'messages':[{'role':'system','content':"
-                     "'Answer in JSON.'},{'role':'user','content':'hi there'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'m','response_format':{'type':'json_object'},'messages':[{'role':'system','content':"
+                "'Answer in JSON.'},{'role':'user','content':'hi there'}]}",
+                &st);
     CHECK_INT(st, 200);
     CHECK_STR(content_at(j, 0), "{\"echo\":\"hi there\"}");
     json_decref(j);
@@ -505,20 +522,24 @@ static void test_structured_output(struct sb_emu *emu)
                "response_format.type");
     expect_400(emu, "{'model':'m','response_format':{'type':'json_schema'},'messages':[{'role':'user','content':'x'}]}",
                "Missing required parameter: 'response_format.json_schema'.", "response_format.json_schema");
-    expect_400(emu, "{'model':'m','response_format':{'type':'json_schema','json_schema':{'schema':{}}},"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','response_format':{'type':'json_schema','json_schema':{'schema':{}}},"
+               "'messages':[{'role':'user','content':'x'}]}",
                "Missing required parameter: 'response_format.json_schema.name'.", "response_format.json_schema.name");
-    expect_400(emu, "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'a b','schema':{}}},"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'a b','schema':{}}},"
+               "'messages':[{'role':'user','content':'x'}]}",
                "Invalid 'response_format.json_schema.name': string does not match pattern.",
                "response_format.json_schema.name");
-    expect_400(emu, "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'a','schema':[1]}},"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'a','schema':[1]}},"
+               "'messages':[{'role':'user','content':'x'}]}",
                "Invalid type for 'response_format.json_schema.schema': expected an object",
                "response_format.json_schema.schema");
-    expect_400(emu, "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'a','strict':true,"
-                    "'schema':{'type':'object','properties':{'a':{'type':'string'}}}}},"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'a','strict':true,"
+               "'schema':{'type':'object','properties':{'a':{'type':'string'}}}}},"
+               "'messages':[{'role':'user','content':'x'}]}",
                "Invalid schema for response_format 'a': In context=(), 'additionalProperties' is required to be "
                "supplied and to be false.",
                "response_format");
@@ -534,8 +555,10 @@ static void test_schema_violation(struct sb_emu *emu)
     long st;
     /* Always: the first required property is missing. */
     for (int i = 0; i < 2; i++) {
-        json_t *j = chat_sq(emu, "{'model':'m'," VIOLATION_FORMAT ",'messages':[{'role':'user','content':"
-                                 "'q [[emu:schema_violation]]'}]}", &st);
+        json_t *j = chat_sq(emu,
+                            "{'model':'m'," VIOLATION_FORMAT ",'messages':[{'role':'user','content':"
+                            "'q [[emu:schema_violation]]'}]}",
+                            &st);
         CHECK_INT(st, 200);
         json_t *o = content_json(j);
         CHECK(json_is_object(o));
@@ -564,9 +587,11 @@ static void test_schema_violation(struct sb_emu *emu)
         json_decref(j);
     }
     /* A schema whose root is not an object: the wrong type. */
-    json_t *j = chat_sq(emu, "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'s',"
-                             "'schema':{'type':'string'}}},'messages':[{'role':'user','content':"
-                             "'q [[emu:schema_violation]]'}]}", &st);
+    json_t *j = chat_sq(emu,
+                        "{'model':'m','response_format':{'type':'json_schema','json_schema':{'name':'s',"
+                        "'schema':{'type':'string'}}},'messages':[{'role':'user','content':"
+                        "'q [[emu:schema_violation]]'}]}",
+                        &st);
     CHECK_INT(st, 200);
     json_t *o = content_json(j);
     CHECK(o != NULL && !json_is_string(o));
@@ -580,8 +605,10 @@ static void test_schema_violation(struct sb_emu *emu)
 static void test_reasoning(struct sb_emu *emu)
 {
     long st;
-    json_t *j = chat_sq(emu, "{'model':'m','reasoning_effort':'high','messages':[{'role':'user','content':"
-                             "'why is the sky blue'}]}", &st);
+    json_t *j = chat_sq(emu,
+                        "{'model':'m','reasoning_effort':'high','messages':[{'role':'user','content':"
+                        "'why is the sky blue'}]}",
+                        &st);
     CHECK_INT(st, 200);
     json_t *msg = first_message(j);
     CHECK_STR(jstr(msg, "reasoning_content"), "Reasoning (high) about: why is the sky blue");
@@ -600,7 +627,8 @@ static void test_reasoning(struct sb_emu *emu)
     json_decref(j);
 
     expect_400(emu, "{'model':'m','reasoning_effort':'maximum','messages':[{'role':'user','content':'x'}]}",
-               "Invalid value: 'maximum'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', 'xhigh', and 'max'.",
+               "Invalid value: 'maximum'. Supported values are: 'none', 'minimal', 'low', 'medium', 'high', 'xhigh', "
+               "and 'max'.",
                "reasoning_effort");
     expect_400(emu, "{'model':'m','reasoning_effort':3,'messages':[{'role':'user','content':'x'}]}",
                "Invalid type for 'reasoning_effort': expected a string", "reasoning_effort");
@@ -626,16 +654,18 @@ static void test_content_parts(struct sb_emu *emu)
 {
     long st;
     /* png "\x89PNG\r\n\x1a\n" (8 bytes); wav "RIFF" (4); pdf "%PDF-1.4" (8); text "hello\nworld" (11). */
-    json_t *j = chat_sq(emu, "{'model':'m','messages':[{'role':'user','content':["
-                             "{'type':'text','text':'look at these'},"
-                             "{'type':'image_url','image_url':{'url':'https://example.com/cat.png','detail':'low'}},"
-                             "{'type':'image_url','image_url':{'url':'data:image/png;base64,iVBORw0KGgo='}},"
-                             "{'type':'input_audio','input_audio':{'data':'UklGRg==','format':'wav'}},"
-                             "{'type':'file','file':{'filename':'doc.pdf','file_data':"
-                             "'data:application/pdf;base64,JVBERi0xLjQ='}},"
-                             "{'type':'file','file':{'filename':'notes.txt','file_data':"
-                             "'data:text/plain;base64,aGVsbG8Kd29ybGQ='}},"
-                             "{'type':'file','file':{'file_id':'file-abc123'}}]}]}", &st);
+    json_t *j = chat_sq(emu,
+                        "{'model':'m','messages':[{'role':'user','content':["
+                        "{'type':'text','text':'look at these'},"
+                        "{'type':'image_url','image_url':{'url':'https://example.com/cat.png','detail':'low'}},"
+                        "{'type':'image_url','image_url':{'url':'data:image/png;base64,iVBORw0KGgo='}},"
+                        "{'type':'input_audio','input_audio':{'data':'UklGRg==','format':'wav'}},"
+                        "{'type':'file','file':{'filename':'doc.pdf','file_data':"
+                        "'data:application/pdf;base64,JVBERi0xLjQ='}},"
+                        "{'type':'file','file':{'filename':'notes.txt','file_data':"
+                        "'data:text/plain;base64,aGVsbG8Kd29ybGQ='}},"
+                        "{'type':'file','file':{'file_id':'file-abc123'}}]}]}",
+                        &st);
     CHECK_INT(st, 200);
     CHECK_STR(content_at(j, 0), "You said: look at these [image: https://example.com/cat.png] "
                                 "[image: data:image/png, 8 bytes] [audio: wav, 4 bytes] "
@@ -675,32 +705,41 @@ static void test_content_parts(struct sb_emu *emu)
     json_decref(j);
 
     /* Bad attachments. */
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url','image_url':"
-                    "{'url':'ftp://example.com/a.png'}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url','image_url':"
+               "{'url':'ftp://example.com/a.png'}}]}]}",
                "Invalid image URL: 'messages[0].content[0].image_url.url'.", "messages[0].content[0].image_url.url");
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'text','text':'x'},"
-                    "{'type':'image_url','image_url':{'url':'data:image/bmp;base64,Qk0='}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'text','text':'x'},"
+               "{'type':'image_url','image_url':{'url':'data:image/bmp;base64,Qk0='}}]}]}",
                "Invalid image URL: 'messages[0].content[1].image_url.url'.", "messages[0].content[1].image_url.url");
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url','image_url':"
-                    "{'url':'data:image/png;base64,@@@@'}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url','image_url':"
+               "{'url':'data:image/png;base64,@@@@'}}]}]}",
                "Invalid image URL", "messages[0].content[0].image_url.url");
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url','image_url':"
-                    "{'url':'data:,'}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url','image_url':"
+               "{'url':'data:,'}}]}]}",
                "Invalid image URL", "messages[0].content[0].image_url.url");
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url','image_url':"
-                    "{'url':'https://example.com/a.png','detail':'max'}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'image_url','image_url':"
+               "{'url':'https://example.com/a.png','detail':'max'}}]}]}",
                "Invalid value: 'max'.", "messages[0].content[0].image_url.detail");
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'input_audio','input_audio':"
-                    "{'data':'not base64!','format':'wav'}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'input_audio','input_audio':"
+               "{'data':'not base64!','format':'wav'}}]}]}",
                "Invalid 'messages[0].content[0].input_audio.data'.", "messages[0].content[0].input_audio.data");
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'input_audio','input_audio':"
-                    "{'data':'UklGRg==','format':'ogg'}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'input_audio','input_audio':"
+               "{'data':'UklGRg==','format':'ogg'}}]}]}",
                "Invalid value: 'ogg'.", "messages[0].content[0].input_audio.format");
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'file','file':{'filename':'a.pdf',"
-                    "'file_data':'JVBERi0xLjQ='}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'file','file':{'filename':'a.pdf',"
+               "'file_data':'JVBERi0xLjQ='}}]}]}",
                "Invalid file data: 'messages[0].content[0].file.file_data'.", "messages[0].content[0].file.file_data");
-    expect_400(emu, "{'model':'m','messages':[{'role':'user','content':[{'type':'file','file':"
-                    "{'filename':'a.pdf'}}]}]}",
+    expect_400(emu,
+               "{'model':'m','messages':[{'role':'user','content':[{'type':'file','file':"
+               "{'filename':'a.pdf'}}]}]}",
                "Invalid 'messages[0].content[0].file'", "messages[0].content[0].file");
 }
 
@@ -719,8 +758,10 @@ static void test_n_choices(struct sb_emu *emu)
     json_decref(j);
 
     /* Structured output keeps valid JSON: the suffix goes into the first string. */
-    j = chat_sq(emu, "{'model':'m','n':2,'response_format':{'type':'json_object'},'messages':[{'role':'user',"
-                     "'content':'json'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'m','n':2,'response_format':{'type':'json_object'},'messages':[{'role':'user',"
+                "'content':'json'}]}",
+                &st);
     CHECK_STR(content_at(j, 0), "{\"echo\":\"json\"}");
     CHECK_STR(content_at(j, 1), "{\"echo\":\"json #1\"}");
     json_decref(j);
@@ -753,8 +794,10 @@ static void test_parameters(struct sb_emu *emu)
 {
     long st;
     /* stop: cut before the earliest stop sequence, finish_reason "stop". */
-    json_t *j = chat_sq(emu, "{'model':'m','stop':['gamma','beta'],'messages':[{'role':'user','content':"
-                             "'alpha beta gamma'}]}", &st);
+    json_t *j = chat_sq(emu,
+                        "{'model':'m','stop':['gamma','beta'],'messages':[{'role':'user','content':"
+                        "'alpha beta gamma'}]}",
+                        &st);
     CHECK_INT(st, 200);
     CHECK_STR(content_at(j, 0), "You said: alpha ");
     CHECK_STR(jstr(choice_at(j, 0), "finish_reason"), "stop");
@@ -764,11 +807,13 @@ static void test_parameters(struct sb_emu *emu)
     CHECK_STR(content_at(j, 0), "You ");
     json_decref(j);
     /* max_completion_tokens: words, finish_reason "length". */
-    j = chat_sq(emu, "{'model':'m','max_completion_tokens':3,'seed':7,'user':'u1','store':false,'temperature':2,"
-                     "'top_p':0,'presence_penalty':-2,'frequency_penalty':2,'parallel_tool_calls':true,"
-                     "'tools':[{'type':'function','function':{'name':'f'}}],'service_tier':'flex',"
-                     "'prompt_cache_key':'k1','safety_identifier':'s1','metadata':{'a':'b'},'verbosity':'low',"
-                     "'messages':[{'role':'user','content':'one two three four'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'m','max_completion_tokens':3,'seed':7,'user':'u1','store':false,'temperature':2,"
+                "'top_p':0,'presence_penalty':-2,'frequency_penalty':2,'parallel_tool_calls':true,"
+                "'tools':[{'type':'function','function':{'name':'f'}}],'service_tier':'flex',"
+                "'prompt_cache_key':'k1','safety_identifier':'s1','metadata':{'a':'b'},'verbosity':'low',"
+                "'messages':[{'role':'user','content':'one two three four'}]}",
+                &st);
     CHECK_INT(st, 200);
     CHECK_STR(content_at(j, 0), "You said: one");
     CHECK_STR(jstr(choice_at(j, 0), "finish_reason"), "length");
@@ -783,18 +828,22 @@ static void test_parameters(struct sb_emu *emu)
     CHECK_INT(json_array_size(json_object_get(json_array_get(lp, 1), "top_logprobs")), 1);
     json_decref(j);
     /* Audio output: only for models whose name contains "audio". */
-    j = chat_sq(emu, "{'model':'gpt-4o-audio-preview','modalities':['text','audio'],'audio':{'voice':'alloy',"
-                     "'format':'wav'},'messages':[{'role':'user','content':'x'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'gpt-4o-audio-preview','modalities':['text','audio'],'audio':{'voice':'alloy',"
+                "'format':'wav'},'messages':[{'role':'user','content':'x'}]}",
+                &st);
     CHECK_INT(st, 200);
     json_decref(j);
 
     expect_400(emu, "{'model':'m','stream_options':{'include_usage':true},'messages':[{'role':'user','content':'x'}]}",
                "The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options");
-    expect_400(emu, "{'model':'m','stream':false,'stream_options':{'include_usage':true},"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','stream':false,'stream_options':{'include_usage':true},"
+               "'messages':[{'role':'user','content':'x'}]}",
                "The 'stream_options' parameter is only allowed", "stream_options");
-    expect_400(emu, "{'model':'m','stream':true,'stream_options':{'include_usage':1},"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','stream':true,'stream_options':{'include_usage':1},"
+               "'messages':[{'role':'user','content':'x'}]}",
                "Invalid type for 'stream_options.include_usage'", "stream_options.include_usage");
     expect_400(emu, "{'model':'m','bogus_param':1,'messages':[{'role':'user','content':'x'}]}",
                "Unrecognized request argument supplied: bogus_param", NULL);
@@ -808,22 +857,23 @@ static void test_parameters(struct sb_emu *emu)
                "Invalid type for 'store'", "store");
     expect_400(emu, "{'model':'m','temperature':2.5,'messages':[{'role':'user','content':'x'}]}",
                "Invalid 'temperature': decimal above maximum value.", "temperature");
-    expect_400(emu, "{'model':'m','top_p':1.5,'messages':[{'role':'user','content':'x'}]}", "Invalid 'top_p'",
-               "top_p");
+    expect_400(emu, "{'model':'m','top_p':1.5,'messages':[{'role':'user','content':'x'}]}", "Invalid 'top_p'", "top_p");
     expect_400(emu, "{'model':'m','frequency_penalty':-3,'messages':[{'role':'user','content':'x'}]}",
                "Invalid 'frequency_penalty'", "frequency_penalty");
     expect_400(emu, "{'model':'m','metadata':{'a':1},'messages':[{'role':'user','content':'x'}]}",
                "Invalid type for 'metadata.a': expected a string", "metadata.a");
-    expect_400(emu, "{'model':'m','metadata':{'a':'1','b':'1','c':'1','d':'1','e':'1','f':'1','g':'1','h':'1',"
-                    "'i':'1','j':'1','k':'1','l':'1','m':'1','n':'1','o':'1','p':'1','q':'1'},"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','metadata':{'a':'1','b':'1','c':'1','d':'1','e':'1','f':'1','g':'1','h':'1',"
+               "'i':'1','j':'1','k':'1','l':'1','m':'1','n':'1','o':'1','p':'1','q':'1'},"
+               "'messages':[{'role':'user','content':'x'}]}",
                "Invalid 'metadata': too many properties.", "metadata");
     expect_400(emu, "{'model':'m','service_tier':'gold','messages':[{'role':'user','content':'x'}]}",
                "Invalid value: 'gold'.", "service_tier");
     expect_400(emu, "{'model':'m','parallel_tool_calls':true,'messages':[{'role':'user','content':'x'}]}",
                "Invalid value for 'parallel_tool_calls'", "parallel_tool_calls");
-    expect_400(emu, "{'model':'m','modalities':['text','audio'],'audio':{'voice':'alloy','format':'wav'},"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','modalities':['text','audio'],'audio':{'voice':'alloy','format':'wav'},"
+               "'messages':[{'role':'user','content':'x'}]}",
                "This model does not support audio output.", "modalities");
     expect_400(emu, "{'model':'m','prompt_cache_key':5,'messages':[{'role':'user','content':'x'}]}",
                "Invalid type for 'prompt_cache_key'", "prompt_cache_key");
@@ -848,8 +898,10 @@ static void test_tool_choice(struct sb_emu *emu)
 {
     long st;
     const char *name = NULL;
-    json_t *j = chat_sq(emu, "{'model':'m','tools':[" WEATHER_TOOL ",{'type':'function','function':{'name':'noop'}}],"
-                             "'tool_choice':'required','messages':[{'role':'user','content':'Paris'}]}", &st);
+    json_t *j = chat_sq(emu,
+                        "{'model':'m','tools':[" WEATHER_TOOL ",{'type':'function','function':{'name':'noop'}}],"
+                        "'tool_choice':'required','messages':[{'role':'user','content':'Paris'}]}",
+                        &st);
     CHECK_INT(st, 200);
     CHECK_STR(jstr(choice_at(j, 0), "finish_reason"), "tool_calls");
     CHECK(json_is_null(json_object_get(first_message(j), "content")));
@@ -864,9 +916,11 @@ static void test_tool_choice(struct sb_emu *emu)
     json_decref(j);
 
     /* A named function; one without parameters gets "{}". */
-    j = chat_sq(emu, "{'model':'m','tools':[" WEATHER_TOOL ",{'type':'function','function':{'name':'noop'}}],"
-                     "'tool_choice':{'type':'function','function':{'name':'noop'}},"
-                     "'messages':[{'role':'user','content':'anything'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'m','tools':[" WEATHER_TOOL ",{'type':'function','function':{'name':'noop'}}],"
+                "'tool_choice':{'type':'function','function':{'name':'noop'}},"
+                "'messages':[{'role':'user','content':'anything'}]}",
+                &st);
     CHECK_INT(st, 200);
     CHECK_STR(jstr(json_object_get(json_array_get(json_object_get(first_message(j), "tool_calls"), 0), "function"),
                    "arguments"),
@@ -874,34 +928,41 @@ static void test_tool_choice(struct sb_emu *emu)
     json_decref(j);
 
     /* A CALL directive still wins. */
-    j = chat_sq(emu, "{'model':'m','tools':[" WEATHER_TOOL ",{'type':'function','function':{'name':'noop'}}],"
-                     "'tool_choice':'required','messages':[{'role':'user','content':'CALL noop {}'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'m','tools':[" WEATHER_TOOL ",{'type':'function','function':{'name':'noop'}}],"
+                "'tool_choice':'required','messages':[{'role':'user','content':'CALL noop {}'}]}",
+                &st);
     args = tool_call_args(j, &name);
     CHECK_STR(name, "noop");
     json_decref(args);
     json_decref(j);
 
     /* Violation on generated arguments: the first required property is missing. */
-    j = chat_sq(emu, "{'model':'m','tools':[" WEATHER_TOOL "],'tool_choice':'required',"
-                     "'messages':[{'role':'user','content':'Paris [[emu:schema_violation]]'}]}", &st);
+    j = chat_sq(emu,
+                "{'model':'m','tools':[" WEATHER_TOOL "],'tool_choice':'required',"
+                "'messages':[{'role':'user','content':'Paris [[emu:schema_violation]]'}]}",
+                &st);
     args = tool_call_args(j, &name);
     CHECK(json_is_object(args) && json_object_get(args, "city") == NULL);
     json_decref(args);
     json_decref(j);
 
-    expect_400(emu, "{'model':'m','tools':[" WEATHER_TOOL "],'tool_choice':{'type':'function','function':"
-                    "{'name':'nope'}},'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','tools':[" WEATHER_TOOL "],'tool_choice':{'type':'function','function':"
+               "{'name':'nope'}},'messages':[{'role':'user','content':'x'}]}",
                "Invalid value for 'tool_choice'", "tool_choice");
-    expect_400(emu, "{'model':'m','tools':[{'type':'function','function':{'name':'f','strict':true,'parameters':"
-                    "{'type':'object','properties':{'a':{'type':'string'},'b':{'type':'string'}},'required':['a'],"
-                    "'additionalProperties':false}}}],'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','tools':[{'type':'function','function':{'name':'f','strict':true,'parameters':"
+               "{'type':'object','properties':{'a':{'type':'string'},'b':{'type':'string'}},'required':['a'],"
+               "'additionalProperties':false}}}],'messages':[{'role':'user','content':'x'}]}",
                "Invalid schema for function 'f': In context=(), 'required' is required to be supplied and to be an "
                "array including every key in properties. Missing 'b'.",
                "tools[0].function.parameters");
-    expect_400(emu, "{'model':'m','tools':[{'type':'function','function':{'name':'f','strict':true,'parameters':"
-                    "{'type':'object','properties':{'a':{'type':'object','properties':{'x':{'type':'string'}},"
-                    "'required':['x']}},'required':['a'],'additionalProperties':false}}}],"
-                    "'messages':[{'role':'user','content':'x'}]}",
+    expect_400(emu,
+               "{'model':'m','tools':[{'type':'function','function':{'name':'f','strict':true,'parameters':"
+               "{'type':'object','properties':{'a':{'type':'object','properties':{'x':{'type':'string'}},"
+               "'required':['x']}},'required':['a'],'additionalProperties':false}}}],"
+               "'messages':[{'role':'user','content':'x'}]}",
                "Invalid schema for function 'f': In context=('properties', 'a'), 'additionalProperties' is required "
                "to be supplied and to be false.",
                "tools[0].function.parameters");

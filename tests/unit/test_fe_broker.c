@@ -114,8 +114,8 @@ static void wait_submits(int n)
 static void broker_event(const char *job_id, int status, const char *code, const char *refused_epoch)
 {
     json_t *ev = status ? sb_event_error(status, status == 502 ? SB_ERR_UPSTREAM : SB_ERR_OVERLOADED, code, "x")
-                        : json_pack("{s:s, s:i, s:i, s:s}", "type", "text_delta", "item_index", 0, "content_index",
-                                    0, "delta", "hi");
+                        : json_pack("{s:s, s:i, s:i, s:s}", "type", "text_delta", "item_index", 0, "content_index", 0,
+                                    "delta", "hi");
     json_t *h = json_pack("{s:s, s:b}", "job_id", job_id, "final", status != 0);
     if (claim[0])
         json_object_set_new(h, "epoch", json_string(claim));

@@ -72,8 +72,7 @@ static void test_refused(void)
     EXPECT_HEAD("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1,2\r\n\r\n", 400);
     EXPECT_HEAD("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
     EXPECT_HEAD("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, identity\r\n\r\n", 400);
-    EXPECT_HEAD("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
-                400);
+    EXPECT_HEAD("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
     EXPECT_HEAD("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501);
     EXPECT_HEAD("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 400);
     EXPECT_HEAD("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400);
@@ -85,20 +84,20 @@ static void test_refused(void)
         EXPECT_HEAD(head, 400);
     }
     /* lenient syntax */
-    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", 400);      /* obs-fold */
-    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX Y: a\r\n\r\n", 400);          /* space in a name */
-    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX : a\r\n\r\n", 400);           /* space before the colon */
-    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\n: a\r\n\r\n", 400);             /* empty name */
+    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", 400); /* obs-fold */
+    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX Y: a\r\n\r\n", 400);     /* space in a name */
+    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX : a\r\n\r\n", 400);      /* space before the colon */
+    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\n: a\r\n\r\n", 400);        /* empty name */
     EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX-No-Colon\r\n\r\n", 400);
-    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX: a\x7f\r\n\r\n", 400);        /* DEL */
-    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);          /* two Hosts */
-    EXPECT_HEAD("GET / HTTP/1.1\r\n\r\n", 400);                               /* no Host */
+    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nX: a\x7f\r\n\r\n", 400); /* DEL */
+    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400);  /* two Hosts */
+    EXPECT_HEAD("GET / HTTP/1.1\r\n\r\n", 400);                        /* no Host */
     EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400);
-    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", 400);               /* bare LF */
-    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", 400);               /* bare CR */
-    EXPECT_HEAD("GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400);                    /* two spaces */
+    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", 400); /* bare LF */
+    EXPECT_HEAD("GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", 400); /* bare CR */
+    EXPECT_HEAD("GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400);      /* two spaces */
     EXPECT_HEAD("GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", 400);
-    EXPECT_HEAD("GET v1/models HTTP/1.1\r\nHost: a\r\n\r\n", 400);             /* not origin-form */
+    EXPECT_HEAD("GET v1/models HTTP/1.1\r\nHost: a\r\n\r\n", 400); /* not origin-form */
     EXPECT_HEAD("GET / HTTP/1.1 \r\nHost: a\r\n\r\n", 400);
     EXPECT_HEAD("GET / http/1.1\r\nHost: a\r\n\r\n", 400);
     /* versions, methods, expectations */
@@ -196,15 +195,15 @@ static void test_chunked(void)
     const char *ok = "5;ext=1;q=\"a b\"\r\nhello\r\n6 ; x\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\nGET";
     CHECK_INT(chunked(ok, 100, &s, &used), 1);
     CHECK(s.n == 11 && memcmp(s.buf, "hello world", 11) == 0);
-    CHECK_INT(used, strlen(ok) - 3); /* the next request's bytes are left */
-    CHECK_INT(chunked("3\r\nabcX0\r\n\r\n", 100, &s, &used), 400);  /* data without its CRLF */
+    CHECK_INT(used, strlen(ok) - 3);                               /* the next request's bytes are left */
+    CHECK_INT(chunked("3\r\nabcX0\r\n\r\n", 100, &s, &used), 400); /* data without its CRLF */
     CHECK_INT(chunked("xyz\r\n", 100, &s, &used), 400);            /* not hex */
     CHECK_INT(chunked(";x\r\n", 100, &s, &used), 400);             /* no size */
     CHECK_INT(chunked("5 5\r\n", 100, &s, &used), 400);            /* digits after whitespace */
     CHECK_INT(chunked("5\nhello\r\n", 100, &s, &used), 400);       /* bare LF */
     CHECK_INT(chunked("65\r\n", 100, &s, &used), 413);             /* 101 > 100, before any data */
     CHECK_INT(chunked("ffffffffffffffffff\r\n", 100, &s, &used), 413);
-    CHECK_INT(chunked("32\r\n", 100, &s, &used), 0);               /* 50: wants its data */
+    CHECK_INT(chunked("32\r\n", 100, &s, &used), 0); /* 50: wants its data */
     CHECK_INT(chunked("0\r\n X: folded\r\n\r\n", 100, &s, &used), 400);
     /* trailers over their ceiling (64 here) */
     char t[200];

@@ -20,7 +20,8 @@ static void test_normalize(void)
 {
     fe_error_t err;
     json_t *items = norm("\"hello\"", &err);
-    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(json_array_get(items, 0), "content"), 0), "text")),
+    CHECK_STR(json_string_value(
+                  json_object_get(json_array_get(json_object_get(json_array_get(items, 0), "content"), 0), "text")),
               "hello");
     json_decref(items);
     items = norm("[{\"role\":\"assistant\",\"content\":\"a\"},{\"type\":\"message\",\"role\":\"developer\","
@@ -30,25 +31,32 @@ static void test_normalize(void)
                  "\"arguments\":\"{}\"},{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"ok\"}]",
                  &err);
     CHECK_INT(json_array_size(items), 4);
-    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(json_array_get(items, 0), "content"), 0), "type")),
+    CHECK_STR(json_string_value(
+                  json_object_get(json_array_get(json_object_get(json_array_get(items, 0), "content"), 0), "type")),
               "output_text");
     fe_items_assign_ids(items);
     size_t i;
     json_t *it;
-    json_array_foreach(items, i, it) CHECK(json_is_string(json_object_get(it, "id")));
+    json_array_foreach (items, i, it)
+        CHECK(json_is_string(json_object_get(it, "id")));
     CHECK(strncmp(json_string_value(json_object_get(json_array_get(items, 2), "id")), "fc_", 3) == 0);
     CHECK_INT(fe_items_check_calls(items, &err), 0);
     json_decref(items);
 
     const char *bad[] = {
-        "42", "[1]", "[{\"role\":\"robot\",\"content\":\"x\"}]", "[{\"role\":\"user\",\"content\":5}]",
+        "42",
+        "[1]",
+        "[{\"role\":\"robot\",\"content\":\"x\"}]",
+        "[{\"role\":\"user\",\"content\":5}]",
         "[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\",\"image_url\":\"ftp://x\"}]}]",
         "[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\",\"image_url\":\"data:text/plain;base64,AA\"}]}]",
         "[{\"role\":\"user\",\"content\":[{\"type\":\"input_audio\",\"input_audio\":{}}]}]",
         "[{\"role\":\"user\",\"content\":[{\"type\":\"input_file\",\"file_data\":\"data:a/b;base64,AA\"}]}]",
         "[{\"role\":\"user\",\"content\":[{\"type\":\"input_file\",\"file_url\":\"https://x\"}]}]",
-        "[{\"type\":\"function_call\",\"name\":\"f\"}]", "[{\"type\":\"function_call_output\",\"call_id\":\"\",\"output\":\"x\"}]",
-        "[{\"type\":\"item_reference\",\"id\":\"x\"}]", "[{\"type\":\"reasoning\",\"summary\":\"x\"}]"};
+        "[{\"type\":\"function_call\",\"name\":\"f\"}]",
+        "[{\"type\":\"function_call_output\",\"call_id\":\"\",\"output\":\"x\"}]",
+        "[{\"type\":\"item_reference\",\"id\":\"x\"}]",
+        "[{\"type\":\"reasoning\",\"summary\":\"x\"}]"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         json_t *out = norm(bad[k], &err);
         CHECK(out == NULL);

@@ -7,7 +7,8 @@
 
 static void test_round_trip(void)
 {
-    const char *src = "{\"a\":1,\"b\":[true,false,null,-5,2.5,\"x\\u00e9\"],\"c\":{\"d\":\"\"},\"big\":9007199254740993}";
+    const char *src =
+        "{\"a\":1,\"b\":[true,false,null,-5,2.5,\"x\\u00e9\"],\"c\":{\"d\":\"\"},\"big\":9007199254740993}";
     json_t *in = json_loads(src, 0, NULL);
     CHECK(in != NULL);
     char *buf = NULL;

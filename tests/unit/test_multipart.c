@@ -52,16 +52,17 @@ static int data_is(const fe_multipart_part_t *p, const void *want, size_t n)
 static void test_boundary(void)
 {
     char b[FE_MULTIPART_BOUNDARY_MAX + 1];
-    CHECK_INT(fe_multipart_boundary("multipart/form-data; boundary=------------------------78a9f467e5dc7e4d", b, sizeof b),
-              0);
+    CHECK_INT(
+        fe_multipart_boundary("multipart/form-data; boundary=------------------------78a9f467e5dc7e4d", b, sizeof b),
+        0);
     CHECK_STR(b, "------------------------78a9f467e5dc7e4d");
     CHECK_INT(fe_multipart_boundary("multipart/form-data; boundary=----formdata-undici-001630116577", b, sizeof b), 0);
     CHECK_STR(b, "----formdata-undici-001630116577");
     CHECK_INT(fe_multipart_boundary("multipart/form-data; boundary=\"----formdata-undici-001630116577\"", b, sizeof b),
               0);
     CHECK_STR(b, "----formdata-undici-001630116577");
-    CHECK_INT(fe_multipart_boundary("  MULTIPART/Form-Data ;charset=utf-8;  BOUNDARY = \"a b:c?=d\" ; x=y", b, sizeof b),
-              0);
+    CHECK_INT(
+        fe_multipart_boundary("  MULTIPART/Form-Data ;charset=utf-8;  BOUNDARY = \"a b:c?=d\" ; x=y", b, sizeof b), 0);
     CHECK_STR(b, "a b:c?=d");
     CHECK_INT(fe_multipart_boundary("multipart/form-data; boundary=\"a\\bc\"", b, sizeof b), 0); /* quoted-pair */
     CHECK_STR(b, "abc");
@@ -120,24 +121,26 @@ static const char curl_body[] = "--------------------------78a9f467e5dc7e4d\r\n"
                                 "--------------------------78a9f467e5dc7e4d--\r\n";
 
 /* Exactly what Node 20's fetch() sent for a FormData with a Blob holding "{\r\n--\0}" named ré"sumé.jsonl. */
-static const char node_body[] = "------formdata-undici-001630116577\r\n"
-                                "Content-Disposition: form-data; name=\"purpose\"\r\n"
-                                "\r\n"
-                                "assistants\r\n"
-                                "------formdata-undici-001630116577\r\n"
-                                "Content-Disposition: form-data; name=\"file\"; filename=\"r\xc3\xa9%22sum\xc3\xa9.jsonl\"\r\n"
-                                "Content-Type: application/jsonl\r\n"
-                                "\r\n"
-                                "{\r\n--\0}\r\n"
-                                "------formdata-undici-001630116577--\r\n";
+static const char node_body[] =
+    "------formdata-undici-001630116577\r\n"
+    "Content-Disposition: form-data; name=\"purpose\"\r\n"
+    "\r\n"
+    "assistants\r\n"
+    "------formdata-undici-001630116577\r\n"
+    "Content-Disposition: form-data; name=\"file\"; filename=\"r\xc3\xa9%22sum\xc3\xa9.jsonl\"\r\n"
+    "Content-Type: application/jsonl\r\n"
+    "\r\n"
+    "{\r\n--\0}\r\n"
+    "------formdata-undici-001630116577--\r\n";
 
 static void test_clients(void)
 {
     fe_multipart_t mp;
     char err[160], b[FE_MULTIPART_BOUNDARY_MAX + 1];
 
-    CHECK_INT(fe_multipart_boundary("multipart/form-data; boundary=------------------------78a9f467e5dc7e4d", b, sizeof b),
-              0);
+    CHECK_INT(
+        fe_multipart_boundary("multipart/form-data; boundary=------------------------78a9f467e5dc7e4d", b, sizeof b),
+        0);
     CHECK_INT(fe_multipart_parse((const unsigned char *)curl_body, sizeof curl_body - 1, b, MAXP, &mp, err, sizeof err),
               0);
     CHECK_INT(mp.n, 2);
@@ -228,9 +231,10 @@ static void test_filenames(void)
     fe_multipart_clear(&mp);
 
     /* quoted-pair escapes, empty filename (a browser's "no file chosen") */
-    CHECK_INT(parse_str("--XyZ\r\nContent-Disposition: form-data; name=\"a\\\"b\\\\c\"; filename=\"\"\r\n\r\nv\r\n--XyZ--",
-                        "XyZ", &mp, err, sizeof err),
-              0);
+    CHECK_INT(
+        parse_str("--XyZ\r\nContent-Disposition: form-data; name=\"a\\\"b\\\\c\"; filename=\"\"\r\n\r\nv\r\n--XyZ--",
+                  "XyZ", &mp, err, sizeof err),
+        0);
     if (mp.n == 1) {
         CHECK_STR(mp.parts[0].name, "a\"b\\c");
         CHECK_STR(mp.parts[0].filename, "");
@@ -332,7 +336,8 @@ static void test_rejections(void)
     REJECT("--X\r\nContent-Disposition: form-data; name=a\r\nbogus\r\n\r\nv\r\n--X--", "X", "without ':'");
     REJECT("--X\r\nContent Disposition: form-data; name=a\r\n\r\nv\r\n--X--", "X", "invalid header name");
     REJECT("--X\r\n: form-data; name=a\r\n\r\nv\r\n--X--", "X", "invalid header name");
-    REJECT("--X\r\nContent-Disposition: form-data; name=a\r\nContent-Type: text/plain;\r\n charset=utf-8\r\n\r\nv\r\n--X--",
+    REJECT("--X\r\nContent-Disposition: form-data; name=a\r\nContent-Type: text/plain;\r\n "
+           "charset=utf-8\r\n\r\nv\r\n--X--",
            "X", "folded header");
     REJECT("--X\r\nContent-Disposition: form-data; name=a\rb\r\n\r\nv\r\n--X--", "X", "control character");
     REJECT("--X\r\nContent-Type: text/plain\r\n\r\nv\r\n--X--", "X", "missing Content-Disposition");

@@ -69,8 +69,8 @@ static void test_errors(void)
     CHECK(strstr(err.message, "Missing prompt variables: a") != NULL);
     CHECK(instr == NULL);
     /* A part where only text can go. */
-    items = render("{\"instructions\":\"{{img}}\"}", "{\"img\":{\"type\":\"input_image\",\"image_url\":\"https://x.t/\"}}",
-                   &instr, &err);
+    items = render("{\"instructions\":\"{{img}}\"}",
+                   "{\"img\":{\"type\":\"input_image\",\"image_url\":\"https://x.t/\"}}", &instr, &err);
     CHECK(items == NULL);
     CHECK_INT(err.status, 400);
     /* A part variable that is itself invalid. */
@@ -88,10 +88,16 @@ static void test_errors(void)
 
 static void test_check_ref(void)
 {
-    const char *good[] = {"{\"id\":\"pmpt_1\"}", "{\"id\":\"pmpt_1\",\"version\":\"12\"}",
-                          "{\"id\":\"p\",\"variables\":{\"a\":\"x\",\"b\":{\"type\":\"input_file\",\"file_id\":\"f\"}}}"};
-    const char *bad[] = {"[]", "{}", "{\"id\":\"\"}", "{\"id\":\"p\",\"version\":\"v2\"}", "{\"id\":\"p\",\"version\":3}",
-                         "{\"id\":\"p\",\"variables\":[]}", "{\"id\":\"p\",\"variables\":{\"a\":1}}",
+    const char *good[] = {
+        "{\"id\":\"pmpt_1\"}", "{\"id\":\"pmpt_1\",\"version\":\"12\"}",
+        "{\"id\":\"p\",\"variables\":{\"a\":\"x\",\"b\":{\"type\":\"input_file\",\"file_id\":\"f\"}}}"};
+    const char *bad[] = {"[]",
+                         "{}",
+                         "{\"id\":\"\"}",
+                         "{\"id\":\"p\",\"version\":\"v2\"}",
+                         "{\"id\":\"p\",\"version\":3}",
+                         "{\"id\":\"p\",\"variables\":[]}",
+                         "{\"id\":\"p\",\"variables\":{\"a\":1}}",
                          "{\"id\":\"p\",\"variables\":{\"a\":{\"type\":\"output_text\",\"text\":\"x\"}}}"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         json_t *v = J(good[i]);

@@ -305,7 +305,8 @@ static void test_request_reasoning(void)
     static const struct {
         const char *effort;
         int budget;
-    } budgets[] = {{"none", 0}, {"minimal", 512}, {"low", 1024}, {"medium", 8192}, {"high", 24576}, {"xhigh", 32768}, {"max", 32768}};
+    } budgets[] = {{"none", 0},     {"minimal", 512}, {"low", 1024}, {"medium", 8192},
+                   {"high", 24576}, {"xhigh", 32768}, {"max", 32768}};
     for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
         char request[128], expected[256];
         snprintf(request, sizeof request, "{'input':[],'reasoning':{'effort':'%s'}}", budgets[i].effort);

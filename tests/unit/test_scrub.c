@@ -28,8 +28,7 @@ static void test_secrets(void)
     CHECK(!sb_scrub_add(s, NULL));
     CHECK_INT(sb_scrub_count(s), 1);
     /* Anywhere, every time, even glued to other text. */
-    expect(s, NULL, "bad credential c4n4ry0f7h3g4t3w4y (c4n4ry0f7h3g4t3w4y)",
-           "bad credential [redacted] ([redacted])");
+    expect(s, NULL, "bad credential c4n4ry0f7h3g4t3w4y (c4n4ry0f7h3g4t3w4y)", "bad credential [redacted] ([redacted])");
     expect(s, NULL, "x=c4n4ry0f7h3g4t3w4y!", "x=[redacted]!");
     /* A message clipped in the middle of the secret keeps nothing of it. */
     expect(s, NULL, "you sent c4n4ry0f7h", "you sent [redacted]");
@@ -68,7 +67,8 @@ static void test_shapes(void)
            "GET /v1beta/models?key=[redacted]&alt=sse");
     /* Bearer tokens and credential headers. */
     expect(NULL, NULL, "sent Authorization: Bearer abcDEF123456.xyz", "sent Authorization: Bearer [redacted]");
-    expect(NULL, NULL, "header 'x-goog-api-key: 9f8e7d6c5b4a' rejected", "header 'x-goog-api-key: [redacted]' rejected");
+    expect(NULL, NULL, "header 'x-goog-api-key: 9f8e7d6c5b4a' rejected",
+           "header 'x-goog-api-key: [redacted]' rejected");
     expect(NULL, NULL, "{\"x-api-key\":\"plainvalue\"}", "{\"x-api-key\":\"[redacted]\"}");
     expect(NULL, NULL, "api_key=hunter2hunter2", "api_key=[redacted]");
     expect(NULL, NULL, "Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [redacted]");
@@ -78,8 +78,7 @@ static void test_shapes(void)
     expect(NULL, NULL, "invalid token: 'Zm9vYmFyYmF6MTIzNDU2Nzg5MA'", "invalid token: '[redacted]'");
     expect(NULL, NULL, "the api_token 1234567890abcdefXYZ expired", "the api_token [redacted] expired");
     /* JWTs. */
-    expect(NULL, NULL, "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlMTIz here",
-           "jwt [redacted] here");
+    expect(NULL, NULL, "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlMTIz here", "jwt [redacted] here");
     /* Several in one text. */
     expect(NULL, NULL, "a sk-0123456789abcdefABCD b AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW c",
            "a [redacted] b [redacted] c");

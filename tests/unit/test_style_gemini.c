@@ -165,17 +165,19 @@ static void test_errors(void)
             fprintf(stderr, "  accepted: %s\n", bad[i]);
     }
     /* safetySettings are kept for a Gemini upstream (canonical safety_settings). */
-    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"safetySettings\":[{\"category\":\"a\","
-                       "\"threshold\":\"b\"}],\"labels\":{\"team\":\"t\"}}",
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"safetySettings\":[{\"category\":\"a\","
+                    "\"threshold\":\"b\"}],\"labels\":{\"team\":\"t\"}}",
                     &err),
               0);
     CHECK(json_array_size(json_object_get(r->canonical, "safety_settings")) == 1);
     /* Google's stand-in signatures are accepted and stand for nothing. */
-    CHECK_INT(parse(r, "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"x\"}]},{\"role\":\"model\",\"parts\":"
-                       "[{\"functionCall\":{\"id\":\"c1\",\"name\":\"f\",\"args\":{}},\"thoughtSignature\":"
-                       "\"skip_thought_signature_validator\"}]},{\"role\":\"user\",\"parts\":[{\"functionResponse\":"
-                       "{\"id\":\"c1\",\"name\":\"f\",\"response\":{}}}]}],\"tools\":[{\"functionDeclarations\":"
-                       "[{\"name\":\"f\"}]}]}",
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"x\"}]},{\"role\":\"model\",\"parts\":"
+                    "[{\"functionCall\":{\"id\":\"c1\",\"name\":\"f\",\"args\":{}},\"thoughtSignature\":"
+                    "\"skip_thought_signature_validator\"}]},{\"role\":\"user\",\"parts\":[{\"functionResponse\":"
+                    "{\"id\":\"c1\",\"name\":\"f\",\"response\":{}}}]}],\"tools\":[{\"functionDeclarations\":"
+                    "[{\"name\":\"f\"}]}]}",
                     &err),
               0);
     /* A streaming path streams; without alt=sse as one JSON array. */

@@ -174,13 +174,19 @@ static void test_parse(void)
     req_free(&r);
 
     /* tool_choice any / auto / none, thinking budgets and adaptive */
-    CHECK_INT(parse(&r, "2023-06-01", "{" MIN ",\"tool_choice\":{\"type\":\"any\"},\"thinking\":{\"type\":"
-                                      "\"enabled\",\"budget_tokens\":1024},\"max_tokens\":2000}", &err), 0);
+    CHECK_INT(parse(&r, "2023-06-01",
+                    "{" MIN ",\"tool_choice\":{\"type\":\"any\"},\"thinking\":{\"type\":"
+                    "\"enabled\",\"budget_tokens\":1024},\"max_tokens\":2000}",
+                    &err),
+              0);
     CHECK_STR(json_string_value(json_object_get(r.canonical, "tool_choice")), "required");
     CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "low");
     req_free(&r);
-    CHECK_INT(parse(&r, "2023-06-01", "{" MIN ",\"tool_choice\":{\"type\":\"none\"},\"thinking\":{\"type\":"
-                                      "\"enabled\",\"budget_tokens\":20000},\"max_tokens\":30000}", &err), 0);
+    CHECK_INT(parse(&r, "2023-06-01",
+                    "{" MIN ",\"tool_choice\":{\"type\":\"none\"},\"thinking\":{\"type\":"
+                    "\"enabled\",\"budget_tokens\":20000},\"max_tokens\":30000}",
+                    &err),
+              0);
     CHECK_STR(json_string_value(json_object_get(r.canonical, "tool_choice")), "none");
     CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "high");
     req_free(&r);
@@ -188,8 +194,11 @@ static void test_parse(void)
     CHECK(json_object_get(r.canonical, "reasoning") == NULL);
     CHECK(json_object_get(r.canonical, "instructions") == NULL);
     req_free(&r);
-    CHECK_INT(parse(&r, "2023-06-01", "{" MIN ",\"system\":\"sys\",\"thinking\":{\"type\":\"adaptive\"},"
-                                      "\"output_config\":{\"effort\":\"high\"}}", &err), 0);
+    CHECK_INT(parse(&r, "2023-06-01",
+                    "{" MIN ",\"system\":\"sys\",\"thinking\":{\"type\":\"adaptive\"},"
+                    "\"output_config\":{\"effort\":\"high\"}}",
+                    &err),
+              0);
     CHECK_STR(json_string_value(json_object_get(r.canonical, "instructions")), "sys");
     CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "high");
     req_free(&r);
@@ -217,19 +226,22 @@ static void test_parse_errors(void)
     parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[]}", "at least one message");
     parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
                 "greater than or equal to 1");
-    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":1.5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":1.5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
                 "valid integer");
-    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"input\":\"x\"}", "input: Extra inputs are not permitted");
+    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"input\":\"x\"}",
+                "input: Extra inputs are not permitted");
     parse_fails("2023-06-01", "{\"model\":\"m\",\"contents\":[]}", "contents: Extra inputs");
     parse_fails("2023-06-01", "{" MIN ",\"frobnicate\":1}", "frobnicate: Extra inputs are not permitted");
     parse_fails("2023-06-01", "{" MIN ",\"stream\":\"yes\"}", "stream: Input should be a valid boolean");
     parse_fails("2023-06-01", "{" MIN ",\"container\":\"c\"}", "unsupported parameter");
-    parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
                 "role 'user' or 'assistant' is required");
     parse_fails("2023-06-01", "{" MIN ",\"mcp_servers\":[]}", "unsupported parameter");
     parse_fails("2023-06-01", "{" MIN ",\"context_management\":{\"edits\":[{\"type\":\"x\"}]}}",
                 "context_management.edits.0.type");
-    {   /* what Claude Code sends: accepted; a system message between turns is a system item */
+    { /* what Claude Code sends: accepted; a system message between turns is a system item */
         fe_request_t r;
         fe_error_t err;
         CHECK_INT(parse(&r, "2023-06-01",
@@ -259,7 +271,8 @@ static void test_parse_errors(void)
                 "unsupported parameter");
     parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"name\":\"f\"}]}", "input_schema");
     parse_fails("2023-06-01",
-                "{" MIN ",\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],\"tool_choice\":{\"type\":"
+                "{" MIN
+                ",\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],\"tool_choice\":{\"type\":"
                 "\"tool\",\"name\":\"g\"}}",
                 "not found");
     parse_fails("2023-06-01", "{" MIN ",\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":500}}", "1024");
@@ -268,10 +281,11 @@ static void test_parse_errors(void)
     parse_fails("2023-06-01", "{" MIN ",\"metadata\":{\"session\":\"x\"}}", "metadata.session");
     parse_fails("2023-06-01", "{" MIN ",\"output_config\":{\"format\":{\"type\":\"json_schema\"}}}",
                 "output_config.format.schema");
-    parse_fails("2023-06-01",
-                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_use\","
-                "\"id\":\"t\",\"name\":\"f\",\"input\":{}}]}]}",
-                "only allowed in assistant messages");
+    parse_fails(
+        "2023-06-01",
+        "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_use\","
+        "\"id\":\"t\",\"name\":\"f\",\"input\":{}}]}]}",
+        "only allowed in assistant messages");
     parse_fails("2023-06-01",
                 "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\","
                 "\"source\":{\"type\":\"base64\",\"media_type\":\"image/tiff\",\"data\":\"AAAA\"}}]}]}",
@@ -288,9 +302,9 @@ static void result_items(fe_request_t *r, const char *args)
     json_array_append_new(r->result.items,
                           json_pack("{s:s, s:s, s:[], s:[{s:s, s:s}]}", "type", "reasoning", "id", "rs_1", "summary",
                                     "content", "type", "reasoning_text", "text", "Reasoning about it"));
-    json_array_append_new(r->result.items, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:[]}]}", "type", "message", "id",
-                                                     "msg_x", "role", "assistant", "content", "type", "output_text",
-                                                     "text", "Hello", "annotations"));
+    json_array_append_new(r->result.items,
+                          json_pack("{s:s, s:s, s:s, s:[{s:s, s:s, s:[]}]}", "type", "message", "id", "msg_x", "role",
+                                    "assistant", "content", "type", "output_text", "text", "Hello", "annotations"));
     if (args)
         json_array_append_new(r->result.items, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "function_call", "id",
                                                          "fc_1", "call_id", "call_1", "name", "f", "arguments", args));
@@ -345,9 +359,10 @@ static void test_render(void)
     free(body);
     /* ...but not when tampered with, nor for another account. */
     sig[strlen(sig) / 2] = sig[strlen(sig) / 2] == 'A' ? 'B' : 'A';
-    body = sb_xasprintf("{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
-                        "\"thinking\",\"thinking\":\"x\",\"signature\":\"%s\"}]}]}",
-                        sig);
+    body =
+        sb_xasprintf("{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
+                     "\"thinking\",\"thinking\":\"x\",\"signature\":\"%s\"}]}]}",
+                     sig);
     parse_fails("2023-06-01", body, "Invalid `signature`");
     free(body);
     free(sig);

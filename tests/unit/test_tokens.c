@@ -15,16 +15,16 @@ static void test_text(void)
     CHECK_INT(fe_tokens_text(""), 0);
     CHECK_INT(fe_tokens_text(NULL), 0);
     CHECK_INT(fe_tokens_text("hello"), 1);
-    CHECK_INT(fe_tokens_text("hello world"), 2);          /* " world" joins the space */
-    CHECK_INT(fe_tokens_text("hello, world!"), 4);        /* hello , world ! */
-    CHECK_INT(fe_tokens_text("   \n\t "), 0);             /* whitespace alone: a lower bound counts nothing */
-    CHECK_INT(fe_tokens_text("1234567"), 3);              /* 123 456 7 */
+    CHECK_INT(fe_tokens_text("hello world"), 2);   /* " world" joins the space */
+    CHECK_INT(fe_tokens_text("hello, world!"), 4); /* hello , world ! */
+    CHECK_INT(fe_tokens_text("   \n\t "), 0);      /* whitespace alone: a lower bound counts nothing */
+    CHECK_INT(fe_tokens_text("1234567"), 3);       /* 123 456 7 */
     CHECK_INT(fe_tokens_text("123"), 1);
-    CHECK_INT(fe_tokens_text("a1b2"), 4);                 /* letters and digits never merge */
-    CHECK_INT(fe_tokens_text("(hello)"), 2);              /* "(hello" is one o200k piece, ")" another */
-    CHECK_INT(fe_tokens_text("don't"), 2);                /* don 't */
-    CHECK_INT(fe_tokens_text("x == y"), 3);               /* x == y */
-    CHECK_INT(fe_tokens_text("{\"a\":1}"), 5);            /* {" a ": 1 } */
+    CHECK_INT(fe_tokens_text("a1b2"), 4);                     /* letters and digits never merge */
+    CHECK_INT(fe_tokens_text("(hello)"), 2);                  /* "(hello" is one o200k piece, ")" another */
+    CHECK_INT(fe_tokens_text("don't"), 2);                    /* don 't */
+    CHECK_INT(fe_tokens_text("x == y"), 3);                   /* x == y */
+    CHECK_INT(fe_tokens_text("{\"a\":1}"), 5);                /* {" a ": 1 } */
     CHECK_INT(fe_tokens_text("caf\xc3\xa9 na\xc3\xafve"), 2); /* non-ASCII bytes are letters */
     CHECK_INT(fe_tokens_text("\xe4\xbd\xa0\xe5\xa5\xbd"), 1); /* a CJK run counts once (documented) */
 }
@@ -58,12 +58,12 @@ static void test_request(void)
 {
     json_t *req = json_pack("{s:s, s:[{s:s, s:s, s:o}]}", "instructions", "Be brief.", "tools", "type", "function",
                             "name", "get_weather", "parameters", json_pack("{s:s}", "type", "object"));
-    json_t *input = json_pack(
-        "[{s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}, {s:s, s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s}]", "type",
-        "message", "role", "user", "content", "type", "input_text", "text", "What is the weather in Paris?", "type",
-        "input_image", "image_url", "data:image/png;base64,AAAA", "type", "function_call", "call_id", "c1", "name",
-        "get_weather", "arguments", "{\"city\":\"Paris\"}", "type", "function_call_output", "call_id", "c1", "output",
-        "sunny", "type", "reasoning", "id", "rs_1");
+    json_t *input =
+        json_pack("[{s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}, {s:s, s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s}]", "type",
+                  "message", "role", "user", "content", "type", "input_text", "text", "What is the weather in Paris?",
+                  "type", "input_image", "image_url", "data:image/png;base64,AAAA", "type", "function_call", "call_id",
+                  "c1", "name", "get_weather", "arguments", "{\"city\":\"Paris\"}", "type", "function_call_output",
+                  "call_id", "c1", "output", "sunny", "type", "reasoning", "id", "rs_1");
     /* reply 3; instructions 3 + 3 (Be brief .); message 3 + 7 (What is the weather in Paris ?) + 85 image;
      * call 3 + 2 (get _weather: the "_" joins the word after it) + 5 ({" city ":" Paris "});
      * output 3 + 1; reasoning 0; tool: name 2 + schema {"type":"object"} 5 ({" type ":" object "}). */

@@ -21,11 +21,11 @@ int main(void)
 {
     expect_fix("plain ascii", "plain ascii", 0);
     expect_fix("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 0);
-    expect_fix("/v1/\xff\xfe", "/v1/??", 2);             /* bytes a decoded path may hold */
-    expect_fix("clipped \xd6", "clipped ?", 1);           /* a character cut at the end */
-    expect_fix("\xe2\x82x", "??x", 2);                    /* a sequence broken in the middle */
-    expect_fix("\xc0\xaf", "??", 2);                      /* overlong '/' */
-    expect_fix("\xed\xa0\x80", "???", 3);                 /* a surrogate */
-    expect_fix("\xf4\x90\x80\x80", "????", 4);            /* above U+10FFFF */
+    expect_fix("/v1/\xff\xfe", "/v1/??", 2);    /* bytes a decoded path may hold */
+    expect_fix("clipped \xd6", "clipped ?", 1); /* a character cut at the end */
+    expect_fix("\xe2\x82x", "??x", 2);          /* a sequence broken in the middle */
+    expect_fix("\xc0\xaf", "??", 2);            /* overlong '/' */
+    expect_fix("\xed\xa0\x80", "???", 3);       /* a surrogate */
+    expect_fix("\xf4\x90\x80\x80", "????", 4);  /* above U+10FFFF */
     return sb_test_finish("utf8");
 }

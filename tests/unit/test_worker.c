@@ -1269,7 +1269,7 @@ static void test_stream_strict(void)
     CHECK(run_until(has_final, "job_stream_strict", 3000));
     /* item_added, text_delta, item_done, usage went out before the check. */
     check_final_error_after("job_stream_strict", 4, 502, "upstream_error",
-                      "The model's output did not match the JSON schema 'person' after 1 attempts: ");
+                            "The model's output did not match the JSON schema 'person' after 1 attempts: ");
     CHECK_INT(srv_n, first + 1);
     CHECK_STR(job_text("job_stream_strict", 0), srv_json_bad); /* it was streamed */
 
