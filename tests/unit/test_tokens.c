@@ -1,5 +1,5 @@
 /*
- * test_tokens: the gateway's token estimate (frontend/fe_tokens.c). The
+ * test_tokens: the gateway's token estimate (frontend/pipeline/fe_tokens.c). The
  * expected counts are the pieces each text really splits into under a
  * GPT-style pre-tokenizer, worked out by hand; the estimate must equal them
  * and never depend on how the text is cut into deltas.
