@@ -28,16 +28,16 @@ static void fe_request_free(fe_request_t *r)
     json_decref(r->key);
     json_decref(r->model);
     json_decref(r->body);
-    json_decref(r->canonical);
+    json_decref(r->parsed.canonical);
     json_decref(r->context);
     json_decref(r->job_input);
-    json_decref(r->prompt_ref);
-    json_decref(r->style_state);
+    json_decref(r->parsed.prompt_ref);
+    json_decref(r->parsed.style_state);
     fe_collect_free(&r->result);
-    free(r->model_id);
+    free(r->parsed.model_id);
     free(r->requested_model);
     json_decref(r->fallbacks);
-    free(r->previous_response_id);
+    free(r->parsed.previous_response_id);
     free(r->path);
     free(r->path_arg);
     free(r->error_text);
@@ -79,7 +79,7 @@ static void fe_request_log(fe_request_t *r)
         .ts_ms = r->start_ms,
         .key_id = fe_request_key_field(r, "key_id"),
         .account_id = fe_request_key_field(r, "account_id"),
-        .model = r->model_id,
+        .model = r->parsed.model_id,
         .path = r->path,
         .status = r->status,
         .latency_ms = (int)((sb_mono_us() - r->start_us) / 1000),
@@ -90,7 +90,7 @@ static void fe_request_log(fe_request_t *r)
         .tokens_estimated = r->est_tokens,
         .reasoning_tokens = r->result.reasoning_tokens,
         .error = r->error_text,
-        .stream = r->stream,
+        .stream = r->parsed.stream,
     };
     fe_reqlog_add(r->srv->reqlog, &row);
 }
@@ -331,8 +331,8 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
     r->http = http;
     r->start_us = sb_mono_us();
     r->start_ms = sb_now_ms();
-    r->store = true;
-    r->n = 1;
+    r->parsed.store = true;
+    r->parsed.n = 1;
     sb_id_new(r->request_id, sizeof r->request_id, "req_", 16);
     fe_collect_init(&r->result);
     srv->active_requests++;

@@ -28,14 +28,14 @@ typedef struct fe_style {
     const char *(*key)(fe_http_req_t *http, size_t *len);
     /* Style's error body (new reference). */
     json_t *(*error_body)(const fe_request_t *r, const fe_error_t *e);
-    /* Request body -> r->canonical, r->model_id, r->previous_response_id, r->store. */
+    /* Request body -> r->parsed.canonical, r->parsed.model_id, r->parsed.previous_response_id, r->parsed.store. */
     int (*parse)(fe_request_t *r, json_t *body, fe_error_t *err);
     /* Successful result -> response body (new reference). */
     json_t *(*render)(fe_request_t *r);
     /* A token count's result (r->count_tokens) -> the count endpoint's body
      * (new reference). NULL: the style has no count endpoint. */
     json_t *(*render_count)(fe_request_t *r);
-    /* Stores the rendered result (r->store is true): issues one database
+    /* Stores the rendered result (r->parsed.store is true): issues one database
      * write whose callback is fe_generate_stored. NULL: nothing to store. */
     void (*store)(fe_request_t *r, const json_t *rendered);
     /* How the style streams (fe_stream.h); NULL: it cannot. */
@@ -55,6 +55,21 @@ enum fe_req_state {
     FE_REQ_DONE,    /* reply sent or client gone; freed when nothing is pending */
 };
 
+/* What a style's parse fills from the request body: the canonical request
+ * and the reply's shape. Part of the request (r->parsed); freed with it. */
+typedef struct fe_parsed {
+    json_t *canonical;          /* canonical request (sb_job.h "request"); its input is this request's own, owned */
+    char *model_id;             /* the model asked for, owned */
+    char *previous_response_id; /* owned */
+    json_t *prompt_ref;         /* the request's prompt {id, version, variables}, owned */
+    bool store;                 /* store the result */
+    bool stream;                /* answer as a stream (fe_stream.h) */
+    const fe_stream_style_t *stream_style; /* set by parse when not style->stream */
+    bool seal_reasoning;                   /* return reasoning items with encrypted_content */
+    int n;                                 /* choices asked for (Chat Completions n); 1 otherwise */
+    json_t *style_state;                   /* per-style extras for rendering, owned */
+} fe_parsed_t;
+
 struct fe_request {
     fe_server_t *srv;
     fe_http_req_t *http; /* NULL once replied or the client is gone */
@@ -68,34 +83,25 @@ struct fe_request {
     int64_t start_us, start_ms;
     int pending;
 
-    json_t *key;   /* key record (fe_auth.h), owned */
-    json_t *model; /* model record, owned */
-    char *model_id;
-    json_t *body;       /* parsed request body, owned */
-    json_t *canonical;  /* canonical request (sb_job.h "request"); its input is this request's own, owned */
-    json_t *context;    /* previous response's context and output items, owned */
-    json_t *job_input;  /* context + input as the worker gets it (files, reasoning resolved), owned */
-    json_t *prompt_ref; /* the request's prompt {id, version, variables}, owned */
-    char *previous_response_id;
-    bool store;
-    bool stream;                           /* answer as a stream (fe_stream.h) */
-    bool stream_started;                   /* the streamed reply's status and headers are out */
-    fe_stream_t *stream_out;               /* the stream's state while it runs, owned */
-    const fe_stream_style_t *stream_style; /* set by parse when not style->stream */
-    bool seal_reasoning;                   /* return reasoning items with encrypted_content */
-    bool reading_body;                     /* fe_http is reading the body for us (a hold is taken) */
-    bool submitted;                        /* a job went to the broker (its upstream may bill) */
-    bool lease;                            /* admitted under limits; released at the end (fe_limits.h) */
-    bool no_retry;                         /* the error reply says x-should-retry: false */
-    int64_t est_tokens;                    /* input token estimate (fe_tokens.h) */
-    char *requested_model;                 /* the model asked for, when a fallback answered; owned */
-    json_t *fallbacks;                     /* models still to try when the upstream fails (fe_fallback.h); owned */
-    bool count_tokens;                     /* a token-count endpoint: parse takes its body, the job has request.op
-                                              "count_tokens", and style->render_count makes the reply */
-    int n;                                 /* choices asked for (Chat Completions n); 1 otherwise */
-    unsigned prepared;                     /* FE_PREP_* steps done */
-    int list_limit;                        /* list endpoints: the page size asked for */
-    json_t *style_state;                   /* per-style extras for rendering, owned */
+    json_t *key;             /* key record (fe_auth.h), owned */
+    json_t *model;           /* model record, owned */
+    json_t *body;            /* parsed request body, owned */
+    fe_parsed_t parsed;      /* what the style's parse filled */
+    json_t *context;         /* previous response's context and output items, owned */
+    json_t *job_input;       /* context + input as the worker gets it (files, reasoning resolved), owned */
+    bool stream_started;     /* the streamed reply's status and headers are out */
+    fe_stream_t *stream_out; /* the stream's state while it runs, owned */
+    bool reading_body;       /* fe_http is reading the body for us (a hold is taken) */
+    bool submitted;          /* a job went to the broker (its upstream may bill) */
+    bool lease;              /* admitted under limits; released at the end (fe_limits.h) */
+    bool no_retry;           /* the error reply says x-should-retry: false */
+    int64_t est_tokens;      /* input token estimate (fe_tokens.h) */
+    char *requested_model;   /* the model asked for, when a fallback answered; owned */
+    json_t *fallbacks;       /* models still to try when the upstream fails (fe_fallback.h); owned */
+    bool count_tokens;       /* a token-count endpoint: parse takes its body, the job has request.op
+                                "count_tokens", and style->render_count makes the reply */
+    unsigned prepared;       /* FE_PREP_* steps done */
+    int list_limit;          /* list endpoints: the page size asked for */
 
     fe_collect_t result;
     struct event *deadline;

@@ -30,26 +30,26 @@ void fe_call_ids_seal_event(fe_request_t *r, json_t *ev)
     enum sb_event_type t = sb_event_type_of(ev);
     json_t *item = json_object_get(ev, "item");
     if (!r->srv->seal_ready || (t != SB_EV_ITEM_ADDED && t != SB_EV_ITEM_DONE) || !json_is_object(item) ||
-        !json_is_object(r->style_state))
+        !json_is_object(r->parsed.style_state))
         return;
     if (fe_call_ids_is(item, "reasoning")) {
         /* The reasoning the next call depends on (Anthropic: the thinking
          * block its assistant turn must open with). */
         if (t == SB_EV_ITEM_DONE && fe_call_ids_signed(item))
-            json_object_set_new(r->style_state, "call_ids_reasoning", json_deep_copy(item));
+            json_object_set_new(r->parsed.style_state, "call_ids_reasoning", json_deep_copy(item));
         return;
     }
     const char *orig = json_string_value(json_object_get(item, "call_id"));
     if (!fe_call_ids_is(item, "function_call") || !orig)
         return;
-    json_t *cache = json_object_get(r->style_state, "call_ids");
+    json_t *cache = json_object_get(r->parsed.style_state, "call_ids");
     json_t *known = json_object_get(cache, orig);
     if (known) {
         json_object_set(item, "call_id", known);
         return;
     }
     json_t *sig = json_object_get(item, "thought_signature");
-    json_t *reasoning = json_object_get(r->style_state, "call_ids_reasoning");
+    json_t *reasoning = json_object_get(r->parsed.style_state, "call_ids_reasoning");
     if (!json_is_string(sig) && !reasoning)
         return;
     json_t *payload = json_pack("{s:s, s:s}", "type", "call_id", "call_id", orig);
@@ -63,14 +63,14 @@ void fe_call_ids_seal_event(fe_request_t *r, json_t *ev)
         return;
     if (!cache) {
         cache = json_object();
-        json_object_set_new(r->style_state, "call_ids", cache);
+        json_object_set_new(r->parsed.style_state, "call_ids", cache);
     }
     json_t *sealed = json_sprintf(FE_CALL_ID_PREFIX "%s", token);
     free(token);
     json_object_set_new(cache, orig, json_incref(sealed));
     json_object_set_new(item, "call_id", sealed);
     /* Only the first call after the reasoning carries it back. */
-    json_object_del(r->style_state, "call_ids_reasoning");
+    json_object_del(r->parsed.style_state, "call_ids_reasoning");
 }
 
 /* The index of the item with this id, or -1. */

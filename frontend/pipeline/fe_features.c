@@ -27,7 +27,7 @@ static bool fe_features_allows(const json_t *caps, const char *name)
 static int fe_features_refuse(fe_error_t *err, const fe_request_t *r, const char *param, const char *what)
 {
     fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
-                 "unsupported parameter: %s is not supported with the model '%.100s'.", what, r->model_id);
+                 "unsupported parameter: %s is not supported with the model '%.100s'.", what, r->parsed.model_id);
     return -1;
 }
 
@@ -52,7 +52,7 @@ static bool fe_features_scan_part(json_t *part, void *arg)
 
 int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err)
 {
-    const json_t *c = r->canonical;
+    const json_t *c = r->parsed.canonical;
     const json_t *caps = json_object_get(r->model, "capabilities");
     const char *param_tools = "tools";
     json_t *tools = json_object_get(c, "tools");

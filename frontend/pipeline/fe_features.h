@@ -26,7 +26,7 @@
 
 #include "fe_request.h"
 
-/* Checks r->canonical and the full job input against r->model. */
+/* Checks r->parsed.canonical and the full job input against r->model. */
 int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err);
 
 /* True for the built-in tool types only the Responses style offers. */

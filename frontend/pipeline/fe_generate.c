@@ -48,7 +48,7 @@ static void fe_generate_on_deadline(evutil_socket_t fd, short what, void *arg)
     fe_broker_cancel(r->srv->broker, r->request_id);
     fe_error_t e;
     fe_error_set(&e, 504, SB_ERR_TIMEOUT, "timeout", NULL, "timeout: the request exceeded its deadline");
-    if (r->stream)
+    if (r->parsed.stream)
         fe_stream_fail(r, &e);
     else
         fe_request_fail(r, &e);
@@ -59,19 +59,19 @@ void fe_generate_stored(const PGresult *res, const char *err, void *arg)
     fe_request_t *r = arg;
     if (!fe_request_release(r) || r->state == FE_REQ_DONE)
         return;
-    json_t *body = json_object_get(r->style_state, "rendered");
+    json_t *body = json_object_get(r->parsed.style_state, "rendered");
     if (err) {
         sb_error("storing %s failed: %s", r->response_id, err);
         fe_error_t e;
         fe_error_set(&e, 500, SB_ERR_SERVER, "store_failed", NULL,
                      "The response was generated but could not be stored; retry the request");
-        if (r->stream)
+        if (r->parsed.stream)
             fe_stream_fail(r, &e);
         else
             fe_request_fail(r, &e);
         return;
     }
-    if (r->stream)
+    if (r->parsed.stream)
         fe_stream_complete(r, body);
     else
         fe_request_reply_json(r, 200, json_incref(body));
@@ -93,21 +93,21 @@ static void fe_generate_finish(fe_request_t *r)
             fe_error_set(&e, 500, SB_ERR_SERVER, NULL, NULL, "could not render the response");
     }
     if (!rendered) {
-        if (r->stream)
+        if (r->parsed.stream)
             fe_stream_fail(r, &e);
         else
             fe_request_fail(r, &e);
         return;
     }
-    if (r->store && r->response_id[0] && r->style->store && !r->count_tokens) {
-        json_object_set(r->style_state, "rendered", rendered);
+    if (r->parsed.store && r->response_id[0] && r->style->store && !r->count_tokens) {
+        json_object_set(r->parsed.style_state, "rendered", rendered);
         r->state = FE_REQ_STORING;
         fe_request_hold(r);
         r->style->store(r, rendered);
         json_decref(rendered);
         return;
     }
-    if (r->stream) {
+    if (r->parsed.stream) {
         fe_stream_complete(r, rendered);
         json_decref(rendered);
         return;
@@ -122,7 +122,7 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
         return;
     fe_call_ids_seal_event(r, (json_t *)ev); /* the decoded event is this callback's to change */
     if (!fe_collect_event(&r->result, ev) && !final) {
-        if (r->stream)
+        if (r->parsed.stream)
             fe_stream_event(r, ev);
         return;
     }
@@ -158,13 +158,13 @@ void fe_generate_submit(fe_request_t *r)
 {
     /* The worker gets the full context with files and reasoning resolved;
      * the canonical request keeps this request's own input for storage. */
-    json_t *request = json_copy(r->canonical);
+    json_t *request = json_copy(r->parsed.canonical);
     json_object_set(request, "input", r->job_input);
     if (r->count_tokens)
         json_object_set_new(request, "op", json_string(SB_JOB_OP_COUNT_TOKENS));
-    else if (r->n > 1)
-        json_object_set_new(request, "n", json_integer(r->n));
-    if (r->stream)
+    else if (r->parsed.n > 1)
+        json_object_set_new(request, "n", json_integer(r->parsed.n));
+    if (r->parsed.stream)
         json_object_set_new(request, "stream", json_true()); /* the worker streams from the upstream */
     else
         json_object_del(request, "stream");
@@ -173,16 +173,16 @@ void fe_generate_submit(fe_request_t *r)
                                                                                      : r->srv->cfg.default_timeout_ms;
     int64_t deadline = sb_now_ms() + timeout_ms;
     json_t *job =
-        sb_job_new(r->request_id, r->model_id, (long long)json_integer_value(json_object_get(r->key, "account_id")),
-                   fe_generate_route(r), request);
+        sb_job_new(r->request_id, r->parsed.model_id,
+                   (long long)json_integer_value(json_object_get(r->key, "account_id")), fe_generate_route(r), request);
     r->state = FE_REQ_RUNNING;
     r->submitted = true;
     char client[32] = ""; /* the key, for the broker's per-client circuit breakers */
     const json_t *key_id = json_object_get(r->key, "key_id");
     if (json_is_integer(key_id))
         snprintf(client, sizeof client, "key:%lld", (long long)json_integer_value(key_id));
-    int rc = job ? fe_broker_submit(r->srv->broker, r->request_id, r->model_id, client[0] ? client : NULL, deadline,
-                                    job, fe_generate_on_event, r)
+    int rc = job ? fe_broker_submit(r->srv->broker, r->request_id, r->parsed.model_id, client[0] ? client : NULL,
+                                    deadline, job, fe_generate_on_event, r)
                  : -1;
     json_decref(job);
     if (rc < 0) {
@@ -193,7 +193,7 @@ void fe_generate_submit(fe_request_t *r)
         fe_request_fail(r, &e);
         return;
     }
-    if (r->stream && !r->stream_out)
+    if (r->parsed.stream && !r->stream_out)
         fe_stream_begin(r);
     if (!r->deadline) /* a fallback's job reuses the timer */
         r->deadline = evtimer_new(r->srv->base, fe_generate_on_deadline, r);
@@ -216,7 +216,7 @@ static void fe_generate_on_context(const PGresult *res, const char *err, void *a
     if (!json_is_array(items)) {
         json_decref(items);
         fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "previous_response_not_found", "previous_response_id",
-                         "Previous response with id '%s' not found.", r->previous_response_id);
+                         "Previous response with id '%s' not found.", r->parsed.previous_response_id);
         return;
     }
     r->context = items;
@@ -228,7 +228,7 @@ static void fe_generate_load_context(fe_request_t *r)
 {
     char account[24];
     fe_request_account(r, account, sizeof account);
-    const char *params[2] = {r->previous_response_id, account};
+    const char *params[2] = {r->parsed.previous_response_id, account};
     r->state = FE_REQ_PREPARE;
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
@@ -251,15 +251,15 @@ int fe_generate_check_size(fe_request_t *r, fe_error_t *err)
 {
     json_int_t context = json_integer_value(json_object_get(r->model, "context_length"));
     json_int_t max_out = json_integer_value(json_object_get(r->model, "max_output_tokens"));
-    const json_t *asked = json_object_get(r->canonical, "max_output_tokens");
+    const json_t *asked = json_object_get(r->parsed.canonical, "max_output_tokens");
     json_int_t want = json_is_integer(asked) ? json_integer_value(asked) : 0;
     if (max_out > 0 && want > max_out && !r->count_tokens) {
         fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_value", fe_generate_max_param(r),
                      "%s is too large: %lld. The model '%.100s' supports at most %lld output tokens.",
-                     fe_generate_max_param(r), (long long)want, r->model_id, (long long)max_out);
+                     fe_generate_max_param(r), (long long)want, r->parsed.model_id, (long long)max_out);
         return -1;
     }
-    r->est_tokens = fe_tokens_request(r->canonical, r->job_input);
+    r->est_tokens = fe_tokens_request(r->parsed.canonical, r->job_input);
     if (context > 0 && r->est_tokens + want > context && !r->count_tokens) { /* a count says how far over */
         char also[96] = "";
         if (want > 0)
@@ -267,7 +267,7 @@ int fe_generate_check_size(fe_request_t *r, fe_error_t *err)
         fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "context_length_exceeded", fe_generate_input_param(r),
                      "context length exceeded: the model '%.100s' has a context length of %lld tokens, but the "
                      "input has at least %lld tokens%s. Shorten the input or lower the output limit.",
-                     r->model_id, (long long)context, (long long)r->est_tokens, also);
+                     r->parsed.model_id, (long long)context, (long long)r->est_tokens, also);
         return -1;
     }
     return 0;
@@ -279,7 +279,7 @@ static int fe_generate_check(fe_request_t *r)
     fe_error_t err;
     memset(&err, 0, sizeof err);
     json_t *input = r->context ? json_deep_copy(r->context) : json_array();
-    json_t *own = json_deep_copy(json_object_get(r->canonical, "input"));
+    json_t *own = json_deep_copy(json_object_get(r->parsed.canonical, "input"));
     json_array_extend(input, own);
     json_decref(own);
     r->job_input = input;
@@ -301,7 +301,7 @@ static int fe_generate_check(fe_request_t *r)
  * request was answered. */
 static bool fe_generate_store_blocked(fe_request_t *r)
 {
-    if (!r->store || !r->response_id[0] || !r->style->store || r->count_tokens || fe_db_available(r->srv->db))
+    if (!r->parsed.store || !r->response_id[0] || !r->style->store || r->count_tokens || fe_db_available(r->srv->db))
         return false;
     fe_error_t e;
     fe_error_set(&e, 503, SB_ERR_SERVER, "store_unavailable", NULL,
@@ -316,12 +316,12 @@ void fe_generate_continue(fe_request_t *r)
 {
     if (r->state == FE_REQ_DONE)
         return;
-    if (r->prompt_ref && !(r->prepared & FE_PREP_PROMPT)) {
+    if (r->parsed.prompt_ref && !(r->prepared & FE_PREP_PROMPT)) {
         r->state = FE_REQ_PREPARE;
         fe_prompt_expand(r);
         return;
     }
-    if (r->previous_response_id && !(r->prepared & FE_PREP_CONTEXT)) {
+    if (r->parsed.previous_response_id && !(r->prepared & FE_PREP_CONTEXT)) {
         fe_generate_load_context(r);
         return;
     }
@@ -353,12 +353,12 @@ static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
     }
     if (json_is_true(json_object_get(rec, "missing")) || !json_is_true(json_object_get(rec, "enabled"))) {
         fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "model_not_found", "model",
-                         "model not found: The model '%s' does not exist or is not enabled.", r->model_id);
+                         "model not found: The model '%s' does not exist or is not enabled.", r->parsed.model_id);
         return;
     }
-    if (!fe_auth_key_allows(r->key, r->model_id)) {
+    if (!fe_auth_key_allows(r->key, r->parsed.model_id)) {
         fe_request_failf(r, 403, SB_ERR_PERMISSION, "model_not_allowed", "model",
-                         "Your key's token group does not have access to model '%s'.", r->model_id);
+                         "Your key's token group does not have access to model '%s'.", r->parsed.model_id);
         return;
     }
     r->model = json_incref(rec);
@@ -376,27 +376,27 @@ void fe_generate_start(fe_request_t *r)
         fe_request_fail(r, &err);
         return;
     }
-    r->style_state = json_object();
+    r->parsed.style_state = json_object();
     memset(&err, 0, sizeof err);
     if (r->style->parse(r, r->body, &err) < 0) {
         fe_request_fail(r, &err);
         return;
     }
     if (r->count_tokens) { /* one count, nothing to keep */
-        r->store = false;
-        r->n = 1;
-        r->stream = false;
+        r->parsed.store = false;
+        r->parsed.n = 1;
+        r->parsed.stream = false;
     }
-    if (r->stream && !r->style->stream) {
+    if (r->parsed.stream && !r->style->stream) {
         fe_request_failf(r, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", "stream",
                          "unsupported parameter: streaming is not available for this endpoint");
         return;
     }
     if (json_is_true(json_object_get(r->key, "zdr"))) {
-        r->store = false;                       /* zero-data-retention accounts are never stored */
-        r->seal_reasoning = r->srv->seal_ready; /* and get their reasoning back sealed */
+        r->parsed.store = false;                       /* zero-data-retention accounts are never stored */
+        r->parsed.seal_reasoning = r->srv->seal_ready; /* and get their reasoning back sealed */
     }
     r->state = FE_REQ_MODEL;
     fe_request_hold(r);
-    fe_auth_lookup_model(r->srv->auth, r->model_id, fe_generate_on_model, r);
+    fe_auth_lookup_model(r->srv->auth, r->parsed.model_id, fe_generate_on_model, r);
 }

@@ -237,8 +237,8 @@ static void fe_prompt_on_loaded(const PGresult *res, const char *err_text, void 
                          "Prompt templates are temporarily unavailable, retry later");
         return;
     }
-    const char *id = json_string_value(json_object_get(r->prompt_ref, "id"));
-    const char *version = json_string_value(json_object_get(r->prompt_ref, "version"));
+    const char *id = json_string_value(json_object_get(r->parsed.prompt_ref, "id"));
+    const char *version = json_string_value(json_object_get(r->parsed.prompt_ref, "version"));
     json_t *body = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 1), 0, NULL) : NULL;
     if (!json_is_object(body)) {
         json_decref(body);
@@ -251,18 +251,18 @@ static void fe_prompt_on_loaded(const PGresult *res, const char *err_text, void 
         return;
     }
     /* The response shows the version actually used. */
-    json_object_set_new(r->prompt_ref, "version", json_string(PQgetvalue(res, 0, 0)));
+    json_object_set_new(r->parsed.prompt_ref, "version", json_string(PQgetvalue(res, 0, 0)));
     fe_error_t err;
     memset(&err, 0, sizeof err);
     json_t *instructions = NULL;
-    json_t *items = fe_prompt_render(body, json_object_get(r->prompt_ref, "variables"), &instructions, &err);
+    json_t *items = fe_prompt_render(body, json_object_get(r->parsed.prompt_ref, "variables"), &instructions, &err);
     json_decref(body);
     if (!items) {
         fe_request_fail(r, &err);
         return;
     }
     fe_items_assign_ids(items);
-    json_t *c = r->canonical;
+    json_t *c = r->parsed.canonical;
     if (instructions && !json_is_string(json_object_get(c, "instructions")))
         json_object_set(c, "instructions", instructions);
     json_decref(instructions);
@@ -278,8 +278,8 @@ void fe_prompt_expand(fe_request_t *r)
 {
     char account[24];
     fe_request_account(r, account, sizeof account);
-    const char *params[3] = {json_string_value(json_object_get(r->prompt_ref, "id")), account,
-                             json_string_value(json_object_get(r->prompt_ref, "version"))};
+    const char *params[3] = {json_string_value(json_object_get(r->parsed.prompt_ref, "id")), account,
+                             json_string_value(json_object_get(r->parsed.prompt_ref, "version"))};
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_PROMPT_GET, 3, params, fe_prompt_on_loaded, r);
 }

@@ -1,6 +1,6 @@
 /*
  * fe_prompt: prompt templates (the Responses `prompt` parameter): loads the
- * template version named by r->prompt_ref from PostgreSQL (scoped to the
+ * template version named by r->parsed.prompt_ref from PostgreSQL (scoped to the
  * caller's account: another account's prompt is a 404, like a missing one),
  * fills its {{variables}}, and puts the result in front of the request:
  * the template's instructions apply unless the request has its own, and its

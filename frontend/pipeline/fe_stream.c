@@ -83,7 +83,7 @@ static void fe_stream_on_keepalive(evutil_socket_t fd, short what, void *arg)
 
 void fe_stream_begin(fe_request_t *r)
 {
-    const fe_stream_style_t *style = r->stream_style ? r->stream_style : r->style->stream;
+    const fe_stream_style_t *style = r->parsed.stream_style ? r->parsed.stream_style : r->style->stream;
     fe_stream_t *s = sb_xcalloc(1, sizeof *s);
     s->style = style;
     s->out = evbuffer_new();

@@ -55,7 +55,7 @@ extern const fe_stream_style_t fe_stream_gemini_array; /* Google's default: one 
 
 typedef struct fe_stream fe_stream_t;
 
-/* Prepares r (r->stream true) for streaming: state and keep-alive timer. */
+/* Prepares r (r->parsed.stream true) for streaming: state and keep-alive timer. */
 void fe_stream_begin(struct fe_request *r);
 /* A non-final event from the worker. */
 void fe_stream_event(struct fe_request *r, const json_t *ev);

@@ -57,12 +57,12 @@ static void fe_fallback_on_model(json_t *rec, const char *err, void *arg)
     if (!skip) {
         /* The next model must take this request as the first one did. */
         json_t *first = r->model;
-        char *first_id = r->model_id;
+        char *first_id = r->parsed.model_id;
         r->model = rec;
-        r->model_id = id;
+        r->parsed.model_id = id;
         bool fits = fe_features_check(r, r->job_input, &why) == 0 && fe_generate_check_size(r, &why) == 0;
         r->model = first;
-        r->model_id = first_id;
+        r->parsed.model_id = first_id;
         if (!fits)
             skip = why.message;
     }
@@ -73,13 +73,13 @@ static void fe_fallback_on_model(json_t *rec, const char *err, void *arg)
             fe_fallback_give_up(r);
         return;
     }
-    sb_info("request %s: model %s failed (%d %s); falling back to %s", r->request_id, r->model_id,
+    sb_info("request %s: model %s failed (%d %s); falling back to %s", r->request_id, r->parsed.model_id,
             r->result.error.status, r->result.error.code[0] ? r->result.error.code : r->result.error.kind, id);
     if (!r->requested_model)
-        r->requested_model = r->model_id;
+        r->requested_model = r->parsed.model_id;
     else
-        free(r->model_id);
-    r->model_id = id;
+        free(r->parsed.model_id);
+    r->parsed.model_id = id;
     json_decref(r->model);
     r->model = json_incref(rec);
     fe_collect_free(&r->result);

@@ -72,7 +72,7 @@ void fe_limits_admit(fe_request_t *r)
     snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
     /* The reservation: the input estimate plus the output limit asked for,
      * corrected to the real count when the request ends. */
-    const json_t *max_out = json_object_get(r->canonical, "max_output_tokens");
+    const json_t *max_out = json_object_get(r->parsed.canonical, "max_output_tokens");
     int64_t reserve = r->est_tokens + (json_is_integer(max_out) ? (int64_t)json_integer_value(max_out) : 0);
     snprintf(tokens, sizeof tokens, "%" PRId64, reserve);
     json_t *timeout = json_object_get(r->model, "timeout_ms");

@@ -18,10 +18,10 @@ static fe_request_t *req_new(long long account)
     r->srv = &srv;
     r->path = (char *)"/v1beta/models/m1:generateContent";
     r->path_arg = (char *)"m1";
-    r->n = 1;
-    r->store = true;
+    r->parsed.n = 1;
+    r->parsed.store = true;
     r->key = json_pack("{s:I}", "account_id", (json_int_t)account);
-    r->style_state = json_object();
+    r->parsed.style_state = json_object();
     fe_collect_init(&r->result);
     return r;
 }
@@ -29,9 +29,9 @@ static fe_request_t *req_new(long long account)
 static void req_free(fe_request_t *r)
 {
     json_decref(r->key);
-    json_decref(r->canonical);
-    json_decref(r->style_state);
-    free(r->model_id);
+    json_decref(r->parsed.canonical);
+    json_decref(r->parsed.style_state);
+    free(r->parsed.model_id);
     fe_collect_free(&r->result);
     free(r);
 }
@@ -46,10 +46,10 @@ static int parse(fe_request_t *r, const char *text, fe_error_t *err)
         return -2;
     }
     memset(err, 0, sizeof *err);
-    json_decref(r->canonical);
-    r->canonical = NULL;
-    free(r->model_id);
-    r->model_id = NULL;
+    json_decref(r->parsed.canonical);
+    r->parsed.canonical = NULL;
+    free(r->parsed.model_id);
+    r->parsed.model_id = NULL;
     int rc = fe_style_gemini.parse(r, body, err);
     json_decref(body);
     return rc;
@@ -57,7 +57,7 @@ static int parse(fe_request_t *r, const char *text, fe_error_t *err)
 
 static const json_t *input(const fe_request_t *r, size_t i)
 {
-    return json_array_get(json_object_get(r->canonical, "input"), i);
+    return json_array_get(json_object_get(r->parsed.canonical, "input"), i);
 }
 
 static const char *str(const json_t *o, const char *k)
@@ -77,11 +77,11 @@ static void test_basics(void)
                     "\"stopSequences\":[\"x\"],\"candidateCount\":3,\"seed\":1}}",
                     &err),
               0);
-    CHECK_STR(r->model_id, "m1");
-    CHECK(!r->store);
+    CHECK_STR(r->parsed.model_id, "m1");
+    CHECK(!r->parsed.store);
     CHECK(r->response_id[0] != '\0');
-    CHECK_INT(r->n, 3);
-    const json_t *c = r->canonical;
+    CHECK_INT(r->parsed.n, 3);
+    const json_t *c = r->parsed.canonical;
     CHECK_STR(str(c, "instructions"), "s1\ns2");
     CHECK_INT(json_integer_value(json_object_get(c, "top_k")), 40);
     CHECK_INT(json_integer_value(json_object_get(c, "max_output_tokens")), 64);
@@ -170,7 +170,7 @@ static void test_errors(void)
                     "\"threshold\":\"b\"}],\"labels\":{\"team\":\"t\"}}",
                     &err),
               0);
-    CHECK(json_array_size(json_object_get(r->canonical, "safety_settings")) == 1);
+    CHECK(json_array_size(json_object_get(r->parsed.canonical, "safety_settings")) == 1);
     /* Google's stand-in signatures are accepted and stand for nothing. */
     CHECK_INT(parse(r,
                     "{\"contents\":[{\"role\":\"user\",\"parts\":[{\"text\":\"x\"}]},{\"role\":\"model\",\"parts\":"
@@ -183,8 +183,8 @@ static void test_errors(void)
     /* A streaming path streams; without alt=sse as one JSON array. */
     r->path = (char *)"/v1beta/models/m1:streamGenerateContent";
     CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}]}", &err), 0);
-    CHECK(r->stream);
-    CHECK(r->stream_style == &fe_stream_gemini_array);
+    CHECK(r->parsed.stream);
+    CHECK(r->parsed.stream_style == &fe_stream_gemini_array);
     req_free(r);
 }
 
@@ -206,7 +206,7 @@ static void test_schema_and_tools(void)
                                 "\"minimum\":1},\"maxItems\":3},\"c\":{\"anyOf\":[{\"type\":\"number\"},{\"type\":"
                                 "\"null\"}]}},\"required\":[\"a\"]}",
                                 0, NULL);
-    const json_t *fmt = json_object_get(json_object_get(r->canonical, "text"), "format");
+    const json_t *fmt = json_object_get(json_object_get(r->parsed.canonical, "text"), "format");
     CHECK_STR(str(fmt, "type"), "json_schema");
     CHECK_STR(str(fmt, "name"), "response");
     CHECK(json_is_false(json_object_get(fmt, "strict")));
@@ -218,7 +218,7 @@ static void test_schema_and_tools(void)
                     "\"application/json\"}}",
                     &err),
               0);
-    CHECK_STR(str(json_object_get(json_object_get(r->canonical, "text"), "format"), "type"), "json_object");
+    CHECK_STR(str(json_object_get(json_object_get(r->parsed.canonical, "text"), "format"), "type"), "json_object");
 
     /* ANY with two of three functions keeps those two and requires a call. */
     CHECK_INT(
@@ -229,7 +229,7 @@ static void test_schema_and_tools(void)
               "\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\",\"allowedFunctionNames\":[\"f\",\"h\"]}}}",
               &err),
         0);
-    const json_t *tools = json_object_get(r->canonical, "tools");
+    const json_t *tools = json_object_get(r->parsed.canonical, "tools");
     CHECK_INT(json_array_size(tools), 2);
     CHECK_STR(str(json_array_get(tools, 0), "name"), "f");
     CHECK_STR(str(json_array_get(tools, 1), "name"), "h");
@@ -238,7 +238,7 @@ static void test_schema_and_tools(void)
                       json_object_get(json_object_get(json_array_get(tools, 0), "parameters"), "properties"), "q"),
                   "type"),
               "string");
-    CHECK_STR(json_string_value(json_object_get(r->canonical, "tool_choice")), "required");
+    CHECK_STR(json_string_value(json_object_get(r->parsed.canonical, "tool_choice")), "required");
 
     /* thinkingBudget -> effort. */
     static const struct {
@@ -251,7 +251,7 @@ static void test_schema_and_tools(void)
                  "\"thinkingConfig\":{\"thinkingBudget\":%s}}}",
                  efforts[i].budget);
         CHECK_INT(parse(r, body, &err), 0);
-        CHECK_STR(str(json_object_get(r->canonical, "reasoning"), "effort"), efforts[i].effort);
+        CHECK_STR(str(json_object_get(r->parsed.canonical, "reasoning"), "effort"), efforts[i].effort);
     }
     req_free(r);
 }
@@ -270,7 +270,7 @@ static void test_calls(void)
                     "{\"functionResponse\":{\"name\":\"f\",\"response\":{\"v\":[2]}}}]}]}",
                     &err),
               0);
-    CHECK_INT(json_array_size(json_object_get(r->canonical, "input")), 6);
+    CHECK_INT(json_array_size(json_object_get(r->parsed.canonical, "input")), 6);
     const char *id1 = str(input(r, 1), "call_id"), *id2 = str(input(r, 2), "call_id");
     CHECK(id1 && id2 && strcmp(id1, id2) != 0);
     CHECK_STR(str(input(r, 1), "arguments"), "{\"i\":1}");
@@ -366,10 +366,10 @@ static void test_render(void)
                              "response");
     json_decref(out);
     memset(&err, 0, sizeof err);
-    json_decref(r->canonical);
-    r->canonical = NULL;
-    free(r->model_id);
-    r->model_id = NULL;
+    json_decref(r->parsed.canonical);
+    r->parsed.canonical = NULL;
+    free(r->parsed.model_id);
+    r->parsed.model_id = NULL;
     CHECK_INT(fe_style_gemini.parse(r, body, &err), 0);
     if (err.status)
         fprintf(stderr, "  %s\n", err.message);
@@ -447,7 +447,7 @@ static void test_count(void)
     r->count_tokens = true;
     fe_error_t err;
     CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"hi\"}]}]}", &err), 0);
-    CHECK_STR(r->model_id, "m1");
+    CHECK_STR(r->parsed.model_id, "m1");
     CHECK_STR(str(input(r, 0), "role"), "user");
     CHECK_INT(parse(r,
                     "{\"generateContentRequest\":{\"model\":\"models/m1\",\"contents\":[{\"role\":\"user\","
@@ -455,7 +455,7 @@ static void test_count(void)
                     "\"generationConfig\":{\"temperature\":0.5}}}",
                     &err),
               0);
-    CHECK_STR(str(r->canonical, "instructions"), "S");
+    CHECK_STR(str(r->parsed.canonical, "instructions"), "S");
     CHECK_STR(str(input(r, 0), "role"), "user");
     r->result.input_tokens = 17;
     json_t *out = fe_style_gemini.render_count(r);

@@ -17,13 +17,13 @@ static void req_init(fe_request_t *r, const char *version)
     memset(r, 0, sizeof *r);
     r->srv = &srv;
     r->style = &fe_style_messages;
-    r->store = true;
+    r->parsed.store = true;
     char head[256];
     int n = snprintf(head, sizeof head, "POST /v1/messages HTTP/1.1\r\nHost: t\r\n%s%s%s\r\n",
                      version ? "anthropic-version: " : "", version ? version : "", version ? "\r\n" : "");
     r->http = fe_http_req_parse_detached(head, (size_t)n);
     r->key = json_pack("{s:i}", "account_id", 7);
-    r->style_state = json_object();
+    r->parsed.style_state = json_object();
     fe_collect_init(&r->result);
 }
 
@@ -31,9 +31,9 @@ static void req_free(fe_request_t *r)
 {
     fe_http_req_destroy(r->http);
     json_decref(r->key);
-    json_decref(r->style_state);
-    json_decref(r->canonical);
-    free(r->model_id);
+    json_decref(r->parsed.style_state);
+    json_decref(r->parsed.canonical);
+    free(r->parsed.model_id);
     fe_collect_free(&r->result);
 }
 
@@ -73,10 +73,10 @@ static void test_version(void)
     fe_request_t r;
     fe_error_t err;
     CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
-    CHECK(!r.store);
+    CHECK(!r.parsed.store);
     CHECK(strncmp(r.response_id, "msg_", 4) == 0 && strlen(r.response_id) == 28);
-    CHECK_STR(r.model_id, "m");
-    CHECK_INT(json_integer_value(json_object_get(r.canonical, "max_output_tokens")), 100);
+    CHECK_STR(r.parsed.model_id, "m");
+    CHECK_INT(json_integer_value(json_object_get(r.parsed.canonical, "max_output_tokens")), 100);
     req_free(&r);
     CHECK_INT(parse(&r, "2026-10-21", "{" MIN "}", &err), 0);
     req_free(&r);
@@ -88,7 +88,7 @@ static void test_version(void)
 
 static const json_t *item(const fe_request_t *r, size_t i)
 {
-    return json_array_get(json_object_get(r->canonical, "input"), i);
+    return json_array_get(json_object_get(r->parsed.canonical, "input"), i);
 }
 
 static const char *item_str(const fe_request_t *r, size_t i, const char *key)
@@ -132,7 +132,7 @@ static void test_parse(void)
     CHECK_INT(parse(&r, "2023-06-01", body, &err), 0);
     if (err.status)
         fprintf(stderr, "  %s\n", err.message);
-    const json_t *c = r.canonical;
+    const json_t *c = r.parsed.canonical;
     CHECK_STR(json_string_value(json_object_get(c, "instructions")), "Be terse.\n\nBe kind.");
     CHECK_INT(json_array_size(json_object_get(c, "input")), 5);
     /* user: text, two images, two files in one message */
@@ -179,28 +179,28 @@ static void test_parse(void)
                     "\"enabled\",\"budget_tokens\":1024},\"max_tokens\":2000}",
                     &err),
               0);
-    CHECK_STR(json_string_value(json_object_get(r.canonical, "tool_choice")), "required");
-    CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "low");
+    CHECK_STR(json_string_value(json_object_get(r.parsed.canonical, "tool_choice")), "required");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r.parsed.canonical, "reasoning"), "effort")), "low");
     req_free(&r);
     CHECK_INT(parse(&r, "2023-06-01",
                     "{" MIN ",\"tool_choice\":{\"type\":\"none\"},\"thinking\":{\"type\":"
                     "\"enabled\",\"budget_tokens\":20000},\"max_tokens\":30000}",
                     &err),
               0);
-    CHECK_STR(json_string_value(json_object_get(r.canonical, "tool_choice")), "none");
-    CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "high");
+    CHECK_STR(json_string_value(json_object_get(r.parsed.canonical, "tool_choice")), "none");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r.parsed.canonical, "reasoning"), "effort")), "high");
     req_free(&r);
     CHECK_INT(parse(&r, "2023-06-01", "{" MIN ",\"thinking\":{\"type\":\"disabled\"}}", &err), 0);
-    CHECK(json_object_get(r.canonical, "reasoning") == NULL);
-    CHECK(json_object_get(r.canonical, "instructions") == NULL);
+    CHECK(json_object_get(r.parsed.canonical, "reasoning") == NULL);
+    CHECK(json_object_get(r.parsed.canonical, "instructions") == NULL);
     req_free(&r);
     CHECK_INT(parse(&r, "2023-06-01",
                     "{" MIN ",\"system\":\"sys\",\"thinking\":{\"type\":\"adaptive\"},"
                     "\"output_config\":{\"effort\":\"high\"}}",
                     &err),
               0);
-    CHECK_STR(json_string_value(json_object_get(r.canonical, "instructions")), "sys");
-    CHECK_STR(json_string_value(json_object_get(json_object_get(r.canonical, "reasoning"), "effort")), "high");
+    CHECK_STR(json_string_value(json_object_get(r.parsed.canonical, "instructions")), "sys");
+    CHECK_STR(json_string_value(json_object_get(json_object_get(r.parsed.canonical, "reasoning"), "effort")), "high");
     req_free(&r);
     /* a tool_result with an image keeps parts */
     CHECK_INT(parse(&r, "2023-06-01",
@@ -256,7 +256,7 @@ static void test_parse_errors(void)
                         "{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"env\"}]}]}",
                         &err),
                   0);
-        json_t *last = json_array_get(json_object_get(r.canonical, "input"), 1);
+        json_t *last = json_array_get(json_object_get(r.parsed.canonical, "input"), 1);
         CHECK_STR(json_string_value(json_object_get(last, "role")), "system");
         req_free(&r);
     }
@@ -415,11 +415,12 @@ static void test_count(void)
     memset(&err, 0, sizeof err);
     CHECK_INT(fe_style_messages.parse(&r, body, &err), 0);
     json_decref(body);
-    CHECK_STR(r.model_id, "m");
-    CHECK(json_object_get(r.canonical, "max_output_tokens") == NULL);
-    CHECK_STR(json_string_value(json_object_get(r.canonical, "instructions")), "Be brief.");
-    CHECK_INT(json_integer_value(json_object_get(json_object_get(r.canonical, "reasoning"), "budget_tokens")), 2048);
-    CHECK_INT(json_array_size(json_object_get(r.canonical, "tools")), 1);
+    CHECK_STR(r.parsed.model_id, "m");
+    CHECK(json_object_get(r.parsed.canonical, "max_output_tokens") == NULL);
+    CHECK_STR(json_string_value(json_object_get(r.parsed.canonical, "instructions")), "Be brief.");
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(r.parsed.canonical, "reasoning"), "budget_tokens")),
+              2048);
+    CHECK_INT(json_array_size(json_object_get(r.parsed.canonical, "tools")), 1);
     r.result.input_tokens = 42;
     json_t *out = fe_style_messages.render_count(&r);
     char *text = json_dumps(out, JSON_COMPACT);

@@ -57,7 +57,7 @@ static void fe_sc_chunk(fe_request_t *r, struct evbuffer *out, int choice, json_
                                                  "finish_reason", finish));
     json_t *chunk = json_pack("{s:s, s:s, s:I, s:s, s:s, s:n, s:o}", "id", r->response_id, "object",
                               "chat.completion.chunk", "created", (json_int_t)(r->start_ms / 1000), "model",
-                              r->model_id, "service_tier", "default", "system_fingerprint", "choices", choices);
+                              r->parsed.model_id, "service_tier", "default", "system_fingerprint", "choices", choices);
     if (usage)
         json_object_set_new(chunk, "usage", usage);
     else if (st->include_usage)
@@ -69,7 +69,7 @@ static void fe_sc_chunk(fe_request_t *r, struct evbuffer *out, int choice, json_
 static fe_sc_choice_t *fe_sc_choice(fe_request_t *r, int k, struct evbuffer *out)
 {
     fe_sc_state_t *st = fe_stream_state(r);
-    if (k < 0 || k >= FE_SC_MAX_CHOICES || k >= r->n)
+    if (k < 0 || k >= FE_SC_MAX_CHOICES || k >= r->parsed.n)
         return NULL;
     fe_sc_choice_t *c = &st->choices[k];
     if (!c->started) {
@@ -161,7 +161,7 @@ static void fe_sc_open(fe_request_t *r, struct evbuffer *out)
 {
     (void)out;
     fe_sc_state_t *st = fe_stream_state(r);
-    st->include_usage = json_is_true(json_object_get(r->style_state, "include_usage"));
+    st->include_usage = json_is_true(json_object_get(r->parsed.style_state, "include_usage"));
 }
 
 static void fe_sc_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
@@ -221,7 +221,7 @@ static void fe_sc_close(fe_request_t *r, const json_t *rendered, struct evbuffer
 {
     fe_sc_state_t *st = fe_stream_state(r);
     json_t *choices = json_object_get(rendered, "choices");
-    for (int k = 0; k < r->n && k < FE_SC_MAX_CHOICES; k++) {
+    for (int k = 0; k < r->parsed.n && k < FE_SC_MAX_CHOICES; k++) {
         fe_sc_choice_t *c = fe_sc_choice(r, k, out);
         if (c->finished)
             continue;

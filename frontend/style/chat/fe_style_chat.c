@@ -470,7 +470,7 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     const char *model = fe_params_required_string(body, "model", err);
     if (!model)
         return -1;
-    r->model_id = sb_xstrdup(model);
+    r->parsed.model_id = sb_xstrdup(model);
     json_t *messages = fe_params_require(body, "messages", err);
     if (!messages)
         return -1;
@@ -485,8 +485,8 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     json_t *modalities = fe_params_typed(body, "modalities", FE_P_ARRAY | FE_P_NULL, err);
     if (err->status)
         return -1;
-    r->stream = json_is_true(stream);
-    if (json_is_object(stream_options) && !r->stream) {
+    r->parsed.stream = json_is_true(stream);
+    if (json_is_object(stream_options) && !r->parsed.stream) {
         fe_params_invalid(err, "stream_options",
                           "The 'stream_options' parameter is only allowed when 'stream' is "
                           "enabled.");
@@ -499,13 +499,13 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
             return -1;
         }
         if (json_is_true(usage))
-            json_object_set_new(r->style_state, "include_usage", json_true());
+            json_object_set_new(r->parsed.style_state, "include_usage", json_true());
     }
     if (json_is_integer(n) && (json_integer_value(n) < 1 || json_integer_value(n) > 16)) {
         fe_params_invalid(err, "n", "Invalid value for 'n': expected an integer from 1 to 16.");
         return -1;
     }
-    r->n = json_is_integer(n) ? (int)json_integer_value(n) : 1;
+    r->parsed.n = json_is_integer(n) ? (int)json_integer_value(n) : 1;
     size_t i;
     json_t *m;
     json_array_foreach (modalities, i, m) {
@@ -522,7 +522,7 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     }
     json_t *c = json_object();
-    r->canonical = c;
+    r->parsed.canonical = c;
     json_t *items = json_array();
     json_object_set_new(c, "input", items);
     if (fe_chat_messages(messages, items, err) < 0 || fe_chat_tools(body, c, err) < 0 ||
@@ -530,7 +530,7 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     /* Stored by default, retrievable with GET /v1/chat/completions/{id}. */
     if (json_is_false(store))
-        r->store = false;
+        r->parsed.store = false;
     sb_id_new(r->response_id, sizeof r->response_id, "chatcmpl-", 24);
     return 0;
 }
@@ -603,19 +603,20 @@ static json_t *fe_chat_render(fe_request_t *r)
 {
     const fe_collect_t *res = &r->result;
     json_t *choices = json_array();
-    for (int k = 0; k < r->n; k++)
+    for (int k = 0; k < r->parsed.n; k++)
         json_array_append_new(choices, fe_chat_choice(res, k));
-    json_t *out = json_pack(
-        "{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}, s:s, "
-        "s:n}",
-        "id", r->response_id, "object", "chat.completion", "created", (json_int_t)(r->start_ms / 1000), "model",
-        r->model_id, "choices", choices, "usage", "prompt_tokens", (json_int_t)res->input_tokens, "completion_tokens",
-        (json_int_t)res->output_tokens, "total_tokens", (json_int_t)(res->input_tokens + res->output_tokens),
-        "prompt_tokens_details", "cached_tokens", 0, "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens",
-        (json_int_t)res->reasoning_tokens, "audio_tokens", 0, "accepted_prediction_tokens", 0,
-        "rejected_prediction_tokens", 0, "service_tier", "default", "system_fingerprint");
-    json_t *md = json_object_get(r->canonical, "metadata");
-    if (r->store)
+    json_t *out =
+        json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}, s:s, "
+                  "s:n}",
+                  "id", r->response_id, "object", "chat.completion", "created", (json_int_t)(r->start_ms / 1000),
+                  "model", r->parsed.model_id, "choices", choices, "usage", "prompt_tokens",
+                  (json_int_t)res->input_tokens, "completion_tokens", (json_int_t)res->output_tokens, "total_tokens",
+                  (json_int_t)(res->input_tokens + res->output_tokens), "prompt_tokens_details", "cached_tokens", 0,
+                  "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens", (json_int_t)res->reasoning_tokens,
+                  "audio_tokens", 0, "accepted_prediction_tokens", 0, "rejected_prediction_tokens", 0, "service_tier",
+                  "default", "system_fingerprint");
+    json_t *md = json_object_get(r->parsed.canonical, "metadata");
+    if (r->parsed.store)
         json_object_set_new(out, "metadata", md ? json_incref(md) : json_object());
     return out;
 }
@@ -628,9 +629,9 @@ static void fe_chat_store(fe_request_t *r, const json_t *rendered)
     snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
     char *body = json_dumps(rendered, JSON_COMPACT);
     char *messages = json_dumps(json_object_get(r->body, "messages"), JSON_COMPACT);
-    json_t *md = json_object_get(r->canonical, "metadata");
+    json_t *md = json_object_get(r->parsed.canonical, "metadata");
     char *metadata = md ? json_dumps(md, JSON_COMPACT) : NULL;
-    const char *params[7] = {r->response_id, account, key_id, r->model_id, body, messages, metadata};
+    const char *params[7] = {r->response_id, account, key_id, r->parsed.model_id, body, messages, metadata};
     fe_db_query(r->srv->db, FE_SQL_CHAT_SAVE, 7, params, fe_generate_stored, r);
     free(body);
     free(messages);

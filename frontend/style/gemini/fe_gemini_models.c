@@ -50,7 +50,7 @@ static void fe_gemini_on_list_model(json_t *rec, const char *err, void *arg)
                          "The model registry is temporarily unavailable, retry later");
         return;
     }
-    json_t *st = r->style_state;
+    json_t *st = r->parsed.style_state;
     json_t *ids = json_object_get(st, "ids"), *slots = json_object_get(st, "models");
     size_t i;
     json_t *id;
@@ -102,11 +102,11 @@ static void fe_gemini_on_list(const PGresult *res, const char *err, void *arg)
             ids[n++] = id;
     }
     qsort(ids, n, sizeof *ids, fe_gemini_cmp);
-    const char *token = json_string_value(json_object_get(r->style_state, "page_token"));
+    const char *token = json_string_value(json_object_get(r->parsed.style_state, "page_token"));
     size_t start = 0;
     while (token && start < n && strcmp(ids[start], token) <= 0)
         start++;
-    size_t size = (size_t)json_integer_value(json_object_get(r->style_state, "page_size"));
+    size_t size = (size_t)json_integer_value(json_object_get(r->parsed.style_state, "page_size"));
     size_t end = n - start > size ? start + size : n;
     json_t *page = json_array(), *slots = json_array();
     for (i = start; i < end; i++) {
@@ -114,12 +114,12 @@ static void fe_gemini_on_list(const PGresult *res, const char *err, void *arg)
         json_array_append_new(slots, json_null());
     }
     if (end < n && end > start)
-        json_object_set_new(r->style_state, "next", json_string(ids[end - 1]));
+        json_object_set_new(r->parsed.style_state, "next", json_string(ids[end - 1]));
     free(ids);
     json_decref(all);
-    json_object_set_new(r->style_state, "ids", page);
-    json_object_set_new(r->style_state, "models", slots);
-    json_object_set_new(r->style_state, "waiting", json_integer((json_int_t)json_array_size(page) + 1));
+    json_object_set_new(r->parsed.style_state, "ids", page);
+    json_object_set_new(r->parsed.style_state, "models", slots);
+    json_object_set_new(r->parsed.style_state, "waiting", json_integer((json_int_t)json_array_size(page) + 1));
     /* One hold per lookup, plus one across the loop: a lookup answered from
      * the cache calls back at once, and the last callback replies. */
     json_t *id;
@@ -149,9 +149,9 @@ void fe_gemini_models_list(fe_request_t *r)
         if (size > FE_GEMINI_PAGE_MAX)
             size = FE_GEMINI_PAGE_MAX;
     }
-    r->style_state = json_pack("{s:I}", "page_size", (json_int_t)size);
+    r->parsed.style_state = json_pack("{s:I}", "page_size", (json_int_t)size);
     if (fe_request_query_get(r, "pageToken", buf, sizeof buf) == 0 && *buf)
-        json_object_set_new(r->style_state, "page_token", json_string(buf));
+        json_object_set_new(r->parsed.style_state, "page_token", json_string(buf));
     r->state = FE_REQ_QUERY;
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_MODEL_LIST, 0, NULL, fe_gemini_on_list, r);

@@ -107,7 +107,7 @@ static json_t *fe_sg_rest(const fe_sg_sent_t *sent, const json_t *text)
 static fe_sg_cand_t *fe_sg_cand(fe_request_t *r, int k)
 {
     fe_sg_state_t *st = fe_stream_state(r);
-    if (k < 0 || k >= r->n || k >= FE_GEMINI_MAX_CANDIDATES)
+    if (k < 0 || k >= r->parsed.n || k >= FE_GEMINI_MAX_CANDIDATES)
         return NULL;
     if (!st->cands[k]) {
         st->cands[k] = sb_xcalloc(1, sizeof *st->cands[k]);
@@ -278,7 +278,7 @@ static void fe_sg_close(fe_request_t *r, const json_t *rendered, struct evbuffer
     fe_sg_state_t *st = fe_stream_state(r);
     json_t *shown = json_object_get(rendered, "candidates");
     json_t *candidates = json_array();
-    for (int k = 0; k < r->n && k < FE_GEMINI_MAX_CANDIDATES; k++) {
+    for (int k = 0; k < r->parsed.n && k < FE_GEMINI_MAX_CANDIDATES; k++) {
         fe_sg_cand_t *c = fe_sg_cand(r, k);
         json_t *parts = json_array();
         fe_gemini_emit(r, parts, json_pack("{s:s}", "text", ""), c->pending, NULL);

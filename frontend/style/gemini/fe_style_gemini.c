@@ -888,7 +888,7 @@ static int fe_gemini_thinking(fe_gemini_ctx_t *c, const json_t *gc, json_t *cano
     }
     if (effort)
         json_object_set_new(canonical, "reasoning", json_pack("{s:s}", "effort", effort));
-    json_object_set_new(c->r->style_state, "include_thoughts", json_boolean(include));
+    json_object_set_new(c->r->parsed.style_state, "include_thoughts", json_boolean(include));
     return 0;
 }
 
@@ -1004,7 +1004,7 @@ static int fe_gemini_generation(fe_gemini_ctx_t *c, const json_t *body, json_t *
     long long n = 1;
     if (fe_gemini_int(gc, "candidateCount", at, 1, FE_GEMINI_MAX_CANDIDATES, &n, c->err) < 0)
         return -1;
-    c->r->n = (int)n;
+    c->r->parsed.n = (int)n;
     json_t *stop = fe_gemini_array(gc, "stopSequences", at, c->err);
     if (c->err->status)
         return -1;
@@ -1072,16 +1072,16 @@ static int fe_gemini_foreign(const json_t *body, fe_error_t *err)
     return 0;
 }
 
-/* A GenerateContentRequest -> r->canonical (and r->n, style_state). */
+/* A GenerateContentRequest -> r->parsed.canonical (and r->parsed.n, style_state). */
 static int fe_gemini_parse_request(fe_request_t *r, const json_t *body, fe_error_t *err)
 {
     if (!json_is_object(body))
         return fe_gemini_fail(err, "Invalid JSON payload received. Expected an object.");
     if (fe_gemini_foreign(body, err) < 0 || fe_gemini_known(body, fe_gemini_request_fields, "", err) < 0)
         return -1;
-    json_object_set_new(r->style_state, "include_thoughts", json_false());
+    json_object_set_new(r->parsed.style_state, "include_thoughts", json_false());
     json_t *canonical = json_object();
-    r->canonical = canonical;
+    r->parsed.canonical = canonical;
     json_t *items = json_array();
     json_object_set_new(canonical, "input", items);
     fe_gemini_ctx_t c = {.r = r, .err = err, .items = items, .calls = json_array()};
@@ -1143,12 +1143,12 @@ static int fe_gemini_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         /* Google streams server-sent events for alt=sse and one JSON array
          * otherwise: two renderers, differing from the headers on. */
         char alt[8];
-        r->stream = true;
+        r->parsed.stream = true;
         if (fe_request_query_get(r, "alt", alt, sizeof alt) < 0 || strcmp(alt, "sse") != 0)
-            r->stream_style = &fe_stream_gemini_array;
+            r->parsed.stream_style = &fe_stream_gemini_array;
     }
-    r->model_id = sb_xstrdup(r->path_arg ? r->path_arg : "");
-    r->store = false;
+    r->parsed.model_id = sb_xstrdup(r->path_arg ? r->path_arg : "");
+    r->parsed.store = false;
     if (r->count_tokens)
         return fe_gemini_parse_count(r, body, err);
     if (fe_gemini_parse_request(r, body, err) < 0)
@@ -1161,7 +1161,7 @@ static int fe_gemini_parse(fe_request_t *r, json_t *body, fe_error_t *err)
 
 bool fe_gemini_include_thoughts(const fe_request_t *r)
 {
-    return json_is_true(json_object_get(r->style_state, "include_thoughts"));
+    return json_is_true(json_object_get(r->parsed.style_state, "include_thoughts"));
 }
 
 json_t *fe_gemini_seal(fe_request_t *r, json_t *items)
@@ -1256,7 +1256,7 @@ json_t *fe_gemini_usage(const fe_request_t *r)
 json_t *fe_gemini_response(const fe_request_t *r, json_t *candidates, json_t *usage)
 {
     return json_pack("{s:o, s:o, s:s, s:s}", "candidates", candidates, "usageMetadata", usage, "modelVersion",
-                     r->model_id, "responseId", r->response_id);
+                     r->parsed.model_id, "responseId", r->response_id);
 }
 
 static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts)
@@ -1309,7 +1309,7 @@ static json_t *fe_gemini_render(fe_request_t *r)
 {
     bool include_thoughts = fe_gemini_include_thoughts(r);
     json_t *candidates = json_array();
-    for (int k = 0; k < r->n; k++)
+    for (int k = 0; k < r->parsed.n; k++)
         json_array_append_new(candidates, fe_gemini_candidate(r, k, include_thoughts));
     return fe_gemini_response(r, candidates, fe_gemini_usage(r));
 }

@@ -910,7 +910,7 @@ static int fe_messages_thinking(fe_request_t *r, const json_t *body, json_t *c, 
         !fe_messages_is(display, "omitted"))
         return fe_messages_fail(err, "invalid_value", "thinking.display", "Input should be 'summarized' or 'omitted'");
     if (fe_messages_is(display, "omitted"))
-        json_object_set_new(r->style_state, "thinking_omitted", json_true());
+        json_object_set_new(r->parsed.style_state, "thinking_omitted", json_true());
     if (!strcmp(type, "disabled"))
         return 0;
     if (!strcmp(type, "adaptive")) {
@@ -948,7 +948,7 @@ static int fe_messages_thinking(fe_request_t *r, const json_t *body, json_t *c, 
 static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
 {
     bool count = r->count_tokens;
-    r->store = false; /* nothing in this style is retrievable later */
+    r->parsed.store = false; /* nothing in this style is retrievable later */
     if (fe_messages_version(r, err) < 0 ||
         fe_messages_foreign(body, count ? fe_messages_count_params : fe_messages_params, err) < 0)
         return -1;
@@ -957,7 +957,7 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return fe_messages_fail(err, "missing_required_parameter", "model", "Field required");
     if (!json_is_string(model) || json_string_length(model) == 0)
         return fe_messages_fail(err, "invalid_value", "model", "Input should be a non-empty string");
-    r->model_id = sb_xstrdup(json_string_value(model));
+    r->parsed.model_id = sb_xstrdup(json_string_value(model));
     json_t *max = json_object_get(body, "max_tokens");
     if (count)
         max = NULL; /* a count has no output: no limit for a thinking budget to fit under */
@@ -977,13 +977,13 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     json_t *stream = json_object_get(body, "stream");
     if (stream && !json_is_boolean(stream) && !json_is_null(stream))
         return fe_messages_fail(err, "invalid_type", "stream", "Input should be a valid boolean");
-    r->stream = json_is_true(stream);
+    r->parsed.stream = json_is_true(stream);
     json_t *cc = json_object_get(body, "cache_control");
     if (cc && !json_is_null(cc) && !json_is_object(cc))
         return fe_messages_fail(err, "invalid_type", "cache_control", "Input should be a valid dictionary");
 
     json_t *c = json_object();
-    r->canonical = c;
+    r->parsed.canonical = c;
     json_t *items = json_array();
     json_object_set_new(c, "input", items);
     if (max)
@@ -1028,7 +1028,7 @@ static json_t *fe_messages_reasoning_text(const json_t *item)
 
 bool fe_messages_thinking_omitted(const fe_request_t *r)
 {
-    return json_is_true(json_object_get(r->style_state, "thinking_omitted"));
+    return json_is_true(json_object_get(r->parsed.style_state, "thinking_omitted"));
 }
 
 /* The sealed token of a reasoning item (caller frees), or NULL. Sealing draws
@@ -1038,17 +1038,17 @@ bool fe_messages_thinking_omitted(const fe_request_t *r)
 static char *fe_messages_seal(const fe_request_t *r, const json_t *item)
 {
     const char *id = json_string_value(json_object_get(item, "id"));
-    json_t *cache = json_object_get(r->style_state, "sealed");
+    json_t *cache = json_object_get(r->parsed.style_state, "sealed");
     json_t *hit = id ? json_object_get(cache, id) : NULL;
     json_t *sealed_item = json_object_get(hit, "item");
     if (sealed_item && (sealed_item == item || json_equal(sealed_item, (json_t *)item)))
         return sb_xstrdup(json_string_value(json_object_get(hit, "token")));
     char *token = fe_reasoning_seal_item(r, item);
-    if (!token || !id || !json_is_object(r->style_state))
+    if (!token || !id || !json_is_object(r->parsed.style_state))
         return token;
     if (!json_is_object(cache)) {
         cache = json_object();
-        json_object_set_new(r->style_state, "sealed", cache);
+        json_object_set_new(r->parsed.style_state, "sealed", cache);
     }
     json_object_set_new(cache, id, json_pack("{s:s, s:O}", "token", token, "item", item));
     return token;
@@ -1104,7 +1104,7 @@ json_t *fe_messages_message(const fe_request_t *r, json_t *content, const char *
 {
     const fe_collect_t *res = &r->result;
     return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:n, s:{s:I, s:I, s:i, s:i}}", "id", r->response_id, "type",
-                     "message", "role", "assistant", "model", r->model_id, "content", content, "stop_reason",
+                     "message", "role", "assistant", "model", r->parsed.model_id, "content", content, "stop_reason",
                      stop_reason, "stop_sequence", "usage", "input_tokens", (json_int_t)res->input_tokens,
                      "output_tokens", (json_int_t)res->output_tokens, "cache_creation_input_tokens", 0,
                      "cache_read_input_tokens", 0);

@@ -150,7 +150,7 @@ static int fe_responses_include(fe_request_t *r, const json_t *body, fe_error_t 
             if (!r->srv->seal_ready)
                 return fe_responses_unsupported(err, "include",
                                                 "encrypted reasoning is not configured on this gateway.");
-            r->seal_reasoning = true;
+            r->parsed.seal_reasoning = true;
         }
     }
     return 0;
@@ -276,10 +276,10 @@ static int fe_responses_namespace(fe_request_t *r, const json_t *t, const char *
         fe_params_invalid(err, param, "'%s' of type namespace needs a string 'name' and a 'tools' array.", param);
         return -1;
     }
-    json_t *map = json_object_get(r->style_state, "namespaced");
+    json_t *map = json_object_get(r->parsed.style_state, "namespaced");
     if (!map) {
         map = json_object();
-        json_object_set_new(r->style_state, "namespaced", map);
+        json_object_set_new(r->parsed.style_state, "namespaced", map);
     }
     size_t i;
     json_t *fn;
@@ -308,7 +308,7 @@ static int fe_responses_namespace(fe_request_t *r, const json_t *t, const char *
 
 void fe_responses_split_name(const fe_request_t *r, json_t *item)
 {
-    json_t *hit = json_object_get(json_object_get(r->style_state, "namespaced"),
+    json_t *hit = json_object_get(json_object_get(r->parsed.style_state, "namespaced"),
                                   json_string_value(json_object_get(item, "name")) ?: "");
     if (!hit || !fe_is(json_object_get(item, "type"), "function_call"))
         return;
@@ -389,27 +389,27 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     const char *model = fe_params_required_string(body, "model", err);
     if (!model)
         return -1;
-    r->model_id = sb_xstrdup(model);
+    r->parsed.model_id = sb_xstrdup(model);
     json_t *prompt = fe_params_typed(body, "prompt", FE_P_OBJECT | FE_P_NULL, err);
     if (err->status)
         return -1;
     if (json_is_object(prompt)) {
         if (fe_prompt_check_ref(prompt, err) < 0)
             return -1;
-        r->prompt_ref = json_deep_copy(prompt);
+        r->parsed.prompt_ref = json_deep_copy(prompt);
     }
     json_t *input = json_object_get(body, "input");
-    if (!r->prompt_ref && !(input = fe_params_require(body, "input", err)))
+    if (!r->parsed.prompt_ref && !(input = fe_params_require(body, "input", err)))
         return -1;
     json_t *stream = fe_params_typed(body, "stream", FE_P_BOOL | FE_P_NULL, err);
     json_t *background = fe_params_typed(body, "background", FE_P_BOOL | FE_P_NULL, err);
     if (err->status)
         return -1;
-    r->stream = json_is_true(stream);
+    r->parsed.stream = json_is_true(stream);
     if (json_is_true(background))
         return fe_responses_unsupported(err, "background", "background responses are not available on this gateway.");
     json_t *c = json_object();
-    r->canonical = c;
+    r->parsed.canonical = c;
     json_t *items = input && !json_is_null(input) ? fe_items_normalize(input, "input", err) : json_array();
     if (!items)
         return -1;
@@ -440,9 +440,9 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     }
     if (json_is_false(store))
-        r->store = false;
+        r->parsed.store = false;
     if (json_is_string(prev))
-        r->previous_response_id = sb_xstrdup(json_string_value(prev));
+        r->parsed.previous_response_id = sb_xstrdup(json_string_value(prev));
     sb_id_new(r->response_id, sizeof r->response_id, "resp_", 24);
     return 0;
 }
@@ -459,11 +459,11 @@ static json_t *fe_json_number_or(json_t *v, double dflt)
 
 json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items)
 {
-    json_t *output = r->seal_reasoning ? fe_reasoning_seal_items(r, items) : json_deep_copy(items);
+    json_t *output = r->parsed.seal_reasoning ? fe_reasoning_seal_items(r, items) : json_deep_copy(items);
     size_t i;
     json_t *it;
     json_array_foreach (output, i, it) {
-        if (!r->seal_reasoning)
+        if (!r->parsed.seal_reasoning)
             fe_reasoning_strip_private(it);
         fe_responses_split_name(r, it);
     }
@@ -473,7 +473,7 @@ json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items)
 json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_t *error)
 {
     const json_t *body = r->body;
-    const json_t *c = r->canonical;
+    const json_t *c = r->parsed.canonical;
     const fe_collect_t *res = &r->result;
     bool final = !status;
     if (final)
@@ -500,9 +500,9 @@ json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_
                         incomplete ? json_pack("{s:s}", "reason",
                                                res->incomplete_reason[0] ? res->incomplete_reason : "max_output_tokens")
                                    : json_null());
-    json_object_set_new(out, "model", json_string(r->model_id) /* the public id: upstream names stay private */);
+    json_object_set_new(out, "model", json_string(r->parsed.model_id) /* the public id: upstream names stay private */);
     json_object_set_new(out, "previous_response_id",
-                        r->previous_response_id ? json_string(r->previous_response_id) : json_null());
+                        r->parsed.previous_response_id ? json_string(r->parsed.previous_response_id) : json_null());
     json_object_set_new(out, "instructions", fe_json_or_null(json_object_get(c, "instructions")));
     json_object_set_new(out, "output", output);
     json_object_set_new(
@@ -536,18 +536,18 @@ json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_
                                            (json_int_t)(res->input_tokens + res->output_tokens)));
     json_object_set_new(out, "max_output_tokens", fe_json_or_null(json_object_get(c, "max_output_tokens")));
     json_object_set_new(out, "max_tool_calls", fe_json_or_null(json_object_get(c, "max_tool_calls")));
-    json_object_set_new(out, "store", json_boolean(r->store));
+    json_object_set_new(out, "store", json_boolean(r->parsed.store));
     json_object_set_new(out, "background", json_false());
     json_object_set_new(out, "service_tier", json_string("default"));
     json_object_set_new(out, "metadata", metadata ? json_incref(metadata) : json_object());
     json_object_set_new(out, "safety_identifier", fe_json_or_null(json_object_get(body, "safety_identifier")));
     json_object_set_new(out, "prompt_cache_key", fe_json_or_null(json_object_get(body, "prompt_cache_key")));
     json_object_set_new(out, "user", fe_json_or_null(json_object_get(c, "user")));
-    if (r->prompt_ref)
+    if (r->parsed.prompt_ref)
         json_object_set_new(out, "prompt",
-                            json_pack("{s:O, s:O?, s:O?}", "id", json_object_get(r->prompt_ref, "id"), "version",
-                                      json_object_get(r->prompt_ref, "version"), "variables",
-                                      json_object_get(r->prompt_ref, "variables")));
+                            json_pack("{s:O, s:O?, s:O?}", "id", json_object_get(r->parsed.prompt_ref, "id"), "version",
+                                      json_object_get(r->parsed.prompt_ref, "version"), "variables",
+                                      json_object_get(r->parsed.prompt_ref, "variables")));
     return out;
 }
 
@@ -567,14 +567,14 @@ static void fe_responses_store(fe_request_t *r, const json_t *rendered)
     snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
     char *body = json_dumps(rendered, JSON_COMPACT);
     char *context = r->context ? json_dumps(r->context, JSON_COMPACT) : NULL;
-    char *input = json_dumps(json_object_get(r->canonical, "input"), JSON_COMPACT);
+    char *input = json_dumps(json_object_get(r->parsed.canonical, "input"), JSON_COMPACT);
     char *output = json_dumps(r->result.items, JSON_COMPACT);
     const char *params[10] = {r->response_id,
                               account,
                               key_id,
-                              r->model_id,
+                              r->parsed.model_id,
                               r->result.status[0] ? r->result.status : "completed",
-                              r->previous_response_id,
+                              r->parsed.previous_response_id,
                               body,
                               context ? context : "[]",
                               input,
