@@ -3,7 +3,7 @@
  * real wire formats (OpenAI Chat Completions and Responses, Anthropic
  * Messages, Gemini generateContent) on loopback so that the gateway's tests
  * never leave the machine. main.c wraps it into the
- * `sb-emulator` executable; tests/unit/test_emulator.c runs it in-process.
+ * `sb-emulator` executable; tests/unit/emulator/test_emulator.c runs it in-process.
  *
  * The emulator runs on an event_base that the caller owns and dispatches; it
  * never blocks and never sleeps (delays are event timers). Behaviour, CLI,

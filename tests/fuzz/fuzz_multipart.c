@@ -8,7 +8,7 @@
  * canonically parses back to the same parts. The line is also fed to
  * fe_multipart_boundary() as "multipart/form-data; boundary=<line>".
  *
- * tests/unit/test_multipart.c includes this file and replays the seed corpus
+ * tests/unit/frontend/test_multipart.c includes this file and replays the seed corpus
  * (tests/fuzz/corpus/multipart/) through LLVMFuzzerTestOneInput, so CI runs
  * the same checks without clang.
  */

@@ -515,8 +515,8 @@ int main(int argc, char **argv)
     if (argc > 1) {
         snprintf(dir, sizeof dir, "%s", argv[1]);
     } else {
-        /* __FILE__ is .../tests/unit/test_multipart.c under CMake */
-        static const char self[] = "tests/unit/test_multipart.c";
+        /* __FILE__ is .../tests/unit/frontend/test_multipart.c under CMake */
+        static const char self[] = "tests/unit/frontend/test_multipart.c";
         const char *file = __FILE__;
         size_t fl = strlen(file), sl = sizeof self - 1;
         int root = fl >= sl && strcmp(&file[fl - sl], self) == 0;
