@@ -98,8 +98,8 @@ static void test_auto(void)
     /* optional property, unsupported keyword, explicit additionalProperties:true, non-object root:
      * non-strict, schema untouched */
     const char *loose[] = {OPTIONAL, UNSUPPORTED,
-                           "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],"
-                           "\"additionalProperties\":true}",
+                           ("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"],"
+                            "\"additionalProperties\":true}"),
                            "{\"properties\":{\"a\":{\"type\":\"string\"}}}"};
     for (size_t i = 0; i < sizeof loose / sizeof *loose; i++) {
         char text[1024];
