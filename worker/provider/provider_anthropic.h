@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "provider.h"
+#include "provider_util.h"
 #include "sb_buf.h"
 #include "sb_id.h"
 

@@ -55,8 +55,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "provider.h"
+#include "provider.h" /* sb_provider_t, for the vtable */
 #include "provider_anthropic.h"
+#include "provider_util.h"
 #include "sb_base64.h"
 #include "sb_buf.h"
 #include "sb_event.h"

@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "provider.h"
 #include "provider_anthropic.h"
+#include "provider_util.h"
 #include "sb_buf.h"
 #include "sb_event.h"
 #include "sb_id.h"

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "provider.h"
+#include "provider_util.h"
 #include "sb_buf.h"
 #include "sb_id.h"
 

@@ -55,8 +55,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "provider.h"
+#include "provider.h" /* sb_provider_t, for the vtable */
 #include "provider_gemini.h"
+#include "provider_util.h"
 #include "sb_alloc.h"
 #include "sb_buf.h"
 #include "sb_job.h"

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "provider.h"
 #include "provider_gemini.h"
+#include "provider_util.h"
 #include "sb_alloc.h"
 #include "sb_buf.h"
 #include "sb_event.h"
