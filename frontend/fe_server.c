@@ -38,6 +38,15 @@ void fe_config_defaults(fe_config_t *cfg)
     cfg->max_file_bytes = 16u * 1024u * 1024u;
 }
 
+/* After the loop iteration in which requests ended: free them, outside
+ * every callback that may still hold a pointer to them. */
+static void fe_server_on_reap(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    fe_request_reap(arg);
+}
+
 static void fe_server_on_notify(const char *payload, void *arg)
 {
     fe_server_t *s = arg;
@@ -51,6 +60,11 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     s->base = base;
     s->cfg = *cfg;
     s->cfg.reasoning_key = NULL; /* the secret is kept only in parsed form */
+    s->reap = event_new(base, -1, 0, fe_server_on_reap, s);
+    if (!s->reap) {
+        snprintf(err, errlen, "cannot create the reap event");
+        goto fail;
+    }
     if (cfg->reasoning_key) {
         if (sb_seal_key_parse(cfg->reasoning_key, &s->seal_key) != 0) {
             snprintf(err, errlen, "the reasoning key must be 64 hex characters");
@@ -126,6 +140,11 @@ void fe_server_destroy(fe_server_t **ps)
     fe_db_destroy(&s->db);
     fe_reqlog_destroy(&s->reqlog);
     fe_auth_destroy(&s->auth);
+    /* The loop has stopped: requests that ended above (their connections
+     * closed, their jobs and queries failed) are freed here. */
+    fe_request_reap(s);
+    if (s->reap)
+        event_free(s->reap);
     sb_seal_key_wipe(&s->seal_key);
     free(s);
     *ps = NULL;

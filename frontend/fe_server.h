@@ -50,6 +50,8 @@ typedef struct fe_server {
     bool draining;
     sb_seal_key_t seal_key; /* valid when seal_ready */
     bool seal_ready;
+    struct event *reap;           /* frees ended requests at a safe point (fe_request_reap) */
+    struct fe_request *reap_list; /* ended requests with nothing pending, owned, linked by next_reap */
 } fe_server_t;
 
 /* Fills cfg with defaults. */

@@ -4,6 +4,7 @@
  */
 #include "fe_request.h"
 
+#include <assert.h>
 #include <event2/buffer.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,14 +55,41 @@ void fe_request_account(const fe_request_t *r, char *buf, size_t len)
     snprintf(buf, len, "%lld", (long long)json_integer_value(json_object_get(r->key, "account_id")));
 }
 
+void fe_request_set_state(fe_request_t *r, enum fe_req_state s)
+{
+    assert(r->state != FE_REQ_DONE || s == FE_REQ_DONE);
+    r->state = s;
+}
+
+/* Puts an ended request with nothing pending on the reap list (once: a
+ * request is DONE only once, and pending reaches 0 after that only once). */
+static void fe_request_schedule_free(fe_request_t *r)
+{
+    fe_server_t *srv = r->srv;
+    r->next_reap = srv->reap_list;
+    srv->reap_list = r;
+    if (srv->reap)
+        event_active(srv->reap, EV_TIMEOUT, 0);
+}
+
+void fe_request_reap(fe_server_t *srv)
+{
+    while (srv->reap_list) {
+        fe_request_t *r = srv->reap_list;
+        srv->reap_list = r->next_reap;
+        fe_request_free(r);
+    }
+}
+
 bool fe_request_release(fe_request_t *r)
 {
+    assert(r->pending > 0);
     r->pending--;
-    if (r->pending == 0 && r->state == FE_REQ_DONE) {
-        fe_request_free(r);
-        return false;
-    }
-    return true;
+    if (r->state != FE_REQ_DONE)
+        return true;
+    if (r->pending == 0)
+        fe_request_schedule_free(r);
+    return false;
 }
 
 static long long fe_request_key_field(const fe_request_t *r, const char *f)
@@ -119,13 +147,13 @@ static void fe_request_done(fe_request_t *r)
     fe_limits_release(r, NULL); /* a request that ends early (client gone, deadline) still frees its slot */
     r->srv->active_requests--;
     if (r->pending == 0)
-        fe_request_free(r);
+        fe_request_schedule_free(r);
 }
 
 /* Stops the timers of a request whose reply is being finished. */
 static void fe_request_stop_watching(fe_request_t *r)
 {
-    r->state = FE_REQ_DONE;
+    fe_request_set_state(r, FE_REQ_DONE);
     fe_stream_free(&r->stream_out);
     if (r->deadline)
         event_del(r->deadline);
@@ -292,7 +320,7 @@ static void fe_request_on_body(fe_http_req_t *http, const fe_http_err_t *err, vo
     (void)http;
     fe_request_t *r = arg;
     r->reading_body = false;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_http_error(r, err);
@@ -304,7 +332,7 @@ static void fe_request_on_body(fe_http_req_t *http, const fe_http_err_t *err, vo
 static void fe_request_on_key(json_t *rec, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -389,7 +417,7 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
         fe_request_failf(r, 401, SB_ERR_AUTHENTICATION, "invalid_api_key", NULL, "Invalid API Key");
         return;
     }
-    r->state = FE_REQ_AUTH;
+    fe_request_set_state(r, FE_REQ_AUTH);
     fe_request_hold(r);
     fe_auth_lookup_key(srv->auth, key, key_len, fe_request_on_key, r);
 }

@@ -45,6 +45,9 @@ typedef struct fe_style {
 /* What an endpoint does once the caller is authenticated. */
 typedef void (*fe_endpoint_fn)(fe_request_t *r);
 
+/* A request's state; fe_request_set_state() is the one place it changes.
+ * DONE is final: the request is freed by the reap after the loop iteration
+ * in which it is DONE with nothing pending. */
 enum fe_req_state {
     FE_REQ_AUTH,    /* looking up the key */
     FE_REQ_MODEL,   /* looking up the model and its route */
@@ -52,7 +55,7 @@ enum fe_req_state {
     FE_REQ_RUNNING, /* job submitted; events arriving */
     FE_REQ_STORING, /* writing the stored response before replying */
     FE_REQ_QUERY,   /* a database-backed endpoint (GET/DELETE, lists) */
-    FE_REQ_DONE,    /* reply sent or client gone; freed when nothing is pending */
+    FE_REQ_DONE,    /* reply sent or client gone; reaped when nothing is pending */
 };
 
 /* What a style's parse fills from the request body: the canonical request
@@ -105,8 +108,9 @@ struct fe_request {
 
     fe_collect_t result;
     struct event *deadline;
-    int status;       /* HTTP status sent */
-    char *error_text; /* for the request log */
+    struct fe_request *next_reap; /* on the server's reap list (DONE, nothing pending) */
+    int status;                   /* HTTP status sent */
+    char *error_text;             /* for the request log */
 };
 
 /* fe_http's handler for every request (arg: the fe_server_t). */
@@ -131,10 +135,20 @@ void fe_request_fail(fe_request_t *r, const fe_error_t *e);
 void fe_request_failf(fe_request_t *r, int status, const char *kind, const char *code, const char *param,
                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* Pending-operation bracket for asynchronous steps; fe_request_release
- * returns false when the request was freed (the caller must stop). */
+/* Moves the request to state s. Leaving DONE is a programmer error. */
+void fe_request_set_state(fe_request_t *r, enum fe_req_state s);
+
+/* Pending-operation bracket for asynchronous steps: hold before the step,
+ * release in its callback. fe_request_release returns false when the
+ * request has ended (DONE: replied, or the client gone); the caller must
+ * stop, but r stays valid until the reap, so it may still be read. */
 void fe_request_hold(fe_request_t *r);
 bool fe_request_release(fe_request_t *r);
+
+/* Frees the requests that ended with nothing pending (srv->reap_list): the
+ * safe point, run by the server's reap event after the loop iteration in
+ * which they ended (and at shutdown), never inside a callback. */
+void fe_request_reap(fe_server_t *srv);
 
 /* Steps shared by generation endpoints (fe_generate.c). */
 void fe_generate_start(fe_request_t *r);

@@ -49,7 +49,7 @@ static void fe_files_not_found(fe_request_t *r, const char *id)
 /* Common resume for database callbacks of these endpoints. */
 static bool fe_files_resume(fe_request_t *r, const char *err)
 {
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return false;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -61,7 +61,7 @@ static bool fe_files_resume(fe_request_t *r, const char *err)
 
 static void fe_files_query(fe_request_t *r, const char *stmt, int n, const char *const *params, fe_db_cb cb)
 {
-    r->state = FE_REQ_QUERY;
+    fe_request_set_state(r, FE_REQ_QUERY);
     fe_request_hold(r);
     fe_db_query(r->srv->db, stmt, n, params, cb, r);
 }
@@ -287,7 +287,7 @@ static bool fe_files_fill_part(json_t *part, void *arg)
 static void fe_files_on_resolved(const PGresult *res, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,

@@ -57,7 +57,7 @@ static void fe_generate_on_deadline(evutil_socket_t fd, short what, void *arg)
 void fe_generate_stored(const PGresult *res, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     json_t *body = json_object_get(r->parsed.style_state, "rendered");
     if (err) {
@@ -101,7 +101,7 @@ static void fe_generate_finish(fe_request_t *r)
     }
     if (r->parsed.store && r->response_id[0] && r->style->store && !r->count_tokens) {
         json_object_set(r->parsed.style_state, "rendered", rendered);
-        r->state = FE_REQ_STORING;
+        fe_request_set_state(r, FE_REQ_STORING);
         fe_request_hold(r);
         r->style->store(r, rendered);
         json_decref(rendered);
@@ -137,7 +137,7 @@ void fe_generate_job_over(fe_request_t *r)
 {
     /* The lease is released before the client sees the end, so its next
      * request finds the slot free on any frontend. */
-    r->state = FE_REQ_STORING;
+    fe_request_set_state(r, FE_REQ_STORING);
     fe_limits_release(r, fe_generate_finish);
 }
 
@@ -175,7 +175,7 @@ void fe_generate_submit(fe_request_t *r)
     json_t *job =
         sb_job_new(r->request_id, r->parsed.model_id,
                    (long long)json_integer_value(json_object_get(r->key, "account_id")), fe_generate_route(r), request);
-    r->state = FE_REQ_RUNNING;
+    fe_request_set_state(r, FE_REQ_RUNNING);
     r->submitted = true;
     char client[32] = ""; /* the key, for the broker's per-client circuit breakers */
     const json_t *key_id = json_object_get(r->key, "key_id");
@@ -205,7 +205,7 @@ void fe_generate_submit(fe_request_t *r)
 static void fe_generate_on_context(const PGresult *res, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -229,7 +229,7 @@ static void fe_generate_load_context(fe_request_t *r)
     char account[24];
     fe_request_account(r, account, sizeof account);
     const char *params[2] = {r->parsed.previous_response_id, account};
-    r->state = FE_REQ_PREPARE;
+    fe_request_set_state(r, FE_REQ_PREPARE);
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
 }
@@ -317,7 +317,7 @@ void fe_generate_continue(fe_request_t *r)
     if (r->state == FE_REQ_DONE)
         return;
     if (r->parsed.prompt_ref && !(r->prepared & FE_PREP_PROMPT)) {
-        r->state = FE_REQ_PREPARE;
+        fe_request_set_state(r, FE_REQ_PREPARE);
         fe_prompt_expand(r);
         return;
     }
@@ -328,7 +328,7 @@ void fe_generate_continue(fe_request_t *r)
     if (!(r->prepared & FE_PREP_CHECKED) && fe_generate_check(r) < 0)
         return;
     if (!(r->prepared & FE_PREP_FILES)) {
-        r->state = FE_REQ_PREPARE;
+        fe_request_set_state(r, FE_REQ_PREPARE);
         fe_files_resolve(r); /* marks FE_PREP_FILES and continues, or fails */
         return;
     }
@@ -344,7 +344,7 @@ void fe_generate_continue(fe_request_t *r)
 static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -396,7 +396,7 @@ void fe_generate_start(fe_request_t *r)
         r->parsed.store = false;                       /* zero-data-retention accounts are never stored */
         r->parsed.seal_reasoning = r->srv->seal_ready; /* and get their reasoning back sealed */
     }
-    r->state = FE_REQ_MODEL;
+    fe_request_set_state(r, FE_REQ_MODEL);
     fe_request_hold(r);
     fe_auth_lookup_model(r->srv->auth, r->parsed.model_id, fe_generate_on_model, r);
 }

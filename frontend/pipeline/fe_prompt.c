@@ -230,7 +230,7 @@ fail:
 static void fe_prompt_on_loaded(const PGresult *res, const char *err_text, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err_text) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,

@@ -25,7 +25,7 @@ static bool fe_fallback_next(fe_request_t *r)
         json_array_remove(r->fallbacks, 0);
         return fe_fallback_next(r);
     }
-    r->state = FE_REQ_MODEL;
+    fe_request_set_state(r, FE_REQ_MODEL);
     fe_request_hold(r);
     fe_auth_lookup_model(r->srv->auth, id, fe_fallback_on_model, r); /* may call back at once */
     return true;
@@ -34,14 +34,14 @@ static bool fe_fallback_next(fe_request_t *r)
 /* The failed job's error ends the request after all. */
 static void fe_fallback_give_up(fe_request_t *r)
 {
-    r->state = FE_REQ_RUNNING;
+    fe_request_set_state(r, FE_REQ_RUNNING);
     fe_generate_job_over(r);
 }
 
 static void fe_fallback_on_model(json_t *rec, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     char *id = sb_xstrdup(json_string_value(json_array_get(r->fallbacks, 0)));
     json_array_remove(r->fallbacks, 0);

@@ -49,7 +49,7 @@ static void fe_limits_refuse(fe_request_t *r, const PGresult *res)
 static void fe_limits_on_admit(const PGresult *res, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err || PQntuples(res) != 1) {
         sb_error("limit admission failed: %s", err ? err : "no row");
@@ -79,7 +79,7 @@ void fe_limits_admit(fe_request_t *r)
     long long ms = json_is_integer(timeout) ? (long long)json_integer_value(timeout) : r->srv->cfg.default_timeout_ms;
     snprintf(ttl, sizeof ttl, "%lld", ms + FE_LIMITS_LEASE_SLACK_MS);
     const char *params[4] = {r->request_id, key, tokens, ttl};
-    r->state = FE_REQ_PREPARE;
+    fe_request_set_state(r, FE_REQ_PREPARE);
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_LIMIT_ADMIT, 4, params, fe_limits_on_admit, r);
 }
@@ -116,7 +116,7 @@ static void fe_limits_on_release(const PGresult *res, const char *err, void *arg
     free(w);
     if (err)
         sb_warn("releasing the lease of %s failed (it will expire): %s", r->request_id, err);
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE || !then)
+    if (!fe_request_release(r) || !then)
         return;
     then(r);
 }

@@ -17,7 +17,7 @@
 
 static bool fe_chat_stored_resume(fe_request_t *r, const char *err)
 {
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return false;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -34,7 +34,7 @@ static void fe_chat_stored_not_found(fe_request_t *r)
 
 static void fe_chat_stored_query(fe_request_t *r, const char *stmt, int n, const char *const *params, fe_db_cb cb)
 {
-    r->state = FE_REQ_QUERY;
+    fe_request_set_state(r, FE_REQ_QUERY);
     fe_request_hold(r);
     fe_db_query(r->srv->db, stmt, n, params, cb, r);
 }

@@ -43,7 +43,7 @@ static bool fe_gemini_model_usable(const fe_request_t *r, const json_t *rec)
 static void fe_gemini_on_list_model(json_t *rec, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -85,7 +85,7 @@ static int fe_gemini_cmp(const void *a, const void *b)
 static void fe_gemini_on_list(const PGresult *res, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -152,7 +152,7 @@ void fe_gemini_models_list(fe_request_t *r)
     r->parsed.style_state = json_pack("{s:I}", "page_size", (json_int_t)size);
     if (fe_request_query_get(r, "pageToken", buf, sizeof buf) == 0 && *buf)
         json_object_set_new(r->parsed.style_state, "page_token", json_string(buf));
-    r->state = FE_REQ_QUERY;
+    fe_request_set_state(r, FE_REQ_QUERY);
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_MODEL_LIST, 0, NULL, fe_gemini_on_list, r);
 }
@@ -160,7 +160,7 @@ void fe_gemini_models_list(fe_request_t *r)
 static void fe_gemini_on_model(json_t *rec, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -181,7 +181,7 @@ static void fe_gemini_on_model(json_t *rec, const char *err, void *arg)
 /* GET /v1beta/models/{model} */
 void fe_gemini_model_get(fe_request_t *r)
 {
-    r->state = FE_REQ_QUERY;
+    fe_request_set_state(r, FE_REQ_QUERY);
     fe_request_hold(r);
     fe_auth_lookup_model(r->srv->auth, r->path_arg, fe_gemini_on_model, r);
 }

@@ -44,7 +44,7 @@ static json_t *fe_models_entry(const fe_request_t *r, const char *id, const json
 static void fe_models_on_list(const PGresult *res, const char *err, void *arg)
 {
     fe_request_t *r = arg;
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -89,7 +89,7 @@ static void fe_models_on_list(const PGresult *res, const char *err, void *arg)
 
 void fe_models_list(fe_request_t *r)
 {
-    r->state = FE_REQ_QUERY;
+    fe_request_set_state(r, FE_REQ_QUERY);
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_MODEL_LIST, 0, NULL, fe_models_on_list, r);
 }

@@ -14,7 +14,7 @@
 
 static bool fe_stored_resume(fe_request_t *r, const char *err)
 {
-    if (!fe_request_release(r) || r->state == FE_REQ_DONE)
+    if (!fe_request_release(r))
         return false;
     if (err) {
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
@@ -60,7 +60,7 @@ static void fe_stored_query(fe_request_t *r, const char *stmt, fe_db_cb cb)
     char account[24];
     fe_request_account(r, account, sizeof account);
     const char *params[2] = {r->path_arg, account};
-    r->state = FE_REQ_QUERY;
+    fe_request_set_state(r, FE_REQ_QUERY);
     fe_request_hold(r);
     fe_db_query(r->srv->db, stmt, 2, params, cb, r);
 }
