@@ -338,9 +338,11 @@ static json_t *sb_chat_tools(const json_t *tools, json_t **err)
     const json_t *tool;
     json_array_foreach (tools, i, tool) {
         const char *type = json_string_value(json_object_get(tool, "type"));
+        /* A built-in tool (web_search...) is a valid request this upstream
+         * cannot run: unsupported_parameter, as in the other adapters. */
         if (!type || strcmp(type, "function")) {
-            *err = sb_provider_invalid("tool type '%s' is not supported by provider " SB_CHAT_KIND,
-                                       type ? type : "(none)");
+            *err = sb_provider_unsupported("tool type '%s' is not supported by provider " SB_CHAT_KIND,
+                                           type ? type : "(none)");
             goto fail;
         }
         const json_t *name = json_object_get(tool, "name");

@@ -252,8 +252,10 @@ static void test_request_refused(void)
 {
     CHECK_REFUSED("{\"input\":[{\"type\":\"web_search_call\"}]}", 400,
                   "input item type 'web_search_call' is not supported by provider openai-chat");
-    CHECK_REFUSED("{\"input\":[],\"tools\":[{\"type\":\"web_search\"}]}", 400,
-                  "tool type 'web_search' is not supported by provider openai-chat");
+    /* A built-in tool is an unsupported parameter here, as on Anthropic and
+     * Gemini: 400 invalid_request with code unsupported_parameter. */
+    CHECK_UNSUPPORTED("{\"input\":[],\"tools\":[{\"type\":\"web_search\"}]}",
+                      "tool type 'web_search' is not supported by provider openai-chat");
     CHECK_REFUSED("{\"input\":[{\"type\":\"message\",\"role\":\"robot\",\"content\":[]}]}", 400,
                   "input item 0 has an unsupported role");
     CHECK_REFUSED("{\"input\":[{\"type\":\"message\",\"role\":\"user\",\"content\":7}]}", 400,
