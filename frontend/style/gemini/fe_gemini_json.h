@@ -1,6 +1,6 @@
 /*
  * fe_gemini_json: reading Google's proto3 JSON request bodies for the
- * Generate Content style (fe_style_gemini.c): camelCase/snake_case field
+ * Generate Content style (fe_gemini_parse.c): camelCase/snake_case field
  * access with Google-style error texts, and the Schema (Google's OpenAPI
  * subset) -> JSON Schema conversion.
  *

@@ -1,10 +1,11 @@
 /*
- * fe_style_gemini: what the Generate Content style shares with its stream
- * renderer (fe_stream_gemini.c), so that a streamed answer is built from the
- * same pieces as the non-streamed GenerateContentResponse.
+ * fe_gemini_render: the Generate Content style's rendering
+ * (fe_gemini_render.c), and what it shares with its stream renderer
+ * (fe_stream_gemini.c), so that a streamed answer is built from the same
+ * pieces as the non-streamed GenerateContentResponse.
  */
-#ifndef FE_STYLE_GEMINI_H
-#define FE_STYLE_GEMINI_H
+#ifndef FE_GEMINI_RENDER_H
+#define FE_GEMINI_RENDER_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -13,6 +14,17 @@
 
 /* Google's limit on generationConfig.candidateCount. */
 #define FE_GEMINI_MAX_CANDIDATES 8
+
+/* The object a thoughtSignature seals when it stands for several items (the
+ * reasoning before a part, plus the part's own function_call); parsing opens
+ * it again (fe_gemini_contents.c). */
+#define FE_GEMINI_CARRY "gemini_carry"
+
+/* The GenerateContentResponse for r's result (new reference). */
+json_t *fe_gemini_render(fe_request_t *r);
+
+/* The countTokens reply, {"totalTokens": N} (new reference). */
+json_t *fe_gemini_render_count(fe_request_t *r);
 
 /* Whether the request asked for thought parts (thinkingConfig.includeThoughts). */
 bool fe_gemini_include_thoughts(const fe_request_t *r);

@@ -18,7 +18,7 @@
  * Text an upstream delivered whole (no deltas; refusals) goes out when its
  * item is done, so the parts joined are the non-streamed response's. The
  * signature of reasoning not shown rides on the candidate's next part, as in
- * the non-streamed response (fe_style_gemini.c). The last chunk has every
+ * the non-streamed response (fe_gemini_render.c). The last chunk has every
  * candidate with its finishReason and an empty text part (carrying the
  * signature of reasoning that had nothing after it), and the final
  * usageMetadata, both taken from the non-streamed response; earlier chunks
@@ -33,9 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_gemini_render.h"
 #include "fe_request.h"
 #include "fe_stream.h"
-#include "fe_style_gemini.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 

@@ -1,5 +1,5 @@
 /*
- * fe_style_messages: the Messages style (POST /v1/messages, Anthropic's wire
+ * fe_messages_parse: the Messages style (POST /v1/messages, Anthropic's wire
  * format): x-api-key (or Bearer) auth, the anthropic-version header,
  * messages and content blocks -> canonical request, result -> message
  * object, Anthropic's error body.
@@ -20,12 +20,17 @@
  * Response side: reasoning -> thinking blocks (signature = the sealed item),
  * message parts -> text blocks, function_call -> tool_use blocks; with
  * "stream": true the same message as Anthropic's event stream
- * (fe_stream_messages.c, built from the helpers in fe_style_messages.h).
+ * (fe_stream_messages.c, built from the helpers in fe_messages_render.h).
  * This style stores nothing: a message is not retrievable later.
  *
  * POST /v1/messages/count_tokens takes the same body without max_tokens and
  * the output-only fields, and answers {"input_tokens": N} as the model's
  * upstream counts it.
+ *
+ * The style's files: this one (headers, the request's top-level fields, the
+ * style's vtable), fe_messages_content.c (messages and content blocks),
+ * fe_messages_render.c (the message object), fe_stream_messages.c (the
+ * event stream).
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -34,18 +39,15 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fe_items.h"
+#include "fe_messages_parse.h"
+#include "fe_messages_render.h"
 #include "fe_params.h"
-#include "fe_reasoning.h"
 #include "fe_request.h"
 #include "fe_router.h"
 #include "fe_structured.h"
-#include "fe_style_messages.h"
 #include "sb_alloc.h"
-#include "sb_base64.h"
 #include "sb_event.h"
 #include "sb_id.h"
-#include "sb_log.h"
 
 /* The oldest anthropic-version this gateway speaks; later dates are accepted
  * (the 1.x SDK sends a 2026 one). */
@@ -78,10 +80,8 @@ static void fe_messages_vfail(fe_error_t *err, const char *code, const char *par
         fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, code, NULL, "%s", text);
 }
 
-/* The same, for functions returning int: always -1. */
-static int fe_messages_fail(fe_error_t *err, const char *code, const char *param, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fe_messages_fail(fe_error_t *err, const char *code, const char *param, const char *fmt, ...)
+/* fe_messages_vfail for functions returning int: always -1. */
+int fe_messages_fail(fe_error_t *err, const char *code, const char *param, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -91,9 +91,7 @@ static int fe_messages_fail(fe_error_t *err, const char *code, const char *param
 }
 
 /* The same, for functions returning a new value: always NULL. */
-static json_t *fe_messages_fail_null(fe_error_t *err, const char *code, const char *param, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static json_t *fe_messages_fail_null(fe_error_t *err, const char *code, const char *param, const char *fmt, ...)
+json_t *fe_messages_fail_null(fe_error_t *err, const char *code, const char *param, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -102,7 +100,7 @@ static json_t *fe_messages_fail_null(fe_error_t *err, const char *code, const ch
     return NULL;
 }
 
-static bool fe_messages_is(const json_t *v, const char *s)
+bool fe_messages_is(const json_t *v, const char *s)
 {
     return json_is_string(v) && !strcmp(json_string_value(v), s);
 }
@@ -229,402 +227,6 @@ static int fe_messages_number(const json_t *body, const char *key, bool integer,
     if (d > hi)
         return fe_messages_fail(err, "invalid_value", key, "Input should be less than or equal to %g", hi);
     json_object_set(c, dst, v);
-    return 0;
-}
-
-/* ---- content blocks ------------------------------------------------------------ */
-
-/* Where canonical items are assembled: consecutive text and media blocks of
- * one message share a message item; tool and thinking blocks stand alone. */
-typedef struct {
-    json_t *items; /* canonical input (borrowed) */
-    json_t *parts; /* the open message's parts, or NULL */
-    const char *role;
-} fe_messages_out_t;
-
-static void fe_messages_flush(fe_messages_out_t *o)
-{
-    if (o->parts && json_array_size(o->parts) > 0)
-        json_array_append_new(o->items,
-                              json_pack("{s:s, s:s, s:O}", "type", "message", "role", o->role, "content", o->parts));
-    json_decref(o->parts);
-    o->parts = NULL;
-}
-
-static void fe_messages_add_part(fe_messages_out_t *o, json_t *part)
-{
-    if (!o->parts)
-        o->parts = json_array();
-    json_array_append_new(o->parts, part);
-}
-
-static void fe_messages_add_item(fe_messages_out_t *o, json_t *item)
-{
-    fe_messages_flush(o);
-    json_array_append_new(o->items, item);
-}
-
-/* "data:<mime>;base64,<data>" (caller frees). */
-static char *fe_messages_data_url(const char *mime, const char *b64)
-{
-    return sb_xasprintf("data:%s;base64,%s", mime, b64);
-}
-
-/* An image block's source as an input_image part, or NULL with err. */
-static json_t *fe_messages_image(const json_t *block, const char *param, fe_error_t *err)
-{
-    json_t *src = json_object_get(block, "source");
-    const char *type = json_string_value(json_object_get(src, "type"));
-    char p[128];
-    snprintf(p, sizeof p, "%s.source", param);
-    if (!json_is_object(src) || !type)
-        return fe_messages_fail_null(err, "missing_required_parameter", p, "Field required");
-    json_t *conv = NULL;
-    if (!strcmp(type, "base64")) {
-        static const char *const mimes[] = {"image/jpeg", "image/png", "image/gif", "image/webp"};
-        const char *mt = json_string_value(json_object_get(src, "media_type"));
-        bool ok = false;
-        for (size_t i = 0; mt && i < sizeof mimes / sizeof mimes[0]; i++)
-            ok |= !strcmp(mt, mimes[i]);
-        if (!ok)
-            return fe_messages_fail_null(err, "invalid_value", p,
-                                         "media_type should be 'image/jpeg', 'image/png', 'image/gif' or "
-                                         "'image/webp'");
-        const char *data = json_string_value(json_object_get(src, "data"));
-        if (!data)
-            return fe_messages_fail_null(err, "missing_required_parameter", p, "data: Field required");
-        char *url = fe_messages_data_url(mt, data);
-        conv = json_pack("{s:s, s:s}", "type", "input_image", "image_url", url);
-        free(url);
-    } else if (!strcmp(type, "url")) {
-        if (!json_is_string(json_object_get(src, "url")))
-            return fe_messages_fail_null(err, "missing_required_parameter", p, "url: Field required");
-        conv = json_pack("{s:s, s:O}", "type", "input_image", "image_url", json_object_get(src, "url"));
-    } else if (!strcmp(type, "file")) {
-        if (!json_is_string(json_object_get(src, "file_id")))
-            return fe_messages_fail_null(err, "missing_required_parameter", p, "file_id: Field required");
-        conv = json_pack("{s:s, s:O}", "type", "input_image", "file_id", json_object_get(src, "file_id"));
-    } else {
-        return fe_messages_fail_null(err, "invalid_value", p, "type should be 'base64', 'url' or 'file'");
-    }
-    json_t *part = fe_items_normalize_part(conv, param, err);
-    json_decref(conv);
-    return part;
-}
-
-/* A document block's source as an input_file part, or NULL with err. */
-static json_t *fe_messages_document(const json_t *block, const char *param, fe_error_t *err)
-{
-    json_t *src = json_object_get(block, "source");
-    const char *type = json_string_value(json_object_get(src, "type"));
-    const char *title = json_string_value(json_object_get(block, "title"));
-    char p[128];
-    snprintf(p, sizeof p, "%s.source", param);
-    if (!json_is_object(src) || !type)
-        return fe_messages_fail_null(err, "missing_required_parameter", p, "Field required");
-    const char *mt = json_string_value(json_object_get(src, "media_type"));
-    const char *data = json_string_value(json_object_get(src, "data"));
-    json_t *conv = NULL;
-    if (!strcmp(type, "base64")) {
-        if (!mt || strcmp(mt, "application/pdf") != 0)
-            return fe_messages_fail_null(err, "invalid_value", p, "media_type should be 'application/pdf'");
-        if (!data)
-            return fe_messages_fail_null(err, "missing_required_parameter", p, "data: Field required");
-        char *url = fe_messages_data_url(mt, data);
-        conv = json_pack("{s:s, s:s, s:s}", "type", "input_file", "file_data", url, "filename",
-                         title && *title ? title : "document.pdf");
-        free(url);
-    } else if (!strcmp(type, "text")) {
-        if (!mt || strcmp(mt, "text/plain") != 0)
-            return fe_messages_fail_null(err, "invalid_value", p, "media_type should be 'text/plain'");
-        json_t *d = json_object_get(src, "data");
-        if (!json_is_string(d))
-            return fe_messages_fail_null(err, "missing_required_parameter", p, "data: Field required");
-        size_t n = 0;
-        char *b64 = sb_base64_encode(json_string_value(d), json_string_length(d), &n);
-        char *url = fe_messages_data_url(mt, b64 ? b64 : "");
-        conv = json_pack("{s:s, s:s, s:s}", "type", "input_file", "file_data", url, "filename",
-                         title && *title ? title : "document.txt");
-        free(url);
-        free(b64);
-    } else if (!strcmp(type, "file")) {
-        if (!json_is_string(json_object_get(src, "file_id")))
-            return fe_messages_fail_null(err, "missing_required_parameter", p, "file_id: Field required");
-        conv = json_pack("{s:s, s:O}", "type", "input_file", "file_id", json_object_get(src, "file_id"));
-    } else if (!strcmp(type, "url") || !strcmp(type, "content")) {
-        return fe_messages_fail_null(err, "unsupported_parameter", p,
-                                     "unsupported parameter: document source type '%s' is not supported on this "
-                                     "gateway; send the document as base64 or text.",
-                                     type);
-    } else {
-        return fe_messages_fail_null(err, "invalid_value", p, "type should be 'base64', 'text' or 'file'");
-    }
-    json_t *part = fe_items_normalize_part(conv, param, err);
-    json_decref(conv);
-    return part;
-}
-
-/* A tool_result's content: a string, or parts when it holds media. */
-static json_t *fe_messages_tool_output(const json_t *block, const char *param, fe_error_t *err)
-{
-    json_t *content = json_object_get(block, "content");
-    bool is_error = json_is_true(json_object_get(block, "is_error"));
-    const char *prefix = is_error ? "Error: " : "";
-    if (!content || json_is_null(content) || json_is_string(content)) {
-        char *s = sb_xasprintf("%s%s", prefix, json_is_string(content) ? json_string_value(content) : "");
-        json_t *out = json_string(s);
-        free(s);
-        return out;
-    }
-    char p[128];
-    snprintf(p, sizeof p, "%s.content", param);
-    if (!json_is_array(content))
-        return fe_messages_fail_null(err, "invalid_type", p, "Input should be a valid string or list");
-    json_t *parts = json_array();
-    bool media = false;
-    size_t i;
-    json_t *b;
-    json_array_foreach (content, i, b) {
-        char bp[160];
-        snprintf(bp, sizeof bp, "%s.%zu", p, i);
-        json_t *type = json_object_get(b, "type");
-        json_t *part = NULL;
-        if (fe_messages_is(type, "text") && json_is_string(json_object_get(b, "text"))) {
-            part = json_pack("{s:s, s:O}", "type", "input_text", "text", json_object_get(b, "text"));
-        } else if (fe_messages_is(type, "image")) {
-            part = fe_messages_image(b, bp, err);
-            media = true;
-        } else if (fe_messages_is(type, "document")) {
-            part = fe_messages_document(b, bp, err);
-            media = true;
-        } else {
-            fe_messages_fail(err, "invalid_value", bp, "tool_result content blocks must be text, image or document");
-        }
-        if (!part) {
-            json_decref(parts);
-            return NULL;
-        }
-        json_array_append_new(parts, part);
-    }
-    if (media) {
-        if (is_error)
-            json_array_insert_new(parts, 0, json_pack("{s:s, s:s}", "type", "input_text", "text", "Error:"));
-        return parts;
-    }
-    /* Text only: one string, the blocks joined by newlines. */
-    size_t total = strlen(prefix) + 1;
-    json_array_foreach (parts, i, b)
-        total += json_string_length(json_object_get(b, "text")) + 1;
-    char *buf = sb_xmalloc(total);
-    size_t off = strlen(prefix);
-    memcpy(buf, prefix, off);
-    json_array_foreach (parts, i, b) {
-        json_t *t = json_object_get(b, "text");
-        if (i > 0)
-            buf[off++] = '\n';
-        memcpy(buf + off, json_string_value(t), json_string_length(t));
-        off += json_string_length(t);
-    }
-    json_t *out = json_stringn(buf, off);
-    free(buf);
-    json_decref(parts);
-    return out;
-}
-
-/* A thinking block's signature (or a redacted_thinking block's data): the
- * reasoning item this gateway sealed into it. */
-static json_t *fe_messages_open_thinking(const fe_request_t *r, const json_t *block, bool redacted, const char *param,
-                                         fe_error_t *err)
-{
-    const char *field = redacted ? "data" : "signature";
-    const char *token = json_string_value(json_object_get(block, field));
-    if (!token || !*token)
-        return fe_messages_fail_null(err, "missing_required_parameter", param, "%s: Field required", field);
-    if (!redacted && !json_is_string(json_object_get(block, "thinking")))
-        return fe_messages_fail_null(err, "missing_required_parameter", param, "thinking: Field required");
-    json_t *item = fe_reasoning_open_token(r, token, param, err);
-    if (item && fe_messages_is(json_object_get(item, "type"), "reasoning"))
-        return item;
-    json_decref(item);
-    /* Not configured keeps its own message; anything else is a bad token. */
-    if (!item && strcmp(err->code, "invalid_encrypted_content") != 0)
-        return NULL;
-    fe_messages_fail(err, "invalid_encrypted_content", param, "Invalid `%s` in `%s` block", field,
-                     redacted ? "redacted_thinking" : "thinking");
-    return NULL;
-}
-
-/* Blocks only one role may send. */
-static int fe_messages_role_only(const char *type, const char *role, bool assistant, const char *param, fe_error_t *err)
-{
-    if (assistant == !strcmp(role, "assistant"))
-        return 0;
-    return fe_messages_fail(err, "invalid_value", param, "`%s` blocks are only allowed in %s messages", type,
-                            assistant ? "assistant" : "user");
-}
-
-static int fe_messages_block(const fe_request_t *r, fe_messages_out_t *o, const json_t *block, const char *param,
-                             fe_error_t *err)
-{
-    const char *type = json_string_value(json_object_get(block, "type"));
-    if (!json_is_object(block))
-        return fe_messages_fail(err, "invalid_type", param, "Input should be a valid dictionary or object");
-    if (!type)
-        return fe_messages_fail(err, "missing_required_parameter", param, "type: Field required");
-    bool assistant = !strcmp(o->role, "assistant");
-    if (!strcmp(type, "text")) {
-        json_t *text = json_object_get(block, "text");
-        if (!json_is_string(text))
-            return fe_messages_fail(err, "missing_required_parameter", param, "text: Field required");
-        fe_messages_add_part(o,
-                             json_pack("{s:s, s:O}", "type", assistant ? "output_text" : "input_text", "text", text));
-        return 0;
-    }
-    if (!strcmp(type, "image") || !strcmp(type, "document")) {
-        if (fe_messages_role_only(type, o->role, false, param, err) < 0)
-            return -1;
-        json_t *part =
-            !strcmp(type, "image") ? fe_messages_image(block, param, err) : fe_messages_document(block, param, err);
-        if (!part)
-            return -1;
-        fe_messages_add_part(o, part);
-        return 0;
-    }
-    if (!strcmp(type, "tool_use")) {
-        if (fe_messages_role_only(type, o->role, true, param, err) < 0)
-            return -1;
-        json_t *id = json_object_get(block, "id"), *name = json_object_get(block, "name");
-        json_t *input = json_object_get(block, "input");
-        if (!json_is_string(id) || !json_is_string(name) || !json_is_object(input))
-            return fe_messages_fail(err, "invalid_value", param,
-                                    "tool_use blocks need a string id and name and an "
-                                    "object input");
-        char *args = json_dumps(input, JSON_COMPACT);
-        fe_messages_add_item(o, json_pack("{s:s, s:O, s:O, s:s}", "type", "function_call", "call_id", id, "name", name,
-                                          "arguments", args ? args : "{}"));
-        free(args);
-        return 0;
-    }
-    if (!strcmp(type, "tool_result")) {
-        if (fe_messages_role_only(type, o->role, false, param, err) < 0)
-            return -1;
-        json_t *id = json_object_get(block, "tool_use_id");
-        json_t *is_error = json_object_get(block, "is_error");
-        if (!json_is_string(id) || json_string_length(id) == 0)
-            return fe_messages_fail(err, "missing_required_parameter", param, "tool_use_id: Field required");
-        if (is_error && !json_is_boolean(is_error) && !json_is_null(is_error))
-            return fe_messages_fail(err, "invalid_type", param, "is_error: Input should be a valid boolean");
-        json_t *output = fe_messages_tool_output(block, param, err);
-        if (!output)
-            return -1;
-        fe_messages_add_item(
-            o, json_pack("{s:s, s:O, s:o}", "type", "function_call_output", "call_id", id, "output", output));
-        return 0;
-    }
-    if (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking")) {
-        if (fe_messages_role_only(type, o->role, true, param, err) < 0)
-            return -1;
-        json_t *item = fe_messages_open_thinking(r, block, !strcmp(type, "redacted_thinking"), param, err);
-        if (!item)
-            return -1;
-        fe_messages_add_item(o, item);
-        return 0;
-    }
-    return fe_messages_fail(err, "unsupported_parameter", param,
-                            "unsupported parameter: content block type '%.40s' is not supported on this gateway.",
-                            type);
-}
-
-/* {"role":"system","content": string | text blocks} -> a canonical system
- * message with input_text parts (cache_control on a block is a hint). */
-static int fe_messages_system_message(const json_t *m, json_t *items, const char *param, fe_error_t *err)
-{
-    json_t *content = json_object_get(m, "content");
-    json_t *parts = json_array();
-    if (json_is_string(content) && json_string_length(content) > 0) {
-        json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "input_text", "text", content));
-    } else if (json_is_array(content)) {
-        size_t j;
-        json_t *b;
-        json_array_foreach (content, j, b) {
-            json_t *text = json_object_get(b, "text");
-            if (!fe_messages_is(json_object_get(b, "type"), "text") || !json_is_string(text)) {
-                char bp[80];
-                snprintf(bp, sizeof bp, "%s.content.%zu", param, j);
-                json_decref(parts);
-                return fe_messages_fail(err, "invalid_value", bp, "system messages take text blocks only");
-            }
-            json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "input_text", "text", text));
-        }
-    }
-    if (json_array_size(parts) == 0) {
-        json_decref(parts);
-        return fe_messages_fail(err, "invalid_value", param,
-                                "all messages must have non-empty content except for the optional final "
-                                "assistant message");
-    }
-    json_array_append_new(items, json_pack("{s:s, s:s, s:o}", "type", "message", "role", "system", "content", parts));
-    return 0;
-}
-
-static int fe_messages_messages(const fe_request_t *r, const json_t *messages, json_t *items, fe_error_t *err)
-{
-    size_t n = json_array_size(messages), i, turns = 0;
-    json_t *m;
-    json_array_foreach (messages, i, m) {
-        char param[48];
-        snprintf(param, sizeof param, "messages.%zu", i);
-        if (!json_is_object(m))
-            return fe_messages_fail(err, "invalid_type", param, "Input should be a valid dictionary or object");
-        json_t *rolev = json_object_get(m, "role");
-        const char *role = json_string_value(rolev);
-        if (!role || (strcmp(role, "user") != 0 && strcmp(role, "assistant") != 0 && strcmp(role, "system") != 0)) {
-            snprintf(param, sizeof param, "messages.%zu.role", i);
-            return fe_messages_fail(err, "invalid_value", param, "Input should be 'user', 'assistant' or 'system'");
-        }
-        if (!strcmp(role, "system")) {
-            /* A system message between turns (Anthropic takes these today):
-             * instructions at that point of the conversation. */
-            if (fe_messages_system_message(m, items, param, err) < 0)
-                return -1;
-            continue;
-        }
-        json_t *content = json_object_get(m, "content");
-        bool last_assistant = i == n - 1 && !strcmp(role, "assistant");
-        bool empty = (json_is_string(content) && json_string_length(content) == 0) ||
-                     (json_is_array(content) && json_array_size(content) == 0);
-        if (empty && !last_assistant)
-            return fe_messages_fail(err, "invalid_value", param,
-                                    "all messages must have non-empty content except for the optional final "
-                                    "assistant message");
-        fe_messages_out_t o = {.items = items, .parts = NULL, .role = role};
-        if (json_is_string(content)) {
-            if (!empty)
-                fe_messages_add_part(&o, json_pack("{s:s, s:O}", "type",
-                                                   !strcmp(role, "assistant") ? "output_text" : "input_text", "text",
-                                                   content));
-        } else if (json_is_array(content)) {
-            size_t j;
-            json_t *b;
-            json_array_foreach (content, j, b) {
-                char bp[80];
-                snprintf(bp, sizeof bp, "messages.%zu.content.%zu", i, j);
-                if (fe_messages_block(r, &o, b, bp, err) < 0) {
-                    json_decref(o.parts);
-                    return -1;
-                }
-            }
-        } else {
-            snprintf(param, sizeof param, "messages.%zu.content", i);
-            return fe_messages_fail(err, content ? "invalid_type" : "missing_required_parameter", param,
-                                    content ? "Input should be a valid string or list" : "Field required");
-        }
-        fe_messages_flush(&o);
-        turns++;
-    }
-    if (turns == 0)
-        return fe_messages_fail(err, "invalid_value", "messages",
-                                "messages: at least one message with role 'user' or 'assistant' is required");
     return 0;
 }
 
@@ -997,171 +599,6 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     sb_id_new(r->response_id, sizeof r->response_id, "msg_", 12);
     return 0;
-}
-
-/* ---- rendering ------------------------------------------------------------------------ */
-
-/* The text of a reasoning item: its reasoning_text parts, else its summary. */
-static json_t *fe_messages_reasoning_text(const json_t *item)
-{
-    const char *keys[2] = {"content", "summary"};
-    for (int k = 0; k < 2; k++) {
-        size_t total = 0, i;
-        json_t *p;
-        json_array_foreach (json_object_get(item, keys[k]), i, p)
-            total += json_string_length(json_object_get(p, "text"));
-        if (total == 0)
-            continue;
-        char *buf = sb_xmalloc(total);
-        size_t off = 0;
-        json_array_foreach (json_object_get(item, keys[k]), i, p) {
-            json_t *t = json_object_get(p, "text");
-            memcpy(buf + off, json_string_value(t), json_string_length(t));
-            off += json_string_length(t);
-        }
-        json_t *out = json_stringn(buf, off);
-        free(buf);
-        return out;
-    }
-    return json_string("");
-}
-
-bool fe_messages_thinking_omitted(const fe_request_t *r)
-{
-    return json_is_true(json_object_get(r->parsed.style_state, "thinking_omitted"));
-}
-
-/* The sealed token of a reasoning item (caller frees), or NULL. Sealing draws
- * a random nonce, so each item is sealed once per request and the token kept
- * in style_state "sealed" (by item id, with the item it seals): the streamed
- * thinking block and the final message then carry the same signature. */
-static char *fe_messages_seal(const fe_request_t *r, const json_t *item)
-{
-    const char *id = json_string_value(json_object_get(item, "id"));
-    json_t *cache = json_object_get(r->parsed.style_state, "sealed");
-    json_t *hit = id ? json_object_get(cache, id) : NULL;
-    json_t *sealed_item = json_object_get(hit, "item");
-    if (sealed_item && (sealed_item == item || json_equal(sealed_item, (json_t *)item)))
-        return sb_xstrdup(json_string_value(json_object_get(hit, "token")));
-    char *token = fe_reasoning_seal_item(r, item);
-    if (!token || !id || !json_is_object(r->parsed.style_state))
-        return token;
-    if (!json_is_object(cache)) {
-        cache = json_object();
-        json_object_set_new(r->parsed.style_state, "sealed", cache);
-    }
-    json_object_set_new(cache, id, json_pack("{s:s, s:O}", "token", token, "item", item));
-    return token;
-}
-
-/* A reasoning item as a thinking block (redacted_thinking when the upstream
- * only gave an opaque blob), or NULL when sealing is not configured: the
- * client could not hand it back. */
-json_t *fe_messages_thinking_block(const fe_request_t *r, const json_t *item)
-{
-    char *token = fe_messages_seal(r, item);
-    if (!token)
-        return NULL;
-    json_t *text = fe_messages_reasoning_text(item);
-    json_t *block;
-    json_t *redacted = json_object_get(item, "redacted");
-    if (json_string_length(text) == 0 && redacted && !json_is_false(redacted) && !json_is_null(redacted)) {
-        block = json_pack("{s:s, s:s}", "type", "redacted_thinking", "data", token);
-        json_decref(text);
-    } else {
-        if (fe_messages_thinking_omitted(r))
-            json_string_set(text, "");
-        block = json_pack("{s:s, s:o, s:s}", "type", "thinking", "thinking", text, "signature", token);
-    }
-    free(token);
-    return block;
-}
-
-json_t *fe_messages_tool_input(const json_t *item)
-{
-    const char *args = json_string_value(json_object_get(item, "arguments"));
-    json_t *input = args && *args ? json_loads(args, JSON_DECODE_ANY, NULL) : json_object();
-    if (!json_is_object(input)) {
-        json_decref(input);
-        return NULL;
-    }
-    return input;
-}
-
-const json_t *fe_messages_part_text(const json_t *part, bool *refusal)
-{
-    json_t *pt = json_object_get(part, "type");
-    json_t *text = NULL;
-    *refusal = false;
-    if (fe_messages_is(pt, "output_text"))
-        text = json_object_get(part, "text");
-    else if (fe_messages_is(pt, "refusal") && (text = json_object_get(part, "refusal")))
-        *refusal = true;
-    return json_is_string(text) ? text : NULL;
-}
-
-json_t *fe_messages_message(const fe_request_t *r, json_t *content, const char *stop_reason)
-{
-    const fe_collect_t *res = &r->result;
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:n, s:{s:I, s:I, s:i, s:i}}", "id", r->response_id, "type",
-                     "message", "role", "assistant", "model", r->parsed.model_id, "content", content, "stop_reason",
-                     stop_reason, "stop_sequence", "usage", "input_tokens", (json_int_t)res->input_tokens,
-                     "output_tokens", (json_int_t)res->output_tokens, "cache_creation_input_tokens", 0,
-                     "cache_read_input_tokens", 0);
-}
-
-static json_t *fe_messages_render(fe_request_t *r)
-{
-    const fe_collect_t *res = &r->result;
-    json_t *content = json_array();
-    bool tool_use = false, refused = false;
-    size_t i;
-    json_t *it;
-    json_array_foreach (res->items, i, it) {
-        const char *type = json_string_value(json_object_get(it, "type"));
-        if (!type)
-            continue;
-        if (!strcmp(type, "reasoning")) {
-            json_t *block = fe_messages_thinking_block(r, it);
-            if (block)
-                json_array_append_new(content, block);
-        } else if (!strcmp(type, "message")) {
-            size_t j;
-            json_t *p;
-            json_array_foreach (json_object_get(it, "content"), j, p) {
-                bool refusal;
-                const json_t *text = fe_messages_part_text(p, &refusal);
-                refused |= refusal;
-                if (text)
-                    json_array_append_new(content, json_pack("{s:s, s:O}", "type", "text", "text", text));
-            }
-        } else if (!strcmp(type, "function_call")) {
-            tool_use = true;
-            json_t *input = fe_messages_tool_input(it);
-            if (!input) {
-                const char *call_id = json_string_value(json_object_get(it, "call_id"));
-                sb_warn("messages: tool call %.64s has arguments that are not a JSON object; sent as {}",
-                        call_id ? call_id : "(no call_id)");
-                input = json_object();
-            }
-            json_array_append_new(content, json_pack("{s:s, s:O?, s:O?, s:o}", "type", "tool_use", "id",
-                                                     json_object_get(it, "call_id"), "name",
-                                                     json_object_get(it, "name"), "input", input));
-        }
-    }
-    bool incomplete = !strcmp(res->status, "incomplete");
-    const char *why = res->incomplete_reason;
-    const char *stop = tool_use                                                       ? "tool_use"
-                       : incomplete && (!why[0] || !strcmp(why, "max_output_tokens")) ? "max_tokens"
-                       : refused || (incomplete && !strcmp(why, "content_filter"))    ? "refusal"
-                                                                                      : "end_turn";
-    return fe_messages_message(r, content, stop);
-}
-
-/* The count as Anthropic's count_tokens answers it. */
-static json_t *fe_messages_render_count(fe_request_t *r)
-{
-    return json_pack("{s:I}", "input_tokens", (json_int_t)r->result.input_tokens);
 }
 
 /* POST /v1/messages/count_tokens: the generation pipeline (auth, model,

@@ -1,15 +1,22 @@
 /*
- * fe_style_messages: what the Messages style shares with its stream renderer
- * (fe_stream_messages.c), so that a streamed message is built from the same
- * pieces as the non-streamed one.
+ * fe_messages_render: the Messages style's rendering (fe_messages_render.c),
+ * and what it shares with its stream renderer (fe_stream_messages.c), so
+ * that a streamed message is built from the same pieces as the non-streamed
+ * one.
  */
-#ifndef FE_STYLE_MESSAGES_H
-#define FE_STYLE_MESSAGES_H
+#ifndef FE_MESSAGES_RENDER_H
+#define FE_MESSAGES_RENDER_H
 
 #include <jansson.h>
 #include <stdbool.h>
 
 #include "fe_request.h"
+
+/* The message object for r's result (new reference). */
+json_t *fe_messages_render(fe_request_t *r);
+
+/* The count_tokens reply, {"input_tokens": N} (new reference). */
+json_t *fe_messages_render_count(fe_request_t *r);
 
 /* The message object for r around content (stolen): id, type, role, model,
  * content, stop_reason (NULL: null, as a stream's message_start has it),

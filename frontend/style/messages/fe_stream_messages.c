@@ -18,7 +18,7 @@
  * A failure after message_start is one "error" event (Anthropic's error
  * body), then the end. Keep-alives are "ping" events.
  *
- * The blocks are the final message's (fe_style_messages.h), so the SDK's
+ * The blocks are the final message's (fe_messages_render.h), so the SDK's
  * joined message is the non-streamed one: each text or refusal part of a
  * message item is a text block, a function_call a tool_use block whose id is
  * its call_id and whose input is its arguments text, a reasoning item a
@@ -42,7 +42,7 @@
 
 #include "fe_request.h"
 #include "fe_stream.h"
-#include "fe_style_messages.h"
+#include "fe_messages_render.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_log.h"

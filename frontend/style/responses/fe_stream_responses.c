@@ -27,8 +27,8 @@
 #include <string.h>
 
 #include "fe_request.h"
+#include "fe_responses_render.h"
 #include "fe_stream.h"
-#include "fe_style_responses.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"

@@ -1,9 +1,10 @@
 /*
- * fe_style_responses: what the Responses style shares with its stream
- * renderer (fe_stream_responses.c).
+ * fe_responses_render: the Responses style's rendering
+ * (fe_responses_render.c), and what it shares with its stream renderer
+ * (fe_stream_responses.c).
  */
-#ifndef FE_STYLE_RESPONSES_H
-#define FE_STYLE_RESPONSES_H
+#ifndef FE_RESPONSES_RENDER_H
+#define FE_RESPONSES_RENDER_H
 
 #include <jansson.h>
 
@@ -13,6 +14,9 @@
  * r->result; "in_progress": no output and no usage yet (a stream's first
  * events); "failed": the items completed so far and `error`. New reference,
  * or NULL when the output cannot be rendered. */
+/* The finished Response object for r (fe_responses_object(r, NULL, NULL)). */
+json_t *fe_responses_render(fe_request_t *r);
+
 json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_t *error);
 
 /* Output items as a client sees them: reasoning sealed into

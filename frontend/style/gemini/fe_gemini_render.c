@@ -1,0 +1,178 @@
+/*
+ * fe_gemini_render: a result as Google's GenerateContentResponse (one
+ * candidate per choice), and the pieces the stream renderer
+ * (fe_stream_gemini.c) builds its chunks from, so that a streamed answer is
+ * the non-streamed one cut in pieces. Reasoning -> {text, thought:true,
+ * thoughtSignature} when includeThoughts, else only its signature, carried
+ * on the next part; message text and refusals -> {text}; function_call ->
+ * {functionCall:{name, args, id}}. Also the countTokens reply.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe_gemini_render.h"
+#include "fe_reasoning.h"
+#include "fe_request.h"
+#include "sb_alloc.h"
+
+bool fe_gemini_include_thoughts(const fe_request_t *r)
+{
+    return json_is_true(json_object_get(r->parsed.style_state, "include_thoughts"));
+}
+
+json_t *fe_gemini_seal(fe_request_t *r, json_t *items)
+{
+    json_t *what = json_array_size(items) == 1 ? json_incref(json_array_get(items, 0))
+                                               : json_pack("{s:s, s:O}", "type", FE_GEMINI_CARRY, "items", items);
+    char *token = fe_reasoning_seal_item(r, what);
+    json_decref(what);
+    if (!token)
+        return NULL;
+    json_t *s = json_string(token);
+    free(token);
+    return s;
+}
+
+json_t *fe_gemini_thought_text(const json_t *it)
+{
+    const json_t *from = json_array_size(json_object_get(it, "summary")) > 0 ? json_object_get(it, "summary")
+                                                                             : json_object_get(it, "content");
+    size_t total = 0, i;
+    json_t *p;
+    json_array_foreach (from, i, p)
+        total += json_string_length(json_object_get(p, "text"));
+    char *buf = sb_xmalloc(total + 1);
+    size_t off = 0;
+    json_array_foreach (from, i, p) {
+        size_t n = json_string_length(json_object_get(p, "text"));
+        if (n)
+            memcpy(buf + off, json_string_value(json_object_get(p, "text")), n);
+        off += n;
+    }
+    json_t *s = json_stringn(buf, off);
+    free(buf);
+    return s ? s : json_string("");
+}
+
+void fe_gemini_emit(fe_request_t *r, json_t *parts, json_t *part, json_t *pending, const json_t *own)
+{
+    json_t *sealed = json_array();
+    json_array_extend(sealed, pending);
+    if (own && (json_array_size(pending) > 0 || json_object_get(own, "thought_signature")))
+        json_array_append(sealed, (json_t *)own);
+    json_t *sig = json_array_size(sealed) > 0 ? fe_gemini_seal(r, sealed) : NULL;
+    if (sig)
+        json_object_set_new(part, "thoughtSignature", sig);
+    json_decref(sealed);
+    json_array_clear(pending);
+    json_array_append_new(parts, part);
+}
+
+const json_t *fe_gemini_part_text(const json_t *part)
+{
+    const char *pt = json_string_value(json_object_get(part, "type"));
+    json_t *text = json_object_get(part, pt && !strcmp(pt, "refusal") ? "refusal" : "text");
+    return json_is_string(text) ? text : NULL;
+}
+
+json_t *fe_gemini_call_part(const json_t *it)
+{
+    /* Upstream arguments are a JSON object; anything else (never seen in
+     * practice) cannot be a Struct and becomes {}. */
+    const char *text = json_string_value(json_object_get(it, "arguments"));
+    json_t *args = text ? json_loads(text, 0, NULL) : NULL;
+    if (!json_is_object(args)) {
+        json_decref(args);
+        args = json_object();
+    }
+    return json_pack("{s:{s:O?, s:o, s:O?}}", "functionCall", "name", json_object_get(it, "name"), "args", args, "id",
+                     json_object_get(it, "call_id"));
+}
+
+const char *fe_gemini_finish_reason(const fe_request_t *r, int k)
+{
+    const char *status = fe_collect_choice_status(&r->result, k);
+    const char *why = fe_collect_choice_reason(&r->result, k);
+    return strcmp(status, "incomplete") != 0 ? "STOP" : !strcmp(why, "content_filter") ? "SAFETY" : "MAX_TOKENS";
+}
+
+json_t *fe_gemini_usage(const fe_request_t *r)
+{
+    const fe_collect_t *res = &r->result;
+    int64_t thoughts = res->reasoning_tokens;
+    int64_t cand = res->output_tokens - thoughts > 0 ? res->output_tokens - thoughts : 0;
+    json_t *usage =
+        json_pack("{s:I, s:I, s:I}", "promptTokenCount", (json_int_t)res->input_tokens, "candidatesTokenCount",
+                  (json_int_t)cand, "totalTokenCount", (json_int_t)(res->input_tokens + res->output_tokens));
+    if (thoughts > 0)
+        json_object_set_new(usage, "thoughtsTokenCount", json_integer(thoughts));
+    return usage;
+}
+
+json_t *fe_gemini_response(const fe_request_t *r, json_t *candidates, json_t *usage)
+{
+    return json_pack("{s:o, s:o, s:s, s:s}", "candidates", candidates, "usageMetadata", usage, "modelVersion",
+                     r->parsed.model_id, "responseId", r->response_id);
+}
+
+static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts)
+{
+    json_t *parts = json_array(), *pending = json_array();
+    size_t i;
+    json_t *it;
+    json_array_foreach (fe_collect_choice_items(&r->result, k), i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        if (!type)
+            continue;
+        if (!strcmp(type, "reasoning")) {
+            if (!include_thoughts) {
+                json_array_append(pending, it); /* its signature rides on the next part */
+                continue;
+            }
+            json_t *part = json_pack("{s:o, s:b}", "text", fe_gemini_thought_text(it), "thought", 1);
+            json_t *one = json_pack("[O]", it);
+            json_t *sig = fe_gemini_seal(r, one);
+            json_decref(one);
+            if (sig)
+                json_object_set_new(part, "thoughtSignature", sig);
+            json_array_append_new(parts, part);
+        } else if (!strcmp(type, "message")) {
+            size_t j;
+            json_t *p;
+            json_array_foreach (json_object_get(it, "content"), j, p) {
+                const json_t *text = fe_gemini_part_text(p);
+                if (text)
+                    fe_gemini_emit(r, parts, json_pack("{s:O}", "text", text), pending, NULL);
+            }
+        } else if (!strcmp(type, "function_call")) {
+            json_t *part = fe_gemini_call_part(it);
+            if (part)
+                fe_gemini_emit(r, parts, part, pending, it);
+        }
+    }
+    if (json_array_size(pending) > 0) /* reasoning with nothing after it */
+        fe_gemini_emit(r, parts, json_pack("{s:s}", "text", ""), pending, NULL);
+    json_decref(pending);
+    json_t *content = json_object();
+    if (json_array_size(parts) > 0)
+        json_object_set(content, "parts", parts);
+    json_object_set_new(content, "role", json_string("model"));
+    json_decref(parts);
+    return json_pack("{s:o, s:s, s:i}", "content", content, "finishReason", fe_gemini_finish_reason(r, k), "index", k);
+}
+
+json_t *fe_gemini_render(fe_request_t *r)
+{
+    bool include_thoughts = fe_gemini_include_thoughts(r);
+    json_t *candidates = json_array();
+    for (int k = 0; k < r->parsed.n; k++)
+        json_array_append_new(candidates, fe_gemini_candidate(r, k, include_thoughts));
+    return fe_gemini_response(r, candidates, fe_gemini_usage(r));
+}
+
+/* CountTokensResponse. The upstream's per-modality breakdown is not carried
+ * by the usage event, so promptTokensDetails is left out. */
+json_t *fe_gemini_render_count(fe_request_t *r)
+{
+    return json_pack("{s:I}", "totalTokens", (json_int_t)r->result.input_tokens);
+}

@@ -1,0 +1,135 @@
+/*
+ * fe_responses_render: a result as a Response object (the finished one, and
+ * the in-progress and failed ones a stream shows), its output items as a
+ * client sees them.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fe_reasoning.h"
+#include "fe_request.h"
+#include "fe_responses_render.h"
+
+static bool fe_is(const json_t *v, const char *s)
+{
+    return json_is_string(v) && !strcmp(json_string_value(v), s);
+}
+
+void fe_responses_split_name(const fe_request_t *r, json_t *item)
+{
+    json_t *hit = json_object_get(json_object_get(r->parsed.style_state, "namespaced"),
+                                  json_string_value(json_object_get(item, "name")) ?: "");
+    if (!hit || !fe_is(json_object_get(item, "type"), "function_call"))
+        return;
+    json_object_set(item, "namespace", json_array_get(hit, 0));
+    json_object_set(item, "name", json_array_get(hit, 1));
+}
+static json_t *fe_json_or_null(json_t *v)
+{
+    return v ? json_incref(v) : json_null();
+}
+
+static json_t *fe_json_number_or(json_t *v, double dflt)
+{
+    return json_is_number(v) ? json_incref(v) : json_real(dflt);
+}
+
+json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items)
+{
+    json_t *output = r->parsed.seal_reasoning ? fe_reasoning_seal_items(r, items) : json_deep_copy(items);
+    size_t i;
+    json_t *it;
+    json_array_foreach (output, i, it) {
+        if (!r->parsed.seal_reasoning)
+            fe_reasoning_strip_private(it);
+        fe_responses_split_name(r, it);
+    }
+    return output;
+}
+
+json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_t *error)
+{
+    const json_t *body = r->body;
+    const json_t *c = r->parsed.canonical;
+    const fe_collect_t *res = &r->result;
+    bool final = !status;
+    if (final)
+        status = !strcmp(res->status, "incomplete") ? "incomplete" : "completed";
+    bool incomplete = !strcmp(status, "incomplete");
+    json_t *reasoning = json_object_get(c, "reasoning");
+    json_t *text = json_object_get(c, "text");
+    json_t *tool_choice = json_object_get(c, "tool_choice");
+    json_t *tools = json_object_get(c, "tools");
+    json_t *metadata = json_object_get(c, "metadata");
+    json_t *ptc = json_object_get(c, "parallel_tool_calls");
+    /* In progress: nothing yet; failed: what was completed before. */
+    json_t *output = !strcmp(status, "in_progress") ? json_array() : fe_responses_public_items(r, res->items);
+    if (!output)
+        return NULL;
+    long long now = (long long)time(NULL);
+    json_t *out = json_object();
+    json_object_set_new(out, "id", json_string(r->response_id));
+    json_object_set_new(out, "object", json_string("response"));
+    json_object_set_new(out, "created_at", json_integer(r->start_ms / 1000));
+    json_object_set_new(out, "completed_at", !strcmp(status, "completed") ? json_integer(now) : json_null());
+    json_object_set_new(out, "status", json_string(status));
+    json_object_set_new(out, "incomplete_details",
+                        incomplete ? json_pack("{s:s}", "reason",
+                                               res->incomplete_reason[0] ? res->incomplete_reason : "max_output_tokens")
+                                   : json_null());
+    json_object_set_new(out, "model", json_string(r->parsed.model_id) /* the public id: upstream names stay private */);
+    json_object_set_new(out, "previous_response_id",
+                        r->parsed.previous_response_id ? json_string(r->parsed.previous_response_id) : json_null());
+    json_object_set_new(out, "instructions", fe_json_or_null(json_object_get(c, "instructions")));
+    json_object_set_new(out, "output", output);
+    json_object_set_new(
+        out, "error",
+        error ? json_pack("{s:s, s:s}", "code", error->code[0] ? error->code : error->kind, "message", error->message)
+              : json_null());
+    json_object_set_new(out, "tools", tools ? json_incref(tools) : json_array());
+    json_object_set_new(out, "tool_choice", tool_choice ? json_incref(tool_choice) : json_string("auto"));
+    json_object_set_new(out, "truncation",
+                        json_string(json_is_string(json_object_get(body, "truncation"))
+                                        ? json_string_value(json_object_get(body, "truncation"))
+                                        : "disabled"));
+    json_object_set_new(out, "parallel_tool_calls", ptc ? json_incref(ptc) : json_true());
+    json_object_set_new(out, "text",
+                        text && json_object_get(text, "format") ? json_incref(text)
+                                                                : json_pack("{s:{s:s}}", "format", "type", "text"));
+    json_object_set_new(out, "top_p", fe_json_number_or(json_object_get(c, "top_p"), 1.0));
+    json_object_set_new(out, "presence_penalty", json_real(0));
+    json_object_set_new(out, "frequency_penalty", json_real(0));
+    json_object_set_new(out, "top_logprobs", json_integer(json_integer_value(json_object_get(c, "top_logprobs"))));
+    json_object_set_new(out, "temperature", fe_json_number_or(json_object_get(c, "temperature"), 1.0));
+    json_object_set_new(out, "reasoning",
+                        json_pack("{s:O?, s:O?}", "effort", json_object_get(reasoning, "effort"), "summary",
+                                  json_object_get(reasoning, "summary")));
+    json_object_set_new(out, "usage",
+                        !final ? json_null()
+                               : json_pack("{s:I, s:{s:i}, s:I, s:{s:I}, s:I}", "input_tokens",
+                                           (json_int_t)res->input_tokens, "input_tokens_details", "cached_tokens", 0,
+                                           "output_tokens", (json_int_t)res->output_tokens, "output_tokens_details",
+                                           "reasoning_tokens", (json_int_t)res->reasoning_tokens, "total_tokens",
+                                           (json_int_t)(res->input_tokens + res->output_tokens)));
+    json_object_set_new(out, "max_output_tokens", fe_json_or_null(json_object_get(c, "max_output_tokens")));
+    json_object_set_new(out, "max_tool_calls", fe_json_or_null(json_object_get(c, "max_tool_calls")));
+    json_object_set_new(out, "store", json_boolean(r->parsed.store));
+    json_object_set_new(out, "background", json_false());
+    json_object_set_new(out, "service_tier", json_string("default"));
+    json_object_set_new(out, "metadata", metadata ? json_incref(metadata) : json_object());
+    json_object_set_new(out, "safety_identifier", fe_json_or_null(json_object_get(body, "safety_identifier")));
+    json_object_set_new(out, "prompt_cache_key", fe_json_or_null(json_object_get(body, "prompt_cache_key")));
+    json_object_set_new(out, "user", fe_json_or_null(json_object_get(c, "user")));
+    if (r->parsed.prompt_ref)
+        json_object_set_new(out, "prompt",
+                            json_pack("{s:O, s:O?, s:O?}", "id", json_object_get(r->parsed.prompt_ref, "id"), "version",
+                                      json_object_get(r->parsed.prompt_ref, "version"), "variables",
+                                      json_object_get(r->parsed.prompt_ref, "variables")));
+    return out;
+}
+
+json_t *fe_responses_render(fe_request_t *r)
+{
+    return fe_responses_object(r, NULL, NULL);
+}
