@@ -6,7 +6,8 @@
  * fields (see max_tokens in the build file).
  *
  * Internal to the adapter: what its three files share. The adapter's only
- * export is its vtable, sb_provider_openai_chat (provider.h).
+ * export is its vtable, sb_provider_openai_chat (provider.h); the helpers
+ * they call back are in provider_util.h.
  *   provider_openai_chat_build.c   canonical job -> chat request; the vtable
  *   provider_openai_chat_parse.c   a whole chat response -> canonical events,
  *                                  and the item builders both paths use, so a
@@ -21,7 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "provider.h"
+#include "provider_util.h"
 
 #define SB_CHAT_KIND "openai-chat"
 

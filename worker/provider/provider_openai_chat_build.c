@@ -32,7 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "provider.h" /* sb_provider_t, for the vtable */
 #include "provider_openai_chat.h"
+#include "provider_util.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"
 #include "sb_job.h"

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "provider_openai_chat.h"
+#include "provider_util.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"

@@ -38,7 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "provider.h" /* SB_PROVIDER_MAX_BODY only: the parser's limit on a response */
 #include "provider_openai_chat.h"
+#include "provider_util.h"
 #include "sb_alloc.h"
 #include "sb_buf.h"
 #include "sb_event.h"

@@ -5,7 +5,8 @@
  * changes are the gateway's rules (the tables at the top of each file).
  *
  * Internal to the adapter: what its three files share. The adapter's only
- * export is its vtable, sb_provider_openai_responses (provider.h).
+ * export is its vtable, sb_provider_openai_responses (provider.h); the
+ * helpers they call back are in provider_util.h.
  *   provider_openai_responses_build.c   canonical job -> Responses request
  *                                       (and the count request); the vtable
  *   provider_openai_responses_parse.c   a whole response (or a count) ->
@@ -23,7 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "provider.h"
+#include "provider_util.h"
 
 #define SB_ORESP_KIND "openai-responses"
 

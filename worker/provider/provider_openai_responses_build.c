@@ -55,7 +55,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "provider.h" /* sb_provider_t, for the vtable */
 #include "provider_openai_responses.h"
+#include "provider_util.h"
 #include "sb_job.h"
 
 /* Private item fields only the gateway and an upstream see (fe_reasoning.h). */
