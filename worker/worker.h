@@ -26,7 +26,7 @@
 
 typedef struct sb_worker sb_worker_t;
 
-/* The worker's life; jobs have their own states (worker.c). */
+/* The worker's life; jobs have their own states (worker_internal.h). */
 enum sb_worker_state {
     SB_WORKER_ACTIVE,   /* READY sent; taking jobs (also across reconnects) */
     SB_WORKER_DRAINING, /* stop asked: new jobs refused with 503, in-flight ones finishing */

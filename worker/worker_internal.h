@@ -1,0 +1,231 @@
+/*
+ * worker_internal: the worker's private types, shared by its three files and
+ * by nothing else (tests and main.c see only worker.h).
+ *
+ * The files are layered, each calling only downward:
+ *   worker.c  the broker session: socket, READY, heartbeats, liveness,
+ *             reconnects, drain, and the safe-point reap of finished jobs;
+ *   wjob.c    one job's life: receive, check, fan-out, the strict hold, the
+ *             final event;
+ *   wcall.c   one upstream call's life: an attempt, its idle timer, the
+ *             retry decision.
+ * A call reports to its job through the sb_wcall_ops_t its job hands in (as
+ * upstream.h reports to a call through sb_upstream_cbs_t), and a job writes to
+ * the broker through sb_worker_send() below, so no file names a function of
+ * the file above it.
+ *
+ * Ownership: the worker owns its jobs (the `jobs` table holds the running
+ * ones, `reap_list` the finished ones, never both); a job owns its calls (one
+ * array); a call borrows its job and its running transfer from upstream.
+ */
+#ifndef SB_WORKER_INTERNAL_H
+#define SB_WORKER_INTERNAL_H
+
+#include <czmq.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "provider.h"
+#include "retry.h"
+#include "retry_budget.h"
+#include "sb_event.h"
+#include "sb_job.h"
+#include "sb_map.h"
+#include "sb_protocol.h"
+#include "sb_wire.h"
+#include "sb_zsock_ev.h"
+#include "strict.h"
+#include "upstream.h"
+#include "worker.h"
+
+typedef struct sb_wjob sb_wjob_t;
+typedef struct sb_wcall sb_wcall_t;
+
+/*
+ * The session (worker.c).
+ */
+
+struct sb_worker {
+    struct event_base *base; /* borrowed from the caller; outlives the worker */
+    enum sb_worker_state state;
+    char *endpoint; /* owned copy of the broker endpoint */
+    char *name;     /* owned; announced in READY */
+    json_t *models; /* owned array of strings, for READY */
+    int credits;
+    int heartbeat_ms;
+    int liveness;
+    int64_t connect_timeout_ms;
+    int64_t drain_ms;
+    int64_t stream_idle_ms;
+    int retry_max;
+    int64_t retry_base_ms;
+    int64_t retry_cap_ms;
+    sb_retry_budget_t *budget;     /* owned; per-route retry tokens, spent by calls */
+    void (*on_stopped)(void *arg); /* the caller's, from the config */
+    void *arg;
+
+    zsock_t *sock;                /* owned DEALER to the broker; NULL between a failed reopen and the next beat */
+    sb_zsock_ev_t *watch;         /* owned watch of sock on the loop */
+    int64_t last_heard_ms;        /* monotonic; any message from the broker counts */
+    char epoch[SB_EPOCH_MAX + 1]; /* the broker instance we serve; "": not heard from one yet */
+    long long ready_seq;          /* READYs sent; in our headers so RECONNECTs can be matched to them */
+    struct event *heartbeat;      /* owned, persistent */
+    struct event *drain_timer;    /* owned; pending while DRAINING */
+    struct event *reap;           /* owned; frees DONE jobs and checks for STOPPED, at a safe point */
+    sb_upstream_t *upstream;      /* owned; every call's transfers */
+    sb_map_t *jobs;               /* owned table job_id -> sb_wjob_t (owned), NEW and UPSTREAM jobs */
+    sb_wjob_t *reap_list;         /* owned DONE jobs, linked by next_reap */
+};
+
+/* Sends one message to the broker; what every file here writes to the
+ * socket with. 0, or a negative errno (-ENOTCONN without a socket, -EAGAIN
+ * when the pipe is full). */
+static inline int sb_worker_send(sb_worker_t *w, int cmd, const json_t *header, const void *body, size_t len)
+{
+    if (!w->sock)
+        return -ENOTCONN;
+    int rc = sb_wire_send(w->sock, NULL, cmd, header, body, len);
+    sb_zsock_ev_poke(w->watch);
+    return rc;
+}
+
+/* An error event whose message is printf-formatted (new reference); out of
+ * memory aborts. */
+static inline json_t *sb_wjob_error(int status, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline json_t *sb_wjob_error(int status, const char *kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        abort(); /* out of memory */
+    va_end(ap);
+    json_t *ev = sb_event_error(status, kind, NULL, msg);
+    free(msg);
+    return ev;
+}
+
+/*
+ * One upstream call (wcall.c).
+ */
+
+/* What a call tells its job. The job hands these in (wjob.c), so the call
+ * never calls up into the job's file. */
+typedef struct sb_wcall_ops {
+    /* The parser added events to c->events (a chunk of body arrived): the job
+     * passes them on now, or holds them. */
+    void (*on_events)(sb_wcall_t *c);
+    /* The attempt is over, its final event is among c->events, and no retry
+     * is pending (the idle timer and a failed transfer end here too). */
+    void (*on_final)(sb_wcall_t *c);
+    /* A retry's attempt could not start; err (stolen) is the job's final
+     * error event. */
+    void (*on_fail)(sb_wcall_t *c, json_t *err);
+} sb_wcall_ops_t;
+
+/*
+ * One upstream call of a job: the job's only one, or one choice of a fan-out.
+ * A call is running while it has an xfer (an attempt) or its retry timer is
+ * pending; it is over once its final event has been passed on or has ended
+ * the job.
+ */
+struct sb_wcall {
+    sb_wjob_t *j;                 /* borrowed: the job whose `calls` array holds this call */
+    const sb_wcall_ops_t *ops;    /* borrowed (static in wjob.c) */
+    int choice;                   /* the choice it produces in a fan-out, else -1 (events go on untagged) */
+    int attempt;                  /* 1, then 2 on the strict-output retry */
+    int retries;                  /* upstream retries after transient failures so far (retry.h) */
+    enum sb_retry_route route;    /* what its latest attempt said about the route */
+    sb_provider_parser_t *parser; /* owned; a fresh one per attempt */
+    sb_upstream_xfer_t *xfer;     /* borrowed from upstream while running */
+    struct event *retry_timer;    /* owned; pending while it waits to retry */
+    /* Owned reference: the attempt's events not yet passed on. For the plain
+     * case (one call, nothing strict) the job's own `events`, so nothing is
+     * moved. */
+    json_t *events;
+    /* Owned: a streamed strict call's events as passed on, kept for the check
+     * at its end (a stream cannot be held back); NULL otherwise. */
+    json_t *seen;
+    struct event *idle;  /* owned; streaming: fires when the upstream is quiet for stream_idle_ms */
+    int64_t timeout_ms;  /* this attempt's total upstream timeout */
+    int64_t upstream_ms; /* summed over attempts */
+    int feed_error;      /* why the parser refused the body, or 0 */
+};
+
+/* Starts (or restarts, for a retry) a call's transfer with a fresh parser
+ * and a timeout cut to the job's deadline. Returns 0, or a negative code with
+ * *err set to the job's final error event. */
+int sb_wcall_start(sb_wcall_t *c, json_t **err) __attribute__((warn_unused_result));
+/* Takes the first final event out of a call's events, dropping anything
+ * after it; a missing one becomes a 502. Returns it (new reference). */
+json_t *sb_wcall_take_final(sb_wcall_t *c);
+/* Stops a call: its transfer, idle timer and pending retry. Idempotent. */
+void sb_wcall_cancel(sb_wcall_t *c);
+/* Frees what a call owns (it is an element of its job's array). */
+void sb_wcall_clear(sb_wcall_t *c);
+
+/*
+ * One job (wjob.c).
+ */
+
+/* A job's life. Jobs in the `jobs` table are NEW or UPSTREAM; DONE ones are
+ * on the reap list. sb_wjob_set_state() is the one place it changes. */
+enum sb_wjob_state {
+    SB_WJOB_NEW,      /* received; being validated, its request built */
+    SB_WJOB_UPSTREAM, /* its upstream call(s) are running (a strict retry included) */
+    SB_WJOB_DONE,     /* final event sent (or job abandoned); waits for the reap */
+};
+
+struct sb_wjob {
+    sb_worker_t *w; /* borrowed: the session that owns the job */
+    enum sb_wjob_state state;
+    char job_id[SB_JOB_ID_MAX + 1];
+    json_t *job;                   /* owned: the decoded job body; NULL if it would not decode */
+    const sb_provider_t *provider; /* static adapter table */
+    json_t *own_job;               /* owned: what the calls send when it is not job: a fan-out's job without
+                                      request.n, or a count's one-token generation; else NULL */
+    const json_t *call_job;        /* borrowed: what the calls send: job or own_job */
+    sb_strict_t *strict;           /* owned: the strict schemas; NULL: nothing to check */
+    bool stream;                   /* request.stream: events go on as they come, strict output is checked at the end */
+    bool sent;                     /* an event has left for the broker: no retry can be invisible any more */
+    bool interrupted;              /* ended by a cancel or shutdown: the header says nothing of the upstream */
+    char *route_key;               /* owned: its retry budget's route (retry_budget.h) */
+    sb_provider_request_t req;     /* owned: built once; kept while a call may still (re)start */
+    long long deadline_ms;         /* absolute epoch ms, 0 = none */
+    sb_wcall_t *calls;             /* owned array of n_calls */
+    int n_calls;
+    int calls_open; /* calls not over yet */
+    json_t *events; /* owned: events passed on and not yet sent */
+    /* A fan-out's merge of its calls' usage and completed events. */
+    bool have_usage;
+    int64_t usage_in, usage_out, usage_reasoning;
+    const char *incomplete_reason; /* the first incomplete choice's (static string), or NULL */
+    bool incomplete;
+    int64_t upstream_ms;       /* the slowest call's */
+    struct sb_wjob *next_reap; /* the next DONE job on the worker's reap list */
+};
+
+/* A JOB from the broker: checks its header, enters it in the `jobs` table
+ * and starts it (or answers it at once with a final error event). */
+void sb_wjob_receive(sb_worker_t *w, const sb_wire_msg_t *msg);
+/* A CANCEL from the broker: ends the job it names, if still running, with a
+ * 499 error event. */
+void sb_wjob_cancel(sb_worker_t *w, const sb_wire_msg_t *msg);
+/* Moves a job to DONE and onto the reap list. With send, first makes the
+ * pending events end in exactly one final event (final, if given, is appended
+ * and stolen; anything after a first final is dropped; a missing final
+ * becomes a 502) and sends them. Without send the job is abandoned silently.
+ * The caller has taken the job out of the `jobs` table. */
+void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final);
+/* Frees a DONE job: only from the reap (or destroy), never inside a callback
+ * of the job's own calls. */
+void sb_wjob_free(sb_wjob_t *j);
+
+#endif
