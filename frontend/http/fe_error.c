@@ -1,4 +1,7 @@
-/* fe_error: canonical errors and OpenAI's error body. */
+/*
+ * fe_error: the style-neutral error (fe_error.h): set from a message or from
+ * a canonical error event. Each style renders it in its own body.
+ */
 #include "fe_error.h"
 
 #include <stdarg.h>
@@ -74,105 +77,4 @@ void fe_error_from_event(fe_error_t *e, const json_t *ev)
                  !strcmp(e->kind, SB_ERR_QUOTA) ? "insufficient_quota" : "rate_limit_exceeded");
     if (!strcmp(e->kind, SB_ERR_QUOTA))
         e->no_retry = true;
-}
-
-/* OpenAI's "type" for each canonical kind. */
-static const char *fe_error_openai_type(const fe_error_t *e)
-{
-    const char *k = e->kind ? e->kind : SB_ERR_SERVER;
-    if (!strcmp(k, SB_ERR_INVALID_REQUEST) || !strcmp(k, SB_ERR_AUTHENTICATION) || !strcmp(k, SB_ERR_NOT_FOUND) ||
-        !strcmp(k, SB_ERR_TOO_LARGE))
-        return "invalid_request_error";
-    if (!strcmp(k, SB_ERR_PERMISSION))
-        return "permission_error";
-    if (!strcmp(k, SB_ERR_QUOTA))
-        return "insufficient_quota";
-    if (!strcmp(k, SB_ERR_RATE_LIMIT) || !strcmp(k, SB_ERR_OVERLOADED))
-        return e->status == 429 ? "rate_limit_error" : "server_error";
-    if (!strcmp(k, SB_ERR_TIMEOUT))
-        return "timeout_error";
-    return "server_error";
-}
-
-json_t *fe_error_openai_body(const fe_error_t *e)
-{
-    json_t *code = e->code[0] ? json_string(e->code) : json_null();
-    json_t *param = e->param[0] ? json_string(e->param) : json_null();
-    return json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "message", e->message, "type", fe_error_openai_type(e),
-                     "param", param, "code", code);
-}
-
-/* Anthropic's error types by cause; the status stays the HTTP one. */
-static const char *fe_error_anthropic_type(const fe_error_t *e)
-{
-    const char *k = e->kind ? e->kind : "";
-    if (!strcmp(k, SB_ERR_INVALID_REQUEST))
-        return "invalid_request_error";
-    if (!strcmp(k, SB_ERR_AUTHENTICATION))
-        return "authentication_error";
-    if (!strcmp(k, SB_ERR_PERMISSION))
-        return "permission_error";
-    if (!strcmp(k, SB_ERR_NOT_FOUND))
-        return "not_found_error";
-    if (!strcmp(k, SB_ERR_TOO_LARGE))
-        return "request_too_large";
-    if (!strcmp(k, SB_ERR_RATE_LIMIT) || !strcmp(k, SB_ERR_QUOTA))
-        return "rate_limit_error";
-    if (!strcmp(k, SB_ERR_OVERLOADED))
-        return "overloaded_error";
-    if (!strcmp(k, SB_ERR_TIMEOUT))
-        return "timeout_error"; /* Anthropic's 504 */
-    if (e->status == 400 || e->status == 405 || e->status == 422)
-        return "invalid_request_error";
-    return "api_error";
-}
-
-json_t *fe_error_anthropic_body(const fe_error_t *e, const char *request_id)
-{
-    return json_pack("{s:s, s:{s:s, s:s}, s:s?}", "type", "error", "error", "type", fe_error_anthropic_type(e),
-                     "message", e->message, "request_id", request_id);
-}
-
-/* google.rpc.Code names by HTTP status, as Google's REST APIs send them. */
-static const char *fe_error_google_status(const fe_error_t *e)
-{
-    switch (e->status) {
-    case 400:
-    case 405:
-    case 413:
-    case 422:
-    case 431:
-        return "INVALID_ARGUMENT";
-    case 401:
-        return "UNAUTHENTICATED";
-    case 403:
-        return "PERMISSION_DENIED";
-    case 404:
-        return "NOT_FOUND";
-    case 409:
-        return "ABORTED";
-    case 429:
-        return "RESOURCE_EXHAUSTED";
-    case 499:
-        return "CANCELLED";
-    case 501:
-        return "UNIMPLEMENTED";
-    case 502:
-    case 503:
-        return "UNAVAILABLE";
-    case 408: /* the client's request did not arrive in time */
-    case 504:
-        return "DEADLINE_EXCEEDED";
-    case 417: /* an Expect the gateway does not meet, an HTTP version it does not speak: the request's fault */
-    case 505:
-        return "FAILED_PRECONDITION";
-    default:
-        return e->status >= 400 && e->status < 500 ? "INVALID_ARGUMENT" : "INTERNAL";
-    }
-}
-
-json_t *fe_error_google_body(const fe_error_t *e)
-{
-    return json_pack("{s:{s:i, s:s, s:s}}", "error", "code", e->status, "message", e->message, "status",
-                     fe_error_google_status(e));
 }

@@ -1,7 +1,9 @@
 /*
  * fe_error: a style-neutral error (HTTP status, canonical kind, code, param,
- * message) and its rendering into OpenAI's body. Each inbound style renders
- * errors in its own body through its fe_style_ops.
+ * message). Each request style renders it in its own body (its vtable's
+ * error_body): OpenAI's in style/openai/fe_openai.c, Anthropic's in
+ * style/messages/fe_anthropic_error.c, Google's in
+ * style/gemini/fe_google_error.c.
  */
 #ifndef FE_ERROR_H
 #define FE_ERROR_H
@@ -24,14 +26,5 @@ void fe_error_set(fe_error_t *e, int status, const char *kind, const char *code,
 
 /* Fills e from a canonical error event. */
 void fe_error_from_event(fe_error_t *e, const json_t *ev);
-
-/* {"error":{"message","type","param","code"}} */
-json_t *fe_error_openai_body(const fe_error_t *e);
-
-/* Anthropic's {"type":"error","error":{"type","message"},"request_id"}. */
-json_t *fe_error_anthropic_body(const fe_error_t *e, const char *request_id);
-
-/* Google's {"error":{"code","message","status"}}. */
-json_t *fe_error_google_body(const fe_error_t *e);
 
 #endif

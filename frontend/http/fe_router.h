@@ -23,9 +23,6 @@ enum fe_route_match fe_router_match(const char *method, const char *path, const 
 /* The style whose error body a path gets when no route matched. */
 const fe_style_t *fe_router_style_for_path(const char *path);
 
-/* "Authorization: Bearer KEY" (fe_style_responses.c); NULL when absent. */
-const char *fe_bearer_key(fe_http_req_t *http, size_t *len);
-
 extern const fe_style_t fe_style_responses;
 extern const fe_style_t fe_style_chat;
 extern const fe_style_t fe_style_messages; /* fe_style_messages.c */

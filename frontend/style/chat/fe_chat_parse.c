@@ -14,6 +14,7 @@
 #include "fe_files.h"
 #include "fe_generate.h"
 #include "fe_items.h"
+#include "fe_openai.h"
 #include "fe_params.h"
 #include "fe_request.h"
 #include "fe_router.h"
@@ -25,7 +26,7 @@
 
 static json_t *fe_chat_error_body(const fe_request_t *r, const fe_error_t *e)
 {
-    return fe_error_openai_body(e);
+    return fe_openai_error_body(e);
 }
 
 static const char *const fe_chat_params[] = {"model",
@@ -557,7 +558,7 @@ static void fe_chat_store(fe_request_t *r, const json_t *rendered)
 
 const fe_style_t fe_style_chat = {
     .name = "chat",
-    .key = fe_bearer_key,
+    .key = fe_openai_bearer_key,
     .error_body = fe_chat_error_body,
     .parse = fe_chat_parse,
     .render = fe_chat_render,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_openai.h"
 #include "fe_request.h"
 #include "fe_stream.h"
 #include "sb_event.h"
@@ -237,7 +238,7 @@ static void fe_sc_close(fe_request_t *r, const json_t *rendered, struct evbuffer
 static void fe_sc_fail(fe_request_t *r, const fe_error_t *e, struct evbuffer *out)
 {
     (void)r;
-    json_t *body = fe_error_openai_body(e);
+    json_t *body = fe_openai_error_body(e);
     fe_sse_json(out, NULL, body, "\n\n");
     json_decref(body);
 }

@@ -49,6 +49,7 @@
 #include "fe_gemini_parse.h"
 #include "fe_gemini_render.h"
 #include "fe_generate.h"
+#include "fe_google_error.h"
 #include "fe_request.h"
 #include "fe_router.h"
 #include "sb_alloc.h"
@@ -74,7 +75,7 @@ static const char *fe_gemini_key(fe_http_req_t *http, size_t *len)
 static json_t *fe_gemini_error_body(const fe_request_t *r, const fe_error_t *e)
 {
     (void)r;
-    return fe_error_google_body(e);
+    return fe_google_error_body(e);
 }
 
 /* ---- parse ---------------------------------------------------------------- */

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "fe_gemini_render.h"
+#include "fe_google_error.h"
 #include "fe_request.h"
 #include "fe_stream.h"
 #include "sb_alloc.h"
@@ -297,7 +298,7 @@ static void fe_sg_close(fe_request_t *r, const json_t *rendered, struct evbuffer
 static void fe_sg_fail(fe_request_t *r, const fe_error_t *e, struct evbuffer *out)
 {
     fe_sg_state_t *st = fe_stream_state(r);
-    fe_sg_write(r, out, fe_error_google_body(e));
+    fe_sg_write(r, out, fe_google_error_body(e));
     if (!st->sse)
         evbuffer_add(out, "]", 1);
 }

@@ -39,8 +39,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fe_anthropic_error.h"
 #include "fe_messages_parse.h"
 #include "fe_messages_render.h"
+#include "fe_openai.h"
 #include "fe_params.h"
 #include "fe_request.h"
 #include "fe_router.h"
@@ -61,12 +63,12 @@ static const char *fe_messages_key(fe_http_req_t *http, size_t *len)
         *len = strlen(k);
         return k;
     }
-    return fe_bearer_key(http, len);
+    return fe_openai_bearer_key(http, len);
 }
 
 static json_t *fe_messages_error_body(const fe_request_t *r, const fe_error_t *e)
 {
-    return fe_error_anthropic_body(e, r->request_id);
+    return fe_anthropic_error_body(e, r->request_id);
 }
 
 /* A 400 in Anthropic's wording, "<param>: <text>" (param may be NULL). */

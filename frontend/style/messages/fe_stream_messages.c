@@ -40,9 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_anthropic_error.h"
+#include "fe_messages_render.h"
 #include "fe_request.h"
 #include "fe_stream.h"
-#include "fe_messages_render.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_log.h"
@@ -478,7 +479,7 @@ static void fe_sm_close(fe_request_t *r, const json_t *rendered, struct evbuffer
 
 static void fe_sm_fail(fe_request_t *r, const fe_error_t *e, struct evbuffer *out)
 {
-    json_t *body = fe_error_anthropic_body(e, r->request_id);
+    json_t *body = fe_anthropic_error_body(e, r->request_id);
     fe_sse_json(out, "error", body, "\n\n");
     json_decref(body);
 }

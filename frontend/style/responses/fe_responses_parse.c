@@ -11,6 +11,7 @@
 #include "fe_features.h"
 #include "fe_generate.h"
 #include "fe_items.h"
+#include "fe_openai.h"
 #include "fe_params.h"
 #include "fe_prompt.h"
 #include "fe_request.h"
@@ -22,27 +23,9 @@
 #include "sb_event.h"
 #include "sb_id.h"
 
-/* "Authorization: Bearer KEY" */
-const char *fe_bearer_key(fe_http_req_t *http, size_t *len)
-{
-    const char *h = fe_http_req_header(http, "Authorization");
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-        return NULL;
-    h += 7;
-    while (*h == ' ')
-        h++;
-    size_t n = strlen(h);
-    while (n > 0 && h[n - 1] == ' ')
-        n--;
-    if (n == 0)
-        return NULL;
-    *len = n;
-    return h;
-}
-
 static json_t *fe_responses_error_body(const fe_request_t *r, const fe_error_t *e)
 {
-    return fe_error_openai_body(e);
+    return fe_openai_error_body(e);
 }
 
 /* Every field OpenAI's Responses API takes today (docs/compatibility.md says
@@ -468,7 +451,7 @@ static void fe_responses_store(fe_request_t *r, const json_t *rendered)
 
 const fe_style_t fe_style_responses = {
     .name = "responses",
-    .key = fe_bearer_key,
+    .key = fe_openai_bearer_key,
     .error_body = fe_responses_error_body,
     .parse = fe_responses_parse,
     .render = fe_responses_render,

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_openai.h"
 #include "fe_request.h"
 #include "fe_responses_render.h"
 #include "fe_stream.h"
@@ -330,7 +331,7 @@ static void fe_sr_close(fe_request_t *r, const json_t *rendered, struct evbuffer
 
 static void fe_sr_fail(fe_request_t *r, const fe_error_t *e, struct evbuffer *out)
 {
-    json_t *body = fe_error_openai_body(e);
+    json_t *body = fe_openai_error_body(e);
     fe_sr_emit(r, out, "error", json_pack("{s:O}", "error", json_object_get(body, "error")));
     json_decref(body);
     json_t *resp = fe_responses_object(r, "failed", e);
