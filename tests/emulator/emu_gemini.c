@@ -56,7 +56,7 @@ static const char *status_name(int code)
     case 500:
         return "INTERNAL";
     case 501:
-        return "NOT_IMPLEMENTED";
+        return "UNIMPLEMENTED";
     case 503:
         return "UNAVAILABLE";
     case 504:
