@@ -1,13 +1,12 @@
 /*
  * sbctl: the Switchboard admin CLI. Parses the command line, connects with
- * SB_PG_DSN (or libpq's PG* variables), runs one command. Exit status: 0 ok,
- * 1 error, 2 usage error.
+ * SB_PG_DSN (or libpq's PG* variables), runs one command (the handler its row
+ * of the command table names). Exit status: 0 ok, 1 error, 2 usage error.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "sb_cli.h"
-#include "sb_ctl.h"
 #include "sb_ctldb.h"
 
 int main(int argc, char **argv)
@@ -27,7 +26,7 @@ int main(int argc, char **argv)
     struct sb_ctldb *db = sb_ctldb_new(getenv("SB_PG_DSN"));
     if (!db)
         return 1;
-    int rc = sb_ctl_run(db, &cli);
+    int rc = cli.run(db, &cli);
     sb_ctldb_destroy(&db);
     if (fflush(stdout) != 0 && rc == 0) {
         perror("sbctl: stdout");

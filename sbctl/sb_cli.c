@@ -1,6 +1,7 @@
 /*
- * sb_cli: the command table, the option table, and the validators. Adding a
- * command means one row in sb_cli_specs plus its checks in sb_cli_check().
+ * sb_cli: the command table and the option table. Adding a command means one
+ * row in sb_cli_specs (with its handler, sb_ctl.h) plus its checks in
+ * sb_cli_check(); the value checks themselves are in sb_cli_check.c.
  */
 #include "sb_cli.h"
 
@@ -11,10 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sb_ctl.h"
+
 struct sb_cli_spec {
     enum sb_cli_cmd cmd;
     const char *group; /* NULL for top-level commands (migrate) */
     const char *verb;
+    sb_cli_run_fn run; /* what runs it */
     int min_args, max_args;
     unsigned opts;        /* accepted sb_cli_opt_bit */
     const char *synopsis; /* arguments and options, after "sbctl GROUP VERB" */
@@ -37,66 +41,73 @@ struct sb_cli_spec {
 #define SB_LIMITS_RATE_OPTS (SB_OPT_RPM | SB_OPT_TPM | SB_OPT_CONCURRENCY)
 
 static const struct sb_cli_spec sb_cli_specs[] = {
-    {SB_CLI_MIGRATE, NULL, "migrate", 0, 0, SB_OPT_DIR, "[--dir DIR]",
+    {SB_CLI_MIGRATE, NULL, "migrate", sb_ctl_migrate, 0, 0, SB_OPT_DIR, "[--dir DIR]",
      "apply pending schema/NNN_*.sql migrations (idempotent, safe to run concurrently)"},
 
-    {SB_CLI_ACCOUNT_CREATE, "account", "create", 1, 1, SB_OPT_ZDR | SB_OPT_IF_NOT_EXISTS,
+    {SB_CLI_ACCOUNT_CREATE, "account", "create", sb_ctl_account_create, 1, 1, SB_OPT_ZDR | SB_OPT_IF_NOT_EXISTS,
      "NAME [--zdr] [--if-not-exists]", "create an account (--zdr: zero data retention)"},
-    {SB_CLI_ACCOUNT_LIST, "account", "list", 0, 0, 0, "", "list accounts"},
-    {SB_CLI_ACCOUNT_DISABLE, "account", "disable", 1, 1, 0, "NAME", "disable an account (all its keys stop working)"},
-    {SB_CLI_ACCOUNT_ENABLE, "account", "enable", 1, 1, 0, "NAME", "enable an account"},
+    {SB_CLI_ACCOUNT_LIST, "account", "list", sb_ctl_account_list, 0, 0, 0, "", "list accounts"},
+    {SB_CLI_ACCOUNT_DISABLE, "account", "disable", sb_ctl_account_disable, 1, 1, 0, "NAME",
+     "disable an account (all its keys stop working)"},
+    {SB_CLI_ACCOUNT_ENABLE, "account", "enable", sb_ctl_account_enable, 1, 1, 0, "NAME", "enable an account"},
 
-    {SB_CLI_GROUP_CREATE, "group", "create", 1, 1, SB_OPT_IF_NOT_EXISTS, "NAME [--if-not-exists]",
+    {SB_CLI_GROUP_CREATE, "group", "create", sb_ctl_group_create, 1, 1, SB_OPT_IF_NOT_EXISTS, "NAME [--if-not-exists]",
      "create a token group (allows no model until 'group allow')"},
-    {SB_CLI_GROUP_LIST, "group", "list", 0, 0, 0, "", "list token groups and the models they allow"},
-    {SB_CLI_GROUP_ALLOW, "group", "allow", 2, 2, 0, "GROUP MODEL", "allow MODEL ('*' = every model) in GROUP"},
-    {SB_CLI_GROUP_DENY, "group", "deny", 2, 2, 0, "GROUP MODEL", "remove MODEL (or '*') from GROUP"},
+    {SB_CLI_GROUP_LIST, "group", "list", sb_ctl_group_list, 0, 0, 0, "", "list token groups and the models they allow"},
+    {SB_CLI_GROUP_ALLOW, "group", "allow", sb_ctl_group_allow, 2, 2, 0, "GROUP MODEL",
+     "allow MODEL ('*' = every model) in GROUP"},
+    {SB_CLI_GROUP_DENY, "group", "deny", sb_ctl_group_deny, 2, 2, 0, "GROUP MODEL", "remove MODEL (or '*') from GROUP"},
 
-    {SB_CLI_KEY_CREATE, "key", "create", 0, 0, SB_OPT_ACCOUNT | SB_OPT_GROUP | SB_OPT_NAME,
+    {SB_CLI_KEY_CREATE, "key", "create", sb_ctl_key_create, 0, 0, SB_OPT_ACCOUNT | SB_OPT_GROUP | SB_OPT_NAME,
      "--account NAME --group NAME [--name LABEL]",
      "create an API key; prints only the secret (shown once, never stored)"},
-    {SB_CLI_KEY_LIST, "key", "list", 0, 0, SB_OPT_ACCOUNT, "[--account NAME]", "list keys (display prefixes only)"},
-    {SB_CLI_KEY_DISABLE, "key", "disable", 1, 1, 0, "ID", "disable a key"},
-    {SB_CLI_KEY_ENABLE, "key", "enable", 1, 1, 0, "ID", "enable a key"},
-    {SB_CLI_KEY_SET_GROUP, "key", "set-group", 2, 2, 0, "ID GROUP", "move a key to another token group"},
+    {SB_CLI_KEY_LIST, "key", "list", sb_ctl_key_list, 0, 0, SB_OPT_ACCOUNT, "[--account NAME]",
+     "list keys (display prefixes only)"},
+    {SB_CLI_KEY_DISABLE, "key", "disable", sb_ctl_key_disable, 1, 1, 0, "ID", "disable a key"},
+    {SB_CLI_KEY_ENABLE, "key", "enable", sb_ctl_key_enable, 1, 1, 0, "ID", "enable a key"},
+    {SB_CLI_KEY_SET_GROUP, "key", "set-group", sb_ctl_key_set_group, 2, 2, 0, "ID GROUP",
+     "move a key to another token group"},
 
-    {SB_CLI_MODEL_ADD, "model", "add", 1, 1, SB_MODEL_OPTS | SB_OPT_IF_NOT_EXISTS,
+    {SB_CLI_MODEL_ADD, "model", "add", sb_ctl_model_add, 1, 1, SB_MODEL_OPTS | SB_OPT_IF_NOT_EXISTS,
      "ID --provider openai-chat|openai-responses|anthropic|gemini --base-url URL\n"
      "        " SB_MODEL_OPTS_HELP " [--if-not-exists]",
      "add a model and its upstream route (--upstream-model defaults to ID)"},
-    {SB_CLI_MODEL_LIST, "model", "list", 0, 0, 0, "", "list models"},
-    {SB_CLI_MODEL_DISABLE, "model", "disable", 1, 1, 0, "ID", "disable a model"},
-    {SB_CLI_MODEL_ENABLE, "model", "enable", 1, 1, 0, "ID", "enable a model"},
-    {SB_CLI_MODEL_SET, "model", "set", 1, 1, SB_MODEL_OPTS, "ID [--provider P] [--base-url URL] " SB_MODEL_OPTS_HELP,
+    {SB_CLI_MODEL_LIST, "model", "list", sb_ctl_model_list, 0, 0, 0, "", "list models"},
+    {SB_CLI_MODEL_DISABLE, "model", "disable", sb_ctl_model_disable, 1, 1, 0, "ID", "disable a model"},
+    {SB_CLI_MODEL_ENABLE, "model", "enable", sb_ctl_model_enable, 1, 1, 0, "ID", "enable a model"},
+    {SB_CLI_MODEL_SET, "model", "set", sb_ctl_model_set, 1, 1, SB_MODEL_OPTS,
+     "ID [--provider P] [--base-url URL] " SB_MODEL_OPTS_HELP,
      "change a model's settings (only the options given; --credential-ref '' and --fallbacks '' clear)"},
-    {SB_CLI_MODEL_FALLBACK, "model", "fallback", 1, SB_CLI_MAX_ARGS, 0, "ID [FALLBACK ...]",
+    {SB_CLI_MODEL_FALLBACK, "model", "fallback", sb_ctl_model_fallback, 1, SB_CLI_MAX_ARGS, 0, "ID [FALLBACK ...]",
      "set the models tried, in this order, when ID's upstream fails before the client has\n"
      "      seen a byte (existing models, not ID, no repeats; no FALLBACK clears the list)"},
 
-    {SB_CLI_PROMPT_CREATE, "prompt", "create", 0, 0,
+    {SB_CLI_PROMPT_CREATE, "prompt", "create", sb_ctl_prompt_create, 0, 0,
      SB_OPT_ACCOUNT | SB_OPT_NAME | SB_PROMPT_BODY_OPTS | SB_OPT_IF_NOT_EXISTS,
      "--account NAME --name NAME " SB_PROMPT_BODY_HELP "\n        [--if-not-exists]",
      "create a prompt template whose version 1 is BODY; prints only its id (pmpt_...)\n"
      "      (--if-not-exists: print the id of the account's prompt of that name, body unchanged)"},
-    {SB_CLI_PROMPT_VERSION, "prompt", "version", 1, 1, SB_PROMPT_BODY_OPTS | SB_OPT_NO_SET_CURRENT,
-     "PROMPT_ID " SB_PROMPT_BODY_HELP " [--no-set-current]",
+    {SB_CLI_PROMPT_VERSION, "prompt", "version", sb_ctl_prompt_version, 1, 1,
+     SB_PROMPT_BODY_OPTS | SB_OPT_NO_SET_CURRENT, "PROMPT_ID " SB_PROMPT_BODY_HELP " [--no-set-current]",
      "add a version (the highest + 1) and make it current; prints only its number"},
-    {SB_CLI_PROMPT_SET_CURRENT, "prompt", "set-current", 2, 2, 0, "PROMPT_ID VERSION",
+    {SB_CLI_PROMPT_SET_CURRENT, "prompt", "set-current", sb_ctl_prompt_set_current, 2, 2, 0, "PROMPT_ID VERSION",
      "make an existing version the one used when a request names none"},
-    {SB_CLI_PROMPT_LIST, "prompt", "list", 0, 0, SB_OPT_ACCOUNT, "[--account NAME]",
+    {SB_CLI_PROMPT_LIST, "prompt", "list", sb_ctl_prompt_list, 0, 0, SB_OPT_ACCOUNT, "[--account NAME]",
      "list prompt templates: current version and number of versions"},
-    {SB_CLI_PROMPT_SHOW, "prompt", "show", 1, 1, SB_OPT_VERSION, "PROMPT_ID [--version N]",
+    {SB_CLI_PROMPT_SHOW, "prompt", "show", sb_ctl_prompt_show, 1, 1, SB_OPT_VERSION, "PROMPT_ID [--version N]",
      "print a version's body as JSON (default: the current version)"},
 
-    {SB_CLI_LIMITS_SET, "limits", "set", 0, 0, SB_LIMITS_SCOPE_OPTS | SB_LIMITS_RATE_OPTS | SB_OPT_QUOTA_TOKENS,
+    {SB_CLI_LIMITS_SET, "limits", "set", sb_ctl_limits_set, 0, 0,
+     SB_LIMITS_SCOPE_OPTS | SB_LIMITS_RATE_OPTS | SB_OPT_QUOTA_TOKENS,
      "(--key ID | --group NAME) [--rpm N] [--tpm N] [--concurrency N]\n"
      "  sbctl limits set --account NAME --quota-tokens N",
      "set a key's or a group's requests per minute, tokens per minute and concurrent\n"
      "      requests, or an account's token quota (only the options given; N = none clears it)"},
-    {SB_CLI_LIMITS_SHOW, "limits", "show", 0, 0, SB_OPT_ACCOUNT, "[--account NAME]",
+    {SB_CLI_LIMITS_SHOW, "limits", "show", sb_ctl_limits_show, 0, 0, SB_OPT_ACCOUNT, "[--account NAME]",
      "list the keys and groups with a limit and the accounts with a quota, with the quota's\n"
      "      use (--account: that account, and the limited keys and groups it uses)"},
-    {SB_CLI_LIMITS_RESET_USAGE, "limits", "reset-usage", 0, 0, SB_OPT_ACCOUNT, "--account NAME",
+    {SB_CLI_LIMITS_RESET_USAGE, "limits", "reset-usage", sb_ctl_limits_reset_usage, 0, 0, SB_OPT_ACCOUNT,
+     "--account NAME",
      "set the tokens drawn from the account's quota back to 0 (a new period, or a top-up);\n"
      "      prints the previous value"},
 };
@@ -141,15 +152,6 @@ static const struct sb_cli_opt sb_cli_opts[] = {
 
 static const char *const sb_cli_groups[] = {"account", "group", "key", "model", "prompt", "limits"};
 
-__attribute__((format(printf, 3, 4))) static int sb_cli_fail(char *err, size_t errsz, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errsz, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
-
 static bool sb_cli_is_help(const char *s)
 {
     return !strcmp(s, "--help") || !strcmp(s, "-h");
@@ -185,193 +187,6 @@ static const struct sb_cli_opt *sb_cli_find_opt(const char *arg, size_t len)
     return NULL;
 }
 
-int sb_cli_parse_int(const char *s, long long min, long long max, long long *out)
-{
-    if (!s || !*s)
-        return -EINVAL;
-    /* strtoll accepts leading whitespace and '+'; a count on a command line should not. */
-    if (!(*s == '-' || (*s >= '0' && *s <= '9')))
-        return -EINVAL;
-    errno = 0;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end != '\0')
-        return -EINVAL;
-    if (errno == ERANGE || v < min || v > max)
-        return -ERANGE;
-    *out = v;
-    return 0;
-}
-
-static bool sb_cli_is_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-static bool sb_cli_valid_ident(const char *s, size_t max, const char *extra)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > max || !sb_cli_is_alnum(s[0]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!sb_cli_is_alnum(s[i]) && !strchr(extra, s[i]))
-            return false;
-    return true;
-}
-
-bool sb_cli_valid_name(const char *s)
-{
-    return sb_cli_valid_ident(s, SB_CLI_NAME_MAX, "._@:+-");
-}
-
-bool sb_cli_valid_model_id(const char *s)
-{
-    return sb_cli_valid_ident(s, SB_CLI_MODEL_MAX, "._@:+-/");
-}
-
-bool sb_cli_valid_upstream_model(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > SB_CLI_MODEL_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] <= ' ' || s[i] >= 0x7f)
-            return false;
-    return true;
-}
-
-bool sb_cli_valid_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n > SB_CLI_LABEL_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return false;
-    return true;
-}
-
-bool sb_cli_valid_env_name(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 128 || (s[0] >= '0' && s[0] <= '9'))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!sb_cli_is_alnum(s[i]) && s[i] != '_')
-            return false;
-    return true;
-}
-
-bool sb_cli_valid_url(const char *s)
-{
-    size_t n = strlen(s);
-    size_t scheme;
-    if (!strncmp(s, "http://", 7))
-        scheme = 7;
-    else if (!strncmp(s, "https://", 8))
-        scheme = 8;
-    else
-        return false;
-    if (n > SB_CLI_URL_MAX || n == scheme || s[scheme] == '/')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
-            return false;
-    return true;
-}
-
-bool sb_cli_valid_provider(const char *s)
-{
-    static const char *const kinds[] = {"openai-chat", "openai-responses", "anthropic", "gemini"};
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(s, kinds[i]))
-            return true;
-    return false;
-}
-
-bool sb_cli_valid_json_object(const char *s)
-{
-    json_error_t jerr;
-    json_t *v = json_loads(s, JSON_REJECT_DUPLICATES, &jerr);
-    bool ok = v && json_is_object(v);
-    json_decref(v);
-    return ok;
-}
-
-bool sb_cli_valid_prompt_id(const char *s)
-{
-    size_t n = strlen(s);
-    if (n <= 5 || n > SB_CLI_PROMPT_ID_MAX || strncmp(s, "pmpt_", 5) != 0)
-        return false;
-    for (size_t i = 5; i < n; i++)
-        if (!sb_cli_is_alnum(s[i]) && s[i] != '_' && s[i] != '-')
-            return false;
-    return true;
-}
-
-int sb_cli_check_prompt_body(const char *json, size_t len, char *err, size_t errsz)
-{
-    json_error_t jerr;
-    json_t *body = NULL;
-    int rc = -EINVAL;
-    if (len > SB_CLI_BODY_MAX) {
-        sb_cli_fail(err, errsz, "the body is larger than %d bytes", SB_CLI_BODY_MAX);
-        goto fail;
-    }
-    if (memchr(json, '\0', len)) {
-        sb_cli_fail(err, errsz, "the body contains a NUL byte");
-        goto fail;
-    }
-    /* Integers as reals: only the shape is checked here, and PostgreSQL's
-     * jsonb takes numbers bigger than jansson's json_int_t. */
-    body = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &jerr);
-    if (!body) {
-        sb_cli_fail(err, errsz, "not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
-        goto fail;
-    }
-    if (!json_is_object(body)) {
-        sb_cli_fail(err, errsz, "expected a JSON object {\"instructions\": TEXT, \"input\": [ITEMS]}");
-        goto fail;
-    }
-    const char *key;
-    json_t *val;
-    json_object_foreach (body, key, val) {
-        if (!strcmp(key, "instructions")) {
-            if (!json_is_string(val)) {
-                sb_cli_fail(err, errsz, "\"instructions\" must be a string");
-                goto fail;
-            }
-        } else if (!strcmp(key, "input")) {
-            if (!json_is_array(val)) {
-                sb_cli_fail(err, errsz, "\"input\" must be an array of input items");
-                goto fail;
-            }
-            size_t i;
-            json_t *item;
-            json_array_foreach (val, i, item) {
-                if (!json_is_object(item)) {
-                    sb_cli_fail(err, errsz, "\"input\"[%zu] must be an object (an input item)", i);
-                    goto fail;
-                }
-            }
-        } else {
-            sb_cli_fail(err, errsz, "unknown key \"%.64s\" (a prompt body has only \"instructions\" and \"input\")",
-                        key);
-            goto fail;
-        }
-    }
-    if (!json_object_get(body, "instructions") && !json_object_get(body, "input")) {
-        sb_cli_fail(err, errsz, "the body needs \"instructions\", \"input\" or both");
-        goto fail;
-    }
-    rc = 0;
-
-fail:
-    json_decref(body);
-    return rc;
-}
-
-/* Parses a positive int option value; on failure writes the reason into err. */
 static int sb_cli_positive(const char *opt, const char *val, int *out, char *err, size_t errsz)
 {
     long long v;
@@ -734,6 +549,7 @@ int sb_cli_parse(struct sb_cli *cli, int argc, char **argv, char *err, size_t er
         i = 2;
     }
     cli->cmd = spec->cmd;
+    cli->run = spec->run;
     const char *cmdname = spec->group ? spec->group : spec->verb;
     const char *sub = spec->group ? spec->verb : "";
 

@@ -4,7 +4,9 @@
  * validates every value — names, numbers, URLs, JSON — before anything touches
  * the database, so all of it is unit-testable without PostgreSQL.
  *
- * Every string in a parsed struct sb_cli is borrowed from argv.
+ * Every string in a parsed struct sb_cli is borrowed from argv. The command
+ * table (sb_cli.c) names each command's handler (sb_ctl.h), so a parsed
+ * command line knows what runs it; the value checks are in sb_cli_check.c.
  */
 #ifndef SB_CLI_H
 #define SB_CLI_H
@@ -14,6 +16,13 @@
 #include <stdio.h>
 
 #define SB_CLI_MUSTCHECK __attribute__((warn_unused_result))
+
+struct sb_cli;
+struct sb_ctldb;
+
+/* A command's handler (sb_ctl.h): 0 or a negative errno-style code, the
+ * reason printed to stderr. */
+typedef int (*sb_cli_run_fn)(struct sb_ctldb *db, const struct sb_cli *cli);
 
 enum sb_cli_cmd {
     SB_CLI_HELP, /* print usage (help_group/help_verb say for what) */
@@ -89,6 +98,7 @@ enum sb_cli_opt_bit {
 
 struct sb_cli {
     enum sb_cli_cmd cmd;
+    sb_cli_run_fn run;      /* the command's handler; NULL for SB_CLI_HELP (main prints usage, no database) */
     const char *help_group; /* SB_CLI_HELP: NULL = overview, else "account", ... */
     const char *help_verb;  /* SB_CLI_HELP: NULL = the whole group */
 
@@ -141,6 +151,13 @@ int sb_cli_parse(struct sb_cli *cli, int argc, char **argv, char *err, size_t er
 
 /* Prints usage: the overview, one group's commands, or one command's. */
 void sb_cli_usage(FILE *out, const char *group, const char *verb);
+
+/*
+ * Value checks (sb_cli_check.c).
+ */
+
+/* Writes a printf-formatted one-line reason into err; returns -EINVAL. */
+int sb_cli_fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Strict decimal integer in [min, max] (strtoll, whole string, no overflow).
  * Returns 0 or -EINVAL / -ERANGE. */

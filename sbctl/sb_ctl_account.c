@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "sb_ctl.h"
+#include "sb_ctl_lookup.h"
 
 int sb_ctl_account_create(struct sb_ctldb *db, const struct sb_cli *cli)
 {
@@ -30,7 +31,7 @@ int sb_ctl_account_list(struct sb_ctldb *db, const struct sb_cli *cli)
                               0, NULL);
 }
 
-int sb_ctl_account_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
+static int sb_ctl_account_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
 {
     const char *name = cli->arg[0];
     const char *params[] = {name, enabled ? "true" : "false"};
@@ -46,4 +47,14 @@ int sb_ctl_account_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bo
     }
     printf("account %s %s\n", name, enabled ? "enabled" : "disabled");
     return 0;
+}
+
+int sb_ctl_account_disable(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    return sb_ctl_account_set_enabled(db, cli, false);
+}
+
+int sb_ctl_account_enable(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    return sb_ctl_account_set_enabled(db, cli, true);
 }

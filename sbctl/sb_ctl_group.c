@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sb_ctl.h"
+#include "sb_ctl_lookup.h"
 
 int sb_ctl_group_create(struct sb_ctldb *db, const struct sb_cli *cli)
 {

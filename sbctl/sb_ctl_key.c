@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sb_ctl.h"
+#include "sb_ctl_lookup.h"
 #include "sb_keyhash.h"
 
 int sb_ctl_key_create(struct sb_ctldb *db, const struct sb_cli *cli)
@@ -79,7 +80,7 @@ int sb_ctl_key_list(struct sb_ctldb *db, const struct sb_cli *cli)
     return sb_ctl_print_query(db, sql, 1, params);
 }
 
-int sb_ctl_key_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
+static int sb_ctl_key_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
 {
     char id[32];
     snprintf(id, sizeof id, "%lld", cli->key_id);
@@ -97,6 +98,16 @@ int sb_ctl_key_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool e
     }
     PQclear(res);
     return rc;
+}
+
+int sb_ctl_key_disable(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    return sb_ctl_key_set_enabled(db, cli, false);
+}
+
+int sb_ctl_key_enable(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    return sb_ctl_key_set_enabled(db, cli, true);
 }
 
 int sb_ctl_key_set_group(struct sb_ctldb *db, const struct sb_cli *cli)

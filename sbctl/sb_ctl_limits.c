@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sb_ctl.h"
+#include "sb_ctl_lookup.h"
 
 /* The SET list and RETURNING columns shared by the key and group updates:
  * for each limit, $2k says whether it was given and $2k+1 is its new value

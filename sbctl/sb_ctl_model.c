@@ -18,6 +18,7 @@
 
 #include "sb_buf.h"
 #include "sb_ctl.h"
+#include "sb_ctl_lookup.h"
 
 /*
  * Checks model and its new fallback list (comma-joined ids, "" = none): the
@@ -171,7 +172,7 @@ int sb_ctl_model_list(struct sb_ctldb *db, const struct sb_cli *cli)
     return sb_ctl_print_query(db, sql, 0, NULL);
 }
 
-int sb_ctl_model_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
+static int sb_ctl_model_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
 {
     const char *params[] = {cli->arg[0], enabled ? "true" : "false"};
     PGresult *res = sb_ctldb_exec(db, "UPDATE models SET enabled = $2::boolean WHERE id = $1 RETURNING id", 2, params);
@@ -185,6 +186,16 @@ int sb_ctl_model_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool
     }
     printf("model %s %s\n", cli->arg[0], enabled ? "enabled" : "disabled");
     return 0;
+}
+
+int sb_ctl_model_disable(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    return sb_ctl_model_set_enabled(db, cli, false);
+}
+
+int sb_ctl_model_enable(struct sb_ctldb *db, const struct sb_cli *cli)
+{
+    return sb_ctl_model_set_enabled(db, cli, true);
 }
 
 int sb_ctl_model_set(struct sb_ctldb *db, const struct sb_cli *cli)

@@ -16,6 +16,7 @@
 
 #include "sb_alloc.h"
 #include "sb_ctl.h"
+#include "sb_ctl_lookup.h"
 #include "sb_id.h"
 
 /* Reads a whole file ("-" = stdin) of at most max bytes into a NUL-terminated
