@@ -11,9 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fe_limits.h"
 #include "fe_router.h"
-#include "fe_stream.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_keyhash.h"
@@ -21,11 +19,21 @@
 #include "sb_time.h"
 #include "sb_utf8.h"
 
+struct fe_request_cleanup {
+    fe_request_cleanup_fn fn;
+    void *arg;
+    struct fe_request_cleanup *next;
+};
+
 static void fe_request_free(fe_request_t *r)
 {
+    while (r->cleanups) { /* they ran at the end; only the list is left */
+        struct fe_request_cleanup *c = r->cleanups;
+        r->cleanups = c->next;
+        free(c);
+    }
     if (r->deadline)
         event_free(r->deadline);
-    fe_stream_free(&r->stream_out);
     json_decref(r->key);
     json_decref(r->model);
     json_decref(r->body);
@@ -43,6 +51,27 @@ static void fe_request_free(fe_request_t *r)
     free(r->path_arg);
     free(r->error_text);
     free(r);
+}
+
+void fe_request_cleanup_add(fe_request_t *r, fe_request_cleanup_fn fn, void *arg)
+{
+    if (r->ended) {
+        fn(r, arg);
+        return;
+    }
+    struct fe_request_cleanup *c = sb_xcalloc(1, sizeof *c);
+    c->fn = fn;
+    c->arg = arg;
+    c->next = r->cleanups;
+    r->cleanups = c;
+}
+
+/* Runs the cleanups, newest first; each once. */
+static void fe_request_run_cleanups(fe_request_t *r)
+{
+    r->ended = true;
+    for (struct fe_request_cleanup *c = r->cleanups; c; c = c->next)
+        c->fn(r, c->arg);
 }
 
 void fe_request_hold(fe_request_t *r)
@@ -100,8 +129,6 @@ static long long fe_request_key_field(const fe_request_t *r, const char *f)
 
 static void fe_request_log(fe_request_t *r)
 {
-    int64_t tokens_in, tokens_out;
-    fe_limits_usage(r, &tokens_in, &tokens_out);
     fe_reqlog_row_t row = {
         .request_id = r->request_id,
         .ts_ms = r->start_ms,
@@ -113,8 +140,8 @@ static void fe_request_log(fe_request_t *r)
         .latency_ms = (int)((sb_mono_us() - r->start_us) / 1000),
         .upstream_ms = (int)r->result.upstream_ms,
         .requested_model = r->requested_model,
-        .tokens_in = tokens_in,
-        .tokens_out = tokens_out,
+        .tokens_in = r->log_tokens_in,
+        .tokens_out = r->log_tokens_out,
         .tokens_estimated = r->est_tokens,
         .reasoning_tokens = r->result.reasoning_tokens,
         .error = r->error_text,
@@ -140,11 +167,13 @@ static void fe_request_add_headers(fe_request_t *r, const char *content_type, in
 }
 
 /* The request is over (its reply sent, or its client gone): state DONE, the
- * log row, and the free unless an asynchronous step still holds it. */
+ * cleanups (a request that ends early, client gone or deadline, still
+ * frees its slot and cancels its job), the log row, and the free at the
+ * next reap unless an asynchronous step still holds it. */
 static void fe_request_done(fe_request_t *r)
 {
+    fe_request_run_cleanups(r);
     fe_request_log(r);
-    fe_limits_release(r, NULL); /* a request that ends early (client gone, deadline) still frees its slot */
     r->srv->active_requests--;
     if (r->pending == 0)
         fe_request_schedule_free(r);
@@ -154,7 +183,6 @@ static void fe_request_done(fe_request_t *r)
 static void fe_request_stop_watching(fe_request_t *r)
 {
     fe_request_set_state(r, FE_REQ_DONE);
-    fe_stream_free(&r->stream_out);
     if (r->deadline)
         event_del(r->deadline);
 }
@@ -254,14 +282,13 @@ void fe_request_failf(fe_request_t *r, int status, const char *kind, const char 
 }
 
 /* The client closed its connection before the reply (fe_http's gone
- * callback): the job is cancelled upstream. */
+ * callback): the request ends (its cleanups cancel a running job); one that
+ * is storing its result finishes the store first. */
 static void fe_request_on_gone(void *arg)
 {
     fe_request_t *r = arg;
     r->http = NULL;     /* no reply */
     fe_request_hold(r); /* r stays valid to the end of this function */
-    if (r->state == FE_REQ_RUNNING)
-        fe_broker_cancel(r->srv->broker, r->request_id);
     if (r->state != FE_REQ_DONE && r->state != FE_REQ_STORING) {
         /* 499: the nginx convention for "client closed request". */
         free(r->error_text);

@@ -108,9 +108,12 @@ struct fe_request {
 
     fe_collect_t result;
     struct event *deadline;
-    struct fe_request *next_reap; /* on the server's reap list (DONE, nothing pending) */
-    int status;                   /* HTTP status sent */
-    char *error_text;             /* for the request log */
+    struct fe_request_cleanup *cleanups;   /* run when the request ends (fe_request_cleanup_add), owned */
+    bool ended;                            /* the cleanups have run */
+    int64_t log_tokens_in, log_tokens_out; /* what the request log records; set by a cleanup of the pipeline */
+    struct fe_request *next_reap;          /* on the server's reap list (DONE, nothing pending) */
+    int status;                            /* HTTP status sent */
+    char *error_text;                      /* for the request log */
 };
 
 /* fe_http's handler for every request (arg: the fe_server_t). */
@@ -144,6 +147,18 @@ void fe_request_set_state(fe_request_t *r, enum fe_req_state s);
  * stop, but r stays valid until the reap, so it may still be read. */
 void fe_request_hold(fe_request_t *r);
 bool fe_request_release(fe_request_t *r);
+
+/* A cleanup hook (as nginx's ngx_pool_cleanup_add): what a module that
+ * attached something to the request (a lease, a stream, a job on the
+ * broker) does when the request ends, so this layer need not know it. */
+typedef void (*fe_request_cleanup_fn)(fe_request_t *r, void *arg);
+
+/* Registers fn(r, arg) to run once when the request ends (its reply sent or
+ * its client gone), before its request-log row is written, so a cleanup may
+ * still fill the row. Cleanups run last-registered first; one may take a
+ * hold (an asynchronous release), which keeps r until its callback. Added
+ * after the end, fn runs at once. */
+void fe_request_cleanup_add(fe_request_t *r, fe_request_cleanup_fn fn, void *arg);
 
 /* Frees the requests that ended with nothing pending (srv->reap_list): the
  * safe point, run by the server's reap event after the loop iteration in

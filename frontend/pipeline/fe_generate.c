@@ -368,9 +368,21 @@ static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
     fe_generate_continue(r);
 }
 
+/* The request ended (its cleanup): a job still on the broker (the client
+ * left while it ran) is cancelled, and the tokens the request used go into
+ * its request-log row. */
+static void fe_generate_on_end(fe_request_t *r, void *arg)
+{
+    (void)arg;
+    if (r->submitted)
+        fe_broker_cancel(r->srv->broker, r->request_id); /* a no-op once the job's final event came */
+    fe_limits_usage(r, &r->log_tokens_in, &r->log_tokens_out);
+}
+
 void fe_generate_start(fe_request_t *r)
 {
     fe_error_t err;
+    fe_request_cleanup_add(r, fe_generate_on_end, NULL);
     r->body = fe_body_json(fe_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
     if (!r->body) {
         fe_request_fail(r, &err);

@@ -81,6 +81,13 @@ static void fe_stream_on_keepalive(evutil_socket_t fd, short what, void *arg)
     fe_stream_flush(r);
 }
 
+/* The request ended (its cleanup): the stream's state and timer go with it. */
+static void fe_stream_on_end(fe_request_t *r, void *arg)
+{
+    (void)arg;
+    fe_stream_free(&r->stream_out);
+}
+
 void fe_stream_begin(fe_request_t *r)
 {
     const fe_stream_style_t *style = r->parsed.stream_style ? r->parsed.stream_style : r->style->stream;
@@ -101,6 +108,7 @@ void fe_stream_begin(fe_request_t *r)
          * Upstreams send their first event as soon as they accept a request. */
     }
     r->stream_out = s;
+    fe_request_cleanup_add(r, fe_stream_on_end, NULL);
 }
 
 void fe_stream_event(fe_request_t *r, const json_t *ev)

@@ -46,6 +46,14 @@ static void fe_limits_refuse(fe_request_t *r, const PGresult *res)
     fe_request_fail(r, &e);
 }
 
+/* The request ended (its cleanup): a lease still held (the client left, the
+ * deadline passed) is released; after fe_limits_release it is a no-op. */
+static void fe_limits_on_end(fe_request_t *r, void *arg)
+{
+    (void)arg;
+    fe_limits_release(r, NULL);
+}
+
 static void fe_limits_on_admit(const PGresult *res, const char *err, void *arg)
 {
     fe_request_t *r = arg;
@@ -62,6 +70,7 @@ static void fe_limits_on_admit(const PGresult *res, const char *err, void *arg)
         return;
     }
     r->lease = true;
+    fe_request_cleanup_add(r, fe_limits_on_end, NULL);
     r->prepared |= FE_PREP_ADMIT;
     fe_generate_continue(r);
 }
