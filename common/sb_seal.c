@@ -13,94 +13,21 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sb_alloc.h"
+#include "sb_base64.h"
 #include "sb_hex.h"
 
 #define SB_SEAL_MIN_RAW (SB_SEAL_HEADER_LEN + SB_SEAL_TAG_LEN)
 #define SB_SEAL_MAX_RAW (SB_SEAL_HEADER_LEN + SB_SEAL_MAX_PLAIN + SB_SEAL_TAG_LEN)
 #define SB_SEAL_BASE64_PREFIX "base64:"
 
-static const char sb_seal_b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* Length of the unpadded base64 encoding of n bytes. */
-static size_t sb_seal_b64_len(size_t n)
-{
-    return n / 3 * 4 + (n % 3 ? n % 3 + 1 : 0);
-}
-
-/* Encodes in[0..n) as unpadded base64url into out, which holds
- * sb_seal_b64_len(n) + 1 bytes; NUL-terminates. */
-static void sb_seal_b64_encode(const unsigned char *in, size_t n, char *out)
-{
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        out[o++] = sb_seal_b64url[v >> 18 & 63];
-        out[o++] = sb_seal_b64url[v >> 12 & 63];
-        out[o++] = sb_seal_b64url[v >> 6 & 63];
-        out[o++] = sb_seal_b64url[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        out[o++] = sb_seal_b64url[v >> 18 & 63];
-        out[o++] = sb_seal_b64url[v >> 12 & 63];
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
-        out[o++] = sb_seal_b64url[v >> 18 & 63];
-        out[o++] = sb_seal_b64url[v >> 12 & 63];
-        out[o++] = sb_seal_b64url[v >> 6 & 63];
-    }
-    out[o] = '\0';
-}
-
-/* Value of one base64 character, or -1. url selects "-_" (base64url) over
- * "+/" (standard). */
-static int sb_seal_b64_value(unsigned char c, bool url)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == (url ? '-' : '+'))
-        return 62;
-    if (c == (url ? '_' : '/'))
-        return 63;
-    return -1;
-}
-
-/* Decodes unpadded base64 in[0..n) into out (room for n / 4 * 3 + 2 bytes) and
- * sets *out_len. Strict: any character outside the alphabet (including '='),
- * a length of 1 mod 4, or non-zero unused trailing bits gives -EINVAL, so each
- * byte string has exactly one accepted encoding. */
-static int sb_seal_b64_decode(const char *in, size_t n, bool url, unsigned char *out, size_t *out_len)
-{
-    if (n % 4 == 1)
-        return -EINVAL;
-    uint32_t acc = 0;
-    unsigned bits = 0;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = sb_seal_b64_value((unsigned char)in[i], url);
-        if (v < 0)
-            return -EINVAL;
-        acc = (acc << 6 | (uint32_t)v) & 0xffffff;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits);
-        }
-    }
-    if (acc & ((1u << bits) - 1)) /* leftover bits must be zero */
-        return -EINVAL;
-    *out_len = o;
-    return 0;
-}
+/* Tokens are unpadded base64url with one accepted encoding per byte string:
+ * any character outside the alphabet (including '='), a length of 1 mod 4,
+ * or non-zero unused trailing bits is refused. */
+#define SB_SEAL_B64 (SB_BASE64_URL | SB_BASE64_NOPAD | SB_BASE64_STRICT)
 
 /* Key material from "base64:<44 chars with padding, or 43 without>" into
  * out[SB_SEAL_KEY_LEN]. */
@@ -112,11 +39,11 @@ static int sb_seal_key_parse_base64(const char *b64, unsigned char *out)
             n--;
     }
     /* 32 bytes encode to 43 unpadded characters; checking first bounds buf. */
-    if (n != sb_seal_b64_len(SB_SEAL_KEY_LEN))
+    if (n != sb_base64_encoded_len(SB_SEAL_KEY_LEN, SB_BASE64_NOPAD))
         return -EINVAL;
     unsigned char buf[SB_SEAL_KEY_LEN + 2];
     size_t len = 0;
-    int rc = sb_seal_b64_decode(b64, n, false, buf, &len);
+    int rc = sb_base64_decode_into(b64, n, SB_BASE64_NOPAD | SB_BASE64_STRICT, buf, &len);
     if (rc == 0 && len == SB_SEAL_KEY_LEN)
         memcpy(out, buf, SB_SEAL_KEY_LEN);
     else
@@ -223,8 +150,7 @@ char *sb_seal(const sb_seal_key_t *key, const char *context, const void *plain, 
     if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, SB_SEAL_TAG_LEN, ct + len) != 1)
         goto fail;
 
-    token = sb_xmalloc(sb_seal_b64_len(raw_len) + 1);
-    sb_seal_b64_encode(raw, raw_len, token);
+    token = sb_base64_encode_flags(raw, raw_len, SB_SEAL_B64, NULL);
 
 fail:
     EVP_CIPHER_CTX_free(ctx);
@@ -243,20 +169,20 @@ int sb_seal_open(const sb_seal_key_t *key, const char *context, const char *toke
 
     /* Bound the length before allocating anything: strnlen stops early on a
      * huge token. */
-    size_t max_tok = sb_seal_b64_len(SB_SEAL_MAX_RAW);
+    size_t max_tok = sb_base64_encoded_len(SB_SEAL_MAX_RAW, SB_SEAL_B64);
     size_t tok_len = strnlen(token, max_tok + 1);
-    if (tok_len < sb_seal_b64_len(SB_SEAL_MIN_RAW) || tok_len > max_tok)
+    if (tok_len < sb_base64_encoded_len(SB_SEAL_MIN_RAW, SB_SEAL_B64) || tok_len > max_tok)
         return -EINVAL;
 
     int rc = -EINVAL;
-    unsigned char *raw = sb_xmalloc(tok_len / 4 * 3 + 2);
+    unsigned char *raw = sb_xmalloc(sb_base64_decoded_max(tok_len));
     unsigned char *out = NULL;
     EVP_CIPHER_CTX *ctx = NULL;
     size_t raw_len = 0, ct_len = 0;
     unsigned char tag[SB_SEAL_TAG_LEN];
     int outl = 0, finl = 0;
 
-    if (sb_seal_b64_decode(token, tok_len, true, raw, &raw_len) < 0 || raw_len < SB_SEAL_MIN_RAW)
+    if (sb_base64_decode_into(token, tok_len, SB_SEAL_B64, raw, &raw_len) < 0 || raw_len < SB_SEAL_MIN_RAW)
         goto fail;
     if (raw[0] != SB_SEAL_VERSION || memcmp(raw + 1, key->key_id, SB_SEAL_KEY_ID_LEN) != 0)
         goto fail;
