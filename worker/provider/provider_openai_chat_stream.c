@@ -46,6 +46,7 @@
 #include "sb_event.h"
 #include "sb_id.h"
 #include "sb_job.h"
+#include "sb_sse.h"
 
 /* Most choices a stream may carry: an index beyond it is a broken upstream,
  * and must not size an allocation. */
@@ -102,11 +103,9 @@ typedef struct sb_chat_stream {
     json_int_t n;   /* the choices asked for */
     sb_chat_choice_t *choices;
     size_t n_choices;
-    json_t *usage; /* the latest usage object */
-    sb_buf_t line; /* SSE: a line not yet ended; JSON: the whole body */
-    sb_buf_t data; /* the data lines of the event being read */
-    bool have_data;
-    bool skip_lf; /* the last chunk ended in CR: an LF opening the next one ends no line */
+    json_t *usage;       /* the latest usage object */
+    sb_sse_reader_t sse; /* SSE: lines and events (common/sb_sse.h) */
+    sb_buf_t body;       /* JSON: the whole body */
 } sb_chat_stream_t;
 
 void *sb_chat_stream_new(const json_t *job)
@@ -115,6 +114,9 @@ void *sb_chat_stream_new(const json_t *job)
     s->job = job;
     s->n = json_integer_value(json_object_get(sb_job_request(job), "n"));
     s->multi = s->n > 1;
+    /* The limit of a whole body, on a line or an event's data: an absurd
+     * one is -E2BIG, which the worker reports. */
+    sb_sse_init(&s->sse, SB_PROVIDER_MAX_BODY, 0);
     return s;
 }
 
@@ -142,8 +144,8 @@ void sb_chat_stream_destroy(void *state)
         sb_chat_choice_clear(&s->choices[k]);
     free(s->choices);
     json_decref(s->usage);
-    sb_buf_free(&s->line);
-    sb_buf_free(&s->data);
+    sb_sse_free(&s->sse);
+    sb_buf_free(&s->body);
     free(s);
 }
 
@@ -451,76 +453,16 @@ static int sb_chat_stream_event(sb_chat_stream_t *s, const char *data, size_t le
     return 0;
 }
 
-/* One complete line, without its line end. */
-static int sb_chat_stream_line(sb_chat_stream_t *s, const char *line, size_t n)
+/* One SSE event (sb_sse_event_fn). An event without data is nothing; after
+ * [DONE] or a final error the reader stops, and the rest is ignored. */
+static int sb_chat_stream_sse_event(void *arg, const char *event, const char *data, size_t len)
 {
-    if (n == 0) { /* the blank line that ends an event; one without data is nothing */
-        size_t len = s->data.len;
-        bool have = s->have_data;
-        s->data.len = 0;
-        s->have_data = false;
-        return have && len > 0 ? sb_chat_stream_event(s, s->data.p, len) : 0;
-    }
-    if (n < 5 || memcmp(line, "data:", 5))
-        return 0; /* ": comments", event:, id:, retry: carry nothing needed here */
-    line += 5;
-    n -= 5;
-    if (n > 0 && *line == ' ') {
-        line++;
-        n--;
-    }
-    if (n + 1 > SB_PROVIDER_MAX_BODY - s->data.len)
-        return -E2BIG;
-    if (s->have_data)
-        sb_buf_add(&s->data, "\n", 1);
-    sb_buf_add(&s->data, line, n);
-    s->have_data = true;
-    return 0;
-}
-
-/* SSE bytes: lines end in LF, CRLF or CR, anywhere in a chunk or across
- * chunks; events go out as their blank line arrives. */
-static int sb_chat_stream_sse(sb_chat_stream_t *s, const char *data, size_t len)
-{
-    size_t i = 0;
-    if (s->skip_lf && len > 0) {
-        if (data[0] == '\n')
-            i = 1;
-        s->skip_lf = false;
-    }
-    size_t start = i;
-    for (; i < len && s->state == SB_CHAT_STREAM_SSE; i++) {
-        if (data[i] != '\n' && data[i] != '\r')
-            continue;
-        const char *line = data + start;
-        size_t n = i - start;
-        if (s->line.len > 0) { /* the line began in an earlier chunk */
-            if (n > SB_PROVIDER_MAX_BODY - s->line.len)
-                return -E2BIG;
-            sb_buf_add(&s->line, line, n);
-            line = s->line.p;
-            n = s->line.len;
-        }
-        int rc = sb_chat_stream_line(s, line, n);
-        s->line.len = 0;
-        if (rc < 0)
-            return rc;
-        if (data[i] == '\r') {
-            if (i + 1 == len)
-                s->skip_lf = true;
-            else if (data[i + 1] == '\n')
-                i++;
-        }
-        start = i + 1;
-    }
-    if (s->state != SB_CHAT_STREAM_SSE)
-        return 0; /* [DONE] or an error: the rest is ignored */
-    if (start < len) {
-        if (len - start > SB_PROVIDER_MAX_BODY - s->line.len)
-            return -E2BIG; /* an absurd line */
-        sb_buf_add(&s->line, data + start, len - start);
-    }
-    return 0;
+    (void)event; /* chat streams name no events; the chunk says what it is */
+    sb_chat_stream_t *s = arg;
+    int rc = len > 0 ? sb_chat_stream_event(s, data, len) : 0;
+    if (rc < 0)
+        return rc;
+    return s->state == SB_CHAT_STREAM_SSE ? 0 : SB_SSE_STOP;
 }
 
 int sb_chat_stream_feed(void *state, const char *data, size_t len, json_t *events)
@@ -539,12 +481,16 @@ int sb_chat_stream_feed(void *state, const char *data, size_t len, json_t *event
         len -= i;
     }
     switch (s->state) {
-    case SB_CHAT_STREAM_SSE:
-        return sb_chat_stream_sse(s, data, len);
+    case SB_CHAT_STREAM_SSE: {
+        /* Lines end in LF, CRLF or CR, anywhere in a chunk or across chunks;
+         * events go out as their blank line arrives. */
+        int rc = sb_sse_feed(&s->sse, data, len, sb_chat_stream_sse_event, s);
+        return rc < 0 ? rc : 0;
+    }
     case SB_CHAT_STREAM_JSON:
-        if (len > SB_PROVIDER_MAX_BODY - s->line.len)
+        if (len > SB_PROVIDER_MAX_BODY - s->body.len)
             return -E2BIG;
-        sb_buf_add(&s->line, data, len);
+        sb_buf_add(&s->body, data, len);
         return 0;
     default:
         return 0; /* over: nothing after [DONE] or an error counts */
@@ -557,21 +503,15 @@ void sb_chat_stream_finish(void *state, const sb_provider_response_t *resp, json
     s->events = events;
     if (s->state == SB_CHAT_STREAM_JSON) {
         sb_provider_response_t r = *resp;
-        r.body = s->line.p ? s->line.p : "";
-        r.body_len = s->line.len;
+        r.body = s->body.p ? s->body.p : "";
+        r.body_len = s->body.len;
         sb_chat_parse_response(s->job, &r, events);
         return;
     }
     if (s->state == SB_CHAT_STREAM_SSE) {
         /* A last line without its line end, a last event without its blank
          * line, still count. */
-        int rc = 0;
-        if (s->line.len > 0) {
-            rc = sb_chat_stream_line(s, s->line.p, s->line.len);
-            s->line.len = 0;
-        }
-        if (rc == 0 && s->state == SB_CHAT_STREAM_SSE)
-            rc = sb_chat_stream_line(s, "", 0);
+        int rc = sb_sse_finish(&s->sse, sb_chat_stream_sse_event, s);
         if (rc < 0)
             sb_chat_stream_fail(s, sb_event_error(502, SB_ERR_UPSTREAM, NULL,
                                                   rc == -E2BIG ? "upstream response too large"

@@ -26,7 +26,9 @@
 #include "provider_openai_responses.h"
 #include "provider_util.h"
 #include "sb_alloc.h"
+#include "sb_buf.h"
 #include "sb_event.h"
+#include "sb_sse.h"
 
 /* One output item seen in the stream. */
 typedef struct sb_oresp_slot {
@@ -38,37 +40,22 @@ typedef struct sb_oresp_slot {
 typedef struct sb_oresp_stream {
     const json_t *job;
     enum { SB_OSTREAM_START, SB_OSTREAM_SSE, SB_OSTREAM_JSON } mode;
-    char *buf; /* SSE: the unfinished line; JSON: the whole body */
-    size_t len, cap;
-    /* SSE: how much of buf is known to hold no line end, so that a long line
-     * (a generated image) arriving in many chunks is scanned once. */
-    size_t scanned;
-    char *data; /* the data lines of the event being read, joined by '\n' */
-    size_t dlen, dcap;
-    bool have_data;
+    /* SSE: lines and events (common/sb_sse.h; a long line, a generated
+     * image arriving in many chunks, is scanned once). */
+    sb_sse_reader_t sse;
+    sb_buf_t body;          /* JSON, or only whitespace so far: the whole body */
     sb_oresp_slot_t *slots; /* item_index -> slot */
     size_t n_slots;
     json_t *final; /* the held final event, once the stream said it is over */
 } sb_oresp_stream_t;
 
-static void sb_oresp_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t c = *cap ? *cap : 1024;
-        while (c < *len + n + 1)
-            c *= 2;
-        *buf = sb_xrealloc(*buf, c);
-        *cap = c;
-    }
-    memcpy(*buf + *len, data, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-}
-
 void *sb_oresp_stream_new(const json_t *job)
 {
     sb_oresp_stream_t *s = sb_xcalloc(1, sizeof *s);
     s->job = job;
+    /* The limit of a whole body, on a line or an event's data: an absurd
+     * one is -E2BIG, which the worker reports. */
+    sb_sse_init(&s->sse, SB_PROVIDER_MAX_BODY, 0);
     return s;
 }
 
@@ -80,8 +67,8 @@ void sb_oresp_stream_destroy(void *state)
     for (size_t i = 0; i < s->n_slots; i++)
         free(s->slots[i].id);
     free(s->slots);
-    free(s->buf);
-    free(s->data);
+    sb_sse_free(&s->sse);
+    sb_buf_free(&s->body);
     json_decref(s->final);
     free(s);
 }
@@ -182,63 +169,48 @@ static int sb_oresp_stream_event(sb_oresp_stream_t *s, const char *data, size_t 
     return rc;
 }
 
-/* One complete SSE line (without its end of line). */
-static int sb_oresp_stream_line(sb_oresp_stream_t *s, const char *line, size_t n, json_t *events)
+/* The state an SSE event is read with (sb_sse_event_fn's arg). */
+typedef struct sb_oresp_feed {
+    sb_oresp_stream_t *s;
+    json_t *events;
+} sb_oresp_feed_t;
+
+/* One SSE event (sb_sse_event_fn): its data is the JSON event ("event:"
+ * repeats the type that is in the data). An event with an empty data field
+ * is malformed, as before. */
+static int sb_oresp_sse_event(void *arg, const char *event, const char *data, size_t len)
 {
-    if (n == 0) { /* the blank line that ends an event */
-        if (!s->have_data)
-            return 0;
-        int rc = sb_oresp_stream_event(s, s->data, s->dlen, events);
-        s->dlen = 0;
-        s->have_data = false;
-        return rc;
-    }
-    if (n >= 5 && !memcmp(line, "data:", 5)) {
-        line += 5;
-        n -= 5;
-        if (n > 0 && *line == ' ')
-            line++, n--;
-        if (s->have_data)
-            sb_oresp_append(&s->data, &s->dlen, &s->dcap, "\n", 1);
-        sb_oresp_append(&s->data, &s->dlen, &s->dcap, line, n);
-        s->have_data = true;
-    }
-    /* "event:" (the type is in the data too), "id:", "retry:", ": comments". */
-    return 0;
+    (void)event;
+    sb_oresp_feed_t *f = arg;
+    return sb_oresp_stream_event(f->s, data, len, f->events);
 }
 
 int sb_oresp_stream_feed(void *state, const char *data, size_t len, json_t *events)
 {
     sb_oresp_stream_t *s = state;
+    sb_oresp_feed_t f = {s, events};
     if (s->mode == SB_OSTREAM_START) {
         size_t i = 0;
         while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n'))
             i++;
         if (i < len)
             s->mode = data[i] == '{' ? SB_OSTREAM_JSON : SB_OSTREAM_SSE;
+        if (s->mode == SB_OSTREAM_SSE && s->body.len > 0) {
+            /* The whitespace held while undecided is the stream's start. */
+            int rc = sb_sse_feed(&s->sse, s->body.p, s->body.len, sb_oresp_sse_event, &f);
+            s->body.len = 0;
+            if (rc < 0)
+                return rc;
+        }
     }
-    if (len > SB_PROVIDER_MAX_BODY - s->len || len > SB_PROVIDER_MAX_BODY - s->dlen)
-        return -E2BIG;
-    sb_oresp_append(&s->buf, &s->len, &s->cap, data, len);
-    if (s->mode != SB_OSTREAM_SSE)
-        return 0; /* JSON (or only whitespace so far): translated at the end */
-    size_t start = 0, i;
-    for (i = s->scanned; i < s->len; i++) {
-        if (s->buf[i] != '\n' && s->buf[i] != '\r')
-            continue;
-        if (s->buf[i] == '\r' && i + 1 == s->len)
-            break; /* a CR at the end of the chunk: wait for a possible LF */
-        int rc = sb_oresp_stream_line(s, s->buf + start, i - start, events);
-        if (rc < 0)
-            return rc;
-        if (s->buf[i] == '\r' && s->buf[i + 1] == '\n')
-            i++;
-        start = i + 1;
+    if (s->mode != SB_OSTREAM_SSE) { /* JSON (or only whitespace so far): translated at the end */
+        if (len > SB_PROVIDER_MAX_BODY - s->body.len)
+            return -E2BIG;
+        sb_buf_add(&s->body, data, len);
+        return 0;
     }
-    memmove(s->buf, s->buf + start, s->len - start);
-    s->len -= start;
-    s->scanned = i - start;
-    return 0;
+    int rc = sb_sse_feed(&s->sse, data, len, sb_oresp_sse_event, &f);
+    return rc < 0 ? rc : 0;
 }
 
 void sb_oresp_stream_finish(void *state, const sb_provider_response_t *resp, json_t *events)
@@ -246,23 +218,15 @@ void sb_oresp_stream_finish(void *state, const sb_provider_response_t *resp, jso
     sb_oresp_stream_t *s = state;
     if (s->mode != SB_OSTREAM_SSE) {
         sb_provider_response_t r = *resp;
-        r.body = s->buf ? s->buf : "";
-        r.body_len = s->len;
+        r.body = s->body.p ? s->body.p : "";
+        r.body_len = s->body.len;
         sb_oresp_parse_response(s->job, &r, events);
         return;
     }
-    /* A last event without its blank line still counts. */
-    int rc = 0;
-    if (s->len > 0) {
-        size_t n = s->len;
-        while (n > 0 && s->buf[n - 1] == '\r')
-            n--;
-        rc = sb_oresp_stream_line(s, s->buf, n, events);
-        s->len = 0;
-    }
-    if (rc == 0)
-        rc = sb_oresp_stream_line(s, "", 0, events);
-    if (rc < 0) {
+    /* A last line without its line end, a last event without its blank
+     * line, still count. */
+    sb_oresp_feed_t f = {s, events};
+    if (sb_sse_finish(&s->sse, sb_oresp_sse_event, &f) < 0) {
         json_array_append_new(events, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream stream was malformed"));
         return;
     }
