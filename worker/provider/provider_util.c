@@ -14,7 +14,6 @@
  */
 #include "provider_util.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include <strings.h>
 
 #include "sb_alloc.h"
+#include "sb_dataurl.h"
 #include "sb_event.h"
 #include "sb_job.h"
 #include "sb_log.h"
@@ -330,18 +330,12 @@ const char *sb_provider_error_message(const json_t *body)
 
 int sb_provider_data_url(const char *url, char *mime, size_t mimesz, const char **payload)
 {
-    if (strncasecmp(url, "data:", 5))
-        return -EINVAL;
-    const char *comma = strchr(url + 5, ',');
-    if (!comma || comma - (url + 5) < 7 || strncasecmp(comma - 7, ";base64", 7))
-        return -EINVAL;
-    size_t n = strcspn(url + 5, ";,");
-    if (n >= mimesz)
-        n = 0; /* too long to be a MIME type we care about */
-    for (size_t i = 0; i < n; i++)
-        mime[i] = (char)tolower((unsigned char)url[5 + i]);
-    mime[n] = '\0';
-    *payload = comma + 1;
+    sb_dataurl_t u;
+    if (sb_dataurl_parse(url, &u) < 0 || !u.base64)
+        return -EINVAL; /* an adapter sends on only base64 payloads */
+    /* A type too long to be one we care about reads as "" (no type). */
+    (void)sb_dataurl_mime(&u, mime, mimesz);
+    *payload = u.payload;
     return 0;
 }
 

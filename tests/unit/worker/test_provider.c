@@ -1,6 +1,7 @@
-/* Unit tests for provider.c: registry, per-job parser (buffering, size cap,
- * streaming dispatch), status mapping, credentials, URLs, and the scrubbing
- * of upstream error text through every adapter. */
+/* Unit tests for provider.c and provider_util.c: registry, per-job parser
+ * (buffering, size cap, streaming dispatch), status mapping, credentials,
+ * URLs, data URLs, and the scrubbing of upstream error text through every
+ * adapter. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,12 +319,35 @@ static void test_scrubbed_errors(void)
     unsetenv("SB_TEST_SCRUB_ROUTE_CRED");
 }
 
+/* sb_provider_data_url: what the adapters take from an inline image or
+ * file (the split itself is common/sb_dataurl's, tested in test_dataurl). */
+static void test_data_url(void)
+{
+    char mime[16];
+    const char *payload = NULL;
+    CHECK(sb_provider_data_url("DATA:Image/PNG;name=a.png;BASE64,iVBO", mime, sizeof mime, &payload) == 0);
+    CHECK_STR(mime, "image/png");
+    CHECK_STR(payload, "iVBO");
+    CHECK(sb_provider_data_url("data:;base64,eA==", mime, sizeof mime, &payload) == 0);
+    CHECK_STR(mime, "");
+    CHECK_STR(payload, "eA==");
+    /* A type too long to be one an adapter knows reads as none. */
+    CHECK(sb_provider_data_url("data:application/vnd.very-long-type;base64,eA==", mime, sizeof mime, &payload) == 0);
+    CHECK_STR(mime, "");
+    CHECK_STR(payload, "eA==");
+    /* Only base64 payloads are sent on. */
+    CHECK(sb_provider_data_url("data:text/plain,hello", mime, sizeof mime, &payload) == -EINVAL);
+    CHECK(sb_provider_data_url("data:text/plain;base64", mime, sizeof mime, &payload) == -EINVAL);
+    CHECK(sb_provider_data_url("https://example.com/a.png", mime, sizeof mime, &payload) == -EINVAL);
+}
+
 int main(void)
 {
     test_registry();
     test_parser();
     test_status_mapping();
     test_helpers();
+    test_data_url();
     test_scrubbed_errors();
     return sb_test_finish("provider");
 }
