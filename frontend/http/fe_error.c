@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sb_errkind.h"
 #include "sb_event.h"
 #include "sb_utf8.h"
 
@@ -47,18 +48,6 @@ void fe_error_set(fe_error_t *e, int status, const char *kind, const char *code,
     e->no_retry = false;
 }
 
-static const char *fe_error_kind_intern(const char *k)
-{
-    static const char *const kinds[] = {SB_ERR_INVALID_REQUEST, SB_ERR_AUTHENTICATION, SB_ERR_PERMISSION,
-                                        SB_ERR_NOT_FOUND,       SB_ERR_RATE_LIMIT,     SB_ERR_QUOTA,
-                                        SB_ERR_TOO_LARGE,       SB_ERR_TIMEOUT,        SB_ERR_UPSTREAM,
-                                        SB_ERR_OVERLOADED,      SB_ERR_SERVER};
-    for (size_t i = 0; k && i < sizeof kinds / sizeof kinds[0]; i++)
-        if (!strcmp(k, kinds[i]))
-            return kinds[i];
-    return SB_ERR_SERVER;
-}
-
 void fe_error_from_event(fe_error_t *e, const json_t *ev)
 {
     json_t *st = json_object_get(ev, "status");
@@ -66,7 +55,7 @@ void fe_error_from_event(fe_error_t *e, const json_t *ev)
     if (status < 400 || status > 599)
         status = 502;
     const char *msg = json_string_value(json_object_get(ev, "message"));
-    fe_error_set(e, status, fe_error_kind_intern(json_string_value(json_object_get(ev, "kind"))),
+    fe_error_set(e, status, sb_errkind_intern(json_string_value(json_object_get(ev, "kind"))),
                  json_string_value(json_object_get(ev, "code")), NULL, "%s", msg && *msg ? msg : "upstream error");
     json_t *ra = json_object_get(ev, "retry_after");
     if (json_is_integer(ra) && json_integer_value(ra) > 0)
