@@ -93,11 +93,10 @@ void sb_anth_end_items(sb_anth_out_t *o);
 /* The completed event (incomplete on max_tokens). New reference. */
 json_t *sb_anth_completed(const sb_anth_out_t *o, const json_t *job, int64_t upstream_ms);
 
-/* An Anthropic error type (an SSE error event, a 200 error body) -> the HTTP
- * status the API uses for it; 502 for an unknown or missing type. */
-long sb_anth_status_of_type(const char *type);
 /* The error event for an Anthropic error: {"type":"error","error":{"type",
- * "message"}} (root may be NULL or anything else). New reference. */
+ * "message"}} (root may be NULL or anything else). The status of an error
+ * type read from a body or an SSE error event is sb_errkind's
+ * sb_errkind_anthropic_status. New reference. */
 json_t *sb_anth_error_event(long status, const json_t *root, long retry_after);
 
 /* The vtable's response hooks. */

@@ -28,6 +28,7 @@
 #include "provider_anthropic.h"
 #include "provider_util.h"
 #include "sb_buf.h"
+#include "sb_errkind.h"
 #include "sb_event.h"
 #include "sb_id.h"
 
@@ -306,30 +307,6 @@ json_t *sb_anth_completed(const sb_anth_out_t *o, const json_t *job, int64_t ups
                               json_string_value(json_object_get(job, "model")), upstream_ms);
 }
 
-/* An Anthropic error type (an SSE error event, a 200 error body) -> the HTTP
- * status the API uses for it. */
-long sb_anth_status_of_type(const char *type)
-{
-    static const struct {
-        const char *type;
-        long status;
-    } types[] = {
-        {"invalid_request_error", 400},
-        {"authentication_error", 401},
-        {"permission_error", 403},
-        {"not_found_error", 404},
-        {"request_too_large", 413},
-        {"rate_limit_error", 429},
-        {"api_error", 500},
-        {"overloaded_error", 529},
-        {"timeout_error", 504},
-    };
-    for (size_t k = 0; type && k < sizeof types / sizeof types[0]; k++)
-        if (!strcmp(types[k].type, type))
-            return types[k].status;
-    return 502;
-}
-
 /* The error event for an Anthropic error: {"type":"error","error":{"type",
  * "message"}} (root may be NULL or anything else). 529 overloaded_error is
  * Anthropic's own status, a 503 to clients. */
@@ -358,7 +335,7 @@ void sb_anth_parse_response(const json_t *job, const sb_provider_response_t *res
     const char *type = json_string_value(json_object_get(root, "type"));
     if (type && !strcmp(type, "error")) { /* a proxy answering 200 with an error */
         const char *etype = json_string_value(json_object_get(json_object_get(root, "error"), "type"));
-        final = sb_anth_error_event(sb_anth_status_of_type(etype), root, resp->retry_after);
+        final = sb_anth_error_event(sb_errkind_anthropic_status(etype), root, resp->retry_after);
         goto done;
     }
     const json_t *content = json_object_get(root, "content");
@@ -400,7 +377,7 @@ void sb_anth_parse_count_response(const json_t *job, const sb_provider_response_
         json_array_append_new(events, sb_anth_error_event(resp->status, root, resp->retry_after));
     } else if (type && !strcmp(type, "error")) {
         const char *etype = json_string_value(json_object_get(json_object_get(root, "error"), "type"));
-        json_array_append_new(events, sb_anth_error_event(sb_anth_status_of_type(etype), root, resp->retry_after));
+        json_array_append_new(events, sb_anth_error_event(sb_errkind_anthropic_status(etype), root, resp->retry_after));
     } else if (!json_is_integer(n) || json_integer_value(n) < 0) {
         json_array_append_new(
             events, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream count response has no input_tokens"));

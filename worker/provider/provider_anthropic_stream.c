@@ -7,7 +7,6 @@
  * Anthropic event's data carries its own "type", so the event: lines are not
  * needed.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,8 +14,9 @@
 #include "provider_anthropic.h"
 #include "provider_util.h"
 #include "sb_alloc.h"
-#include "sb_buf.h"
+#include "sb_errkind.h"
 #include "sb_event.h"
+#include "sb_sse.h"
 
 enum sb_anth_stream_state {
     SB_ANTH_STREAM_OPEN,    /* events still coming */
@@ -28,9 +28,7 @@ typedef struct sb_anth_stream {
     const json_t *job; /* borrowed */
     enum sb_anth_stream_state state;
     sb_anth_out_t o;
-    sb_buf_t line; /* the current line, not yet ended */
-    sb_buf_t data; /* the current event's data lines */
-    bool have_data;
+    sb_sse_reader_t sse; /* LF-only lines, as Anthropic ends them; limit SB_PROVIDER_MAX_BODY */
 } sb_anth_stream_t;
 
 void *sb_anth_stream_new(const json_t *job)
@@ -38,6 +36,7 @@ void *sb_anth_stream_new(const json_t *job)
     sb_anth_stream_t *s = sb_xcalloc(1, sizeof *s);
     s->job = job;
     sb_anth_out_init(&s->o, NULL);
+    sb_sse_init(&s->sse, SB_PROVIDER_MAX_BODY, SB_SSE_LF_ONLY);
     return s;
 }
 
@@ -47,8 +46,7 @@ void sb_anth_stream_destroy(void *state)
     if (!s)
         return;
     sb_anth_out_clear(&s->o);
-    sb_buf_free(&s->line);
-    sb_buf_free(&s->data);
+    sb_sse_free(&s->sse);
     free(s);
 }
 
@@ -88,37 +86,17 @@ static void sb_anth_stream_event(sb_anth_stream_t *s, const char *data, size_t l
         s->state = SB_ANTH_STREAM_STOPPED;
     } else if (!strcmp(type, "error")) {
         const char *etype = json_string_value(json_object_get(json_object_get(ev, "error"), "type"));
-        sb_anth_stream_fail(s, sb_anth_error_event(sb_anth_status_of_type(etype), ev, -1));
+        sb_anth_stream_fail(s, sb_anth_error_event(sb_errkind_anthropic_status(etype), ev, -1));
     }
     /* ping, and event types newer than this adapter: nothing to do. */
     json_decref(ev);
 }
 
-/* One complete line (without its line end). */
-static int sb_anth_stream_line(sb_anth_stream_t *s, const char *line, size_t len)
+/* sb_sse's callback: one event's data (its event: name is not needed). */
+static int sb_anth_stream_on_sse(void *arg, const char *event, const char *data, size_t len)
 {
-    if (len == 0) { /* a blank line dispatches the event */
-        if (s->have_data)
-            sb_anth_stream_event(s, s->data.p, s->data.len);
-        s->data.len = 0;
-        s->have_data = false;
-        return 0;
-    }
-    if (len >= 5 && !memcmp(line, "data:", 5)) {
-        const char *v = line + 5;
-        size_t n = len - 5;
-        if (n > 0 && *v == ' ') {
-            v++;
-            n--;
-        }
-        if (s->data.len + n + 1 > SB_PROVIDER_MAX_BODY)
-            return -E2BIG;
-        if (s->have_data)
-            sb_buf_add(&s->data, "\n", 1);
-        sb_buf_add(&s->data, v, n);
-        s->have_data = true;
-    }
-    /* event:, id:, retry: and ":" comments carry nothing needed here. */
+    (void)event;
+    sb_anth_stream_event(arg, data, len);
     return 0;
 }
 
@@ -126,31 +104,8 @@ int sb_anth_stream_feed(void *state, const char *data, size_t len, json_t *event
 {
     sb_anth_stream_t *s = state;
     s->o.events = events;
-    size_t start = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (data[i] != '\n')
-            continue;
-        const char *line = data + start;
-        size_t n = i - start;
-        if (s->line.len > 0) { /* the line began in an earlier chunk */
-            sb_buf_add(&s->line, line, n);
-            line = s->line.p;
-            n = s->line.len;
-        }
-        if (n > 0 && line[n - 1] == '\r')
-            n--;
-        int rc = sb_anth_stream_line(s, line, n);
-        s->line.len = 0;
-        if (rc < 0)
-            return rc;
-        start = i + 1;
-    }
-    if (start < len) {
-        if (s->line.len + (len - start) > SB_PROVIDER_MAX_BODY)
-            return -E2BIG;
-        sb_buf_add(&s->line, data + start, len - start);
-    }
-    return 0;
+    int rc = sb_sse_feed(&s->sse, data, len, sb_anth_stream_on_sse, s);
+    return rc < 0 ? rc : 0;
 }
 
 void sb_anth_stream_finish(void *state, const sb_provider_response_t *resp, json_t *events)
@@ -158,17 +113,10 @@ void sb_anth_stream_finish(void *state, const sb_provider_response_t *resp, json
     sb_anth_stream_t *s = state;
     s->o.events = events;
     /* An unterminated last line or event still counts. */
-    if (s->line.len > 0) {
-        size_t n = s->line.len;
-        if (s->line.p[n - 1] == '\r')
-            n--;
-        if (sb_anth_stream_line(s, s->line.p, n) < 0) {
-            sb_anth_stream_fail(s, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response too large"));
-            return;
-        }
-        s->line.len = 0;
+    if (sb_sse_finish(&s->sse, sb_anth_stream_on_sse, s) < 0) {
+        sb_anth_stream_fail(s, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response too large"));
+        return;
     }
-    (void)sb_anth_stream_line(s, "", 0);
     switch (s->state) {
     case SB_ANTH_STREAM_FAILED:
         break; /* its final event is out */
