@@ -79,4 +79,33 @@ const char *sb_job_route_str(const json_t *job, const char *field);
 /* True for a count-only job (request.op "count_tokens"). */
 bool sb_job_is_count(const json_t *job);
 
+/*
+ * The one check of a job's shape, run by the worker when a job arrives so the
+ * adapters can take the shape as given. It holds exactly the checks all four
+ * provider adapters made, with their messages, in their order:
+ *   - request is an object                  "job has no request"
+ *   - request.input is absent, null or an array
+ *                                           "request.input must be an array of items"
+ *   - each input item is an object with a string "type"
+ *                                           "input item %zu has no type"
+ *   - a message item's role is system, developer, user or assistant
+ *                                           "input item %zu has an unsupported role"
+ *   - a function_call item has string call_id and name
+ *                                           "function_call items need call_id and name"
+ *   - a function_call_output item has a string call_id
+ *                                           "function_call_output items need call_id"
+ *   - request.tools is absent, null or an array
+ *                                           "request.tools must be an array"
+ *   - a tool of type "function" has a string name
+ *                                           "function tool %zu has no name"
+ * Item types it does not know, content parts, tool types and every other
+ * field are each adapter's to judge (the Responses adapter passes unknown
+ * items on; the others refuse them in their own words).
+ *
+ * Returns 0 with *err NULL, or -EINVAL with *err a new error event (400,
+ * SB_ERR_INVALID_REQUEST, no code) naming the first problem, as an adapter's
+ * build_request reports one. `job` is borrowed; anything may be in it.
+ */
+int sb_job_check(const json_t *job, json_t **err) __attribute__((warn_unused_result));
+
 #endif
