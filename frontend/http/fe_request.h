@@ -45,6 +45,10 @@ typedef struct fe_style {
 /* What an endpoint does once the caller is authenticated. */
 typedef void (*fe_endpoint_fn)(fe_request_t *r);
 
+/* A continuation: what runs when an asynchronous step of the request is
+ * done (a preparation step's, handed in by fe_generate.c). */
+typedef void (*fe_request_then_fn)(fe_request_t *r);
+
 /* A request's state; fe_request_set_state() is the one place it changes.
  * DONE is final: the request is freed by the reap after the loop iteration
  * in which it is DONE with nothing pending. */
@@ -103,11 +107,12 @@ struct fe_request {
     json_t *fallbacks;       /* models still to try when the upstream fails (fe_fallback.h); owned */
     bool count_tokens;       /* a token-count endpoint: parse takes its body, the job has request.op
                                 "count_tokens", and style->render_count makes the reply */
-    unsigned prepared;       /* FE_PREP_* steps done */
+    unsigned prepared;       /* preparation steps started (fe_generate.c's step table) */
     int list_limit;          /* list endpoints: the page size asked for */
 
     fe_collect_t result;
     struct event *deadline;
+    fe_request_then_fn prep_done;          /* the running preparation step's continuation */
     struct fe_request_cleanup *cleanups;   /* run when the request ends (fe_request_cleanup_add), owned */
     bool ended;                            /* the cleanups have run */
     int64_t log_tokens_in, log_tokens_out; /* what the request log records; set by a cleanup of the pipeline */
@@ -165,31 +170,7 @@ void fe_request_cleanup_add(fe_request_t *r, fe_request_cleanup_fn fn, void *arg
  * which they ended (and at shutdown), never inside a callback. */
 void fe_request_reap(fe_server_t *srv);
 
-/* Steps shared by generation endpoints (fe_generate.c). */
-void fe_generate_start(fe_request_t *r);
-/* A preparation step (prompt, context, files) finished: go on to the next
- * one or submit the job. Steps that fail end the request themselves. */
-void fe_generate_continue(fe_request_t *r);
-/* Submits (or, for a fallback, submits again) the request's job. */
-void fe_generate_submit(fe_request_t *r);
-/* The job is over with no fallback to try: release the lease, then render,
- * store and reply (or fail). */
-void fe_generate_job_over(fe_request_t *r);
-/* Output limit and context length of r->model against the request: sets
- * r->est_tokens; -1 with *err set (400) when it does not fit. */
-int fe_generate_check_size(fe_request_t *r, fe_error_t *err);
-/* Database callback for style->store writes. */
-void fe_generate_stored(const PGresult *res, const char *err, void *arg);
-
 /* The caller's account id as a decimal string (for SQL parameters). */
 void fe_request_account(const fe_request_t *r, char *buf, size_t len);
-
-enum {
-    FE_PREP_PROMPT = 1,  /* prompt template expanded */
-    FE_PREP_CONTEXT = 2, /* previous_response_id's items loaded */
-    FE_PREP_CHECKED = 4, /* features, call ids, reasoning checked; job_input built */
-    FE_PREP_FILES = 8,   /* file_id parts resolved to their content */
-    FE_PREP_ADMIT = 16,  /* admitted under the key's rate limits and quota (fe_limits.h) */
-};
 
 #endif

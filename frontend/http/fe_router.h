@@ -6,6 +6,7 @@
 #ifndef FE_ROUTER_H
 #define FE_ROUTER_H
 
+#include "fe_generate.h" /* the style files' endpoints call into the pipeline (until fe_routes.c) */
 #include "fe_request.h"
 
 typedef struct {

@@ -303,18 +303,16 @@ static void fe_files_on_resolved(const PGresult *res, const char *err, void *arg
         fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "file_not_found", "input", "No such File object: %.128s", f.missing);
         return;
     }
-    r->prepared |= FE_PREP_FILES;
-    fe_generate_continue(r);
+    r->prep_done(r);
 }
 
-void fe_files_resolve(fe_request_t *r)
+void fe_files_resolve(fe_request_t *r, fe_request_then_fn done)
 {
     json_t *ids = json_array();
     fe_items_foreach_part(r->job_input, fe_files_collect_id, ids);
     if (json_array_size(ids) == 0) {
         json_decref(ids);
-        r->prepared |= FE_PREP_FILES;
-        fe_generate_continue(r);
+        done(r);
         return;
     }
     char account[24];
@@ -322,6 +320,7 @@ void fe_files_resolve(fe_request_t *r)
     char *text = json_dumps(ids, JSON_COMPACT);
     json_decref(ids);
     const char *params[2] = {account, text};
+    r->prep_done = done;
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_FILES_RESOLVE, 2, params, fe_files_on_resolved, r);
     free(text);

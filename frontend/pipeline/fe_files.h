@@ -11,9 +11,9 @@
 #include "fe_request.h"
 
 /* Preparation step (fe_generate.c): resolves every file_id part of
- * r->job_input, marks FE_PREP_FILES and continues; or ends the request (404
- * for a file the caller does not own). */
-void fe_files_resolve(fe_request_t *r);
+ * r->job_input and calls done(r); or ends the request (404 for a file the
+ * caller does not own). */
+void fe_files_resolve(fe_request_t *r, fe_request_then_fn done);
 
 /* The MIME type for a file: the declared one unless generic, else from the
  * filename's extension. Static string or declared. */

@@ -7,9 +7,13 @@
  * with a count-only job (request.op "count_tokens", sb_job.h) and renders
  * the count from the usage event.
  *
- * Preparation is a list of steps run in order by fe_generate_continue; each
- * asynchronous step marks itself done in r->prepared and calls
- * fe_generate_continue again, or ends the request with an error.
+ * The order lives here and only here: fe_generate_steps[] lists the
+ * preparation steps {flag, needed, run}; fe_generate_prepare runs the first
+ * one not yet started whose needed(r) holds, handing it the continuation
+ * (itself), and submits the job when none is left. A step that fails ends
+ * the request itself. A failed job may fall back to the next model of its
+ * chain (fe_fallback.h decides which; this file looks it up and submits
+ * again).
  */
 #include "fe_generate.h"
 
@@ -39,6 +43,20 @@
 /* Deadline slack past the job's own deadline: the broker and worker answer
  * first in every normal case; this only catches a lost broker. */
 #define FE_DEADLINE_SLACK_MS 2000
+
+/* The preparation steps (r->prepared: those started; one that fails ends
+ * the request, so a started step is either running or done). */
+enum {
+    FE_PREP_PROMPT = 1,  /* prompt template expanded */
+    FE_PREP_CONTEXT = 2, /* previous_response_id's items loaded */
+    FE_PREP_CHECKED = 4, /* features, call ids, reasoning checked; job_input built */
+    FE_PREP_FILES = 8,   /* file_id parts resolved to their content */
+    FE_PREP_ADMIT = 16,  /* admitted under the key's rate limits and quota (fe_limits.h) */
+};
+
+static void fe_generate_submit(fe_request_t *r);
+static void fe_generate_job_over(fe_request_t *r);
+static void fe_generate_fall_back(fe_request_t *r);
 
 static void fe_generate_on_deadline(evutil_socket_t fd, short what, void *arg)
 {
@@ -128,12 +146,16 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
     }
     if (r->deadline)
         event_del(r->deadline);
-    if (r->result.failed && fe_fallback_try(r))
+    if (r->result.failed) {
+        fe_generate_fall_back(r);
         return;
+    }
     fe_generate_job_over(r);
 }
 
-void fe_generate_job_over(fe_request_t *r)
+/* The job is over with no fallback to try: release the lease, then render,
+ * store and reply (or fail). */
+static void fe_generate_job_over(fe_request_t *r)
 {
     /* The lease is released before the client sees the end, so its next
      * request finds the slot free on any frontend. */
@@ -154,7 +176,8 @@ static json_t *fe_generate_route(const fe_request_t *r)
                      max_out ? max_out : json_null());
 }
 
-void fe_generate_submit(fe_request_t *r)
+/* Submits (or, for a fallback, submits again) the request's job. */
+static void fe_generate_submit(fe_request_t *r)
 {
     /* The worker gets the full context with files and reasoning resolved;
      * the canonical request keeps this request's own input for storage. */
@@ -220,16 +243,16 @@ static void fe_generate_on_context(const PGresult *res, const char *err, void *a
         return;
     }
     r->context = items;
-    r->prepared |= FE_PREP_CONTEXT;
-    fe_generate_continue(r);
+    r->prep_done(r);
 }
 
-static void fe_generate_load_context(fe_request_t *r)
+/* Step: the previous response's context and output items. */
+static void fe_generate_load_context(fe_request_t *r, fe_request_then_fn done)
 {
     char account[24];
     fe_request_account(r, account, sizeof account);
     const char *params[2] = {r->parsed.previous_response_id, account};
-    fe_request_set_state(r, FE_REQ_PREPARE);
+    r->prep_done = done;
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
 }
@@ -247,7 +270,9 @@ static const char *fe_generate_input_param(const fe_request_t *r)
     return r->style == &fe_style_responses ? "input" : r->style == &fe_style_gemini ? "contents" : "messages";
 }
 
-int fe_generate_check_size(fe_request_t *r, fe_error_t *err)
+/* Output limit and context length of r->model against the request: sets
+ * r->est_tokens; -1 with *err set (400) when it does not fit. */
+static int fe_generate_check_size(fe_request_t *r, fe_error_t *err)
 {
     json_int_t context = json_integer_value(json_object_get(r->model, "context_length"));
     json_int_t max_out = json_integer_value(json_object_get(r->model, "max_output_tokens"));
@@ -273,8 +298,8 @@ int fe_generate_check_size(fe_request_t *r, fe_error_t *err)
     return 0;
 }
 
-/* The synchronous checks on the whole context; builds r->job_input. */
-static int fe_generate_check(fe_request_t *r)
+/* Step: the synchronous checks on the whole context; builds r->job_input. */
+static void fe_generate_check(fe_request_t *r, fe_request_then_fn done)
 {
     fe_error_t err;
     memset(&err, 0, sizeof err);
@@ -287,10 +312,9 @@ static int fe_generate_check(fe_request_t *r)
     if (fe_features_check(r, input, &err) < 0 || fe_items_check_calls(input, &err) < 0 ||
         fe_generate_check_size(r, &err) < 0 || fe_reasoning_open_items(r, input, &err) < 0) {
         fe_request_fail(r, &err);
-        return -1;
+        return;
     }
-    r->prepared |= FE_PREP_CHECKED;
-    return 0;
+    done(r);
 }
 
 /* A request that will be stored checks that it can be before it spends an
@@ -312,33 +336,120 @@ static bool fe_generate_store_blocked(fe_request_t *r)
     return true;
 }
 
-void fe_generate_continue(fe_request_t *r)
+static bool fe_generate_has_prompt(const fe_request_t *r)
+{
+    return r->parsed.prompt_ref != NULL;
+}
+
+static bool fe_generate_has_previous(const fe_request_t *r)
+{
+    return r->parsed.previous_response_id != NULL;
+}
+
+static bool fe_generate_always(const fe_request_t *r)
+{
+    (void)r;
+    return true;
+}
+
+/* A key with any limit is admitted under them; a count spends nothing. */
+static bool fe_generate_is_limited(const fe_request_t *r)
+{
+    return json_is_true(json_object_get(r->key, "limited")) && !r->count_tokens;
+}
+
+/* The preparation steps, in the order they run. run(r, done) ends with
+ * done(r) (at once or from a callback) or ends the request. */
+static const struct fe_generate_step {
+    unsigned flag;
+    bool (*needed)(const fe_request_t *r);
+    void (*run)(fe_request_t *r, fe_request_then_fn done);
+} fe_generate_steps[] = {
+    {FE_PREP_PROMPT, fe_generate_has_prompt, fe_prompt_expand},
+    {FE_PREP_CONTEXT, fe_generate_has_previous, fe_generate_load_context},
+    {FE_PREP_CHECKED, fe_generate_always, fe_generate_check},
+    {FE_PREP_FILES, fe_generate_always, fe_files_resolve},
+    {FE_PREP_ADMIT, fe_generate_is_limited, fe_limits_admit},
+};
+
+/* Runs the next preparation step, or submits the job when they are done;
+ * every step's continuation. */
+static void fe_generate_prepare(fe_request_t *r)
 {
     if (r->state == FE_REQ_DONE)
         return;
-    if (r->parsed.prompt_ref && !(r->prepared & FE_PREP_PROMPT)) {
+    for (size_t i = 0; i < sizeof fe_generate_steps / sizeof fe_generate_steps[0]; i++) {
+        const struct fe_generate_step *st = &fe_generate_steps[i];
+        if ((r->prepared & st->flag) || !st->needed(r))
+            continue;
+        r->prepared |= st->flag;
         fe_request_set_state(r, FE_REQ_PREPARE);
-        fe_prompt_expand(r);
-        return;
-    }
-    if (r->parsed.previous_response_id && !(r->prepared & FE_PREP_CONTEXT)) {
-        fe_generate_load_context(r);
-        return;
-    }
-    if (!(r->prepared & FE_PREP_CHECKED) && fe_generate_check(r) < 0)
-        return;
-    if (!(r->prepared & FE_PREP_FILES)) {
-        fe_request_set_state(r, FE_REQ_PREPARE);
-        fe_files_resolve(r); /* marks FE_PREP_FILES and continues, or fails */
-        return;
-    }
-    if (!(r->prepared & FE_PREP_ADMIT) && json_is_true(json_object_get(r->key, "limited")) && !r->count_tokens) {
-        fe_limits_admit(r); /* marks FE_PREP_ADMIT and continues, or answers 429 */
+        st->run(r, fe_generate_prepare);
         return;
     }
     if (fe_generate_store_blocked(r))
         return;
     fe_generate_submit(r);
+}
+
+/* A fallback model's record arrived: if it can take the request as the first
+ * model did, the request becomes its (the answer names it; the request log
+ * keeps the one asked for) and the job is submitted again; else the next
+ * model of the chain is tried. */
+static void fe_generate_on_fallback_model(json_t *rec, const char *err, void *arg)
+{
+    fe_request_t *r = arg;
+    if (!fe_request_release(r))
+        return;
+    char *id = fe_fallback_pop(r);
+    const char *skip = fe_fallback_unusable(r, id, rec, err);
+    fe_error_t why;
+    memset(&why, 0, sizeof why);
+    if (!skip) {
+        /* The next model must take this request as the first one did. */
+        json_t *first = r->model;
+        char *first_id = r->parsed.model_id;
+        r->model = rec;
+        r->parsed.model_id = id;
+        bool fits = fe_features_check(r, r->job_input, &why) == 0 && fe_generate_check_size(r, &why) == 0;
+        r->model = first;
+        r->parsed.model_id = first_id;
+        if (!fits)
+            skip = why.message;
+    }
+    if (skip) {
+        sb_info("request %s: fallback model %s skipped: %s", r->request_id, id, skip);
+        free(id);
+        fe_generate_fall_back(r);
+        return;
+    }
+    sb_info("request %s: model %s failed (%d %s); falling back to %s", r->request_id, r->parsed.model_id,
+            r->result.error.status, r->result.error.code[0] ? r->result.error.code : r->result.error.kind, id);
+    if (!r->requested_model)
+        r->requested_model = r->parsed.model_id;
+    else
+        free(r->parsed.model_id);
+    r->parsed.model_id = id;
+    json_decref(r->model);
+    r->model = json_incref(rec);
+    fe_collect_free(&r->result);
+    fe_collect_init(&r->result);
+    fe_generate_submit(r);
+}
+
+/* The job failed: the next model of the chain is looked up (its record may
+ * come back at once, from the cache), or, with none left, the failure ends
+ * the request. */
+static void fe_generate_fall_back(fe_request_t *r)
+{
+    const char *id = fe_fallback_next(r);
+    if (!id) {
+        fe_generate_job_over(r);
+        return;
+    }
+    fe_request_set_state(r, FE_REQ_MODEL);
+    fe_request_hold(r);
+    fe_auth_lookup_model(r->srv->auth, id, fe_generate_on_fallback_model, r);
 }
 
 static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
@@ -365,7 +476,7 @@ static void fe_generate_on_model(json_t *rec, const char *err, void *arg)
     json_t *fallbacks = json_object_get(rec, "fallbacks");
     if (json_array_size(fallbacks) > 0)
         r->fallbacks = json_deep_copy(fallbacks);
-    fe_generate_continue(r);
+    fe_generate_prepare(r);
 }
 
 /* The request ended (its cleanup): a job still on the broker (the client
@@ -377,6 +488,12 @@ static void fe_generate_on_end(fe_request_t *r, void *arg)
     if (r->submitted)
         fe_broker_cancel(r->srv->broker, r->request_id); /* a no-op once the job's final event came */
     fe_limits_usage(r, &r->log_tokens_in, &r->log_tokens_out);
+}
+
+void fe_generate_count_tokens(fe_request_t *r)
+{
+    r->count_tokens = true;
+    fe_generate_start(r);
 }
 
 void fe_generate_start(fe_request_t *r)

@@ -270,16 +270,16 @@ static void fe_prompt_on_loaded(const PGresult *res, const char *err_text, void 
     if (json_is_array(own))
         json_array_extend(items, own);
     json_object_set_new(c, "input", items);
-    r->prepared |= FE_PREP_PROMPT;
-    fe_generate_continue(r);
+    r->prep_done(r);
 }
 
-void fe_prompt_expand(fe_request_t *r)
+void fe_prompt_expand(fe_request_t *r, fe_request_then_fn done)
 {
     char account[24];
     fe_request_account(r, account, sizeof account);
     const char *params[3] = {json_string_value(json_object_get(r->parsed.prompt_ref, "id")), account,
                              json_string_value(json_object_get(r->parsed.prompt_ref, "version"))};
+    r->prep_done = done;
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_PROMPT_GET, 3, params, fe_prompt_on_loaded, r);
 }

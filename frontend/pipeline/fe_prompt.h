@@ -19,10 +19,10 @@
 /* Validates the request's `prompt` value (shape only). 0 or -1 with err. */
 int fe_prompt_check_ref(const json_t *ref, fe_error_t *err);
 
-/* Asynchronous preparation step (fe_generate.c): marks FE_PREP_PROMPT and
- * continues, or ends the request (404 unknown prompt or version, 400 missing
- * variable). */
-void fe_prompt_expand(fe_request_t *r);
+/* Asynchronous preparation step (fe_generate.c): expands the template into
+ * r->parsed.canonical and calls done(r), or ends the request (404 unknown
+ * prompt or version, 400 missing variable). */
+void fe_prompt_expand(fe_request_t *r, fe_request_then_fn done);
 
 /* The pure part: a template version body {instructions?, input?} and the
  * variables -> *instructions (new string reference or NULL) and the

@@ -71,11 +71,10 @@ static void fe_limits_on_admit(const PGresult *res, const char *err, void *arg)
     }
     r->lease = true;
     fe_request_cleanup_add(r, fe_limits_on_end, NULL);
-    r->prepared |= FE_PREP_ADMIT;
-    fe_generate_continue(r);
+    r->prep_done(r);
 }
 
-void fe_limits_admit(fe_request_t *r)
+void fe_limits_admit(fe_request_t *r, fe_request_then_fn done)
 {
     char key[24], tokens[24], ttl[24];
     snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
@@ -88,7 +87,7 @@ void fe_limits_admit(fe_request_t *r)
     long long ms = json_is_integer(timeout) ? (long long)json_integer_value(timeout) : r->srv->cfg.default_timeout_ms;
     snprintf(ttl, sizeof ttl, "%lld", ms + FE_LIMITS_LEASE_SLACK_MS);
     const char *params[4] = {r->request_id, key, tokens, ttl};
-    fe_request_set_state(r, FE_REQ_PREPARE);
+    r->prep_done = done;
     fe_request_hold(r);
     fe_db_query(r->srv->db, FE_SQL_LIMIT_ADMIT, 4, params, fe_limits_on_admit, r);
 }
@@ -110,18 +109,16 @@ void fe_limits_usage(const fe_request_t *r, int64_t *in, int64_t *out)
     *in = r->result.failed && *out == 0 ? 0 : r->est_tokens;
 }
 
-typedef void (*fe_limits_then)(fe_request_t *r);
-
 struct fe_limits_wait {
     fe_request_t *r;
-    fe_limits_then then;
+    fe_request_then_fn then;
 };
 
 static void fe_limits_on_release(const PGresult *res, const char *err, void *arg)
 {
     struct fe_limits_wait *w = arg;
     fe_request_t *r = w->r;
-    fe_limits_then then = w->then;
+    fe_request_then_fn then = w->then;
     free(w);
     if (err)
         sb_warn("releasing the lease of %s failed (it will expire): %s", r->request_id, err);
@@ -130,7 +127,7 @@ static void fe_limits_on_release(const PGresult *res, const char *err, void *arg
     then(r);
 }
 
-void fe_limits_release(fe_request_t *r, void (*then)(fe_request_t *r))
+void fe_limits_release(fe_request_t *r, fe_request_then_fn then)
 {
     if (!r->lease) {
         if (then)

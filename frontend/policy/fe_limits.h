@@ -14,10 +14,11 @@
 
 #include "fe_request.h"
 
-/* The admission step of fe_generate: admitted, it marks FE_PREP_ADMIT and
- * continues the pipeline; refused, it ends the request with a 429 (rate
- * limit with Retry-After, or insufficient quota). */
-void fe_limits_admit(fe_request_t *r);
+/* The admission step of fe_generate: admitted, it calls done(r) (and the
+ * lease is released when the request ends, if not before); refused, it ends
+ * the request with a 429 (rate limit with Retry-After, or insufficient
+ * quota). */
+void fe_limits_admit(fe_request_t *r, fe_request_then_fn done);
 
 /* Tokens the request used, for its lease and its request_log row: the
  * upstream's usage, or, when none came (an aborted stream), the input
@@ -27,6 +28,6 @@ void fe_limits_usage(const fe_request_t *r, int64_t *in, int64_t *out);
 /* Releases the lease (no-op without one) and calls then(r) once the
  * database has answered; then runs at once when there is nothing to
  * release. A failed release is logged, never fatal: the lease expires. */
-void fe_limits_release(fe_request_t *r, void (*then)(fe_request_t *r));
+void fe_limits_release(fe_request_t *r, fe_request_then_fn then);
 
 #endif
