@@ -77,7 +77,7 @@ static int sb_sse_line(sb_sse_reader_t *r, const char *line, size_t n, sb_sse_ev
     }
     if (name_len == 4 && !memcmp(line, "data", 4)) {
         size_t sep = r->have_data ? 1 : 0;
-        if (sep + vlen > r->max - r->data.len) /* data.len never passes max; a line's value is within it */
+        if (r->data.len > r->max || sep + vlen > r->max - r->data.len) /* (max may have shrunk) */
             return -E2BIG;
         if (sep)
             sb_buf_add(&r->data, "\n", 1);
@@ -116,7 +116,7 @@ int sb_sse_feed(sb_sse_reader_t *r, const char *p, size_t n, sb_sse_event_fn fn,
             }
         }
         size_t j = i + sb_sse_line_end(r, p + i, n - i);
-        if (j - i > r->max - r->line.len)
+        if (r->line.len > r->max || j - i > r->max - r->line.len)
             return -E2BIG; /* a line that would pass the limit is not stored */
         if (j == n) {      /* the line goes on in the next chunk */
             sb_buf_add(&r->line, p + i, n - i);

@@ -58,7 +58,7 @@ typedef struct sb_sse_reader {
     sb_buf_t line;  /* the line being read, its end not seen yet */
     sb_buf_t data;  /* this event's data lines, joined by LF */
     sb_buf_t event; /* this event's "event" field */
-    size_t max;     /* limit in bytes on one line and on one event's data */
+    size_t max;     /* limit in bytes on one line and on one event's data (may be changed between feeds) */
     unsigned flags; /* SB_SSE_* */
     bool have_data; /* a data field came in this event (its data may be empty) */
     bool skip_lf;   /* the last byte was a CR that ended a line: an LF right after it ends nothing */

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sb_sse.h"
+
 struct evbuffer;
 
 /* ---- API styles and content deltas (sb_stream_sse.c) ---------------------------------- */
@@ -61,15 +63,11 @@ enum sb_stream_event_kind sb_stream_classify(enum sb_stream_style style, const c
 /* Incremental parser of a text/event-stream body, per the WHATWG rules: lines
  * end in CRLF, LF or CR; "data:" lines accumulate (joined by LF); "event:"
  * names the event; ":" lines are comments; a blank line dispatches the event
- * if it has data. All buffers are owned by the parser. */
+ * if it has data. The reading is common/sb_sse's; all buffers are owned by
+ * the parser. */
 struct sb_stream_sse {
-    char *line; /* the line being read (no terminator yet) */
-    size_t line_len, line_cap;
-    bool skip_lf; /* the last byte was a CR: an LF right after it ends nothing */
-    char *data;   /* data lines so far, each followed by LF */
-    size_t data_len, data_cap;
-    char type[128];  /* the event field ("" if none; longer names are cut) */
-    size_t max_line; /* limit on one line and on one event's data */
+    sb_sse_reader_t reader; /* the event-stream reader */
+    size_t max_line;        /* limit on one line and on one event's data */
 };
 
 /* One complete event. Return 0 to go on, a negative errno to stop feeding. */

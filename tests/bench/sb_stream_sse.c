@@ -11,6 +11,7 @@
 
 #include "sb_alloc.h"
 #include "sb_load.h"
+#include "sb_sse.h"
 #include "sb_stream.h"
 
 #define SSE_MAX_LINE_DEFAULT (4u * 1024 * 1024)
@@ -140,115 +141,41 @@ enum sb_stream_event_kind sb_stream_classify(enum sb_stream_style style, const c
 
 void sb_stream_sse_init(struct sb_stream_sse *s)
 {
-    memset(s, 0, sizeof *s);
+    sb_sse_init(&s->reader, SSE_MAX_LINE_DEFAULT, 0);
     s->max_line = SSE_MAX_LINE_DEFAULT;
 }
 
 void sb_stream_sse_reset(struct sb_stream_sse *s)
 {
-    s->line_len = 0;
-    s->data_len = 0;
-    s->skip_lf = false;
-    s->type[0] = '\0';
+    sb_sse_reset(&s->reader);
 }
 
 void sb_stream_sse_free(struct sb_stream_sse *s)
 {
-    free(s->line);
-    free(s->data);
+    sb_sse_free(&s->reader);
     sb_stream_sse_init(s);
 }
 
-static int append(char **buf, size_t *len, size_t *cap, const char *p, size_t n, size_t max)
-{
-    if (n > max || *len > max - n)
-        return -EMSGSIZE;
-    if (*len + n + 1 > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *len + n + 1)
-            c *= 2;
-        *buf = sb_xrealloc(*buf, c);
-        *cap = c;
-    }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-    return 0;
-}
+/* The caller's callback, as sb_sse calls it. */
+struct sb_stream_sse_call {
+    sb_stream_sse_fn fn;
+    void *arg;
+};
 
-/* One whole line (without its terminator). A blank line dispatches. */
-static int process_line(struct sb_stream_sse *s, sb_stream_sse_fn fn, void *arg, int *events)
+static int sb_stream_sse_event(void *arg, const char *event, const char *data, size_t len)
 {
-    const char *line = s->line ? s->line : "";
-    size_t len = s->line_len;
-    if (len == 0) {
-        int rc = 0;
-        if (s->data_len > 0) {
-            /* The data buffer holds "line\n" per data line; the last LF goes. */
-            s->data_len--;
-            s->data[s->data_len] = '\0';
-            (*events)++;
-            rc = fn(arg, s->type, s->data, s->data_len);
-        }
-        s->data_len = 0;
-        s->type[0] = '\0';
-        return rc;
-    }
-    if (line[0] == ':')
-        return 0; /* comment */
-    const char *colon = memchr(line, ':', len);
-    size_t nlen = colon ? (size_t)(colon - line) : len;
-    const char *value = colon ? colon + 1 : line + len;
-    size_t vlen = (size_t)(line + len - value);
-    if (vlen > 0 && value[0] == ' ') {
-        value++;
-        vlen--;
-    }
-    if (nlen == 4 && !memcmp(line, "data", 4)) {
-        int rc = append(&s->data, &s->data_len, &s->data_cap, value, vlen, s->max_line);
-        if (rc == 0)
-            rc = append(&s->data, &s->data_len, &s->data_cap, "\n", 1, s->max_line + 1);
-        return rc;
-    }
-    if (nlen == 5 && !memcmp(line, "event", 5)) {
-        size_t n = vlen < sizeof s->type - 1 ? vlen : sizeof s->type - 1;
-        memcpy(s->type, value, n);
-        s->type[n] = '\0';
-    }
-    return 0; /* id:, retry: and unknown fields do not matter here */
+    const struct sb_stream_sse_call *c = arg;
+    return c->fn(c->arg, event, data, len);
 }
 
 int sb_stream_sse_feed(struct sb_stream_sse *s, const char *buf, size_t len, sb_stream_sse_fn fn, void *arg)
 {
-    int events = 0;
-    size_t i = 0;
     if (s->max_line == 0)
         s->max_line = SSE_MAX_LINE_DEFAULT;
-    while (i < len) {
-        if (s->skip_lf) {
-            s->skip_lf = false;
-            if (buf[i] == '\n') {
-                i++;
-                continue;
-            }
-        }
-        /* Find the end of the current line in what is left of buf. */
-        size_t j = i;
-        while (j < len && buf[j] != '\n' && buf[j] != '\r')
-            j++;
-        int rc = append(&s->line, &s->line_len, &s->line_cap, buf + i, j - i, s->max_line);
-        if (rc < 0)
-            return rc;
-        if (j == len)
-            break; /* the line goes on in the next buffer */
-        s->skip_lf = buf[j] == '\r';
-        i = j + 1;
-        rc = process_line(s, fn, arg, &events);
-        s->line_len = 0;
-        if (rc < 0)
-            return rc;
-    }
-    return events;
+    s->reader.max = s->max_line; /* a test may lower it after init */
+    struct sb_stream_sse_call c = {fn, arg};
+    int rc = sb_sse_feed(&s->reader, buf, len, sb_stream_sse_event, &c);
+    return rc == -E2BIG ? -EMSGSIZE : rc; /* the reader's over-long line or event */
 }
 
 /* ---- timing maths ---------------------------------------------------------------------------- */

@@ -19,137 +19,64 @@
 
 #include "emu_internal.h"
 #include "sb_alloc.h"
+#include "sb_base64.h"
+#include "sb_dataurl.h"
 
 #define IMAGE_PROMPT_TOKENS 85
 #define FILE_TEXT_PREVIEW 200 /* code points of a text file shown in its acknowledgement */
 
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
+/* The base64 dialects of the checks below (sb_base64 has them all): what
+ * OpenAI and Anthropic read (standard alphabet, padding optional), and what
+ * protobuf's JSON bytes are at Google (either alphabet; strictly, no set
+ * bits after the last byte). */
+#define EMU_B64 SB_BASE64_PAD_OPTIONAL
+#define EMU_B64_PROTO (SB_BASE64_ANY | SB_BASE64_PAD_OPTIONAL)
 
-static int b64url_value(unsigned char c)
+static int b64_decode(const char *in, size_t len, unsigned flags, unsigned char **out, size_t *outlen)
 {
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return b64_value(c);
-}
-
-static int b64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen, int (*value)(unsigned char))
-{
-    *out = NULL;
-    *outlen = 0;
-    size_t n = len, pad = 0;
-    while (n > 0 && in[n - 1] == '=' && pad < 2) {
-        n--;
-        pad++;
-    }
-    if (n % 4 == 1 || (pad && (n + pad) % 4 != 0))
-        return -EINVAL;
-    unsigned char *buf = sb_xmalloc(n / 4 * 3 + 4);
-    size_t o = 0;
-    unsigned bits = 0, nbits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = value((unsigned char)in[i]);
-        if (v < 0) {
-            free(buf);
-            return -EINVAL;
-        }
-        bits = (bits << 6) | (unsigned)v;
-        nbits += 6;
-        if (nbits >= 8) {
-            nbits -= 8;
-            buf[o++] = (unsigned char)(bits >> nbits);
-            bits &= (1u << nbits) - 1;
-        }
-    }
-    buf[o] = '\0';
-    *out = buf;
-    *outlen = o;
-    return 0;
-}
-
-int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
-{
-    return b64_decode(in, len, out, outlen, b64_value);
-}
-
-int sb_emu_base64url_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
-{
-    return b64_decode(in, len, out, outlen, b64url_value);
-}
-
-int sb_emu_base64url_decode_strict(const char *in, size_t len, unsigned char **out, size_t *outlen)
-{
-    int rc = b64_decode(in, len, out, outlen, b64url_value);
-    if (rc < 0)
-        return rc;
-    size_t n = len;
-    while (n > 0 && in[n - 1] == '=')
-        n--;
-    /* 2 characters left over carry 4 spare bits, 3 carry 2; they must be 0. */
-    int last = n > 0 ? b64url_value((unsigned char)in[n - 1]) : 0;
-    if ((n % 4 == 2 && (last & 0xf)) || (n % 4 == 3 && (last & 0x3))) {
-        free(*out);
-        *out = NULL;
+    *out = sb_base64_decode_flags(in, len, flags, outlen);
+    if (!*out) {
         *outlen = 0;
         return -EINVAL;
     }
     return 0;
 }
 
+int sb_emu_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
+{
+    return b64_decode(in, len, EMU_B64, out, outlen);
+}
+
+int sb_emu_base64url_decode(const char *in, size_t len, unsigned char **out, size_t *outlen)
+{
+    return b64_decode(in, len, EMU_B64_PROTO, out, outlen);
+}
+
+int sb_emu_base64url_decode_strict(const char *in, size_t len, unsigned char **out, size_t *outlen)
+{
+    return b64_decode(in, len, EMU_B64_PROTO | SB_BASE64_STRICT, out, outlen);
+}
+
 char *sb_emu_base64_encode(const void *data, size_t len)
 {
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const unsigned char *in = data;
-    char *out = sb_xmalloc((len + 2) / 3 * 4 + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned v = (unsigned)in[i] << 16;
-        if (i + 1 < len)
-            v |= (unsigned)in[i + 1] << 8;
-        if (i + 2 < len)
-            v |= in[i + 2];
-        out[o++] = alphabet[(v >> 18) & 63];
-        out[o++] = alphabet[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? alphabet[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? alphabet[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
+    return sb_base64_encode(data, len, NULL);
 }
 
 int sb_emu_data_url_parse(const char *url, struct sb_emu_data_url *out)
 {
     memset(out, 0, sizeof *out);
-    if (strncasecmp(url, "data:", 5) != 0)
+    sb_dataurl_t u;
+    if (sb_dataurl_parse(url, &u) < 0)
         return -EINVAL;
-    const char *meta = url + 5;
-    const char *comma = strchr(meta, ',');
-    if (!comma)
-        return -EINVAL;
-    size_t mlen = strcspn(meta, ";,");
-    if (mlen >= sizeof out->mime)
-        mlen = sizeof out->mime - 1;
+    /* Lower-cased and cut to fit: a type too long for the buffer is no type
+     * the checks know either way. */
+    size_t mlen = u.mime_len < sizeof out->mime ? u.mime_len : sizeof out->mime - 1;
     for (size_t i = 0; i < mlen; i++)
-        out->mime[i] = (char)tolower((unsigned char)meta[i]);
+        out->mime[i] = (char)tolower((unsigned char)u.mime[i]);
     out->mime[mlen] = '\0';
-    size_t metalen = (size_t)(comma - meta);
-    out->base64 = metalen >= 7 && strncasecmp(comma - 7, ";base64", 7) == 0;
-    out->data = comma + 1;
-    out->data_len = strlen(out->data);
+    out->base64 = u.base64;
+    out->data = u.payload;
+    out->data_len = u.payload_len;
     return 0;
 }
 

@@ -42,8 +42,10 @@
 #include "emu_internal.h"
 #include "emu_scenarios.h"
 #include "sb_alloc.h"
+#include "sb_buf.h"
 #include "sb_id.h"
 #include "sb_log.h"
+#include "sb_sse.h"
 #include "sb_time.h"
 
 /* Life of one /v1 request that is not answered synchronously. */
@@ -170,14 +172,14 @@ void sb_emu_reply_sse_json(struct sb_emu_reply *r, const json_t *json)
 
 void sb_emu_reply_sse(struct sb_emu_reply *r, const char *event, const json_t *json, const char *terminator)
 {
-    char *s = json_dumps(json, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (!s)
+    /* The terminator is the blank line: two of the event's line ends. */
+    const char *eol = !strcmp(terminator, "\r\n\r\n") ? "\r\n" : "\n";
+    sb_buf_t chunk = {0};
+    if (sb_sse_buf_json(&chunk, event, json, JSON_COMPACT | JSON_PRESERVE_ORDER, eol) < 0) {
+        sb_buf_free(&chunk);
         return;
-    if (event)
-        reply_push_chunk(r, sb_xasprintf("event: %s\ndata: %s%s", event, s, terminator));
-    else
-        reply_push_chunk(r, sb_xasprintf("data: %s%s", s, terminator));
-    free(s);
+    }
+    reply_push_chunk(r, chunk.p); /* the chunk list owns it now */
 }
 
 void sb_emu_reply_stream_start(struct sb_emu_reply *r)
