@@ -25,7 +25,7 @@
 #include "fe_call_ids.h"
 #include "fe_fallback.h"
 #include "fe_features.h"
-#include "fe_files.h"
+#include "fe_files_resolve.h"
 #include "fe_items.h"
 #include "fe_limits.h"
 #include "fe_prompt.h"

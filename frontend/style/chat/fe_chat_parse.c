@@ -11,7 +11,6 @@
 
 #include "fe_chat_render.h"
 #include "fe_features.h"
-#include "fe_files.h"
 #include "fe_generate.h"
 #include "fe_items.h"
 #include "fe_openai.h"

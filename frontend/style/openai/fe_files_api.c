@@ -1,5 +1,5 @@
-/* fe_files: the Files API and file_id resolution (see fe_files.h). */
-#include "fe_files.h"
+/* fe_files_api: the Files API (see fe_files_api.h). */
+#include "fe_files_api.h"
 
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fe_items.h"
 #include "fe_list.h"
 #include "fe_multipart.h"
 #include "fe_router.h"
@@ -16,7 +15,6 @@
 #include "sb_base64.h"
 #include "sb_event.h"
 #include "sb_id.h"
-#include "sb_map.h"
 
 static const char *const fe_files_purposes[] = {"user_data", "assistants", "vision", NULL};
 
@@ -242,86 +240,4 @@ void fe_files_list(fe_request_t *r)
     snprintf(limit, sizeof limit, "%d", q.limit + 1);
     const char *params[5] = {account, limit, q.order, q.after[0] ? q.after : NULL, has_purpose ? purpose : NULL};
     fe_files_query(r, FE_SQL_FILE_LIST, 5, params, fe_files_on_list);
-}
-
-/* ---- file_id parts of a generation request ------------------------------------ */
-
-static bool fe_files_collect_id(json_t *part, void *arg)
-{
-    const char *type = json_string_value(json_object_get(part, "type"));
-    const char *id = json_string_value(json_object_get(part, "file_id"));
-    if (id && type && (!strcmp(type, "input_file") || !strcmp(type, "input_image")))
-        json_array_append_new(arg, json_string(id));
-    return true;
-}
-
-struct fe_files_fill {
-    sb_map_t *rows; /* file id -> row index + 1 */
-    const PGresult *res;
-    const char *missing; /* first id not found */
-};
-
-static bool fe_files_fill_part(json_t *part, void *arg)
-{
-    struct fe_files_fill *f = arg;
-    const char *type = json_string_value(json_object_get(part, "type"));
-    const char *id = json_string_value(json_object_get(part, "file_id"));
-    if (!id || !type || (strcmp(type, "input_file") != 0 && strcmp(type, "input_image") != 0))
-        return true;
-    uintptr_t row = (uintptr_t)sb_map_get(f->rows, id);
-    if (!row) {
-        f->missing = id;
-        return false;
-    }
-    int i = (int)row - 1;
-    const char *filename = PQgetvalue(f->res, i, 1), *mime = PQgetvalue(f->res, i, 2), *b64 = PQgetvalue(f->res, i, 3);
-    char *url = sb_xasprintf("data:%s;base64,%s", mime, b64);
-    json_object_set_new(part, !strcmp(type, "input_file") ? "file_data" : "image_url", json_string(url));
-    if (!strcmp(type, "input_file"))
-        json_object_set_new(part, "filename", json_string(filename));
-    free(url);
-    json_object_del(part, "file_id");
-    return true;
-}
-
-static void fe_files_on_resolved(const PGresult *res, const char *err, void *arg)
-{
-    fe_request_t *r = arg;
-    if (!fe_request_release(r))
-        return;
-    if (err) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "Files are temporarily unavailable, retry later");
-        return;
-    }
-    struct fe_files_fill f = {.rows = sb_map_new(), .res = res};
-    for (int i = 0; i < PQntuples(res); i++)
-        sb_map_put(f.rows, PQgetvalue(res, i, 0), (void *)(uintptr_t)(i + 1));
-    fe_items_foreach_part(r->job_input, fe_files_fill_part, &f);
-    sb_map_destroy(&f.rows);
-    if (f.missing) {
-        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "file_not_found", "input", "No such File object: %.128s", f.missing);
-        return;
-    }
-    r->prep_done(r);
-}
-
-void fe_files_resolve(fe_request_t *r, fe_request_then_fn done)
-{
-    json_t *ids = json_array();
-    fe_items_foreach_part(r->job_input, fe_files_collect_id, ids);
-    if (json_array_size(ids) == 0) {
-        json_decref(ids);
-        done(r);
-        return;
-    }
-    char account[24];
-    fe_request_account(r, account, sizeof account);
-    char *text = json_dumps(ids, JSON_COMPACT);
-    json_decref(ids);
-    const char *params[2] = {account, text};
-    r->prep_done = done;
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_FILES_RESOLVE, 2, params, fe_files_on_resolved, r);
-    free(text);
 }
