@@ -1,7 +1,8 @@
 /*
  * wjob: the life of one job, from JOB to its one final EVENT.
  *
- * A job's path: sb_wjob_receive() validates it, builds the upstream request
+ * A job's path: sb_wjob_receive() validates it (its shape once, with
+ * sb_job_check, so the adapters need not), builds the upstream request
  * with its provider adapter and starts its call(s) (wcall.c; state UPSTREAM).
  * Body bytes go through each call's sb_provider_parser; when a call's attempt
  * is over, sb_wjob_on_call_final() turns its final event into the job's
@@ -396,6 +397,13 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
     j->stream = !count && json_is_true(json_object_get(sb_job_request(j->job), "stream"));
     int n_calls = count ? 1 : sb_wjob_fanout(j->provider, j->job, &err);
     if (n_calls == 0)
+        goto fail;
+    /* The job's shape (sb_job.h), checked once here so the adapters can take
+     * it as given; refused as an adapter refused it (400 invalid_request).
+     * After the checks that came before the adapter (provider, op, strict
+     * schemas, fan-out size), so a job's first error is what it was; before
+     * anything reads its items (the count's generation job, the adapter). */
+    if (sb_job_check(j->job, &err) < 0)
         goto fail;
     j->call_job = j->job;
     if (n_calls > 1) { /* a shallow copy: only request.n differs */

@@ -132,6 +132,17 @@ static void test_bad_jobs(void)
                       "unsupported parameter: tool type 'web_search' is not supported");
     CHECK_STR(final_upstream("job_tool"), "");
 
+    /* A job whose shape is wrong (sb_job_check on receipt): refused before
+     * any upstream request, in the words the adapters used. */
+    int before = srv_n;
+    job = make_job("openai-chat", "fast", srv_port, NULL);
+    json_array_append_new((json_t *)json_object_get(sb_job_request(job), "input"), json_pack("{s:s}", "role", "user"));
+    send_job("job_untyped", job, 0);
+    CHECK(run_until(has_final, "job_untyped", 3000));
+    check_final_error("job_untyped", 400, "invalid_request", "input item 1 has no type");
+    CHECK_STR(final_upstream("job_untyped"), "");
+    CHECK_INT(srv_n, before);
+
     /* An operation the worker does not know. */
     job = make_job("openai-chat", "fast", srv_port, NULL);
     json_object_set_new((json_t *)sb_job_request(job), "op", json_string("embed"));
