@@ -12,6 +12,7 @@
 
 #include "fe_body.h"
 #include "fe_request.h"
+#include "fe_routes.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_log.h"
@@ -59,6 +60,7 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     fe_server_t *s = sb_xcalloc(1, sizeof *s);
     s->base = base;
     s->cfg = *cfg;
+    s->routes = &fe_routes;
     s->cfg.reasoning_key = NULL; /* the secret is kept only in parsed form */
     s->reap = event_new(base, -1, 0, fe_server_on_reap, s);
     if (!s->reap) {

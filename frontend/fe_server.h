@@ -16,6 +16,8 @@
 #include "fe_reqlog.h"
 #include "sb_seal.h"
 
+struct fe_route_table;
+
 typedef struct {
     const char *listen_host;
     int listen_port;
@@ -46,6 +48,7 @@ typedef struct fe_server {
     fe_auth_t *auth;
     fe_broker_t *broker;
     fe_reqlog_t *reqlog;
+    const struct fe_route_table *routes; /* every endpoint (fe_routes.c), borrowed */
     int active_requests;
     bool draining;
     sb_seal_key_t seal_key; /* valid when seal_ready */

@@ -306,7 +306,7 @@ static void fe_request_on_gone(void *arg)
  * multipart framing. */
 static size_t fe_request_body_max(const fe_request_t *r)
 {
-    if (r->endpoint == fe_files_upload)
+    if (r->route && r->route->file_body)
         return r->srv->cfg.max_file_bytes + 65536;
     return r->srv->cfg.max_body_bytes;
 }
@@ -324,7 +324,7 @@ static void fe_request_http_error(fe_request_t *r, const fe_http_err_t *he)
         fe_error_set(&e, 431, kind, "headers_too_large", NULL,
                      "Request header fields too large: the request line and headers exceed the limit of %zu bytes.",
                      r->srv->cfg.max_header_bytes);
-    else if (he->status == 413 && r->endpoint == fe_files_upload)
+    else if (he->status == 413 && r->route && r->route->file_body)
         fe_error_set(&e, 413, kind, "file_too_large", "file",
                      "File is too large: the upload exceeds the limit of %zu bytes.", r->srv->cfg.max_file_bytes);
     else if (he->status == 413) {
@@ -401,7 +401,7 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
      * route, and its request-log row must still be text PostgreSQL takes
      * (a row it refused stalled the log behind it). */
     sb_utf8_fix(r->path);
-    r->style = fe_router_style_for_path(r->path);
+    r->style = fe_router_style_for_path(srv->routes, r->path);
     const fe_http_err_t *he = fe_http_req_error(http);
     if (he) {
         fe_request_http_error(r, he);
@@ -410,7 +410,7 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
 
     const char *method = fe_http_req_method(http);
     const fe_route_t *route;
-    switch (fe_router_match(method, r->path, &route, &r->path_arg)) {
+    switch (fe_router_match(srv->routes, method, r->path, &route, &r->path_arg)) {
     case FE_ROUTE_NO_PATH:
         fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Invalid URL (%s %.200s)", method, r->path);
         return;
@@ -421,7 +421,8 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
     case FE_ROUTE_OK:
         break;
     }
-    r->style = route->fn == fe_models_list ? fe_models_style(http, route->style) : route->style;
+    r->style = route->style_of ? route->style_of(http, route->style) : route->style;
+    r->route = route;
     r->endpoint = route->fn;
     if (srv->draining) {
         fe_error_t e;

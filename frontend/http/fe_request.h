@@ -83,6 +83,7 @@ struct fe_request {
     enum fe_req_state state;
     const fe_style_t *style;
     fe_endpoint_fn endpoint;
+    const struct fe_route *route; /* the route matched (fe_router.h), borrowed; NULL before */
     char request_id[SB_ID_MAX];
     char response_id[SB_ID_MAX];
     char *path;

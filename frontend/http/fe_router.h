@@ -1,55 +1,59 @@
 /*
- * fe_router: maps method + path to an endpoint and its API style. A path
- * that matches nothing (e.g. a base address given with the endpoint path
- * twice, /v1/chat/completions/v1/chat/completions) is a 404.
+ * fe_router: path matching: maps method + path to a route of a table (the
+ * table naming every endpoint is frontend/fe_routes.c; the server hands it
+ * to each request). A path that matches nothing (e.g. a base address given
+ * with the endpoint path twice, /v1/chat/completions/v1/chat/completions)
+ * is a 404, one that matches with another method a 405.
  */
 #ifndef FE_ROUTER_H
 #define FE_ROUTER_H
 
-#include "fe_generate.h" /* the style files' endpoints call into the pipeline (until fe_routes.c) */
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fe_http.h"
 #include "fe_request.h"
 
-typedef struct {
-    const char *method;  /* "GET", "POST", "DELETE" */
-    const char *pattern; /* exact path; "{}" stands for one id segment */
-    const fe_style_t *style;
+typedef struct fe_route {
+    const char *method;      /* "GET", "POST", "DELETE" */
+    const char *pattern;     /* exact path; "{}" stands for one id segment */
+    const fe_style_t *style; /* its errors' and its reply's style */
     fe_endpoint_fn fn;
+    /* For a path two APIs share (/v1/models): the style of this request
+     * (style is its default). NULL: always style. */
+    const fe_style_t *(*style_of)(fe_http_req_t *http, const fe_style_t *dflt);
+    bool file_body; /* the body is a file upload: up to max_file_bytes plus multipart framing */
 } fe_route_t;
+
+/* Which style's error body a path gets when no route matched: the first
+ * entry whose prefix starts it; the last entry's prefix is "" (any path). */
+typedef struct fe_route_prefix {
+    const char *prefix;
+    const fe_style_t *style;
+} fe_route_prefix_t;
+
+typedef struct fe_route_table {
+    const fe_route_t *routes;
+    size_t n_routes;
+    const fe_route_prefix_t *prefixes;
+    size_t n_prefixes;
+} fe_route_table_t;
 
 enum fe_route_match { FE_ROUTE_OK, FE_ROUTE_NO_PATH, FE_ROUTE_BAD_METHOD };
 
-/* On FE_ROUTE_OK sets *route and *arg (a new string or NULL). */
-enum fe_route_match fe_router_match(const char *method, const char *path, const fe_route_t **route, char **arg);
+/* On FE_ROUTE_OK sets *route (borrowed from t) and *arg (a new string or
+ * NULL). */
+enum fe_route_match fe_router_match(const fe_route_table_t *t, const char *method, const char *path,
+                                    const fe_route_t **route, char **arg);
 
 /* The style whose error body a path gets when no route matched. */
-const fe_style_t *fe_router_style_for_path(const char *path);
+const fe_style_t *fe_router_style_for_path(const fe_route_table_t *t, const char *path);
 
+/* The styles, for the style files that read them here (until style/fe_style.h
+ * declares them). */
 extern const fe_style_t fe_style_responses;
 extern const fe_style_t fe_style_chat;
 extern const fe_style_t fe_style_messages; /* fe_style_messages.c */
 extern const fe_style_t fe_style_gemini;   /* fe_style_gemini.c: Generate Content */
-
-/* Endpoints. */
-void fe_responses_get(fe_request_t *r);
-void fe_responses_delete(fe_request_t *r);
-void fe_responses_input_items(fe_request_t *r);
-void fe_models_list(fe_request_t *r); /* GET /v1/models and /v1/models/{id} */
-/* The style of a request to a path OpenAI's and Anthropic's APIs share
- * (/v1/models): Anthropic's when it carries anthropic-version, else dflt. */
-const fe_style_t *fe_models_style(fe_http_req_t *http, const fe_style_t *dflt);
-void fe_files_upload(fe_request_t *r);
-void fe_files_get(fe_request_t *r);
-void fe_files_content(fe_request_t *r);
-void fe_files_delete(fe_request_t *r);
-void fe_files_list(fe_request_t *r);
-void fe_chat_stored_get(fe_request_t *r);
-void fe_chat_stored_messages(fe_request_t *r);
-void fe_chat_stored_update(fe_request_t *r);
-void fe_chat_stored_delete(fe_request_t *r);
-void fe_chat_stored_list(fe_request_t *r);
-void fe_messages_count_tokens(fe_request_t *r);
-void fe_gemini_models_list(fe_request_t *r);
-void fe_gemini_model_get(fe_request_t *r);
-void fe_gemini_count_tokens(fe_request_t *r);
 
 #endif

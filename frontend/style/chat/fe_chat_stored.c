@@ -5,13 +5,14 @@
  * GET /v1/chat/completions/{id}/messages. Scoped to the caller's account:
  * another account's id is a 404, exactly like a missing one.
  */
+#include "fe_chat_stored.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "fe_body.h"
 #include "fe_list.h"
 #include "fe_params.h"
-#include "fe_router.h"
 #include "fe_sql.h"
 #include "sb_event.h"
 

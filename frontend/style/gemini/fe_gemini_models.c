@@ -4,12 +4,13 @@
  * models the caller's token group may call (a model it may not call is a
  * 404, as if it did not exist). Errors in Google's body (fe_style_gemini).
  */
+#include "fe_gemini_models.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fe_request.h"
-#include "fe_router.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_event.h"

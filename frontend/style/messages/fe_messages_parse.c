@@ -40,6 +40,7 @@
 #include <strings.h>
 
 #include "fe_anthropic_error.h"
+#include "fe_generate.h"
 #include "fe_messages_parse.h"
 #include "fe_messages_render.h"
 #include "fe_openai.h"

@@ -9,7 +9,6 @@
 
 #include "fe_list.h"
 #include "fe_multipart.h"
-#include "fe_router.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"

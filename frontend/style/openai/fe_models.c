@@ -8,6 +8,8 @@
  * SDKs' and real clients' model discovery work. Google's list is
  * fe_gemini_models.c.
  */
+#include "fe_models.h"
+
 #include <string.h>
 #include <time.h>
 

@@ -4,11 +4,12 @@
  * caller's account: another account's id is a 404, exactly like a missing
  * one). The model list is fe_models.c.
  */
+#include "fe_responses_stored.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "fe_list.h"
-#include "fe_router.h"
 #include "fe_sql.h"
 #include "sb_event.h"
 

@@ -1,10 +1,9 @@
 /* test_items: Responses input normalisation, ids, part walking and the
- * call_id check (fe_items.c), plus the route table (fe_router.c). */
+ * call_id check (fe_items.c). The route table is test_router.c's. */
 #include <jansson.h>
 #include <stdlib.h>
 
 #include "fe_items.h"
-#include "fe_router.h"
 #include "sb_test.h"
 
 static json_t *norm(const char *text, fe_error_t *err)
@@ -101,36 +100,10 @@ static void test_foreach(void)
     json_decref(items);
 }
 
-static void test_router(void)
-{
-    const fe_route_t *rt;
-    char *arg;
-    CHECK_INT(fe_router_match("GET", "/v1/responses/resp_1/input_items", &rt, &arg), FE_ROUTE_OK);
-    CHECK(rt->fn == fe_responses_input_items);
-    CHECK_STR(arg, "resp_1");
-    free(arg);
-    CHECK_INT(fe_router_match("GET", "/v1/files/file-9/content", &rt, &arg), FE_ROUTE_OK);
-    CHECK(rt->fn == fe_files_content);
-    free(arg);
-    CHECK_INT(fe_router_match("POST", "/v1/chat/completions/chatcmpl-1", &rt, &arg), FE_ROUTE_OK);
-    CHECK(rt->fn == fe_chat_stored_update);
-    free(arg);
-    CHECK_INT(fe_router_match("GET", "/v1/chat/completions", &rt, &arg), FE_ROUTE_OK);
-    CHECK(rt->fn == fe_chat_stored_list && arg == NULL);
-    CHECK_INT(fe_router_match("PUT", "/v1/files/x", &rt, &arg), FE_ROUTE_BAD_METHOD);
-    CHECK_INT(fe_router_match("GET", "/v1/files/a/b/content", &rt, &arg), FE_ROUTE_NO_PATH);
-    CHECK_INT(fe_router_match("GET", "/v1/files/../content", &rt, &arg), FE_ROUTE_OK); /* ".." is one id segment */
-    free(arg);
-    CHECK_INT(fe_router_match("GET", "/v1/responses//input_items", &rt, &arg), FE_ROUTE_NO_PATH);
-    CHECK_INT(fe_router_match("GET", "/v1/responses/a%2Fb", &rt, &arg), FE_ROUTE_NO_PATH);
-    CHECK_INT(fe_router_match("POST", "/v1/chat/completions/v1/chat/completions", &rt, &arg), FE_ROUTE_NO_PATH);
-}
-
 int main(void)
 {
     test_normalize();
     test_check_calls();
     test_foreach();
-    test_router();
     return sb_test_finish("items");
 }

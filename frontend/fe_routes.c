@@ -1,0 +1,56 @@
+/*
+ * fe_routes: the route table (see fe_routes.h). Adding an endpoint is one
+ * row here and a declaration in its own module's header. Order matters only
+ * between patterns that could match the same path: the first match wins.
+ */
+#include "fe_routes.h"
+
+#include "fe_chat_stored.h"
+#include "fe_files_api.h"
+#include "fe_gemini_models.h"
+#include "fe_generate.h"
+#include "fe_models.h"
+#include "fe_responses_stored.h"
+
+/* method, path, style, endpoint, style_of, file_body (fe_route_t) */
+static const fe_route_t fe_route_list[] = {
+    {"POST", "/v1/responses", &fe_style_responses, fe_generate_start, NULL, false},
+    {"GET", "/v1/responses/{}", &fe_style_responses, fe_responses_get, NULL, false},
+    {"DELETE", "/v1/responses/{}", &fe_style_responses, fe_responses_delete, NULL, false},
+    {"GET", "/v1/responses/{}/input_items", &fe_style_responses, fe_responses_input_items, NULL, false},
+    {"POST", "/v1/chat/completions", &fe_style_chat, fe_generate_start, NULL, false},
+    {"GET", "/v1/chat/completions", &fe_style_chat, fe_chat_stored_list, NULL, false},
+    {"GET", "/v1/chat/completions/{}", &fe_style_chat, fe_chat_stored_get, NULL, false},
+    {"POST", "/v1/chat/completions/{}", &fe_style_chat, fe_chat_stored_update, NULL, false},
+    {"DELETE", "/v1/chat/completions/{}", &fe_style_chat, fe_chat_stored_delete, NULL, false},
+    {"GET", "/v1/chat/completions/{}/messages", &fe_style_chat, fe_chat_stored_messages, NULL, false},
+    {"POST", "/v1/files", &fe_style_responses, fe_files_upload, NULL, true},
+    {"GET", "/v1/files", &fe_style_responses, fe_files_list, NULL, false},
+    {"GET", "/v1/files/{}", &fe_style_responses, fe_files_get, NULL, false},
+    {"DELETE", "/v1/files/{}", &fe_style_responses, fe_files_delete, NULL, false},
+    {"GET", "/v1/files/{}/content", &fe_style_responses, fe_files_content, NULL, false},
+    {"GET", "/v1/models", &fe_style_responses, fe_models_list, fe_models_style, false},
+    {"GET", "/v1/models/{}", &fe_style_responses, fe_models_list, fe_models_style, false},
+    {"POST", "/v1/messages", &fe_style_messages, fe_generate_start, NULL, false},
+    {"POST", "/v1/messages/count_tokens", &fe_style_messages, fe_generate_count_tokens, NULL, false},
+    {"GET", "/v1beta/models", &fe_style_gemini, fe_gemini_models_list, NULL, false},
+    {"GET", "/v1beta/models/{}", &fe_style_gemini, fe_gemini_model_get, NULL, false},
+    {"POST", "/v1beta/models/{}:generateContent", &fe_style_gemini, fe_generate_start, NULL, false},
+    {"POST", "/v1beta/models/{}:streamGenerateContent", &fe_style_gemini, fe_generate_start, NULL, false},
+    {"POST", "/v1beta/models/{}:countTokens", &fe_style_gemini, fe_generate_count_tokens, NULL, false},
+};
+
+/* A path that matched no route is answered in the style its prefix names. */
+static const fe_route_prefix_t fe_route_prefixes[] = {
+    {"/v1/chat/", &fe_style_chat},
+    {"/v1/messages", &fe_style_messages},
+    {"/v1beta/", &fe_style_gemini},
+    {"", &fe_style_responses},
+};
+
+const fe_route_table_t fe_routes = {
+    .routes = fe_route_list,
+    .n_routes = sizeof fe_route_list / sizeof fe_route_list[0],
+    .prefixes = fe_route_prefixes,
+    .n_prefixes = sizeof fe_route_prefixes / sizeof fe_route_prefixes[0],
+};
