@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "provider.h"
+#include "sb_job.h"
 #include "sb_test.h"
 
 /* What a test sets before its first check. */
@@ -128,12 +129,16 @@ static inline json_t *job_with(const char *request)
     return job_with_route(request, NULL);
 }
 
-/* Builds the request for job; returns the parsed body (NULL on error, with
- * *err set). */
+/* Builds the request for job as the worker does: the job's shape checked
+ * first (sb_job_check, run by the worker on receipt), then the adapter's
+ * build_request, which takes that shape as given. Returns the parsed body
+ * (NULL on error, with *err set). */
 static inline json_t *build(const json_t *job, sb_provider_request_t *req, json_t **err)
 {
     memset(req, 0, sizeof *req);
     *err = NULL;
+    if (sb_job_check(job, err) < 0)
+        return NULL;
     if (sb_ptest.provider->build_request(job, req, err) < 0)
         return NULL;
     return json_loadb(req->body, req->body_len, 0, NULL);

@@ -37,6 +37,7 @@
 #include "provider_util.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"
+#include "sb_item.h"
 #include "sb_job.h"
 
 /* True when every part is text, so the content can be one plain string (the
@@ -145,16 +146,19 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
     size_t i;
     const json_t *part;
     json_array_foreach (parts, i, part) {
-        const char *t = json_string_value(json_object_get(part, "type"));
-        json_t *o = NULL;
-        if (t && (!strcmp(t, "input_text") || !strcmp(t, "output_text"))) {
+        json_t *o = NULL; /* stays NULL for a part chat cannot carry */
+        switch (sb_part_type_of(part)) {
+        case SB_PART_INPUT_TEXT:
+        case SB_PART_OUTPUT_TEXT: {
             const json_t *text = json_object_get(part, "text");
             if (!json_is_string(text)) {
                 *err = sb_provider_invalid("content part %zu has no text", i);
                 goto fail;
             }
             o = json_pack("{s:s, s:O}", "type", "text", "text", text);
-        } else if (t && !strcmp(t, "input_image")) {
+            break;
+        }
+        case SB_PART_INPUT_IMAGE: {
             const json_t *url = json_object_get(part, "image_url");
             if (!json_is_string(url)) {
                 *err = sb_provider_invalid("input_image without image_url is not supported by provider " SB_CHAT_KIND);
@@ -165,10 +169,13 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
             if (json_is_string(detail))
                 json_object_set(img, "detail", (json_t *)detail);
             o = json_pack("{s:s, s:o}", "type", "image_url", "image_url", img);
-        } else if (t && !strcmp(t, "input_file")) {
+            break;
+        }
+        case SB_PART_INPUT_FILE:
             if (!(o = sb_chat_file_part(part, i, err)))
                 goto fail;
-        } else if (t && !strcmp(t, "input_audio")) {
+            break;
+        case SB_PART_INPUT_AUDIO: {
             const json_t *audio = json_object_get(part, "input_audio");
             const json_t *data = json_object_get(audio, "data");
             const json_t *format = json_object_get(audio, "format");
@@ -177,7 +184,11 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
                 goto fail;
             }
             o = json_pack("{s:s, s:{s:O, s:O}}", "type", "input_audio", "input_audio", "data", data, "format", format);
-        } else if (t && !strcmp(t, "refusal") && assistant) {
+            break;
+        }
+        case SB_PART_REFUSAL: {
+            if (!assistant)
+                break; /* only an assistant turn refuses */
             const json_t *r = json_object_get(part, "refusal");
             if (!json_is_string(r)) {
                 *err = sb_provider_invalid("refusal part %zu has no refusal text", i);
@@ -186,7 +197,13 @@ static int sb_chat_content(const json_t *parts, json_t **out, bool assistant, js
             /* Kept in place as an assistant content part, as the API takes it:
              * a message whose only content is a refusal is still a message. */
             o = json_pack("{s:s, s:O}", "type", "refusal", "refusal", r);
-        } else {
+            break;
+        }
+        default: /* reasoning parts, unknown types */
+            break;
+        }
+        if (!o) {
+            const char *t = json_string_value(json_object_get(part, "type"));
             *err = sb_provider_invalid("content part type '%s' is not supported by provider " SB_CHAT_KIND,
                                        t ? t : "(none)");
             goto fail;
@@ -231,18 +248,15 @@ static int sb_chat_tool_output(const json_t *output, json_t **out, json_t **err)
     return 0;
 }
 
-/* Adds one function_call item as a tool call: onto the directly preceding
- * assistant message (a run of calls, or a text turn that led to them), else
- * onto a new assistant message. */
-static int sb_chat_add_tool_call(json_t *messages, json_t **last, const json_t *item, json_t **err)
+/* Adds one function_call item (call_id and name are strings: sb_job_check)
+ * as a tool call: onto the directly preceding assistant message (a run of
+ * calls, or a text turn that led to them), else onto a new assistant
+ * message. */
+static void sb_chat_add_tool_call(json_t *messages, json_t **last, const json_t *item)
 {
     const json_t *call_id = json_object_get(item, "call_id");
     const json_t *name = json_object_get(item, "name");
     const json_t *args = json_object_get(item, "arguments");
-    if (!json_is_string(call_id) || !json_is_string(name)) {
-        *err = sb_provider_invalid("function_call items need call_id and name");
-        return -EINVAL;
-    }
     json_t *arguments;
     if (json_is_string(args)) {
         arguments = json_copy((json_t *)args);
@@ -263,14 +277,17 @@ static int sb_chat_add_tool_call(json_t *messages, json_t **last, const json_t *
             json_object_set_new(*last, "tool_calls", tcs);
         }
         json_array_append_new(tcs, tc);
-        return 0;
+        return;
     }
     json_t *m = json_pack("{s:s, s:n, s:[o]}", "role", "assistant", "content", "tool_calls", tc);
     json_array_append_new(messages, m);
     *last = m;
-    return 0;
 }
 
+/* request.input -> chat messages. The job's shape was checked on receipt
+ * (sb_job_check: input an array, every item typed, a message's role known,
+ * a call's call_id and name): what is refused here is what chat cannot
+ * carry. */
 static json_t *sb_chat_messages(const json_t *request, json_t **err)
 {
     json_t *messages = json_array();
@@ -280,51 +297,39 @@ static json_t *sb_chat_messages(const json_t *request, json_t **err)
         last = json_pack("{s:s, s:O}", "role", "system", "content", instructions);
         json_array_append_new(messages, last);
     }
-    const json_t *input = json_object_get(request, "input");
-    if (input && !json_is_array(input)) {
-        *err = sb_provider_invalid("request.input must be an array of items");
-        goto fail;
-    }
     size_t i;
     const json_t *item;
-    json_array_foreach (input, i, item) {
-        const char *type = json_string_value(json_object_get(item, "type"));
-        if (!type) {
-            *err = sb_provider_invalid("input item %zu has no type", i);
-            goto fail;
-        }
-        if (!strcmp(type, "message")) {
-            const char *role = json_string_value(json_object_get(item, "role"));
-            if (!role || (strcmp(role, "system") && strcmp(role, "developer") && strcmp(role, "user") &&
-                          strcmp(role, "assistant"))) {
-                *err = sb_provider_invalid("input item %zu has an unsupported role", i);
-                goto fail;
-            }
-            bool assistant = !strcmp(role, "assistant");
+    json_array_foreach (json_object_get(request, "input"), i, item) {
+        switch (sb_item_type_of(item)) {
+        case SB_ITEM_MESSAGE: {
+            enum sb_role role = sb_role_of(item);
             json_t *content;
-            if (sb_chat_content(json_object_get(item, "content"), &content, assistant, err) < 0)
+            if (sb_chat_content(json_object_get(item, "content"), &content, role == SB_ROLE_ASSISTANT, err) < 0)
                 goto fail;
-            last = json_pack("{s:s, s:o}", "role", role, "content", content);
+            last = json_pack("{s:s, s:o}", "role", sb_role_name(role), "content", content);
             json_array_append_new(messages, last);
-        } else if (!strcmp(type, "function_call")) {
-            if (sb_chat_add_tool_call(messages, &last, item, err) < 0)
-                goto fail;
-        } else if (!strcmp(type, "function_call_output")) {
-            const json_t *call_id = json_object_get(item, "call_id");
-            if (!json_is_string(call_id)) {
-                *err = sb_provider_invalid("function_call_output items need call_id");
-                goto fail;
-            }
+            break;
+        }
+        case SB_ITEM_FUNCTION_CALL:
+            sb_chat_add_tool_call(messages, &last, item);
+            break;
+        case SB_ITEM_FUNCTION_CALL_OUTPUT: {
             json_t *content;
             if (sb_chat_tool_output(json_object_get(item, "output"), &content, err) < 0)
                 goto fail;
-            last = json_pack("{s:s, s:O, s:o}", "role", "tool", "tool_call_id", call_id, "content", content);
+            last = json_pack("{s:s, s:O, s:o}", "role", "tool", "tool_call_id", json_object_get(item, "call_id"),
+                             "content", content);
             json_array_append_new(messages, last);
-        } else if (!strcmp(type, "reasoning")) {
-            continue; /* chat cannot take reasoning back; `last` stays, so calls still merge */
-        } else {
-            *err = sb_provider_invalid("input item type '%s' is not supported by provider " SB_CHAT_KIND, type);
+            break;
+        }
+        case SB_ITEM_REASONING:
+            break; /* chat cannot take reasoning back; `last` stays, so calls still merge */
+        case SB_ITEM_UNKNOWN: {
+            const char *type = json_string_value(json_object_get(item, "type"));
+            *err = sb_provider_invalid("input item type '%s' is not supported by provider " SB_CHAT_KIND,
+                                       type ? type : "(none)");
             goto fail;
+        }
         }
     }
     return messages;
@@ -347,12 +352,8 @@ static json_t *sb_chat_tools(const json_t *tools, json_t **err)
                                            type ? type : "(none)");
             goto fail;
         }
-        const json_t *name = json_object_get(tool, "name");
-        if (!json_is_string(name)) {
-            *err = sb_provider_invalid("function tool %zu has no name", i);
-            goto fail;
-        }
-        json_t *fn = json_pack("{s:O}", "name", name);
+        /* A function tool's name is a string (sb_job_check). */
+        json_t *fn = json_pack("{s:O}", "name", json_object_get(tool, "name"));
         const json_t *v;
         if (json_is_string(v = json_object_get(tool, "description")))
             json_object_set(fn, "description", (json_t *)v);
@@ -425,10 +426,6 @@ int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, json_t 
     json_t *body = NULL;
     const json_t *request = sb_job_request(job);
     const char *upstream_model = sb_job_route_str(job, "upstream_model");
-    if (!request) {
-        *err = sb_provider_invalid("job has no request");
-        goto fail;
-    }
     if (!upstream_model || !*upstream_model) {
         *err = sb_provider_invalid("route has no upstream_model");
         goto fail;
@@ -450,11 +447,7 @@ int sb_chat_build_request(const json_t *job, sb_provider_request_t *req, json_t 
 
     /* Chat rejects an empty tools array, and tool_choice/parallel_tool_calls
      * without tools, where Responses accepts both: send them only with tools. */
-    const json_t *tools = json_object_get(request, "tools");
-    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        *err = sb_provider_invalid("request.tools must be an array");
-        goto fail;
-    }
+    const json_t *tools = json_object_get(request, "tools"); /* absent, null or an array: sb_job_check */
     if (json_array_size(tools) > 0) {
         json_t *t = sb_chat_tools(tools, err);
         if (!t)

@@ -58,6 +58,7 @@
 #include "provider.h" /* sb_provider_t, for the vtable */
 #include "provider_openai_responses.h"
 #include "provider_util.h"
+#include "sb_item.h"
 #include "sb_job.h"
 
 /* Private item fields only the gateway and an upstream see (fe_reasoning.h). */
@@ -82,8 +83,9 @@ static void sb_oresp_copy_string(json_t *dst, const json_t *src, const char *key
  * turn and output_text in the others). */
 static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, size_t index, json_t **err)
 {
-    const char *t = json_string_value(json_object_get(part, "type"));
-    if (sb_oresp_is(t, "input_text") || sb_oresp_is(t, "output_text")) {
+    switch (sb_part_type_of(part)) {
+    case SB_PART_INPUT_TEXT:
+    case SB_PART_OUTPUT_TEXT: {
         const json_t *text = json_object_get(part, "text");
         if (!json_is_string(text)) {
             *err = sb_provider_invalid("input item %zu: content part %zu has no text", item, index);
@@ -95,7 +97,7 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
             json_object_set(o, "annotations", (json_t *)ann);
         return o;
     }
-    if (sb_oresp_is(t, "input_image")) {
+    case SB_PART_INPUT_IMAGE: {
         json_t *o = json_pack("{s:s}", "type", "input_image");
         sb_oresp_copy_string(o, part, "image_url");
         sb_oresp_copy_string(o, part, "file_id");
@@ -108,7 +110,7 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
         }
         return o;
     }
-    if (sb_oresp_is(t, "input_file")) {
+    case SB_PART_INPUT_FILE: {
         json_t *o = json_pack("{s:s}", "type", "input_file");
         sb_oresp_copy_string(o, part, "file_id");
         sb_oresp_copy_string(o, part, "file_data");
@@ -122,7 +124,7 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
         }
         return o;
     }
-    if (sb_oresp_is(t, "refusal")) {
+    case SB_PART_REFUSAL: {
         const json_t *refusal = json_object_get(part, "refusal");
         if (!json_is_string(refusal)) {
             *err = sb_provider_invalid("input item %zu: refusal part %zu has no refusal text", item, index);
@@ -130,13 +132,16 @@ static json_t *sb_oresp_part(const json_t *part, bool assistant, size_t item, si
         }
         return json_pack("{s:s, s:O}", "type", "refusal", "refusal", refusal);
     }
-    if (sb_oresp_is(t, "input_audio")) {
+    case SB_PART_INPUT_AUDIO:
         *err = sb_provider_unsupported(
             "input_audio (input item %zu, content part %zu) is not supported by provider " SB_ORESP_KIND
             ": the Responses API takes no audio input",
             item, index);
         return NULL;
+    default: /* reasoning parts, unknown types */
+        break;
     }
+    const char *t = json_string_value(json_object_get(part, "type"));
     *err = sb_provider_invalid("input item %zu: content part type '%s' is not supported by provider " SB_ORESP_KIND,
                                item, t ? t : "(none)");
     return NULL;
@@ -165,19 +170,15 @@ static json_t *sb_oresp_parts(const json_t *parts, bool assistant, size_t item, 
     return out;
 }
 
+/* A message item (its role is known: sb_job_check). */
 static json_t *sb_oresp_message(const json_t *it, size_t i, json_t **err)
 {
-    const char *role = json_string_value(json_object_get(it, "role"));
-    if (!sb_oresp_is(role, "user") && !sb_oresp_is(role, "assistant") && !sb_oresp_is(role, "system") &&
-        !sb_oresp_is(role, "developer")) {
-        *err = sb_provider_invalid("input item %zu has an unsupported role", i);
-        return NULL;
-    }
-    bool assistant = !strcmp(role, "assistant");
+    enum sb_role role = sb_role_of(it);
+    bool assistant = role == SB_ROLE_ASSISTANT;
     json_t *content = sb_oresp_parts(json_object_get(it, "content"), assistant, i, err);
     if (!content)
         return NULL;
-    json_t *o = json_pack("{s:s, s:s, s:o}", "type", "message", "role", role, "content", content);
+    json_t *o = json_pack("{s:s, s:s, s:o}", "type", "message", "role", sb_role_name(role), "content", content);
     if (assistant) {
         const json_t *id = json_object_get(it, "id");
         if (sb_oresp_prefixed(id, "msg_"))
@@ -188,15 +189,12 @@ static json_t *sb_oresp_message(const json_t *it, size_t i, json_t **err)
     return o;
 }
 
-static json_t *sb_oresp_function_call(const json_t *it, size_t i, json_t **err)
+/* A function_call item (call_id and name are strings: sb_job_check). */
+static json_t *sb_oresp_function_call(const json_t *it)
 {
     const json_t *call_id = json_object_get(it, "call_id");
     const json_t *name = json_object_get(it, "name");
     const json_t *args = json_object_get(it, "arguments");
-    if (!json_is_string(call_id) || !json_is_string(name)) {
-        *err = sb_provider_invalid("input item %zu: function_call items need call_id and name", i);
-        return NULL;
-    }
     json_t *arguments;
     if (json_is_string(args)) {
         arguments = json_incref((json_t *)args);
@@ -216,14 +214,11 @@ static json_t *sb_oresp_function_call(const json_t *it, size_t i, json_t **err)
     return o;
 }
 
+/* A function_call_output item (call_id is a string: sb_job_check). */
 static json_t *sb_oresp_function_output(const json_t *it, size_t i, json_t **err)
 {
     const json_t *call_id = json_object_get(it, "call_id");
     const json_t *output = json_object_get(it, "output");
-    if (!json_is_string(call_id)) {
-        *err = sb_provider_invalid("input item %zu: function_call_output items need call_id", i);
-        return NULL;
-    }
     json_t *out;
     if (json_is_string(output) || json_is_array(output)) {
         out = sb_oresp_parts(output, false, i, err);
@@ -262,49 +257,40 @@ static json_t *sb_oresp_reasoning(const json_t *it)
 }
 
 /* request.input -> the Responses input. *reasoning is set when a reasoning
- * item was kept. */
+ * item was kept. The job's shape was checked on receipt (sb_job_check:
+ * input an array, every item typed, a message's role known, a call's call_id
+ * and name). */
 static json_t *sb_oresp_input(const json_t *request, bool *reasoning, json_t **err)
 {
-    const json_t *input = json_object_get(request, "input");
     json_t *out = json_array();
-    if (!input || json_is_null(input))
-        return out;
-    if (!json_is_array(input)) {
-        *err = sb_provider_invalid("request.input must be an array of items");
-        goto fail;
-    }
     size_t i;
     const json_t *it;
-    json_array_foreach (input, i, it) {
-        if (!json_is_object(it)) {
-            *err = sb_provider_invalid("input item %zu is not an object", i);
-            goto fail;
-        }
-        const char *type = json_string_value(json_object_get(it, "type"));
-        if (!type && json_is_string(json_object_get(it, "role")))
-            type = "message";
-        if (!type) {
-            *err = sb_provider_invalid("input item %zu has no type", i);
-            goto fail;
-        }
+    json_array_foreach (json_object_get(request, "input"), i, it) {
         json_t *o;
-        if (!strcmp(type, "message")) {
+        switch (sb_item_type_of(it)) {
+        case SB_ITEM_MESSAGE:
             o = sb_oresp_message(it, i, err);
-        } else if (!strcmp(type, "function_call")) {
-            o = sb_oresp_function_call(it, i, err);
-        } else if (!strcmp(type, "function_call_output")) {
+            break;
+        case SB_ITEM_FUNCTION_CALL:
+            o = sb_oresp_function_call(it);
+            break;
+        case SB_ITEM_FUNCTION_CALL_OUTPUT:
             o = sb_oresp_function_output(it, i, err);
-        } else if (!strcmp(type, "reasoning")) {
+            break;
+        case SB_ITEM_REASONING:
             o = sb_oresp_reasoning(it);
             if (!o)
                 continue; /* the one allowed drop, see above */
             *reasoning = true;
-        } else {
+            break;
+        case SB_ITEM_UNKNOWN:
+        default:
             /* Built-in tool calls and their outputs (web_search_call, ...)
              * replayed from stored output: this upstream made them. */
             o = json_deep_copy(it);
             for (size_t k = 0; sb_oresp_private[k]; k++)
                 json_object_del(o, sb_oresp_private[k]);
+            break;
         }
         if (!o)
             goto fail;
@@ -330,11 +316,9 @@ static json_t *sb_oresp_tools(const json_t *tools, json_t **err)
             *err = sb_provider_invalid("tool %zu has no type", i);
             goto fail;
         }
+        /* A function tool's name is a string (sb_job_check); a tool of another
+         * type passes on as it is, so its type is checked here. */
         if (!strcmp(type, "function")) {
-            if (!json_is_string(json_object_get(t, "name"))) {
-                *err = sb_provider_invalid("function tool %zu has no name", i);
-                goto fail;
-            }
             if (!json_is_boolean(json_object_get(t, "strict"))) {
                 json_t *copy = json_copy((json_t *)t);
                 json_object_set_new(copy, "strict", json_false());
@@ -439,10 +423,6 @@ static int sb_oresp_build(const json_t *job, sb_provider_request_t *req, json_t 
     json_t *body = NULL;
     const json_t *request = sb_job_request(job);
     const char *upstream_model = sb_job_route_str(job, "upstream_model");
-    if (!request) {
-        *err = sb_provider_invalid("job has no request");
-        goto fail;
-    }
     if (!upstream_model || !*upstream_model) {
         *err = sb_provider_invalid("route has no upstream_model");
         goto fail;
@@ -468,11 +448,7 @@ static int sb_oresp_build(const json_t *job, sb_provider_request_t *req, json_t 
     if (json_is_string(instructions))
         json_object_set(body, "instructions", (json_t *)instructions);
 
-    const json_t *tools = json_object_get(request, "tools");
-    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        *err = sb_provider_invalid("request.tools must be an array");
-        goto fail;
-    }
+    const json_t *tools = json_object_get(request, "tools"); /* absent, null or an array: sb_job_check */
     if (json_array_size(tools) > 0) {
         json_t *t = sb_oresp_tools(tools, err);
         if (!t)

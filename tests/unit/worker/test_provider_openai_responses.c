@@ -248,8 +248,11 @@ static void test_request_refused(void)
                   "text.format json_schema needs name and schema");
     CHECK_INVALID("{\"input\":[{\"type\":\"message\",\"role\":\"tool\",\"content\":[]}]}", NULL,
                   "input item 0 has an unsupported role");
+    /* The job's shape is sb_job_check's, run before the adapter (as the worker
+     * does), in the words all four adapters share: this adapter's own check
+     * said "input item 0: function_call items need call_id and name". */
     CHECK_INVALID("{\"input\":[{\"type\":\"function_call\",\"call_id\":\"c\"}]}", NULL,
-                  "input item 0: function_call items need call_id and name");
+                  "function_call items need call_id and name");
     CHECK_INVALID("{\"input\":{}}", NULL, "request.input must be an array of items");
     CHECK_INVALID("{\"input\":[],\"max_output_tokens\":\"many\"}", NULL,
                   "request.max_output_tokens has the wrong type");
