@@ -33,28 +33,6 @@ static fe_http_source_t *fe_http_source_get(fe_http_t *h, const char *addr)
     return s;
 }
 
-void fe_http_source_drop(fe_http_t *h, fe_http_conn_t *c)
-{
-    fe_http_source_t *s = c->src;
-    if (!s)
-        return;
-    if (c->src_prev)
-        c->src_prev->src_next = c->src_next;
-    else
-        s->list = c->src_next;
-    if (c->src_next)
-        c->src_next->src_prev = c->src_prev;
-    c->src = NULL;
-    if (c->refuse) {
-        h->refusing--;
-        s->refusing--;
-    }
-    if (--s->conns == 0) {
-        sb_map_remove(h->sources, s->addr);
-        free(s);
-    }
-}
-
 typedef struct {
     fe_http_source_t *heaviest;
 } fe_http_heavy_t;
@@ -145,17 +123,9 @@ static void fe_http_on_accept(struct evconnlistener *l, evutil_socket_t fd, stru
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     src = fe_http_source_get(h, addr);
-    fe_http_conn_t *c = fe_http_conn_new(h, fd, src, refuse);
-    if (refuse) {
+    fe_http_conn_new(h, fd, src, refuse); /* it joins src; it leaves it when it closes */
+    if (refuse)
         h->refused++;
-        h->refusing++;
-        src->refusing++;
-    }
-    src->conns++;
-    c->src_next = src->list;
-    if (src->list)
-        src->list->src_prev = c;
-    src->list = c;
 }
 
 static void fe_http_on_listen_error(struct evconnlistener *l, void *arg)
@@ -234,66 +204,4 @@ int fe_http_open(const fe_http_t *h)
 size_t fe_http_body_bytes(const fe_http_t *h)
 {
     return h ? h->body_used : 0;
-}
-
-const char *fe_http_reason(int status)
-{
-    switch (status) {
-    case 100:
-        return "Continue";
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 411:
-        return "Length Required";
-    case 413:
-        return "Content Too Large";
-    case 415:
-        return "Unsupported Media Type";
-    case 417:
-        return "Expectation Failed";
-    case 422:
-        return "Unprocessable Content";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 499:
-        return "Client Closed Request";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    case 505:
-        return "HTTP Version Not Supported";
-    case 529:
-        return "Overloaded";
-    default:
-        return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
-    }
 }

@@ -65,6 +65,48 @@ bool fe_http_conn_idle(const fe_http_conn_t *c)
     return !c->req && (c->state == FE_C_HEAD || c->state == FE_C_LINGER || c->state == FE_C_CLOSING);
 }
 
+/* The connection joins its peer address's source (the listener found or
+ * made it): the counts its admission reads, and the list shedding walks. */
+static void fe_http_conn_join(fe_http_conn_t *c, fe_http_source_t *src)
+{
+    fe_http_t *h = c->srv;
+    c->src = src;
+    if (c->refuse) {
+        h->refusing++;
+        src->refusing++;
+    }
+    src->conns++;
+    c->src_next = src->list;
+    if (src->list)
+        src->list->src_prev = c;
+    src->list = c;
+}
+
+/* The connection leaves its source (it closes): the source's counts drop,
+ * and a source left with no connection is forgotten. */
+static void fe_http_conn_leave(fe_http_conn_t *c)
+{
+    fe_http_t *h = c->srv;
+    fe_http_source_t *s = c->src;
+    if (!s)
+        return;
+    if (c->src_prev)
+        c->src_prev->src_next = c->src_next;
+    else
+        s->list = c->src_next;
+    if (c->src_next)
+        c->src_next->src_prev = c->src_prev;
+    c->src = NULL;
+    if (c->refuse) {
+        h->refusing--;
+        s->refusing--;
+    }
+    if (--s->conns == 0) {
+        sb_map_remove(h->sources, s->addr);
+        free(s);
+    }
+}
+
 void fe_http_conn_close(fe_http_conn_t *c)
 {
     fe_http_t *h = c->srv;
@@ -80,7 +122,7 @@ void fe_http_conn_close(fe_http_conn_t *c)
         bufferevent_free(c->bev); /* closes the socket */
     event_free(c->timer);
     event_free(c->kick);
-    fe_http_source_drop(h, c);
+    fe_http_conn_leave(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -650,7 +692,7 @@ fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_sourc
     c->timer = evtimer_new(h->base, fe_http_on_timer, c);
     c->kick = event_new(h->base, -1, 0, fe_http_on_kick, c);
     c->state = FE_C_HEAD;
-    c->src = src;
+    fe_http_conn_join(c, src);
     bufferevent_setcb(c->bev, fe_http_on_read, fe_http_on_write, fe_http_on_event, c);
     if (h->lim.write_timeout_ms > 0) {
         struct timeval wt = {.tv_sec = h->lim.write_timeout_ms / 1000,
@@ -667,4 +709,66 @@ fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_sourc
     h->conns = c;
     h->open++;
     return c;
+}
+
+const char *fe_http_reason(int status)
+{
+    switch (status) {
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Content Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 417:
+        return "Expectation Failed";
+    case 422:
+        return "Unprocessable Content";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 499:
+        return "Client Closed Request";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    case 529:
+        return "Overloaded";
+    default:
+        return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+    }
 }

@@ -95,14 +95,13 @@ struct fe_http {
     unsigned long shed, refused;
 };
 
-/* fe_http_conn.c */
+/* fe_http_conn.c. The listener (fe_http.c) calls into the connection,
+ * never the other way: a connection joins its source when it is made and
+ * leaves it when it closes. */
 fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_source_t *src, const char *refuse);
 /* Closes at once (no reply); a request served gets its gone callback. */
 void fe_http_conn_close(fe_http_conn_t *c);
 /* True when the connection serves no request (it may be shed). */
 bool fe_http_conn_idle(const fe_http_conn_t *c);
-
-/* fe_http.c: the connection is gone; its source's count drops. */
-void fe_http_source_drop(fe_http_t *h, fe_http_conn_t *c);
 
 #endif
