@@ -265,7 +265,7 @@ void fe_request_fail(fe_request_t *r, const fe_error_t *e)
     r->no_retry = e->no_retry;
     free(r->error_text);
     r->error_text = sb_xstrdup(e->message);
-    fe_request_finish(r, e->status, r->style->error_body(r, e), e->retry_after);
+    fe_request_finish(r, e->status, r->style->error_body(e, r->request_id), e->retry_after);
 }
 
 void fe_request_failf(fe_request_t *r, int status, const char *kind, const char *code, const char *param,
@@ -434,11 +434,8 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
     size_t key_len = 0;
     const char *key = r->style->key(http, &key_len);
     if (!key) {
-        const char *how = r->style == &fe_style_messages ? "the 'x-api-key' header"
-                          : r->style == &fe_style_gemini ? "the 'x-goog-api-key' header"
-                                                         : "'Authorization: Bearer <API_KEY>'";
         fe_request_failf(r, 401, SB_ERR_AUTHENTICATION, "missing_api_key", NULL,
-                         "Invalid API Key: no API key provided. Send it as %s.", how);
+                         "Invalid API Key: no API key provided. Send it as %s.", r->style->key_hint);
         return;
     }
     if (!sb_key_well_formed(key, key_len)) {

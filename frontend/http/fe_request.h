@@ -16,31 +16,11 @@
 #include "fe_http.h"
 #include "fe_server.h"
 #include "fe_stream.h"
+#include "fe_style.h"
 #include "sb_id.h"
 
 struct fe_request;
 typedef struct fe_request fe_request_t;
-
-/* An inbound API style: how it authenticates, parses, renders and fails. */
-typedef struct fe_style {
-    const char *name;
-    /* Presented key, or NULL (sets *len). */
-    const char *(*key)(fe_http_req_t *http, size_t *len);
-    /* Style's error body (new reference). */
-    json_t *(*error_body)(const fe_request_t *r, const fe_error_t *e);
-    /* Request body -> r->parsed.canonical, r->parsed.model_id, r->parsed.previous_response_id, r->parsed.store. */
-    int (*parse)(fe_request_t *r, json_t *body, fe_error_t *err);
-    /* Successful result -> response body (new reference). */
-    json_t *(*render)(fe_request_t *r);
-    /* A token count's result (r->count_tokens) -> the count endpoint's body
-     * (new reference). NULL: the style has no count endpoint. */
-    json_t *(*render_count)(fe_request_t *r);
-    /* Stores the rendered result (r->parsed.store is true): issues one database
-     * write whose callback is fe_generate_stored. NULL: nothing to store. */
-    void (*store)(fe_request_t *r, const json_t *rendered);
-    /* How the style streams (fe_stream.h); NULL: it cannot. */
-    const fe_stream_style_t *stream;
-} fe_style_t;
 
 /* What an endpoint does once the caller is authenticated. */
 typedef void (*fe_endpoint_fn)(fe_request_t *r);
@@ -62,21 +42,6 @@ enum fe_req_state {
     FE_REQ_DONE,    /* reply sent or client gone; reaped when nothing is pending */
 };
 
-/* What a style's parse fills from the request body: the canonical request
- * and the reply's shape. Part of the request (r->parsed); freed with it. */
-typedef struct fe_parsed {
-    json_t *canonical;          /* canonical request (sb_job.h "request"); its input is this request's own, owned */
-    char *model_id;             /* the model asked for, owned */
-    char *previous_response_id; /* owned */
-    json_t *prompt_ref;         /* the request's prompt {id, version, variables}, owned */
-    bool store;                 /* store the result */
-    bool stream;                /* answer as a stream (fe_stream.h) */
-    const fe_stream_style_t *stream_style; /* set by parse when not style->stream */
-    bool seal_reasoning;                   /* return reasoning items with encrypted_content */
-    int n;                                 /* choices asked for (Chat Completions n); 1 otherwise */
-    json_t *style_state;                   /* per-style extras for rendering, owned */
-} fe_parsed_t;
-
 struct fe_request {
     fe_server_t *srv;
     fe_http_req_t *http; /* NULL once replied or the client is gone */
@@ -85,7 +50,6 @@ struct fe_request {
     fe_endpoint_fn endpoint;
     const struct fe_route *route; /* the route matched (fe_router.h), borrowed; NULL before */
     char request_id[SB_ID_MAX];
-    char response_id[SB_ID_MAX];
     char *path;
     char *path_arg; /* e.g. the {id} of /v1/responses/{id} */
     int64_t start_us, start_ms;

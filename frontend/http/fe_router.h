@@ -49,11 +49,4 @@ enum fe_route_match fe_router_match(const fe_route_table_t *t, const char *metho
 /* The style whose error body a path gets when no route matched. */
 const fe_style_t *fe_router_style_for_path(const fe_route_table_t *t, const char *path);
 
-/* The styles, for the style files that read them here (until style/fe_style.h
- * declares them). */
-extern const fe_style_t fe_style_responses;
-extern const fe_style_t fe_style_chat;
-extern const fe_style_t fe_style_messages; /* fe_style_messages.c */
-extern const fe_style_t fe_style_gemini;   /* fe_style_gemini.c: Generate Content */
-
 #endif

@@ -58,6 +58,14 @@ static void fe_generate_submit(fe_request_t *r);
 static void fe_generate_job_over(fe_request_t *r);
 static void fe_generate_fall_back(fe_request_t *r);
 
+/* What the style's render and stream hooks see of r (fe_style.h). */
+static fe_render_ctx_t fe_generate_render_ctx(const fe_request_t *r)
+{
+    fe_render_ctx_t ctx = {
+        .parsed = &r->parsed, .start_ms = r->start_ms, .request_id = r->request_id, .seal = fe_reasoning_sealer(r)};
+    return ctx;
+}
+
 static void fe_generate_on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     fe_request_t *r = arg;
@@ -79,7 +87,7 @@ void fe_generate_stored(const PGresult *res, const char *err, void *arg)
         return;
     json_t *body = json_object_get(r->parsed.style_state, "rendered");
     if (err) {
-        sb_error("storing %s failed: %s", r->response_id, err);
+        sb_error("storing %s failed: %s", r->parsed.response_id, err);
         fe_error_t e;
         fe_error_set(&e, 500, SB_ERR_SERVER, "store_failed", NULL,
                      "The response was generated but could not be stored; retry the request");
@@ -106,7 +114,8 @@ static void fe_generate_finish(fe_request_t *r)
         e = r->result.error;
     json_t *rendered = NULL;
     if (r->result.done && !r->result.failed) {
-        rendered = r->count_tokens ? r->style->render_count(r) : r->style->render(r);
+        fe_render_ctx_t ctx = fe_generate_render_ctx(r);
+        rendered = r->count_tokens ? r->style->render_count(&r->result, &ctx) : r->style->render(&r->result, &ctx);
         if (!rendered)
             fe_error_set(&e, 500, SB_ERR_SERVER, NULL, NULL, "could not render the response");
     }
@@ -117,11 +126,11 @@ static void fe_generate_finish(fe_request_t *r)
             fe_request_fail(r, &e);
         return;
     }
-    if (r->parsed.store && r->response_id[0] && r->style->store && !r->count_tokens) {
+    if (r->parsed.store && r->parsed.response_id[0] && r->style->store && !r->count_tokens) {
         json_object_set(r->parsed.style_state, "rendered", rendered);
         fe_request_set_state(r, FE_REQ_STORING);
         fe_request_hold(r);
-        r->style->store(r, rendered);
+        r->style->store(r, rendered, fe_generate_stored);
         json_decref(rendered);
         return;
     }
@@ -216,8 +225,10 @@ static void fe_generate_submit(fe_request_t *r)
         fe_request_fail(r, &e);
         return;
     }
-    if (r->parsed.stream && !r->stream_out)
-        fe_stream_begin(r);
+    if (r->parsed.stream && !r->stream_out) {
+        fe_render_ctx_t ctx = fe_generate_render_ctx(r);
+        fe_stream_begin(r, &ctx);
+    }
     if (!r->deadline) /* a fallback's job reuses the timer */
         r->deadline = evtimer_new(r->srv->base, fe_generate_on_deadline, r);
     struct timeval tv = {(timeout_ms + FE_DEADLINE_SLACK_MS) / 1000,
@@ -257,19 +268,6 @@ static void fe_generate_load_context(fe_request_t *r, fe_request_then_fn done)
     fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
 }
 
-/* The parameter a style names its output limit by, and its input by. */
-static const char *fe_generate_max_param(const fe_request_t *r)
-{
-    return r->style == &fe_style_responses ? "max_output_tokens"
-           : r->style == &fe_style_gemini  ? "generationConfig.maxOutputTokens"
-                                           : "max_tokens";
-}
-
-static const char *fe_generate_input_param(const fe_request_t *r)
-{
-    return r->style == &fe_style_responses ? "input" : r->style == &fe_style_gemini ? "contents" : "messages";
-}
-
 /* Output limit and context length of r->model against the request: sets
  * r->est_tokens; -1 with *err set (400) when it does not fit. */
 static int fe_generate_check_size(fe_request_t *r, fe_error_t *err)
@@ -279,17 +277,17 @@ static int fe_generate_check_size(fe_request_t *r, fe_error_t *err)
     const json_t *asked = json_object_get(r->parsed.canonical, "max_output_tokens");
     json_int_t want = json_is_integer(asked) ? json_integer_value(asked) : 0;
     if (max_out > 0 && want > max_out && !r->count_tokens) {
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_value", fe_generate_max_param(r),
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_value", r->style->max_tokens_param,
                      "%s is too large: %lld. The model '%.100s' supports at most %lld output tokens.",
-                     fe_generate_max_param(r), (long long)want, r->parsed.model_id, (long long)max_out);
+                     r->style->max_tokens_param, (long long)want, r->parsed.model_id, (long long)max_out);
         return -1;
     }
     r->est_tokens = fe_tokens_request(r->parsed.canonical, r->job_input);
     if (context > 0 && r->est_tokens + want > context && !r->count_tokens) { /* a count says how far over */
         char also[96] = "";
         if (want > 0)
-            snprintf(also, sizeof also, " and %s asks for %lld more", fe_generate_max_param(r), (long long)want);
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "context_length_exceeded", fe_generate_input_param(r),
+            snprintf(also, sizeof also, " and %s asks for %lld more", r->style->max_tokens_param, (long long)want);
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "context_length_exceeded", r->style->input_param,
                      "context length exceeded: the model '%.100s' has a context length of %lld tokens, but the "
                      "input has at least %lld tokens%s. Shorten the input or lower the output limit.",
                      r->parsed.model_id, (long long)context, (long long)r->est_tokens, also);
@@ -325,7 +323,8 @@ static void fe_generate_check(fe_request_t *r, fe_request_then_fn done)
  * request was answered. */
 static bool fe_generate_store_blocked(fe_request_t *r)
 {
-    if (!r->parsed.store || !r->response_id[0] || !r->style->store || r->count_tokens || fe_db_available(r->srv->db))
+    if (!r->parsed.store || !r->parsed.response_id[0] || !r->style->store || r->count_tokens ||
+        fe_db_available(r->srv->db))
         return false;
     fe_error_t e;
     fe_error_set(&e, 503, SB_ERR_SERVER, "store_unavailable", NULL,
@@ -507,7 +506,12 @@ void fe_generate_start(fe_request_t *r)
     }
     r->parsed.style_state = json_object();
     memset(&err, 0, sizeof err);
-    if (r->style->parse(r, r->body, &err) < 0) {
+    fe_style_in_t in = {.http = r->http,
+                        .path = r->path,
+                        .path_arg = r->path_arg,
+                        .count_tokens = r->count_tokens,
+                        .seal = fe_reasoning_sealer(r)};
+    if (r->style->parse(&in, r->body, &r->parsed, &err) < 0) {
         fe_request_fail(r, &err);
         return;
     }

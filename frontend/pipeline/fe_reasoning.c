@@ -9,9 +9,16 @@
 #include "sb_seal.h"
 
 /* The seal's associated data: the owner, and what the blob is. */
-static void fe_reasoning_context(const fe_request_t *r, char *buf, size_t len)
+static void fe_reasoning_context(const fe_sealer_t *s, char *buf, size_t len)
 {
-    snprintf(buf, len, "acct:%lld|reasoning", (long long)json_integer_value(json_object_get(r->key, "account_id")));
+    snprintf(buf, len, "acct:%lld|reasoning", s->account_id);
+}
+
+fe_sealer_t fe_reasoning_sealer(const fe_request_t *r)
+{
+    fe_sealer_t s = {.key = r->srv->seal_ready ? &r->srv->seal_key : NULL,
+                     .account_id = (long long)json_integer_value(json_object_get(r->key, "account_id"))};
+    return s;
 }
 
 static bool fe_reasoning_is(const json_t *it)
@@ -29,31 +36,43 @@ void fe_reasoning_strip_private(json_t *item)
         json_object_del(item, fe_reasoning_private[i]);
 }
 
-char *fe_reasoning_seal_item(const fe_request_t *r, const json_t *item)
+char *fe_reasoning_seal(const fe_sealer_t *s, const json_t *item)
 {
-    if (!r->srv->seal_ready)
+    if (!s->key)
         return NULL;
     char ctx[64];
-    fe_reasoning_context(r, ctx, sizeof ctx);
+    fe_reasoning_context(s, ctx, sizeof ctx);
     char *plain = json_dumps(item, JSON_COMPACT);
-    char *token = plain ? sb_seal(&r->srv->seal_key, ctx, plain, strlen(plain)) : NULL;
+    char *token = plain ? sb_seal(s->key, ctx, plain, strlen(plain)) : NULL;
     free(plain);
     return token;
 }
 
+char *fe_reasoning_seal_item(const fe_request_t *r, const json_t *item)
+{
+    fe_sealer_t s = fe_reasoning_sealer(r);
+    return fe_reasoning_seal(&s, item);
+}
+
 json_t *fe_reasoning_open_token(const fe_request_t *r, const char *token, const char *param, fe_error_t *err)
 {
-    if (!r->srv->seal_ready) {
+    fe_sealer_t s = fe_reasoning_sealer(r);
+    return fe_reasoning_open(&s, token, param, err);
+}
+
+json_t *fe_reasoning_open(const fe_sealer_t *s, const char *token, const char *param, fe_error_t *err)
+{
+    if (!s->key) {
         fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
                      "unsupported parameter: encrypted reasoning is not configured on this gateway.");
         return NULL;
     }
     char ctx[64];
-    fe_reasoning_context(r, ctx, sizeof ctx);
+    fe_reasoning_context(s, ctx, sizeof ctx);
     void *plain = NULL;
     size_t len = 0;
     json_t *opened = NULL;
-    if (sb_seal_open(&r->srv->seal_key, ctx, token, &plain, &len) == 0)
+    if (sb_seal_open(s->key, ctx, token, &plain, &len) == 0)
         opened = json_loadb(plain, len, 0, NULL);
     free(plain);
     if (!json_is_object(opened)) {
@@ -89,7 +108,7 @@ int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *er
     return 0;
 }
 
-json_t *fe_reasoning_seal_items(const fe_request_t *r, const json_t *items)
+json_t *fe_reasoning_seal_items(const fe_sealer_t *s, const json_t *items)
 {
     json_t *out = json_array();
     size_t i;
@@ -101,7 +120,7 @@ json_t *fe_reasoning_seal_items(const fe_request_t *r, const json_t *items)
             json_array_append_new(out, copy);
             continue;
         }
-        char *token = fe_reasoning_seal_item(r, it);
+        char *token = fe_reasoning_seal(s, it);
         if (!token) {
             sb_error("reasoning sealing asked for but failed (is a reasoning key configured?)");
             json_decref(out);

@@ -14,14 +14,23 @@
 
 #include "fe_request.h"
 
-/* Seals one canonical item (any type) for the caller's account: a new token
- * string (caller frees), or NULL when no key is configured or sealing failed.
+/* r's sealer (fe_style.h): the gateway's key when one is configured, and
+ * the caller's account. The styles get it in their hook contexts. */
+fe_sealer_t fe_reasoning_sealer(const fe_request_t *r);
+
+/* Seals one canonical item (any type) for s's account: a new token string
+ * (caller frees), or NULL when no key is configured or sealing failed.
  * Styles without an encrypted_content field use it for their own opaque
  * fields (a Messages thinking block's signature, a Gemini thoughtSignature). */
-char *fe_reasoning_seal_item(const fe_request_t *r, const json_t *item);
+char *fe_reasoning_seal(const fe_sealer_t *s, const json_t *item);
 
-/* Opens a token made by fe_reasoning_seal_item: the item (new reference), or
- * NULL with err (400 invalid_encrypted_content; param names the field). */
+/* Opens a token made by fe_reasoning_seal: the item (new reference), or
+ * NULL with err (400 invalid_encrypted_content; param names the field; 400
+ * unsupported_parameter when no key is configured). */
+json_t *fe_reasoning_open(const fe_sealer_t *s, const char *token, const char *param, fe_error_t *err);
+
+/* The same for r's caller (fe_reasoning_sealer(r)). */
+char *fe_reasoning_seal_item(const fe_request_t *r, const json_t *item);
 json_t *fe_reasoning_open_token(const fe_request_t *r, const char *token, const char *param, fe_error_t *err);
 
 /* Fields only the upstream and the gateway see: an Anthropic thinking
@@ -36,6 +45,6 @@ int fe_reasoning_open_items(const fe_request_t *r, json_t *items, fe_error_t *er
 
 /* A copy of output items in which reasoning items carry encrypted_content
  * and no plain content (new reference). NULL if sealing failed. */
-json_t *fe_reasoning_seal_items(const fe_request_t *r, const json_t *items);
+json_t *fe_reasoning_seal_items(const fe_sealer_t *s, const json_t *items);
 
 #endif

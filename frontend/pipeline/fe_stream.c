@@ -15,7 +15,7 @@ struct fe_stream {
     struct evbuffer *out;    /* what the renderer writes; sent and emptied after each step */
     struct event *keepalive; /* fires after keepalive_ms without a write */
     struct timeval keepalive_tv;
-    void *state; /* the style's, style->state_size bytes */
+    fe_stream_ctx_t ctx; /* what the renderer's hooks get: its state (style->state_size bytes), the result */
 };
 
 void fe_stream_free(fe_stream_t **sp)
@@ -26,9 +26,9 @@ void fe_stream_free(fe_stream_t **sp)
     *sp = NULL;
     if (s->keepalive)
         event_free(s->keepalive);
-    if (s->state && s->style->state_free)
-        s->style->state_free(s->state);
-    free(s->state);
+    if (s->ctx.state && s->style->state_free)
+        s->style->state_free(s->ctx.state);
+    free(s->ctx.state);
     if (s->out)
         evbuffer_free(s->out);
     free(s);
@@ -36,7 +36,7 @@ void fe_stream_free(fe_stream_t **sp)
 
 void *fe_stream_state(const fe_request_t *r)
 {
-    return r->stream_out ? r->stream_out->state : NULL;
+    return r->stream_out ? r->stream_out->ctx.state : NULL;
 }
 
 bool fe_stream_started(const fe_request_t *r)
@@ -63,7 +63,7 @@ static bool fe_stream_open(fe_request_t *r)
     if (!fe_request_stream_start(r, s->style->content_type))
         return false;
     if (s->style->open)
-        s->style->open(r, s->out);
+        s->style->open(&s->ctx, s->out);
     return true;
 }
 
@@ -77,7 +77,7 @@ static void fe_stream_on_keepalive(evutil_socket_t fd, short what, void *arg)
         return;
     if (!r->stream_started)
         return; /* armed only once the stream is open (fe_stream_begin) */
-    s->style->keepalive(r, s->out);
+    s->style->keepalive(&s->ctx, s->out);
     fe_stream_flush(r);
 }
 
@@ -88,7 +88,7 @@ static void fe_stream_on_end(fe_request_t *r, void *arg)
     fe_stream_free(&r->stream_out);
 }
 
-void fe_stream_begin(fe_request_t *r)
+void fe_stream_begin(fe_request_t *r, const fe_render_ctx_t *ctx)
 {
     const fe_stream_style_t *style = r->parsed.stream_style ? r->parsed.stream_style : r->style->stream;
     fe_stream_t *s = sb_xcalloc(1, sizeof *s);
@@ -96,7 +96,9 @@ void fe_stream_begin(fe_request_t *r)
     s->out = evbuffer_new();
     if (!s->out)
         abort(); /* out of memory, as sb_alloc handles it */
-    s->state = sb_xcalloc(1, style->state_size ? style->state_size : 1);
+    s->ctx.render = *ctx;
+    s->ctx.result = &r->result;
+    s->ctx.state = sb_xcalloc(1, style->state_size ? style->state_size : 1);
     int ms = r->srv->cfg.stream_keepalive_ms;
     if (ms > 0 && style->keepalive) {
         s->keepalive = evtimer_new(r->srv->base, fe_stream_on_keepalive, r);
@@ -116,7 +118,7 @@ void fe_stream_event(fe_request_t *r, const json_t *ev)
     fe_stream_t *s = r->stream_out;
     if (!s || !fe_stream_open(r))
         return;
-    s->style->event(r, ev, s->out);
+    s->style->event(&s->ctx, ev, s->out);
     fe_stream_flush(r);
 }
 
@@ -129,7 +131,7 @@ void fe_stream_fail(fe_request_t *r, const fe_error_t *e)
     }
     free(r->error_text);
     r->error_text = sb_xstrdup(e->message);
-    s->style->fail(r, e, s->out);
+    s->style->fail(&s->ctx, e, s->out);
     fe_request_stream_write(r, s->out);
     fe_request_stream_end(r, e->status);
 }
@@ -141,7 +143,7 @@ void fe_stream_complete(fe_request_t *r, const json_t *rendered)
         fe_request_stream_end(r, 499);
         return;
     }
-    s->style->close(r, rendered, s->out);
+    s->style->close(&s->ctx, rendered, s->out);
     fe_request_stream_write(r, s->out);
     fe_request_stream_end(r, 200);
 }

@@ -25,38 +25,15 @@
 #include <stddef.h>
 
 #include "fe_error.h"
+#include "fe_style.h" /* fe_stream_style_t: how a style renders its stream, and the renderers */
 
 struct fe_request;
 
-/* How one style renders a stream. Every hook appends its text to out. */
-typedef struct fe_stream_style {
-    const char *content_type;
-    size_t state_size; /* the style's per-stream state, zeroed; fe_stream_state() */
-    /* The first bytes of the stream (may append nothing). */
-    void (*open)(struct fe_request *r, struct evbuffer *out);
-    /* One non-final canonical event (already folded into r->result). */
-    void (*event)(struct fe_request *r, const json_t *ev, struct evbuffer *out);
-    /* The job completed; rendered is the non-streamed body (style->render). */
-    void (*close)(struct fe_request *r, const json_t *rendered, struct evbuffer *out);
-    /* The job failed after the stream had started. */
-    void (*fail)(struct fe_request *r, const fe_error_t *e, struct evbuffer *out);
-    /* Something that keeps proxies from cutting a quiet stream. */
-    void (*keepalive)(struct fe_request *r, struct evbuffer *out);
-    /* Frees what the state points to (optional). */
-    void (*state_free)(void *state);
-} fe_stream_style_t;
-
-/* The styles' renderers (fe_stream_<style>.c). */
-extern const fe_stream_style_t fe_stream_responses;
-extern const fe_stream_style_t fe_stream_chat;
-extern const fe_stream_style_t fe_stream_messages;
-extern const fe_stream_style_t fe_stream_gemini;       /* ?alt=sse */
-extern const fe_stream_style_t fe_stream_gemini_array; /* Google's default: one streamed JSON array */
-
 typedef struct fe_stream fe_stream_t;
 
-/* Prepares r (r->parsed.stream true) for streaming: state and keep-alive timer. */
-void fe_stream_begin(struct fe_request *r);
+/* Prepares r (r->parsed.stream true) for streaming: state and keep-alive
+ * timer. ctx (copied) is what the renderer's hooks see besides the result. */
+void fe_stream_begin(struct fe_request *r, const fe_render_ctx_t *ctx);
 /* A non-final event from the worker. */
 void fe_stream_event(struct fe_request *r, const json_t *ev);
 /* The job failed: an error reply, or the style's error event and the end. */

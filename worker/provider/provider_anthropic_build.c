@@ -46,6 +46,11 @@
  * frequency/presence penalties, n > 1 (the worker fans n out: supports_n is
  * false). request.metadata is not sent (Messages metadata takes only user_id).
  *
+ * The job's shape (sb_job.h: items with a type, messages with a known role,
+ * calls with their ids, tools an array, function tools named) is checked
+ * once by the worker on receipt (sb_job_check); this file takes it as given
+ * and judges only what is this upstream's to refuse.
+ *
  * Token counting (a count job): POST {base_url}/v1/messages/count_tokens with
  * the same body minus max_tokens, stream, sampling and metadata (the
  * endpoint refuses them); the reply is read by provider_anthropic_parse.c.
@@ -61,6 +66,7 @@
 #include "sb_base64.h"
 #include "sb_buf.h"
 #include "sb_event.h"
+#include "sb_item.h"
 #include "sb_job.h"
 
 #define SB_ANTH_VERSION "2023-06-01"
@@ -184,9 +190,10 @@ static json_t *sb_anth_document(const json_t *part, size_t index, json_t **err)
 static int sb_anth_part(const json_t *part, size_t index, bool assistant, json_t **out, json_t **err)
 {
     *out = NULL;
-    const char *t = json_string_value(json_object_get(part, "type"));
-    if (t && (!strcmp(t, "input_text") || !strcmp(t, "output_text") || (assistant && !strcmp(t, "refusal")))) {
-        const json_t *text = json_object_get(part, strcmp(t, "refusal") ? "text" : "refusal");
+    enum sb_part_type type = sb_part_type_of(part);
+    bool refusal = assistant && type == SB_PART_REFUSAL;
+    if (type == SB_PART_INPUT_TEXT || type == SB_PART_OUTPUT_TEXT || refusal) {
+        const json_t *text = json_object_get(part, refusal ? "refusal" : "text");
         if (!json_is_string(text)) {
             *err = sb_provider_invalid("content part %zu has no text", index);
             return -EINVAL;
@@ -195,14 +202,18 @@ static int sb_anth_part(const json_t *part, size_t index, bool assistant, json_t
             *out = json_pack("{s:s, s:O}", "type", "text", "text", text);
         return 0;
     }
-    if (t && !strcmp(t, "input_image"))
+    switch (type) {
+    case SB_PART_INPUT_IMAGE:
         return (*out = sb_anth_image(part, index, err)) ? 0 : -EINVAL;
-    if (t && !strcmp(t, "input_file"))
+    case SB_PART_INPUT_FILE:
         return (*out = sb_anth_document(part, index, err)) ? 0 : -EINVAL;
-    if (t && !strcmp(t, "input_audio")) {
+    case SB_PART_INPUT_AUDIO:
         *err = sb_provider_unsupported("audio input is not supported by Anthropic upstreams");
         return -EINVAL;
+    default: /* a refusal outside an assistant turn, reasoning parts, unknown types */
+        break;
     }
+    const char *t = json_string_value(json_object_get(part, "type"));
     *err = sb_provider_invalid("content part type '%s' is not supported by provider " SB_ANTH_KIND, t ? t : "(none)");
     return -EINVAL;
 }
@@ -214,9 +225,10 @@ static int sb_anth_system(sb_buf_t *system, const json_t *parts, json_t **err)
     size_t i;
     const json_t *part;
     json_array_foreach (parts, i, part) {
-        const char *t = json_string_value(json_object_get(part, "type"));
+        enum sb_part_type type = sb_part_type_of(part);
         const json_t *text = json_object_get(part, "text");
-        if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) || !json_is_string(text)) {
+        if ((type != SB_PART_INPUT_TEXT && type != SB_PART_OUTPUT_TEXT) || !json_is_string(text)) {
+            const char *t = json_string_value(json_object_get(part, "type"));
             sb_buf_free(&piece);
             *err =
                 sb_provider_unsupported("content part type '%s' in a system or developer message is not supported by "
@@ -240,9 +252,9 @@ static int sb_anth_system(sb_buf_t *system, const json_t *parts, json_t **err)
 }
 
 /* A user or assistant message's parts -> blocks in that role's turn. */
-static int sb_anth_message(json_t *messages, const char *role, const json_t *parts, json_t **err)
+static int sb_anth_message(json_t *messages, enum sb_role role, const json_t *parts, json_t **err)
 {
-    bool assistant = !strcmp(role, "assistant");
+    bool assistant = role == SB_ROLE_ASSISTANT;
     size_t i;
     const json_t *part;
     json_array_foreach (parts, i, part) {
@@ -250,7 +262,7 @@ static int sb_anth_message(json_t *messages, const char *role, const json_t *par
         if (sb_anth_part(part, i, assistant, &block, err) < 0)
             return -EINVAL;
         if (block)
-            sb_anth_push(messages, role, block);
+            sb_anth_push(messages, sb_role_name(role), block);
     }
     return 0;
 }
@@ -262,10 +274,6 @@ static int sb_anth_tool_use(json_t *messages, const json_t *item, json_t **err)
     const json_t *call_id = json_object_get(item, "call_id");
     const json_t *name = json_object_get(item, "name");
     const json_t *args = json_object_get(item, "arguments");
-    if (!json_is_string(call_id) || !json_is_string(name)) {
-        *err = sb_provider_invalid("function_call items need call_id and name");
-        return -EINVAL;
-    }
     json_t *input;
     if (json_is_object(args)) {
         input = json_incref((json_t *)args);
@@ -291,10 +299,6 @@ static int sb_anth_tool_result(json_t *messages, const json_t *item, json_t **er
 {
     const json_t *call_id = json_object_get(item, "call_id");
     const json_t *output = json_object_get(item, "output");
-    if (!json_is_string(call_id)) {
-        *err = sb_provider_invalid("function_call_output items need call_id");
-        return -EINVAL;
-    }
     json_t *block = json_pack("{s:s, s:O}", "type", "tool_result", "tool_use_id", call_id);
     if (json_is_string(output)) {
         if (json_string_length(output) > 0)
@@ -361,48 +365,42 @@ static int sb_anth_messages(json_t *body, const json_t *request, json_t **err)
     const json_t *instructions = json_object_get(request, "instructions");
     if (json_is_string(instructions))
         sb_anth_buf_join(&system, "\n\n", instructions);
-    const json_t *input = json_object_get(request, "input");
-    if (input && !json_is_null(input) && !json_is_array(input)) {
-        *err = sb_provider_invalid("request.input must be an array of items");
-        goto fail;
-    }
+    /* input's shape (an array of typed items; messages with a known role,
+     * calls with their ids) is sb_job_check's, run by the worker on receipt. */
     size_t i;
     const json_t *item;
-    json_array_foreach (input, i, item) {
-        const char *type = json_string_value(json_object_get(item, "type"));
-        if (!type) {
-            *err = sb_provider_invalid("input item %zu has no type", i);
-            goto fail;
-        }
-        if (!strcmp(type, "message")) {
-            const char *role = json_string_value(json_object_get(item, "role"));
+    json_array_foreach (json_object_get(request, "input"), i, item) {
+        int rc = 0;
+        switch (sb_item_type_of(item)) {
+        case SB_ITEM_MESSAGE: {
+            enum sb_role role = sb_role_of(item);
             const json_t *content = json_object_get(item, "content");
-            if (!role || (strcmp(role, "system") && strcmp(role, "developer") && strcmp(role, "user") &&
-                          strcmp(role, "assistant"))) {
-                *err = sb_provider_invalid("input item %zu has an unsupported role", i);
-                goto fail;
-            }
             if (!json_is_array(content)) {
                 *err = sb_provider_invalid("message content must be an array of parts");
                 goto fail;
             }
-            int rc = (!strcmp(role, "system") || !strcmp(role, "developer"))
-                         ? sb_anth_system(&system, content, err)
-                         : sb_anth_message(messages, role, content, err);
-            if (rc < 0)
-                goto fail;
-        } else if (!strcmp(type, "function_call")) {
-            if (sb_anth_tool_use(messages, item, err) < 0)
-                goto fail;
-        } else if (!strcmp(type, "function_call_output")) {
-            if (sb_anth_tool_result(messages, item, err) < 0)
-                goto fail;
-        } else if (!strcmp(type, "reasoning")) {
+            rc = role == SB_ROLE_SYSTEM || role == SB_ROLE_DEVELOPER ? sb_anth_system(&system, content, err)
+                                                                     : sb_anth_message(messages, role, content, err);
+            break;
+        }
+        case SB_ITEM_FUNCTION_CALL:
+            rc = sb_anth_tool_use(messages, item, err);
+            break;
+        case SB_ITEM_FUNCTION_CALL_OUTPUT:
+            rc = sb_anth_tool_result(messages, item, err);
+            break;
+        case SB_ITEM_REASONING:
             sb_anth_thinking(messages, item);
-        } else {
-            *err = sb_provider_invalid("input item type '%s' is not supported by provider " SB_ANTH_KIND, type);
+            break;
+        case SB_ITEM_UNKNOWN: {
+            const char *type = json_string_value(json_object_get(item, "type"));
+            *err = sb_provider_invalid("input item type '%s' is not supported by provider " SB_ANTH_KIND,
+                                       type ? type : "(none)");
             goto fail;
         }
+        }
+        if (rc < 0)
+            goto fail;
     }
     if (system.len > 0)
         json_object_set_new(body, "system", json_stringn(system.p, system.len));
@@ -427,12 +425,7 @@ static json_t *sb_anth_tools(const json_t *tools, json_t **err)
                                            type ? type : "(none)");
             goto fail;
         }
-        const json_t *name = json_object_get(tool, "name");
-        if (!json_is_string(name)) {
-            *err = sb_provider_invalid("function tool %zu has no name", i);
-            goto fail;
-        }
-        json_t *t = json_pack("{s:O}", "name", name);
+        json_t *t = json_pack("{s:O}", "name", json_object_get(tool, "name")); /* a string (sb_job_check) */
         const json_t *v;
         if (json_is_string(v = json_object_get(tool, "description")))
             json_object_set(t, "description", (json_t *)v);
@@ -669,12 +662,8 @@ static int sb_anth_build(const json_t *job, sb_provider_request_t *req, json_t *
 {
     *err = NULL;
     json_t *body = NULL;
-    const json_t *request = sb_job_request(job);
+    const json_t *request = sb_job_request(job); /* an object: sb_job_check */
     const char *upstream_model = sb_job_route_str(job, "upstream_model");
-    if (!request) {
-        *err = sb_provider_invalid("job has no request");
-        goto fail;
-    }
     if (!upstream_model || !*upstream_model) {
         *err = sb_provider_invalid("route has no upstream_model");
         goto fail;
@@ -693,11 +682,7 @@ static int sb_anth_build(const json_t *job, sb_provider_request_t *req, json_t *
         goto fail;
     /* Like chat, tool_choice goes only with tools (Anthropic rejects a
      * tool_choice without them). */
-    const json_t *tools = json_object_get(request, "tools");
-    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        *err = sb_provider_invalid("request.tools must be an array");
-        goto fail;
-    }
+    const json_t *tools = json_object_get(request, "tools"); /* absent, null or an array: sb_job_check */
     if (json_array_size(tools) > 0) {
         json_t *t = sb_anth_tools(tools, err);
         if (!t)

@@ -45,6 +45,11 @@
  *   safety_settings              -> safetySettings, as the Generate Content client gave them
  * parallel_tool_calls, user and metadata have no Gemini field and are not sent.
  *
+ * The job's shape (sb_job.h: items with a type, messages with a known role,
+ * calls with their ids, tools an array, function tools named) is checked
+ * once by the worker on receipt (sb_job_check); this file takes it as given
+ * and judges only what is this upstream's to refuse.
+ *
  * Token counting (a count job): POST {base_url}/models/{m}:countTokens with
  * {"generateContentRequest": {"model": "models/{m}", ...the mapping above}};
  * the reply is read by provider_gemini_parse.c.
@@ -60,6 +65,7 @@
 #include "provider_util.h"
 #include "sb_alloc.h"
 #include "sb_buf.h"
+#include "sb_item.h"
 #include "sb_job.h"
 
 /*
@@ -188,8 +194,8 @@ static json_t *sb_gem_audio_part(const json_t *part, size_t index, json_t **err)
 /* One canonical content part -> one Gemini part. */
 static json_t *sb_gem_part(const json_t *part, size_t index, bool assistant, json_t **err)
 {
-    const char *t = json_string_value(json_object_get(part, "type"));
-    if (t && (!strcmp(t, "input_text") || !strcmp(t, "output_text"))) {
+    enum sb_part_type type = sb_part_type_of(part);
+    if (type == SB_PART_INPUT_TEXT || type == SB_PART_OUTPUT_TEXT) {
         const json_t *text = json_object_get(part, "text");
         if (!json_is_string(text)) {
             *err = sb_provider_invalid("content part %zu has no text", index);
@@ -197,7 +203,7 @@ static json_t *sb_gem_part(const json_t *part, size_t index, bool assistant, jso
         }
         return json_pack("{s:O}", "text", text);
     }
-    if (t && !strcmp(t, "refusal") && assistant) {
+    if (type == SB_PART_REFUSAL && assistant) {
         /* Gemini has no refusal part: what the model said is text. */
         const json_t *r = json_object_get(part, "refusal");
         if (!json_is_string(r)) {
@@ -206,12 +212,17 @@ static json_t *sb_gem_part(const json_t *part, size_t index, bool assistant, jso
         }
         return json_pack("{s:O}", "text", r);
     }
-    if (t && !strcmp(t, "input_image"))
+    switch (type) {
+    case SB_PART_INPUT_IMAGE:
         return sb_gem_image_part(part, index, err);
-    if (t && !strcmp(t, "input_file"))
+    case SB_PART_INPUT_FILE:
         return sb_gem_file_part(part, index, err);
-    if (t && !strcmp(t, "input_audio"))
+    case SB_PART_INPUT_AUDIO:
         return sb_gem_audio_part(part, index, err);
+    default: /* a refusal outside an assistant turn, reasoning parts, unknown types */
+        break;
+    }
+    const char *t = json_string_value(json_object_get(part, "type"));
     *err = sb_provider_invalid("content part type '%.40s' is not supported by provider " SB_GEM_KIND, t ? t : "(none)");
     return NULL;
 }
@@ -239,9 +250,9 @@ static int sb_gem_system(json_t *system, const json_t *content, size_t item, jso
     size_t i;
     const json_t *part;
     json_array_foreach (content, i, part) {
-        const char *t = json_string_value(json_object_get(part, "type"));
+        enum sb_part_type type = sb_part_type_of(part);
         const json_t *text = json_object_get(part, "text");
-        if (!t || (strcmp(t, "input_text") && strcmp(t, "output_text")) || !json_is_string(text)) {
+        if ((type != SB_PART_INPUT_TEXT && type != SB_PART_OUTPUT_TEXT) || !json_is_string(text)) {
             *err = sb_provider_invalid(
                 "input item %zu: system and developer messages may hold only text with provider " SB_GEM_KIND, item);
             return -EINVAL;
@@ -305,10 +316,6 @@ static int sb_gem_function_call(json_t *contents, const json_t *item, json_t **e
     const json_t *call_id = json_object_get(item, "call_id");
     const json_t *name = json_object_get(item, "name");
     const json_t *arguments = json_object_get(item, "arguments");
-    if (!json_is_string(call_id) || !json_is_string(name)) {
-        *err = sb_provider_invalid("function_call items need call_id and name");
-        return -EINVAL;
-    }
     json_t *args;
     if (json_is_string(arguments) && json_string_length(arguments) > 0)
         args = json_loadb(json_string_value(arguments), json_string_length(arguments), 0, NULL);
@@ -392,9 +399,8 @@ static const json_t *sb_gem_find_call(const json_t *input, size_t upto, const ch
 {
     for (size_t i = upto; i-- > 0;) {
         const json_t *item = json_array_get(input, i);
-        const char *type = json_string_value(json_object_get(item, "type"));
         const char *id = json_string_value(json_object_get(item, "call_id"));
-        if (type && id && !strcmp(type, "function_call") && !strcmp(id, call_id))
+        if (sb_item_type_of(item) == SB_ITEM_FUNCTION_CALL && id && !strcmp(id, call_id))
             return item;
     }
     return NULL;
@@ -403,11 +409,7 @@ static const json_t *sb_gem_find_call(const json_t *input, size_t upto, const ch
 static int sb_gem_function_output(json_t *contents, const json_t *input, size_t index, json_t **err)
 {
     const json_t *item = json_array_get(input, index);
-    const char *call_id = json_string_value(json_object_get(item, "call_id"));
-    if (!call_id) {
-        *err = sb_provider_invalid("function_call_output items need call_id");
-        return -EINVAL;
-    }
+    const char *call_id = json_string_value(json_object_get(item, "call_id")); /* a string (sb_job_check) */
     /* Gemini matches a response to its call by function name. */
     const json_t *call = sb_gem_find_call(input, index, call_id);
     const json_t *name = json_object_get(call, "name");
@@ -453,43 +455,41 @@ static json_t *sb_gem_contents(const json_t *request, json_t *system, json_t **e
     const json_t *instructions = json_object_get(request, "instructions");
     if (json_is_string(instructions) && json_string_length(instructions) > 0)
         json_array_append_new(system, json_pack("{s:O}", "text", instructions));
+    /* input's shape (absent, null or an array of typed items; messages with
+     * a known role, calls with their ids) is sb_job_check's, run by the
+     * worker on receipt. */
     const json_t *input = json_object_get(request, "input");
-    if (input && !json_is_array(input)) {
-        *err = sb_provider_invalid("request.input must be an array of items");
-        goto fail;
-    }
     size_t i;
     const json_t *item;
     json_array_foreach (input, i, item) {
-        const char *type = json_string_value(json_object_get(item, "type"));
-        if (!type) {
-            *err = sb_provider_invalid("input item %zu has no type", i);
-            goto fail;
+        int rc = 0;
+        switch (sb_item_type_of(item)) {
+        case SB_ITEM_MESSAGE: {
+            enum sb_role role = sb_role_of(item);
+            if (role == SB_ROLE_SYSTEM || role == SB_ROLE_DEVELOPER)
+                rc = sb_gem_system(system, json_object_get(item, "content"), i, err);
+            else
+                rc = sb_gem_message(contents, item, role == SB_ROLE_ASSISTANT, err);
+            break;
         }
-        if (!strcmp(type, "message")) {
-            const char *role = json_string_value(json_object_get(item, "role"));
-            if (role && (!strcmp(role, "system") || !strcmp(role, "developer"))) {
-                if (sb_gem_system(system, json_object_get(item, "content"), i, err) < 0)
-                    goto fail;
-            } else if (role && (!strcmp(role, "user") || !strcmp(role, "assistant"))) {
-                if (sb_gem_message(contents, item, !strcmp(role, "assistant"), err) < 0)
-                    goto fail;
-            } else {
-                *err = sb_provider_invalid("input item %zu has an unsupported role", i);
-                goto fail;
-            }
-        } else if (!strcmp(type, "function_call")) {
-            if (sb_gem_function_call(contents, item, err) < 0)
-                goto fail;
-        } else if (!strcmp(type, "function_call_output")) {
-            if (sb_gem_function_output(contents, input, i, err) < 0)
-                goto fail;
-        } else if (!strcmp(type, "reasoning")) {
+        case SB_ITEM_FUNCTION_CALL:
+            rc = sb_gem_function_call(contents, item, err);
+            break;
+        case SB_ITEM_FUNCTION_CALL_OUTPUT:
+            rc = sb_gem_function_output(contents, input, i, err);
+            break;
+        case SB_ITEM_REASONING:
             sb_gem_reasoning(contents, item);
-        } else {
-            *err = sb_provider_invalid("input item type '%.40s' is not supported by provider " SB_GEM_KIND, type);
+            break;
+        case SB_ITEM_UNKNOWN: {
+            const char *type = json_string_value(json_object_get(item, "type"));
+            *err = sb_provider_invalid("input item type '%.40s' is not supported by provider " SB_GEM_KIND,
+                                       type ? type : "(none)");
             goto fail;
         }
+        }
+        if (rc < 0)
+            goto fail;
     }
     return contents;
 fail:
@@ -523,12 +523,7 @@ static json_t *sb_gem_tools(const json_t *tools, size_t *n_functions, json_t **e
                                            type ? type : "(none)");
             goto fail;
         }
-        const json_t *name = json_object_get(tool, "name");
-        if (!json_is_string(name)) {
-            *err = sb_provider_invalid("function tool %zu has no name", i);
-            goto fail;
-        }
-        json_t *fn = json_pack("{s:O}", "name", name);
+        json_t *fn = json_pack("{s:O}", "name", json_object_get(tool, "name")); /* a string (sb_job_check) */
         const json_t *v;
         if (json_is_string(v = json_object_get(tool, "description")))
             json_object_set(fn, "description", (json_t *)v);
@@ -677,12 +672,8 @@ static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **
 {
     *err = NULL;
     json_t *body = NULL;
-    const json_t *request = sb_job_request(job);
+    const json_t *request = sb_job_request(job); /* an object: sb_job_check */
     const char *upstream_model = sb_job_route_str(job, "upstream_model");
-    if (!request) {
-        *err = sb_provider_invalid("job has no request");
-        goto fail;
-    }
     if (!upstream_model || !*upstream_model) {
         *err = sb_provider_invalid("route has no upstream_model");
         goto fail;
@@ -731,11 +722,7 @@ static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **
     else
         json_decref(system);
 
-    const json_t *tools = json_object_get(request, "tools");
-    if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        *err = sb_provider_invalid("request.tools must be an array");
-        goto fail;
-    }
+    const json_t *tools = json_object_get(request, "tools"); /* absent, null or an array: sb_job_check */
     size_t n_functions = 0;
     json_t *t = sb_gem_tools(tools, &n_functions, err);
     if (!t)

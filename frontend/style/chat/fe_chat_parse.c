@@ -10,23 +10,16 @@
 #include <string.h>
 
 #include "fe_chat_render.h"
+#include "fe_chat_store.h"
 #include "fe_features.h"
-#include "fe_generate.h"
 #include "fe_items.h"
 #include "fe_openai.h"
 #include "fe_params.h"
-#include "fe_request.h"
-#include "fe_router.h"
-#include "fe_sql.h"
 #include "fe_structured.h"
+#include "fe_style.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"
-
-static json_t *fe_chat_error_body(const fe_request_t *r, const fe_error_t *e)
-{
-    return fe_openai_error_body(e);
-}
 
 static const char *const fe_chat_params[] = {"model",
                                              "messages",
@@ -465,7 +458,7 @@ static int fe_chat_sampling(const json_t *body, json_t *c, fe_error_t *err)
     return 0;
 }
 
-static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
+static int fe_chat_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t *out, fe_error_t *err)
 {
     if (fe_chat_foreign_params(body, err) < 0 ||
         fe_params_only(body, fe_chat_params, "Unrecognized request argument supplied: %s", err) < 0)
@@ -473,7 +466,7 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     const char *model = fe_params_required_string(body, "model", err);
     if (!model)
         return -1;
-    r->parsed.model_id = sb_xstrdup(model);
+    out->model_id = sb_xstrdup(model);
     json_t *messages = fe_params_require(body, "messages", err);
     if (!messages)
         return -1;
@@ -488,8 +481,8 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     json_t *modalities = fe_params_typed(body, "modalities", FE_P_ARRAY | FE_P_NULL, err);
     if (err->status)
         return -1;
-    r->parsed.stream = json_is_true(stream);
-    if (json_is_object(stream_options) && !r->parsed.stream) {
+    out->stream = json_is_true(stream);
+    if (json_is_object(stream_options) && !out->stream) {
         fe_params_invalid(err, "stream_options",
                           "The 'stream_options' parameter is only allowed when 'stream' is "
                           "enabled.");
@@ -502,13 +495,13 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
             return -1;
         }
         if (json_is_true(usage))
-            json_object_set_new(r->parsed.style_state, "include_usage", json_true());
+            json_object_set_new(out->style_state, "include_usage", json_true());
     }
     if (json_is_integer(n) && (json_integer_value(n) < 1 || json_integer_value(n) > 16)) {
         fe_params_invalid(err, "n", "Invalid value for 'n': expected an integer from 1 to 16.");
         return -1;
     }
-    r->parsed.n = json_is_integer(n) ? (int)json_integer_value(n) : 1;
+    out->n = json_is_integer(n) ? (int)json_integer_value(n) : 1;
     size_t i;
     json_t *m;
     json_array_foreach (modalities, i, m) {
@@ -525,7 +518,7 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     }
     json_t *c = json_object();
-    r->parsed.canonical = c;
+    out->canonical = c;
     json_t *items = json_array();
     json_object_set_new(c, "input", items);
     if (fe_chat_messages(messages, items, err) < 0 || fe_chat_tools(body, c, err) < 0 ||
@@ -533,34 +526,20 @@ static int fe_chat_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     /* Stored by default, retrievable with GET /v1/chat/completions/{id}. */
     if (json_is_false(store))
-        r->parsed.store = false;
-    sb_id_new(r->response_id, sizeof r->response_id, "chatcmpl-", 24);
+        out->store = false;
+    sb_id_new(out->response_id, sizeof out->response_id, "chatcmpl-", 24);
     return 0;
-}
-
-/* Stores the completion with the request's messages as sent. */
-static void fe_chat_store(fe_request_t *r, const json_t *rendered)
-{
-    char account[24], key_id[24];
-    fe_request_account(r, account, sizeof account);
-    snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
-    char *body = json_dumps(rendered, JSON_COMPACT);
-    char *messages = json_dumps(json_object_get(r->body, "messages"), JSON_COMPACT);
-    json_t *md = json_object_get(r->parsed.canonical, "metadata");
-    char *metadata = md ? json_dumps(md, JSON_COMPACT) : NULL;
-    const char *params[7] = {r->response_id, account, key_id, r->parsed.model_id, body, messages, metadata};
-    fe_db_query(r->srv->db, FE_SQL_CHAT_SAVE, 7, params, fe_generate_stored, r);
-    free(body);
-    free(messages);
-    free(metadata);
 }
 
 const fe_style_t fe_style_chat = {
     .name = "chat",
+    .key_hint = "'Authorization: Bearer <API_KEY>'",
+    .max_tokens_param = "max_tokens",
+    .input_param = "messages",
     .key = fe_openai_bearer_key,
-    .error_body = fe_chat_error_body,
+    .error_body = fe_openai_error_body,
     .parse = fe_chat_parse,
     .render = fe_chat_render,
-    .store = fe_chat_store,
+    .store = fe_chat_store_save,
     .stream = &fe_stream_chat,
 };

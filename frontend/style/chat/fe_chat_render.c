@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "fe_chat_render.h"
-#include "fe_request.h"
 #include "sb_alloc.h"
 
 /* Appends text to *dst (created on first use). */
@@ -75,24 +74,23 @@ static json_t *fe_chat_choice(const fe_collect_t *res, int index)
     return json_pack("{s:i, s:o, s:n, s:s}", "index", index, "message", message, "logprobs", "finish_reason", finish);
 }
 
-json_t *fe_chat_render(fe_request_t *r)
+json_t *fe_chat_render(const fe_collect_t *res, const fe_render_ctx_t *ctx)
 {
-    const fe_collect_t *res = &r->result;
+    const fe_parsed_t *p = ctx->parsed;
     json_t *choices = json_array();
-    for (int k = 0; k < r->parsed.n; k++)
+    for (int k = 0; k < p->n; k++)
         json_array_append_new(choices, fe_chat_choice(res, k));
-    json_t *out =
-        json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}, s:s, "
-                  "s:n}",
-                  "id", r->response_id, "object", "chat.completion", "created", (json_int_t)(r->start_ms / 1000),
-                  "model", r->parsed.model_id, "choices", choices, "usage", "prompt_tokens",
-                  (json_int_t)res->input_tokens, "completion_tokens", (json_int_t)res->output_tokens, "total_tokens",
-                  (json_int_t)(res->input_tokens + res->output_tokens), "prompt_tokens_details", "cached_tokens", 0,
-                  "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens", (json_int_t)res->reasoning_tokens,
-                  "audio_tokens", 0, "accepted_prediction_tokens", 0, "rejected_prediction_tokens", 0, "service_tier",
-                  "default", "system_fingerprint");
-    json_t *md = json_object_get(r->parsed.canonical, "metadata");
-    if (r->parsed.store)
+    json_t *out = json_pack(
+        "{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I, s:{s:i, s:i}, s:{s:I, s:i, s:i, s:i}}, s:s, "
+        "s:n}",
+        "id", p->response_id, "object", "chat.completion", "created", (json_int_t)(ctx->start_ms / 1000), "model",
+        p->model_id, "choices", choices, "usage", "prompt_tokens", (json_int_t)res->input_tokens, "completion_tokens",
+        (json_int_t)res->output_tokens, "total_tokens", (json_int_t)(res->input_tokens + res->output_tokens),
+        "prompt_tokens_details", "cached_tokens", 0, "audio_tokens", 0, "completion_tokens_details", "reasoning_tokens",
+        (json_int_t)res->reasoning_tokens, "audio_tokens", 0, "accepted_prediction_tokens", 0,
+        "rejected_prediction_tokens", 0, "service_tier", "default", "system_fingerprint");
+    json_t *md = json_object_get(p->canonical, "metadata");
+    if (p->store)
         json_object_set_new(out, "metadata", md ? json_incref(md) : json_object());
     return out;
 }

@@ -7,10 +7,10 @@
 
 #include <jansson.h>
 
-#include "fe_request.h"
+#include "fe_style.h"
 
-/* The chat.completion for r's result, one choice per r->parsed.n (new
- * reference). */
-json_t *fe_chat_render(fe_request_t *r);
+/* The chat.completion for res, one choice per parsed->n (the style's
+ * render; new reference). */
+json_t *fe_chat_render(const fe_collect_t *res, const fe_render_ctx_t *ctx);
 
 #endif

@@ -14,7 +14,6 @@
 #include "fe_gemini_json.h"
 #include "fe_gemini_parse.h"
 #include "fe_gemini_render.h"
-#include "fe_request.h"
 #include "fe_structured.h"
 #include "sb_alloc.h"
 
@@ -239,7 +238,7 @@ static int fe_gemini_thinking(fe_gemini_ctx_t *c, const json_t *gc, json_t *cano
     }
     if (effort)
         json_object_set_new(canonical, "reasoning", json_pack("{s:s}", "effort", effort));
-    json_object_set_new(c->r->parsed.style_state, "include_thoughts", json_boolean(include));
+    json_object_set_new(c->out->style_state, "include_thoughts", json_boolean(include));
     return 0;
 }
 
@@ -355,7 +354,7 @@ int fe_gemini_generation(fe_gemini_ctx_t *c, const json_t *body, json_t *canonic
     long long n = 1;
     if (fe_gemini_int(gc, "candidateCount", at, 1, FE_GEMINI_MAX_CANDIDATES, &n, c->err) < 0)
         return -1;
-    c->r->parsed.n = (int)n;
+    c->out->n = (int)n;
     json_t *stop = fe_gemini_array(gc, "stopSequences", at, c->err);
     if (c->err->status)
         return -1;

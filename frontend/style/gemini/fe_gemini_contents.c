@@ -14,7 +14,6 @@
 #include "fe_gemini_parse.h"
 #include "fe_gemini_render.h"
 #include "fe_reasoning.h"
-#include "fe_request.h"
 #include "sb_alloc.h"
 #include "sb_id.h"
 
@@ -192,7 +191,7 @@ static json_t *fe_gemini_open_signature(fe_gemini_ctx_t *c, const char *token, c
 {
     char sat[FE_GEMINI_AT + 24];
     fe_gemini_path(sat, sizeof sat, "%s.thought_signature", at);
-    json_t *opened = fe_reasoning_open_token(c->r, token, sat, c->err);
+    json_t *opened = fe_reasoning_open(c->seal, token, sat, c->err);
     if (!opened) {
         if (!strcmp(c->err->code, "invalid_encrypted_content"))
             fe_gemini_fail(c->err,

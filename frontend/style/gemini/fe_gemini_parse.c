@@ -48,10 +48,8 @@
 #include "fe_gemini_json.h"
 #include "fe_gemini_parse.h"
 #include "fe_gemini_render.h"
-#include "fe_generate.h"
 #include "fe_google_error.h"
-#include "fe_request.h"
-#include "fe_router.h"
+#include "fe_style.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"
@@ -70,12 +68,6 @@ static const char *fe_gemini_key(fe_http_req_t *http, size_t *len)
         return NULL;
     *len = strlen(buf);
     return buf;
-}
-
-static json_t *fe_gemini_error_body(const fe_request_t *r, const fe_error_t *e)
-{
-    (void)r;
-    return fe_google_error_body(e);
 }
 
 /* ---- parse ---------------------------------------------------------------- */
@@ -104,19 +96,19 @@ static int fe_gemini_foreign(const json_t *body, fe_error_t *err)
     return 0;
 }
 
-/* A GenerateContentRequest -> r->parsed.canonical (and r->parsed.n, style_state). */
-static int fe_gemini_parse_request(fe_request_t *r, const json_t *body, fe_error_t *err)
+/* A GenerateContentRequest -> out->canonical (and out->n, style_state). */
+static int fe_gemini_parse_request(const fe_style_in_t *in, fe_parsed_t *out, const json_t *body, fe_error_t *err)
 {
     if (!json_is_object(body))
         return fe_gemini_fail(err, "Invalid JSON payload received. Expected an object.");
     if (fe_gemini_foreign(body, err) < 0 || fe_gemini_known(body, fe_gemini_request_fields, "", err) < 0)
         return -1;
-    json_object_set_new(r->parsed.style_state, "include_thoughts", json_false());
+    json_object_set_new(out->style_state, "include_thoughts", json_false());
     json_t *canonical = json_object();
-    r->parsed.canonical = canonical;
+    out->canonical = canonical;
     json_t *items = json_array();
     json_object_set_new(canonical, "input", items);
-    fe_gemini_ctx_t c = {.r = r, .err = err, .items = items, .calls = json_array()};
+    fe_gemini_ctx_t c = {.seal = &in->seal, .out = out, .err = err, .items = items, .calls = json_array()};
     int rc = -1;
     const char *cached = NULL;
     json_t *safety = fe_gemini_array(body, "safetySettings", "", err);
@@ -148,7 +140,7 @@ done:
 
 /* CountTokensRequest: {"contents": [...]} or {"generateContentRequest":
  * {...}} (its "model" is accepted; the path's model is the one counted). */
-static int fe_gemini_parse_count(fe_request_t *r, const json_t *body, fe_error_t *err)
+static int fe_gemini_parse_count(const fe_style_in_t *in, fe_parsed_t *out, const json_t *body, fe_error_t *err)
 {
     static const char *const fields[] = {"contents", "generateContentRequest", NULL};
     if (!json_is_object(body))
@@ -157,50 +149,45 @@ static int fe_gemini_parse_count(fe_request_t *r, const json_t *body, fe_error_t
         return -1;
     const json_t *gcr = fe_gemini_get(body, "generateContentRequest");
     if (!gcr)
-        return fe_gemini_parse_request(r, body, err);
+        return fe_gemini_parse_request(in, out, body, err);
     if (fe_gemini_get(body, "contents"))
         return fe_gemini_fail(err, "* CountTokensRequest: contents and generate_content_request cannot both be "
                                    "set.");
     if (!json_is_object(gcr))
         return fe_gemini_bad_value(err, "generate_content_request", "TYPE_MESSAGE", gcr);
-    return fe_gemini_parse_request(r, gcr, err);
+    return fe_gemini_parse_request(in, out, gcr, err);
 }
 
-/* The body of :generateContent, :streamGenerateContent, or (r->count_tokens)
+/* The body of :generateContent, :streamGenerateContent, or (in->count_tokens)
  * of :countTokens. */
-static int fe_gemini_parse(fe_request_t *r, json_t *body, fe_error_t *err)
+static int fe_gemini_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t *out, fe_error_t *err)
 {
-    const char *colon = strrchr(r->path, ':');
+    const char *colon = in->path ? strrchr(in->path, ':') : NULL;
     if (colon && !strcmp(colon, ":streamGenerateContent")) {
         /* Google streams server-sent events for alt=sse and one JSON array
          * otherwise: two renderers, differing from the headers on. */
         char alt[8];
-        r->parsed.stream = true;
-        if (fe_request_query_get(r, "alt", alt, sizeof alt) < 0 || strcmp(alt, "sse") != 0)
-            r->parsed.stream_style = &fe_stream_gemini_array;
+        out->stream = true;
+        if (fe_style_in_query(in, "alt", alt, sizeof alt) < 0 || strcmp(alt, "sse") != 0)
+            out->stream_style = &fe_stream_gemini_array;
     }
-    r->parsed.model_id = sb_xstrdup(r->path_arg ? r->path_arg : "");
-    r->parsed.store = false;
-    if (r->count_tokens)
-        return fe_gemini_parse_count(r, body, err);
-    if (fe_gemini_parse_request(r, body, err) < 0)
+    out->model_id = sb_xstrdup(in->path_arg ? in->path_arg : "");
+    out->store = false;
+    if (in->count_tokens)
+        return fe_gemini_parse_count(in, out, body, err);
+    if (fe_gemini_parse_request(in, out, body, err) < 0)
         return -1;
-    sb_id_new(r->response_id, sizeof r->response_id, "", 12);
+    sb_id_new(out->response_id, sizeof out->response_id, "", 12);
     return 0;
-}
-
-/* POST /v1beta/models/{model}:countTokens: the generation pipeline (auth,
- * model, permission, capabilities) with a count-only job. */
-void fe_gemini_count_tokens(fe_request_t *r)
-{
-    r->count_tokens = true;
-    fe_generate_start(r);
 }
 
 const fe_style_t fe_style_gemini = {
     .name = "gemini",
+    .key_hint = "the 'x-goog-api-key' header",
+    .max_tokens_param = "generationConfig.maxOutputTokens",
+    .input_param = "contents",
     .key = fe_gemini_key,
-    .error_body = fe_gemini_error_body,
+    .error_body = fe_google_error_body,
     .parse = fe_gemini_parse,
     .render = fe_gemini_render,
     .render_count = fe_gemini_render_count,

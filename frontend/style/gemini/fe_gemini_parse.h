@@ -12,10 +12,11 @@
 #include <jansson.h>
 
 #include "fe_error.h"
-#include "fe_request.h"
+#include "fe_style.h"
 
 typedef struct {
-    fe_request_t *r;
+    const fe_sealer_t *seal; /* opens thoughtSignatures (the caller's) */
+    fe_parsed_t *out;        /* the parsed request being filled (n, style_state) */
     fe_error_t *err;
     json_t *items; /* canonical input being built (borrowed) */
     json_t *calls; /* function calls so far: [{"call_id","name","turn","answered"}] (owned) */

@@ -12,19 +12,18 @@
 
 #include "fe_gemini_render.h"
 #include "fe_reasoning.h"
-#include "fe_request.h"
 #include "sb_alloc.h"
 
-bool fe_gemini_include_thoughts(const fe_request_t *r)
+bool fe_gemini_include_thoughts(const fe_parsed_t *parsed)
 {
-    return json_is_true(json_object_get(r->parsed.style_state, "include_thoughts"));
+    return json_is_true(json_object_get(parsed->style_state, "include_thoughts"));
 }
 
-json_t *fe_gemini_seal(fe_request_t *r, json_t *items)
+json_t *fe_gemini_seal(const fe_render_ctx_t *ctx, json_t *items)
 {
     json_t *what = json_array_size(items) == 1 ? json_incref(json_array_get(items, 0))
                                                : json_pack("{s:s, s:O}", "type", FE_GEMINI_CARRY, "items", items);
-    char *token = fe_reasoning_seal_item(r, what);
+    char *token = fe_reasoning_seal(&ctx->seal, what);
     json_decref(what);
     if (!token)
         return NULL;
@@ -54,13 +53,13 @@ json_t *fe_gemini_thought_text(const json_t *it)
     return s ? s : json_string("");
 }
 
-void fe_gemini_emit(fe_request_t *r, json_t *parts, json_t *part, json_t *pending, const json_t *own)
+void fe_gemini_emit(const fe_render_ctx_t *ctx, json_t *parts, json_t *part, json_t *pending, const json_t *own)
 {
     json_t *sealed = json_array();
     json_array_extend(sealed, pending);
     if (own && (json_array_size(pending) > 0 || json_object_get(own, "thought_signature")))
         json_array_append(sealed, (json_t *)own);
-    json_t *sig = json_array_size(sealed) > 0 ? fe_gemini_seal(r, sealed) : NULL;
+    json_t *sig = json_array_size(sealed) > 0 ? fe_gemini_seal(ctx, sealed) : NULL;
     if (sig)
         json_object_set_new(part, "thoughtSignature", sig);
     json_decref(sealed);
@@ -89,16 +88,15 @@ json_t *fe_gemini_call_part(const json_t *it)
                      json_object_get(it, "call_id"));
 }
 
-const char *fe_gemini_finish_reason(const fe_request_t *r, int k)
+const char *fe_gemini_finish_reason(const fe_collect_t *res, int k)
 {
-    const char *status = fe_collect_choice_status(&r->result, k);
-    const char *why = fe_collect_choice_reason(&r->result, k);
+    const char *status = fe_collect_choice_status(res, k);
+    const char *why = fe_collect_choice_reason(res, k);
     return strcmp(status, "incomplete") != 0 ? "STOP" : !strcmp(why, "content_filter") ? "SAFETY" : "MAX_TOKENS";
 }
 
-json_t *fe_gemini_usage(const fe_request_t *r)
+json_t *fe_gemini_usage(const fe_collect_t *res)
 {
-    const fe_collect_t *res = &r->result;
     int64_t thoughts = res->reasoning_tokens;
     int64_t cand = res->output_tokens - thoughts > 0 ? res->output_tokens - thoughts : 0;
     json_t *usage =
@@ -109,18 +107,18 @@ json_t *fe_gemini_usage(const fe_request_t *r)
     return usage;
 }
 
-json_t *fe_gemini_response(const fe_request_t *r, json_t *candidates, json_t *usage)
+json_t *fe_gemini_response(const fe_render_ctx_t *ctx, json_t *candidates, json_t *usage)
 {
     return json_pack("{s:o, s:o, s:s, s:s}", "candidates", candidates, "usageMetadata", usage, "modelVersion",
-                     r->parsed.model_id, "responseId", r->response_id);
+                     ctx->parsed->model_id, "responseId", ctx->parsed->response_id);
 }
 
-static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts)
+static json_t *fe_gemini_candidate(const fe_collect_t *res, const fe_render_ctx_t *ctx, int k, bool include_thoughts)
 {
     json_t *parts = json_array(), *pending = json_array();
     size_t i;
     json_t *it;
-    json_array_foreach (fe_collect_choice_items(&r->result, k), i, it) {
+    json_array_foreach (fe_collect_choice_items(res, k), i, it) {
         const char *type = json_string_value(json_object_get(it, "type"));
         if (!type)
             continue;
@@ -131,7 +129,7 @@ static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts
             }
             json_t *part = json_pack("{s:o, s:b}", "text", fe_gemini_thought_text(it), "thought", 1);
             json_t *one = json_pack("[O]", it);
-            json_t *sig = fe_gemini_seal(r, one);
+            json_t *sig = fe_gemini_seal(ctx, one);
             json_decref(one);
             if (sig)
                 json_object_set_new(part, "thoughtSignature", sig);
@@ -142,37 +140,39 @@ static json_t *fe_gemini_candidate(fe_request_t *r, int k, bool include_thoughts
             json_array_foreach (json_object_get(it, "content"), j, p) {
                 const json_t *text = fe_gemini_part_text(p);
                 if (text)
-                    fe_gemini_emit(r, parts, json_pack("{s:O}", "text", text), pending, NULL);
+                    fe_gemini_emit(ctx, parts, json_pack("{s:O}", "text", text), pending, NULL);
             }
         } else if (!strcmp(type, "function_call")) {
             json_t *part = fe_gemini_call_part(it);
             if (part)
-                fe_gemini_emit(r, parts, part, pending, it);
+                fe_gemini_emit(ctx, parts, part, pending, it);
         }
     }
     if (json_array_size(pending) > 0) /* reasoning with nothing after it */
-        fe_gemini_emit(r, parts, json_pack("{s:s}", "text", ""), pending, NULL);
+        fe_gemini_emit(ctx, parts, json_pack("{s:s}", "text", ""), pending, NULL);
     json_decref(pending);
     json_t *content = json_object();
     if (json_array_size(parts) > 0)
         json_object_set(content, "parts", parts);
     json_object_set_new(content, "role", json_string("model"));
     json_decref(parts);
-    return json_pack("{s:o, s:s, s:i}", "content", content, "finishReason", fe_gemini_finish_reason(r, k), "index", k);
+    return json_pack("{s:o, s:s, s:i}", "content", content, "finishReason", fe_gemini_finish_reason(res, k), "index",
+                     k);
 }
 
-json_t *fe_gemini_render(fe_request_t *r)
+json_t *fe_gemini_render(const fe_collect_t *res, const fe_render_ctx_t *ctx)
 {
-    bool include_thoughts = fe_gemini_include_thoughts(r);
+    bool include_thoughts = fe_gemini_include_thoughts(ctx->parsed);
     json_t *candidates = json_array();
-    for (int k = 0; k < r->parsed.n; k++)
-        json_array_append_new(candidates, fe_gemini_candidate(r, k, include_thoughts));
-    return fe_gemini_response(r, candidates, fe_gemini_usage(r));
+    for (int k = 0; k < ctx->parsed->n; k++)
+        json_array_append_new(candidates, fe_gemini_candidate(res, ctx, k, include_thoughts));
+    return fe_gemini_response(ctx, candidates, fe_gemini_usage(res));
 }
 
 /* CountTokensResponse. The upstream's per-modality breakdown is not carried
  * by the usage event, so promptTokensDetails is left out. */
-json_t *fe_gemini_render_count(fe_request_t *r)
+json_t *fe_gemini_render_count(const fe_collect_t *res, const fe_render_ctx_t *ctx)
 {
-    return json_pack("{s:I}", "totalTokens", (json_int_t)r->result.input_tokens);
+    (void)ctx;
+    return json_pack("{s:I}", "totalTokens", (json_int_t)res->input_tokens);
 }

@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "fe_request.h"
+#include "fe_style.h"
 
 /* Google's limit on generationConfig.candidateCount. */
 #define FE_GEMINI_MAX_CANDIDATES 8
@@ -20,19 +20,21 @@
  * it again (fe_gemini_contents.c). */
 #define FE_GEMINI_CARRY "gemini_carry"
 
-/* The GenerateContentResponse for r's result (new reference). */
-json_t *fe_gemini_render(fe_request_t *r);
+/* The GenerateContentResponse for res, one candidate per parsed->n (the
+ * style's render; new reference). */
+json_t *fe_gemini_render(const fe_collect_t *res, const fe_render_ctx_t *ctx);
 
-/* The countTokens reply, {"totalTokens": N} (new reference). */
-json_t *fe_gemini_render_count(fe_request_t *r);
+/* The countTokens reply, {"totalTokens": N} (the style's render_count; new
+ * reference). */
+json_t *fe_gemini_render_count(const fe_collect_t *res, const fe_render_ctx_t *ctx);
 
 /* Whether the request asked for thought parts (thinkingConfig.includeThoughts). */
-bool fe_gemini_include_thoughts(const fe_request_t *r);
+bool fe_gemini_include_thoughts(const fe_parsed_t *parsed);
 
 /* The sealed thoughtSignature standing for items (one item: itself;
  * several: a carry). New string, or NULL when the gateway has no reasoning
  * key. items is borrowed. */
-json_t *fe_gemini_seal(fe_request_t *r, json_t *items);
+json_t *fe_gemini_seal(const fe_render_ctx_t *ctx, json_t *items);
 
 /* The thought text of a reasoning item: its summary if it has one, else its
  * full reasoning text (new string). */
@@ -42,7 +44,7 @@ json_t *fe_gemini_thought_text(const json_t *reasoning);
  * reasoning items in pending, which wait to be carried by the next part (and
  * of own, the part's own function_call item, when it needs one). Empties
  * pending. */
-void fe_gemini_emit(fe_request_t *r, json_t *parts, json_t *part, json_t *pending, const json_t *own);
+void fe_gemini_emit(const fe_render_ctx_t *ctx, json_t *parts, json_t *part, json_t *pending, const json_t *own);
 
 /* The text a message content part shows as a Gemini text part: its "text",
  * or a refusal's "refusal" (borrowed; NULL when it has none). */
@@ -53,12 +55,12 @@ const json_t *fe_gemini_part_text(const json_t *part);
 json_t *fe_gemini_call_part(const json_t *call);
 
 /* Candidate k's finishReason: STOP, MAX_TOKENS or SAFETY. */
-const char *fe_gemini_finish_reason(const fe_request_t *r, int k);
+const char *fe_gemini_finish_reason(const fe_collect_t *res, int k);
 
-/* usageMetadata from r->result as it stands (new reference). */
-json_t *fe_gemini_usage(const fe_request_t *r);
+/* usageMetadata from res as it stands (new reference). */
+json_t *fe_gemini_usage(const fe_collect_t *res);
 
 /* A GenerateContentResponse around candidates and usage (both stolen). */
-json_t *fe_gemini_response(const fe_request_t *r, json_t *candidates, json_t *usage);
+json_t *fe_gemini_response(const fe_render_ctx_t *ctx, json_t *candidates, json_t *usage);
 
 #endif

@@ -7,8 +7,9 @@
 
 #include "sb_errkind.h"
 
-json_t *fe_google_error_body(const fe_error_t *e)
+json_t *fe_google_error_body(const fe_error_t *e, const char *request_id)
 {
+    (void)request_id;
     return json_pack("{s:{s:i, s:s, s:s}}", "error", "code", e->status, "message", e->message, "status",
                      sb_errkind_google_status(e->status));
 }

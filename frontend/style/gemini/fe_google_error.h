@@ -10,7 +10,8 @@
 #include "fe_error.h"
 
 /* {"error":{"code","message","status"}}: code the HTTP status, status its
- * google.rpc.Code name. New reference. */
-json_t *fe_google_error_body(const fe_error_t *e);
+ * google.rpc.Code name. New reference. The style's error_body: request_id
+ * is not part of Google's body (the x-request-id header carries it). */
+json_t *fe_google_error_body(const fe_error_t *e, const char *request_id);
 
 #endif

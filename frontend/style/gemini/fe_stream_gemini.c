@@ -35,7 +35,6 @@
 
 #include "fe_gemini_render.h"
 #include "fe_google_error.h"
-#include "fe_request.h"
 #include "fe_stream.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
@@ -105,10 +104,10 @@ static json_t *fe_sg_rest(const fe_sg_sent_t *sent, const json_t *text)
 }
 
 /* Candidate k's state, NULL for a choice the request did not ask for. */
-static fe_sg_cand_t *fe_sg_cand(fe_request_t *r, int k)
+static fe_sg_cand_t *fe_sg_cand(fe_stream_ctx_t *sc, int k)
 {
-    fe_sg_state_t *st = fe_stream_state(r);
-    if (k < 0 || k >= r->parsed.n || k >= FE_GEMINI_MAX_CANDIDATES)
+    fe_sg_state_t *st = sc->state;
+    if (k < 0 || k >= sc->render.parsed->n || k >= FE_GEMINI_MAX_CANDIDATES)
         return NULL;
     if (!st->cands[k]) {
         st->cands[k] = sb_xcalloc(1, sizeof *st->cands[k]);
@@ -128,9 +127,9 @@ static fe_sg_item_t *fe_sg_item(fe_sg_cand_t *c, const json_t *ev)
 
 /* Writes one element of the stream (stolen): an SSE event, or the array's
  * next element. */
-static void fe_sg_write(fe_request_t *r, struct evbuffer *out, json_t *element)
+static void fe_sg_write(fe_stream_ctx_t *sc, struct evbuffer *out, json_t *element)
 {
-    fe_sg_state_t *st = fe_stream_state(r);
+    fe_sg_state_t *st = sc->state;
     if (st->sse) {
         fe_sse_json(out, NULL, element, "\r\n\r\n");
     } else {
@@ -147,23 +146,23 @@ static void fe_sg_write(fe_request_t *r, struct evbuffer *out, json_t *element)
 }
 
 /* One chunk with candidate k's new parts (stolen; nothing when empty). */
-static void fe_sg_send(fe_request_t *r, struct evbuffer *out, int k, json_t *parts)
+static void fe_sg_send(fe_stream_ctx_t *sc, struct evbuffer *out, int k, json_t *parts)
 {
     if (json_array_size(parts) == 0) {
         json_decref(parts);
         return;
     }
     json_t *candidate = json_pack("{s:{s:o, s:s}, s:i}", "content", "parts", parts, "role", "model", "index", k);
-    fe_sg_write(r, out, fe_gemini_response(r, json_pack("[o]", candidate), fe_gemini_usage(r)));
+    fe_sg_write(sc, out, fe_gemini_response(&sc->render, json_pack("[o]", candidate), fe_gemini_usage(sc->result)));
 }
 
 /* A reasoning item is done: without includeThoughts it waits for the next
  * part to carry its signature; with it, the rest of its thought text and its
  * signature, as the non-streamed thought part has them. */
-static void fe_sg_reasoning_done(fe_request_t *r, fe_sg_cand_t *c, const fe_sg_item_t *it, int k, const json_t *item,
-                                 struct evbuffer *out)
+static void fe_sg_reasoning_done(fe_stream_ctx_t *sc, fe_sg_cand_t *c, const fe_sg_item_t *it, int k,
+                                 const json_t *item, struct evbuffer *out)
 {
-    if (!fe_gemini_include_thoughts(r)) {
+    if (!fe_gemini_include_thoughts(sc->render.parsed)) {
         json_array_append(c->pending, (json_t *)item);
         return;
     }
@@ -171,7 +170,7 @@ static void fe_sg_reasoning_done(fe_request_t *r, fe_sg_cand_t *c, const fe_sg_i
     json_t *rest = fe_sg_rest(it ? &it->thought : NULL, text);
     json_decref(text);
     json_t *one = json_pack("[O]", item);
-    json_t *sig = fe_gemini_seal(r, one);
+    json_t *sig = fe_gemini_seal(&sc->render, one);
     json_decref(one);
     if (json_string_length(rest) == 0 && !sig) {
         json_decref(rest);
@@ -180,17 +179,17 @@ static void fe_sg_reasoning_done(fe_request_t *r, fe_sg_cand_t *c, const fe_sg_i
     json_t *part = json_pack("{s:o, s:b}", "text", rest, "thought", 1);
     if (sig)
         json_object_set_new(part, "thoughtSignature", sig);
-    fe_sg_send(r, out, k, json_pack("[o]", part));
+    fe_sg_send(sc, out, k, json_pack("[o]", part));
 }
 
-static void fe_sg_item_done(fe_request_t *r, fe_sg_cand_t *c, const fe_sg_item_t *it, int k, const json_t *item,
+static void fe_sg_item_done(fe_stream_ctx_t *sc, fe_sg_cand_t *c, const fe_sg_item_t *it, int k, const json_t *item,
                             struct evbuffer *out)
 {
     const char *type = json_string_value(json_object_get(item, "type"));
     if (!type)
         return;
     if (!strcmp(type, "reasoning")) {
-        fe_sg_reasoning_done(r, c, it, k, item, out);
+        fe_sg_reasoning_done(sc, c, it, k, item, out);
         return;
     }
     json_t *parts = json_array();
@@ -205,25 +204,25 @@ static void fe_sg_item_done(fe_request_t *r, fe_sg_cand_t *c, const fe_sg_item_t
             /* An empty part still carries waiting signatures, as in the
              * non-streamed response. */
             if (json_string_length(rest) > 0 || json_array_size(c->pending) > 0)
-                fe_gemini_emit(r, parts, json_pack("{s:o}", "text", rest), c->pending, NULL);
+                fe_gemini_emit(&sc->render, parts, json_pack("{s:o}", "text", rest), c->pending, NULL);
             else
                 json_decref(rest);
         }
     } else if (!strcmp(type, "function_call")) {
         json_t *part = fe_gemini_call_part(item);
         if (part)
-            fe_gemini_emit(r, parts, part, c->pending, item);
+            fe_gemini_emit(&sc->render, parts, part, c->pending, item);
     }
-    fe_sg_send(r, out, k, parts);
+    fe_sg_send(sc, out, k, parts);
 }
 
-static void fe_sg_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
+static void fe_sg_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *out)
 {
     enum sb_event_type t = sb_event_type_of(ev);
     if (t != SB_EV_TEXT_DELTA && t != SB_EV_REASONING_DELTA && t != SB_EV_ITEM_DONE)
         return; /* the rest shows in the last chunk (finishReason, usage) */
     int k = sb_event_choice(ev);
-    fe_sg_cand_t *c = fe_sg_cand(r, k);
+    fe_sg_cand_t *c = fe_sg_cand(sc, k);
     if (!c)
         return;
     fe_sg_item_t *it = fe_sg_item(c, ev);
@@ -236,15 +235,15 @@ static void fe_sg_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
             break; /* an untracked part goes out whole at item_done */
         fe_sg_sent_add(&it->text[j], delta);
         json_t *parts = json_array();
-        fe_gemini_emit(r, parts, json_pack("{s:O}", "text", delta), c->pending, NULL);
-        fe_sg_send(r, out, k, parts);
+        fe_gemini_emit(&sc->render, parts, json_pack("{s:O}", "text", delta), c->pending, NULL);
+        fe_sg_send(sc, out, k, parts);
         break;
     }
     case SB_EV_REASONING_DELTA:
-        if (!fe_gemini_include_thoughts(r) || !it || it->done || json_string_length(delta) == 0)
+        if (!fe_gemini_include_thoughts(sc->render.parsed) || !it || it->done || json_string_length(delta) == 0)
             break;
         fe_sg_sent_add(&it->thought, delta);
-        fe_sg_send(r, out, k, json_pack("[{s:O, s:b}]", "text", delta, "thought", 1));
+        fe_sg_send(sc, out, k, json_pack("[{s:O, s:b}]", "text", delta, "thought", 1));
         break;
     case SB_EV_ITEM_DONE:
         if (it && it->done)
@@ -252,60 +251,62 @@ static void fe_sg_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
         if (it)
             it->done = true;
         if (json_is_object(json_object_get(ev, "item")))
-            fe_sg_item_done(r, c, it, k, json_object_get(ev, "item"), out);
+            fe_sg_item_done(sc, c, it, k, json_object_get(ev, "item"), out);
         break;
     default:
         break;
     }
 }
 
-static void fe_sg_open_sse(fe_request_t *r, struct evbuffer *out)
+static void fe_sg_open_sse(fe_stream_ctx_t *sc, struct evbuffer *out)
 {
     (void)out;
-    fe_sg_state_t *st = fe_stream_state(r);
+    fe_sg_state_t *st = sc->state;
     st->sse = true;
 }
 
-static void fe_sg_open_array(fe_request_t *r, struct evbuffer *out)
+static void fe_sg_open_array(fe_stream_ctx_t *sc, struct evbuffer *out)
 {
-    (void)r;
+    (void)sc;
     evbuffer_add(out, "[", 1);
 }
 
 /* The last chunk: every candidate's finishReason and the usage, as the
  * non-streamed response (rendered) has them. */
-static void fe_sg_close(fe_request_t *r, const json_t *rendered, struct evbuffer *out)
+static void fe_sg_close(fe_stream_ctx_t *sc, const json_t *rendered, struct evbuffer *out)
 {
-    fe_sg_state_t *st = fe_stream_state(r);
+    fe_sg_state_t *st = sc->state;
     json_t *shown = json_object_get(rendered, "candidates");
     json_t *candidates = json_array();
-    for (int k = 0; k < r->parsed.n && k < FE_GEMINI_MAX_CANDIDATES; k++) {
-        fe_sg_cand_t *c = fe_sg_cand(r, k);
+    for (int k = 0; k < sc->render.parsed->n && k < FE_GEMINI_MAX_CANDIDATES; k++) {
+        fe_sg_cand_t *c = fe_sg_cand(sc, k);
         json_t *parts = json_array();
-        fe_gemini_emit(r, parts, json_pack("{s:s}", "text", ""), c->pending, NULL);
+        fe_gemini_emit(&sc->render, parts, json_pack("{s:s}", "text", ""), c->pending, NULL);
         const char *finish = json_string_value(json_object_get(json_array_get(shown, (size_t)k), "finishReason"));
         json_array_append_new(candidates,
                               json_pack("{s:{s:o, s:s}, s:s, s:i}", "content", "parts", parts, "role", "model",
-                                        "finishReason", finish ? finish : fe_gemini_finish_reason(r, k), "index", k));
+                                        "finishReason", finish ? finish : fe_gemini_finish_reason(sc->result, k),
+                                        "index", k));
     }
     json_t *usage = json_object_get(rendered, "usageMetadata");
-    fe_sg_write(r, out,
-                fe_gemini_response(r, candidates, json_is_object(usage) ? json_incref(usage) : fe_gemini_usage(r)));
+    fe_sg_write(sc, out,
+                fe_gemini_response(&sc->render, candidates,
+                                   json_is_object(usage) ? json_incref(usage) : fe_gemini_usage(sc->result)));
     if (!st->sse)
         evbuffer_add(out, "]", 1);
 }
 
-static void fe_sg_fail(fe_request_t *r, const fe_error_t *e, struct evbuffer *out)
+static void fe_sg_fail(fe_stream_ctx_t *sc, const fe_error_t *e, struct evbuffer *out)
 {
-    fe_sg_state_t *st = fe_stream_state(r);
-    fe_sg_write(r, out, fe_google_error_body(e));
+    fe_sg_state_t *st = sc->state;
+    fe_sg_write(sc, out, fe_google_error_body(e, NULL));
     if (!st->sse)
         evbuffer_add(out, "]", 1);
 }
 
-static void fe_sg_keepalive(fe_request_t *r, struct evbuffer *out)
+static void fe_sg_keepalive(fe_stream_ctx_t *sc, struct evbuffer *out)
 {
-    fe_sg_state_t *st = fe_stream_state(r);
+    fe_sg_state_t *st = sc->state;
     if (st->sse)
         fe_sse_comment(out, "keep-alive", "\r\n\r\n");
     else

@@ -12,7 +12,6 @@
 #include "fe_items.h"
 #include "fe_messages_parse.h"
 #include "fe_reasoning.h"
-#include "fe_request.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"
 
@@ -217,7 +216,7 @@ static json_t *fe_messages_tool_output(const json_t *block, const char *param, f
 
 /* A thinking block's signature (or a redacted_thinking block's data): the
  * reasoning item this gateway sealed into it. */
-static json_t *fe_messages_open_thinking(const fe_request_t *r, const json_t *block, bool redacted, const char *param,
+static json_t *fe_messages_open_thinking(const fe_sealer_t *seal, const json_t *block, bool redacted, const char *param,
                                          fe_error_t *err)
 {
     const char *field = redacted ? "data" : "signature";
@@ -226,7 +225,7 @@ static json_t *fe_messages_open_thinking(const fe_request_t *r, const json_t *bl
         return fe_messages_fail_null(err, "missing_required_parameter", param, "%s: Field required", field);
     if (!redacted && !json_is_string(json_object_get(block, "thinking")))
         return fe_messages_fail_null(err, "missing_required_parameter", param, "thinking: Field required");
-    json_t *item = fe_reasoning_open_token(r, token, param, err);
+    json_t *item = fe_reasoning_open(seal, token, param, err);
     if (item && fe_messages_is(json_object_get(item, "type"), "reasoning"))
         return item;
     json_decref(item);
@@ -247,7 +246,7 @@ static int fe_messages_role_only(const char *type, const char *role, bool assist
                             assistant ? "assistant" : "user");
 }
 
-static int fe_messages_block(const fe_request_t *r, fe_messages_out_t *o, const json_t *block, const char *param,
+static int fe_messages_block(const fe_sealer_t *seal, fe_messages_out_t *o, const json_t *block, const char *param,
                              fe_error_t *err)
 {
     const char *type = json_string_value(json_object_get(block, "type"));
@@ -308,7 +307,7 @@ static int fe_messages_block(const fe_request_t *r, fe_messages_out_t *o, const 
     if (!strcmp(type, "thinking") || !strcmp(type, "redacted_thinking")) {
         if (fe_messages_role_only(type, o->role, true, param, err) < 0)
             return -1;
-        json_t *item = fe_messages_open_thinking(r, block, !strcmp(type, "redacted_thinking"), param, err);
+        json_t *item = fe_messages_open_thinking(seal, block, !strcmp(type, "redacted_thinking"), param, err);
         if (!item)
             return -1;
         fe_messages_add_item(o, item);
@@ -351,7 +350,7 @@ static int fe_messages_system_message(const json_t *m, json_t *items, const char
     return 0;
 }
 
-int fe_messages_messages(const fe_request_t *r, const json_t *messages, json_t *items, fe_error_t *err)
+int fe_messages_messages(const fe_sealer_t *seal, const json_t *messages, json_t *items, fe_error_t *err)
 {
     size_t n = json_array_size(messages), i, turns = 0;
     json_t *m;
@@ -393,7 +392,7 @@ int fe_messages_messages(const fe_request_t *r, const json_t *messages, json_t *
             json_array_foreach (content, j, b) {
                 char bp[80];
                 snprintf(bp, sizeof bp, "messages.%zu.content.%zu", i, j);
-                if (fe_messages_block(r, &o, b, bp, err) < 0) {
+                if (fe_messages_block(seal, &o, b, bp, err) < 0) {
                     json_decref(o.parts);
                     return -1;
                 }

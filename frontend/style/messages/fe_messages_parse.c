@@ -40,14 +40,12 @@
 #include <strings.h>
 
 #include "fe_anthropic_error.h"
-#include "fe_generate.h"
 #include "fe_messages_parse.h"
 #include "fe_messages_render.h"
 #include "fe_openai.h"
 #include "fe_params.h"
-#include "fe_request.h"
-#include "fe_router.h"
 #include "fe_structured.h"
+#include "fe_style.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"
@@ -65,11 +63,6 @@ static const char *fe_messages_key(fe_http_req_t *http, size_t *len)
         return k;
     }
     return fe_openai_bearer_key(http, len);
-}
-
-static json_t *fe_messages_error_body(const fe_request_t *r, const fe_error_t *e)
-{
-    return fe_anthropic_error_body(e, r->request_id);
 }
 
 /* A 400 in Anthropic's wording, "<param>: <text>" (param may be NULL). */
@@ -112,9 +105,9 @@ bool fe_messages_is(const json_t *v, const char *s)
 
 /* anthropic-version: required, a date YYYY-MM-DD no older than the first
  * Messages API version. */
-static int fe_messages_version(const fe_request_t *r, fe_error_t *err)
+static int fe_messages_version(const fe_style_in_t *in, fe_error_t *err)
 {
-    const char *v = r->http ? fe_http_req_header(r->http, "anthropic-version") : NULL;
+    const char *v = fe_style_in_header(in, "anthropic-version");
     if (!v)
         return fe_messages_fail(err, "missing_required_header", "anthropic-version", "header is required");
     bool ok = strlen(v) == 10 && v[4] == '-' && v[7] == '-';
@@ -501,7 +494,7 @@ static int fe_messages_output_config(const json_t *body, json_t *c, const char *
 
 /* thinking -> canonical reasoning. The effort follows the budget, so a
  * budget-less upstream still thinks about as hard as asked. */
-static int fe_messages_thinking(fe_request_t *r, const json_t *body, json_t *c, json_int_t max_tokens,
+static int fe_messages_thinking(fe_parsed_t *out, const json_t *body, json_t *c, json_int_t max_tokens,
                                 const char *effort, fe_error_t *err)
 {
     json_t *th = json_object_get(body, "thinking");
@@ -515,7 +508,7 @@ static int fe_messages_thinking(fe_request_t *r, const json_t *body, json_t *c, 
         !fe_messages_is(display, "omitted"))
         return fe_messages_fail(err, "invalid_value", "thinking.display", "Input should be 'summarized' or 'omitted'");
     if (fe_messages_is(display, "omitted"))
-        json_object_set_new(r->parsed.style_state, "thinking_omitted", json_true());
+        json_object_set_new(out->style_state, "thinking_omitted", json_true());
     if (!strcmp(type, "disabled"))
         return 0;
     if (!strcmp(type, "adaptive")) {
@@ -547,14 +540,14 @@ static int fe_messages_thinking(fe_request_t *r, const json_t *body, json_t *c, 
     return 0;
 }
 
-/* The body of POST /v1/messages, or (r->count_tokens) of
+/* The body of POST /v1/messages, or (in->count_tokens) of
  * /v1/messages/count_tokens: the same request less max_tokens and the fields
  * that only shape the output (fe_messages_count_params). */
-static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
+static int fe_messages_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t *out, fe_error_t *err)
 {
-    bool count = r->count_tokens;
-    r->parsed.store = false; /* nothing in this style is retrievable later */
-    if (fe_messages_version(r, err) < 0 ||
+    bool count = in->count_tokens;
+    out->store = false; /* nothing in this style is retrievable later */
+    if (fe_messages_version(in, err) < 0 ||
         fe_messages_foreign(body, count ? fe_messages_count_params : fe_messages_params, err) < 0)
         return -1;
     json_t *model = json_object_get(body, "model");
@@ -562,7 +555,7 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return fe_messages_fail(err, "missing_required_parameter", "model", "Field required");
     if (!json_is_string(model) || json_string_length(model) == 0)
         return fe_messages_fail(err, "invalid_value", "model", "Input should be a non-empty string");
-    r->parsed.model_id = sb_xstrdup(json_string_value(model));
+    out->model_id = sb_xstrdup(json_string_value(model));
     json_t *max = json_object_get(body, "max_tokens");
     if (count)
         max = NULL; /* a count has no output: no limit for a thinking budget to fit under */
@@ -582,40 +575,35 @@ static int fe_messages_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     json_t *stream = json_object_get(body, "stream");
     if (stream && !json_is_boolean(stream) && !json_is_null(stream))
         return fe_messages_fail(err, "invalid_type", "stream", "Input should be a valid boolean");
-    r->parsed.stream = json_is_true(stream);
+    out->stream = json_is_true(stream);
     json_t *cc = json_object_get(body, "cache_control");
     if (cc && !json_is_null(cc) && !json_is_object(cc))
         return fe_messages_fail(err, "invalid_type", "cache_control", "Input should be a valid dictionary");
 
     json_t *c = json_object();
-    r->parsed.canonical = c;
+    out->canonical = c;
     json_t *items = json_array();
     json_object_set_new(c, "input", items);
     if (max)
         json_object_set(c, "max_output_tokens", max);
     const char *effort = NULL;
-    if (fe_messages_messages(r, messages, items, err) < 0 || fe_messages_system(body, c, err) < 0 ||
+    if (fe_messages_messages(&in->seal, messages, items, err) < 0 || fe_messages_system(body, c, err) < 0 ||
         fe_messages_tools(body, c, err) < 0 || fe_messages_tool_choice(body, c, err) < 0 ||
         fe_messages_sampling(body, c, err) < 0 || fe_messages_context_management(body, err) < 0 ||
         fe_messages_output_config(body, c, &effort, err) < 0 ||
-        fe_messages_thinking(r, body, c, max ? json_integer_value(max) : INT64_MAX, effort, err) < 0)
+        fe_messages_thinking(out, body, c, max ? json_integer_value(max) : INT64_MAX, effort, err) < 0)
         return -1;
-    sb_id_new(r->response_id, sizeof r->response_id, "msg_", 12);
+    sb_id_new(out->response_id, sizeof out->response_id, "msg_", 12);
     return 0;
-}
-
-/* POST /v1/messages/count_tokens: the generation pipeline (auth, model,
- * permission, capabilities) with a count-only job. */
-void fe_messages_count_tokens(fe_request_t *r)
-{
-    r->count_tokens = true;
-    fe_generate_start(r);
 }
 
 const fe_style_t fe_style_messages = {
     .name = "messages",
+    .key_hint = "the 'x-api-key' header",
+    .max_tokens_param = "max_tokens",
+    .input_param = "messages",
     .key = fe_messages_key,
-    .error_body = fe_messages_error_body,
+    .error_body = fe_anthropic_error_body,
     .parse = fe_messages_parse,
     .render = fe_messages_render,
     .render_count = fe_messages_render_count,

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 
 #include "fe_error.h"
-#include "fe_request.h"
+#include "fe_style.h"
 
 /* A 400 in Anthropic's wording, "<param>: <text>" (param may be NULL), code
  * its machine code. Always -1. */
@@ -26,7 +26,7 @@ json_t *fe_messages_fail_null(fe_error_t *err, const char *code, const char *par
 bool fe_messages_is(const json_t *v, const char *s);
 
 /* messages[] -> canonical input items (appended to items): 0, or -1 with
- * err. Thinking blocks are opened with r's sealing key and account. */
-int fe_messages_messages(const fe_request_t *r, const json_t *messages, json_t *items, fe_error_t *err);
+ * err. Thinking blocks' signatures are opened with seal (the caller's). */
+int fe_messages_messages(const fe_sealer_t *seal, const json_t *messages, json_t *items, fe_error_t *err);
 
 #endif

@@ -11,7 +11,6 @@
 #include "fe_messages_parse.h"
 #include "fe_messages_render.h"
 #include "fe_reasoning.h"
-#include "fe_request.h"
 #include "sb_alloc.h"
 #include "sb_log.h"
 
@@ -40,29 +39,30 @@ static json_t *fe_messages_reasoning_text(const json_t *item)
     return json_string("");
 }
 
-bool fe_messages_thinking_omitted(const fe_request_t *r)
+bool fe_messages_thinking_omitted(const fe_parsed_t *parsed)
 {
-    return json_is_true(json_object_get(r->parsed.style_state, "thinking_omitted"));
+    return json_is_true(json_object_get(parsed->style_state, "thinking_omitted"));
 }
 
 /* The sealed token of a reasoning item (caller frees), or NULL. Sealing draws
  * a random nonce, so each item is sealed once per request and the token kept
  * in style_state "sealed" (by item id, with the item it seals): the streamed
  * thinking block and the final message then carry the same signature. */
-static char *fe_messages_seal(const fe_request_t *r, const json_t *item)
+static char *fe_messages_seal(const fe_render_ctx_t *ctx, const json_t *item)
 {
     const char *id = json_string_value(json_object_get(item, "id"));
-    json_t *cache = json_object_get(r->parsed.style_state, "sealed");
+    json_t *state = ctx->parsed->style_state;
+    json_t *cache = json_object_get(state, "sealed");
     json_t *hit = id ? json_object_get(cache, id) : NULL;
     json_t *sealed_item = json_object_get(hit, "item");
     if (sealed_item && (sealed_item == item || json_equal(sealed_item, (json_t *)item)))
         return sb_xstrdup(json_string_value(json_object_get(hit, "token")));
-    char *token = fe_reasoning_seal_item(r, item);
-    if (!token || !id || !json_is_object(r->parsed.style_state))
+    char *token = fe_reasoning_seal(&ctx->seal, item);
+    if (!token || !id || !json_is_object(state))
         return token;
     if (!json_is_object(cache)) {
         cache = json_object();
-        json_object_set_new(r->parsed.style_state, "sealed", cache);
+        json_object_set_new(state, "sealed", cache);
     }
     json_object_set_new(cache, id, json_pack("{s:s, s:O}", "token", token, "item", item));
     return token;
@@ -71,9 +71,9 @@ static char *fe_messages_seal(const fe_request_t *r, const json_t *item)
 /* A reasoning item as a thinking block (redacted_thinking when the upstream
  * only gave an opaque blob), or NULL when sealing is not configured: the
  * client could not hand it back. */
-json_t *fe_messages_thinking_block(const fe_request_t *r, const json_t *item)
+json_t *fe_messages_thinking_block(const fe_render_ctx_t *ctx, const json_t *item)
 {
-    char *token = fe_messages_seal(r, item);
+    char *token = fe_messages_seal(ctx, item);
     if (!token)
         return NULL;
     json_t *text = fe_messages_reasoning_text(item);
@@ -83,7 +83,7 @@ json_t *fe_messages_thinking_block(const fe_request_t *r, const json_t *item)
         block = json_pack("{s:s, s:s}", "type", "redacted_thinking", "data", token);
         json_decref(text);
     } else {
-        if (fe_messages_thinking_omitted(r))
+        if (fe_messages_thinking_omitted(ctx->parsed))
             json_string_set(text, "");
         block = json_pack("{s:s, s:o, s:s}", "type", "thinking", "thinking", text, "signature", token);
     }
@@ -114,19 +114,19 @@ const json_t *fe_messages_part_text(const json_t *part, bool *refusal)
     return json_is_string(text) ? text : NULL;
 }
 
-json_t *fe_messages_message(const fe_request_t *r, json_t *content, const char *stop_reason)
+json_t *fe_messages_message(const fe_collect_t *res, const fe_render_ctx_t *ctx, json_t *content,
+                            const char *stop_reason)
 {
-    const fe_collect_t *res = &r->result;
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:n, s:{s:I, s:I, s:i, s:i}}", "id", r->response_id, "type",
-                     "message", "role", "assistant", "model", r->parsed.model_id, "content", content, "stop_reason",
+    const fe_parsed_t *p = ctx->parsed;
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:n, s:{s:I, s:I, s:i, s:i}}", "id", p->response_id, "type",
+                     "message", "role", "assistant", "model", p->model_id, "content", content, "stop_reason",
                      stop_reason, "stop_sequence", "usage", "input_tokens", (json_int_t)res->input_tokens,
                      "output_tokens", (json_int_t)res->output_tokens, "cache_creation_input_tokens", 0,
                      "cache_read_input_tokens", 0);
 }
 
-json_t *fe_messages_render(fe_request_t *r)
+json_t *fe_messages_render(const fe_collect_t *res, const fe_render_ctx_t *ctx)
 {
-    const fe_collect_t *res = &r->result;
     json_t *content = json_array();
     bool tool_use = false, refused = false;
     size_t i;
@@ -136,7 +136,7 @@ json_t *fe_messages_render(fe_request_t *r)
         if (!type)
             continue;
         if (!strcmp(type, "reasoning")) {
-            json_t *block = fe_messages_thinking_block(r, it);
+            json_t *block = fe_messages_thinking_block(ctx, it);
             if (block)
                 json_array_append_new(content, block);
         } else if (!strcmp(type, "message")) {
@@ -169,11 +169,12 @@ json_t *fe_messages_render(fe_request_t *r)
                        : incomplete && (!why[0] || !strcmp(why, "max_output_tokens")) ? "max_tokens"
                        : refused || (incomplete && !strcmp(why, "content_filter"))    ? "refusal"
                                                                                       : "end_turn";
-    return fe_messages_message(r, content, stop);
+    return fe_messages_message(res, ctx, content, stop);
 }
 
 /* The count as Anthropic's count_tokens answers it. */
-json_t *fe_messages_render_count(fe_request_t *r)
+json_t *fe_messages_render_count(const fe_collect_t *res, const fe_render_ctx_t *ctx)
 {
-    return json_pack("{s:I}", "input_tokens", (json_int_t)r->result.input_tokens);
+    (void)ctx;
+    return json_pack("{s:I}", "input_tokens", (json_int_t)res->input_tokens);
 }

@@ -42,7 +42,6 @@
 
 #include "fe_anthropic_error.h"
 #include "fe_messages_render.h"
-#include "fe_request.h"
 #include "fe_stream.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
@@ -247,7 +246,7 @@ static bool fe_sm_has_text(const fe_sm_item_t *it, size_t c)
  * text (which ends the part before); a call's block once its id and name
  * are known; a thinking block with its first text (a redacted one only
  * shows at the end). */
-static void fe_sm_stream(fe_request_t *r, fe_sm_state_t *st, fe_sm_item_t *it, struct evbuffer *out)
+static void fe_sm_stream(fe_stream_ctx_t *sc, fe_sm_state_t *st, fe_sm_item_t *it, struct evbuffer *out)
 {
     switch (it->kind) {
     case FE_SM_MESSAGE:
@@ -273,14 +272,14 @@ static void fe_sm_stream(fe_request_t *r, fe_sm_state_t *st, fe_sm_item_t *it, s
         break;
     }
     case FE_SM_REASONING:
-        if (!r->srv->seal_ready)
+        if (!sc->render.seal.key)
             break; /* no thinking blocks without a key to sign them */
         if (st->part < 0 && fe_sm_has_text(it, 0)) {
             fe_sm_block_start(st, json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", "", "signature", ""),
                               out);
             st->part = 0;
         }
-        if (st->part == 0 && !fe_messages_thinking_omitted(r))
+        if (st->part == 0 && !fe_messages_thinking_omitted(sc->render.parsed))
             fe_sm_send(st, &it->texts[0], "thinking_delta", "thinking", out);
         break;
     default:
@@ -349,9 +348,9 @@ static void fe_sm_finish_call(fe_sm_state_t *st, fe_sm_item_t *it, struct evbuff
 
 /* A finished reasoning item: its thinking block (the text its deltas did not
  * bring, then the signature) or its redacted_thinking block. */
-static void fe_sm_finish_reasoning(fe_request_t *r, fe_sm_state_t *st, fe_sm_item_t *it, struct evbuffer *out)
+static void fe_sm_finish_reasoning(fe_stream_ctx_t *sc, fe_sm_state_t *st, fe_sm_item_t *it, struct evbuffer *out)
 {
-    json_t *block = fe_messages_thinking_block(r, it->item);
+    json_t *block = fe_messages_thinking_block(&sc->render, it->item);
     const char *type = json_string_value(json_object_get(block, "type"));
     if (!type) {
         if (st->part >= 0)
@@ -378,12 +377,12 @@ static void fe_sm_finish_reasoning(fe_request_t *r, fe_sm_state_t *st, fe_sm_ite
  * blocks are finished and the next item becomes the front. With final (the
  * job completed) an item that never finished is passed over, as the final
  * message leaves it out. */
-static void fe_sm_pump(fe_request_t *r, fe_sm_state_t *st, struct evbuffer *out, bool final)
+static void fe_sm_pump(fe_stream_ctx_t *sc, fe_sm_state_t *st, struct evbuffer *out, bool final)
 {
     while (st->front < st->n_items) {
         fe_sm_item_t *it = &st->items[st->front];
         if (!it->done && !final) {
-            fe_sm_stream(r, st, it, out);
+            fe_sm_stream(sc, st, it, out);
             return;
         }
         if (it->done) {
@@ -392,7 +391,7 @@ static void fe_sm_pump(fe_request_t *r, fe_sm_state_t *st, struct evbuffer *out,
             else if (it->kind == FE_SM_CALL)
                 fe_sm_finish_call(st, it, out);
             else if (it->kind == FE_SM_REASONING)
-                fe_sm_finish_reasoning(r, st, it, out);
+                fe_sm_finish_reasoning(sc, st, it, out);
         } else if (st->part >= 0) {
             sb_warn("messages stream: an item that never completed had a block");
         }
@@ -403,18 +402,19 @@ static void fe_sm_pump(fe_request_t *r, fe_sm_state_t *st, struct evbuffer *out,
     }
 }
 
-static void fe_sm_open(fe_request_t *r, struct evbuffer *out)
+static void fe_sm_open(fe_stream_ctx_t *sc, struct evbuffer *out)
 {
-    fe_sm_state_t *st = fe_stream_state(r);
+    fe_sm_state_t *st = sc->state;
     st->part = -1;
-    fe_sm_emit(out, "message_start", json_pack("{s:o}", "message", fe_messages_message(r, json_array(), NULL)));
+    fe_sm_emit(out, "message_start",
+               json_pack("{s:o}", "message", fe_messages_message(sc->result, &sc->render, json_array(), NULL)));
 }
 
-static void fe_sm_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
+static void fe_sm_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *out)
 {
     if (sb_event_choice(ev) != 0)
         return; /* Messages has one choice */
-    fe_sm_state_t *st = fe_stream_state(r);
+    fe_sm_state_t *st = sc->state;
     enum sb_event_type t = sb_event_type_of(ev);
     if (t != SB_EV_ITEM_ADDED && t != SB_EV_TEXT_DELTA && t != SB_EV_ARGS_DELTA && t != SB_EV_REASONING_DELTA &&
         t != SB_EV_ITEM_DONE)
@@ -458,18 +458,18 @@ static void fe_sm_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
         it->done = true;
         break;
     }
-    fe_sm_pump(r, st, out, false);
+    fe_sm_pump(sc, st, out, false);
 }
 
-static void fe_sm_close(fe_request_t *r, const json_t *rendered, struct evbuffer *out)
+static void fe_sm_close(fe_stream_ctx_t *sc, const json_t *rendered, struct evbuffer *out)
 {
-    fe_sm_state_t *st = fe_stream_state(r);
-    fe_sm_pump(r, st, out, true);
+    fe_sm_state_t *st = sc->state;
+    fe_sm_pump(sc, st, out, true);
     fe_sm_block_stop(st, out);
     size_t blocks = json_array_size(json_object_get(rendered, "content"));
     if ((size_t)st->blocks != blocks)
-        sb_warn("messages stream %s: %d content blocks streamed, the message has %zu", r->response_id, st->blocks,
-                blocks);
+        sb_warn("messages stream %s: %d content blocks streamed, the message has %zu", sc->render.parsed->response_id,
+                st->blocks, blocks);
     fe_sm_emit(out, "message_delta",
                json_pack("{s:{s:O?, s:O?}, s:O?}", "delta", "stop_reason", json_object_get(rendered, "stop_reason"),
                          "stop_sequence", json_object_get(rendered, "stop_sequence"), "usage",
@@ -477,17 +477,17 @@ static void fe_sm_close(fe_request_t *r, const json_t *rendered, struct evbuffer
     fe_sm_emit(out, "message_stop", NULL);
 }
 
-static void fe_sm_fail(fe_request_t *r, const fe_error_t *e, struct evbuffer *out)
+static void fe_sm_fail(fe_stream_ctx_t *sc, const fe_error_t *e, struct evbuffer *out)
 {
-    json_t *body = fe_anthropic_error_body(e, r->request_id);
+    json_t *body = fe_anthropic_error_body(e, sc->render.request_id);
     fe_sse_json(out, "error", body, "\n\n");
     json_decref(body);
 }
 
 /* Anthropic's ping, byte for byte. */
-static void fe_sm_keepalive(fe_request_t *r, struct evbuffer *out)
+static void fe_sm_keepalive(fe_stream_ctx_t *sc, struct evbuffer *out)
 {
-    (void)r;
+    (void)sc;
     static const char ping[] = "event: ping\ndata: {\"type\": \"ping\"}\n\n";
     evbuffer_add(out, ping, sizeof ping - 1);
 }

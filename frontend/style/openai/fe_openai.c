@@ -27,8 +27,9 @@ const char *fe_openai_bearer_key(fe_http_req_t *http, size_t *len)
     return h;
 }
 
-json_t *fe_openai_error_body(const fe_error_t *e)
+json_t *fe_openai_error_body(const fe_error_t *e, const char *request_id)
 {
+    (void)request_id;
     json_t *code = e->code[0] ? json_string(e->code) : json_null();
     json_t *param = e->param[0] ? json_string(e->param) : json_null();
     return json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "message", e->message, "type",

@@ -18,7 +18,8 @@
 const char *fe_openai_bearer_key(fe_http_req_t *http, size_t *len);
 
 /* OpenAI's error body, {"error":{"message","type","param","code"}}; type
- * from the canonical kind (new reference). */
-json_t *fe_openai_error_body(const fe_error_t *e);
+ * from the canonical kind (new reference). The two styles' error_body:
+ * request_id is not part of it (the x-request-id header carries it). */
+json_t *fe_openai_error_body(const fe_error_t *e, const char *request_id);
 
 #endif

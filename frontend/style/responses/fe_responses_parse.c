@@ -9,24 +9,17 @@
 #include <string.h>
 
 #include "fe_features.h"
-#include "fe_generate.h"
 #include "fe_items.h"
 #include "fe_openai.h"
 #include "fe_params.h"
 #include "fe_prompt.h"
-#include "fe_request.h"
 #include "fe_responses_render.h"
-#include "fe_router.h"
-#include "fe_sql.h"
+#include "fe_responses_store.h"
 #include "fe_structured.h"
+#include "fe_style.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_id.h"
-
-static json_t *fe_responses_error_body(const fe_request_t *r, const fe_error_t *e)
-{
-    return fe_openai_error_body(e);
-}
 
 /* Every field OpenAI's Responses API takes today (docs/compatibility.md says
  * what each does here). Those not read below are accepted and ignored
@@ -114,7 +107,7 @@ static int fe_responses_foreign_params(const json_t *body, fe_error_t *err)
     return 0;
 }
 
-static int fe_responses_include(fe_request_t *r, const json_t *body, fe_error_t *err)
+static int fe_responses_include(const fe_style_in_t *in, fe_parsed_t *out, const json_t *body, fe_error_t *err)
 {
     json_t *inc = fe_params_typed(body, "include", FE_P_ARRAY | FE_P_NULL, err);
     if (err->status)
@@ -129,10 +122,10 @@ static int fe_responses_include(fe_request_t *r, const json_t *body, fe_error_t 
             return -1;
         }
         if (!strcmp(s, "reasoning.encrypted_content")) {
-            if (!r->srv->seal_ready)
+            if (!in->seal.key)
                 return fe_responses_unsupported(err, "include",
                                                 "encrypted reasoning is not configured on this gateway.");
-            r->parsed.seal_reasoning = true;
+            out->seal_reasoning = true;
         }
     }
     return 0;
@@ -250,7 +243,7 @@ static bool fe_is(const json_t *v, const char *s)
     return json_is_string(v) && !strcmp(json_string_value(v), s);
 }
 
-static int fe_responses_namespace(fe_request_t *r, const json_t *t, const char *param, json_t *out, fe_error_t *err)
+static int fe_responses_namespace(fe_parsed_t *parsed, const json_t *t, const char *param, json_t *out, fe_error_t *err)
 {
     const char *ns = json_string_value(json_object_get(t, "name"));
     json_t *inner = json_object_get(t, "tools");
@@ -258,10 +251,10 @@ static int fe_responses_namespace(fe_request_t *r, const json_t *t, const char *
         fe_params_invalid(err, param, "'%s' of type namespace needs a string 'name' and a 'tools' array.", param);
         return -1;
     }
-    json_t *map = json_object_get(r->parsed.style_state, "namespaced");
+    json_t *map = json_object_get(parsed->style_state, "namespaced");
     if (!map) {
         map = json_object();
-        json_object_set_new(r->parsed.style_state, "namespaced", map);
+        json_object_set_new(parsed->style_state, "namespaced", map);
     }
     size_t i;
     json_t *fn;
@@ -288,7 +281,7 @@ static int fe_responses_namespace(fe_request_t *r, const json_t *t, const char *
     return 0;
 }
 
-static int fe_responses_tools(fe_request_t *r, const json_t *body, json_t *c, fe_error_t *err)
+static int fe_responses_tools(fe_parsed_t *parsed, const json_t *body, json_t *c, fe_error_t *err)
 {
     json_t *tools = fe_params_typed(body, "tools", FE_P_ARRAY | FE_P_NULL, err);
     if (err->status)
@@ -306,7 +299,7 @@ static int fe_responses_tools(fe_request_t *r, const json_t *body, json_t *c, fe
         } else if (fe_features_builtin_tool(type)) {
             nt = json_deep_copy(t);
         } else if (type && !strcmp(type, "namespace")) {
-            if (fe_responses_namespace(r, t, param, out, err) < 0) {
+            if (fe_responses_namespace(parsed, t, param, out, err) < 0) {
                 json_decref(out);
                 return -1;
             }
@@ -353,7 +346,21 @@ static int fe_responses_conversation(const json_t *body, fe_error_t *err)
     return -1;
 }
 
-static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
+/* Fields of the body the Response object echoes and the canonical request
+ * does not carry as sent: kept in style_state "echo" for the render. */
+static void fe_responses_echo(const json_t *body, fe_parsed_t *out)
+{
+    static const char *const fields[] = {"truncation", "safety_identifier", "prompt_cache_key"};
+    json_t *echo = json_object();
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        json_t *v = json_object_get(body, fields[i]);
+        if (v)
+            json_object_set(echo, fields[i], v);
+    }
+    json_object_set_new(out->style_state, "echo", echo);
+}
+
+static int fe_responses_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t *out, fe_error_t *err)
 {
     if (fe_responses_foreign_params(body, err) < 0 ||
         fe_params_only(body, fe_responses_params, "Unknown parameter: '%s'.", err) < 0)
@@ -361,27 +368,27 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
     const char *model = fe_params_required_string(body, "model", err);
     if (!model)
         return -1;
-    r->parsed.model_id = sb_xstrdup(model);
+    out->model_id = sb_xstrdup(model);
     json_t *prompt = fe_params_typed(body, "prompt", FE_P_OBJECT | FE_P_NULL, err);
     if (err->status)
         return -1;
     if (json_is_object(prompt)) {
         if (fe_prompt_check_ref(prompt, err) < 0)
             return -1;
-        r->parsed.prompt_ref = json_deep_copy(prompt);
+        out->prompt_ref = json_deep_copy(prompt);
     }
     json_t *input = json_object_get(body, "input");
-    if (!r->parsed.prompt_ref && !(input = fe_params_require(body, "input", err)))
+    if (!out->prompt_ref && !(input = fe_params_require(body, "input", err)))
         return -1;
     json_t *stream = fe_params_typed(body, "stream", FE_P_BOOL | FE_P_NULL, err);
     json_t *background = fe_params_typed(body, "background", FE_P_BOOL | FE_P_NULL, err);
     if (err->status)
         return -1;
-    r->parsed.stream = json_is_true(stream);
+    out->stream = json_is_true(stream);
     if (json_is_true(background))
         return fe_responses_unsupported(err, "background", "background responses are not available on this gateway.");
     json_t *c = json_object();
-    r->parsed.canonical = c;
+    out->canonical = c;
     json_t *items = input && !json_is_null(input) ? fe_items_normalize(input, "input", err) : json_array();
     if (!items)
         return -1;
@@ -397,9 +404,9 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         fe_params_copy(body, "top_logprobs", FE_P_INT, 0, 20, c, "top_logprobs", err) < 0 ||
         fe_params_copy(body, "prompt_cache_key", FE_P_STRING, 0, 0, c, "prompt_cache_key", err) < 0 ||
         fe_params_copy(body, "safety_identifier", FE_P_STRING, 0, 0, c, "safety_identifier", err) < 0 ||
-        fe_params_metadata(body, c, err) < 0 || fe_responses_include(r, body, err) < 0 ||
+        fe_params_metadata(body, c, err) < 0 || fe_responses_include(in, out, body, err) < 0 ||
         fe_responses_reasoning(body, c, err) < 0 || fe_responses_text(body, c, err) < 0 ||
-        fe_responses_tools(r, body, c, err) < 0 || fe_responses_conversation(body, err) < 0)
+        fe_responses_tools(out, body, c, err) < 0 || fe_responses_conversation(body, err) < 0)
         return -1;
     json_t *store = fe_params_typed(body, "store", FE_P_BOOL | FE_P_NULL, err);
     json_t *prev = fe_params_typed(body, "previous_response_id", FE_P_STRING | FE_P_NULL, err);
@@ -412,49 +419,23 @@ static int fe_responses_parse(fe_request_t *r, json_t *body, fe_error_t *err)
         return -1;
     }
     if (json_is_false(store))
-        r->parsed.store = false;
+        out->store = false;
     if (json_is_string(prev))
-        r->parsed.previous_response_id = sb_xstrdup(json_string_value(prev));
-    sb_id_new(r->response_id, sizeof r->response_id, "resp_", 24);
+        out->previous_response_id = sb_xstrdup(json_string_value(prev));
+    fe_responses_echo(body, out);
+    sb_id_new(out->response_id, sizeof out->response_id, "resp_", 24);
     return 0;
-}
-
-/* Stores the response: body, the inherited context, this request's input,
- * and the output with reasoning in plain form (the stored copy is what
- * previous_response_id chains from; sealing is only for what the client
- * holds). One statement. */
-static void fe_responses_store(fe_request_t *r, const json_t *rendered)
-{
-    char account[24], key_id[24];
-    fe_request_account(r, account, sizeof account);
-    snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
-    char *body = json_dumps(rendered, JSON_COMPACT);
-    char *context = r->context ? json_dumps(r->context, JSON_COMPACT) : NULL;
-    char *input = json_dumps(json_object_get(r->parsed.canonical, "input"), JSON_COMPACT);
-    char *output = json_dumps(r->result.items, JSON_COMPACT);
-    const char *params[10] = {r->response_id,
-                              account,
-                              key_id,
-                              r->parsed.model_id,
-                              r->result.status[0] ? r->result.status : "completed",
-                              r->parsed.previous_response_id,
-                              body,
-                              context ? context : "[]",
-                              input,
-                              output};
-    fe_db_query(r->srv->db, FE_SQL_RESPONSE_SAVE, 10, params, fe_generate_stored, r);
-    free(body);
-    free(context);
-    free(input);
-    free(output);
 }
 
 const fe_style_t fe_style_responses = {
     .name = "responses",
+    .key_hint = "'Authorization: Bearer <API_KEY>'",
+    .max_tokens_param = "max_output_tokens",
+    .input_param = "input",
     .key = fe_openai_bearer_key,
-    .error_body = fe_responses_error_body,
+    .error_body = fe_openai_error_body,
     .parse = fe_responses_parse,
     .render = fe_responses_render,
-    .store = fe_responses_store,
+    .store = fe_responses_store_save,
     .stream = &fe_stream_responses,
 };

@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "fe_reasoning.h"
-#include "fe_request.h"
 #include "fe_responses_render.h"
 
 static bool fe_is(const json_t *v, const char *s)
@@ -16,15 +15,16 @@ static bool fe_is(const json_t *v, const char *s)
     return json_is_string(v) && !strcmp(json_string_value(v), s);
 }
 
-void fe_responses_split_name(const fe_request_t *r, json_t *item)
+void fe_responses_split_name(const fe_parsed_t *parsed, json_t *item)
 {
-    json_t *hit = json_object_get(json_object_get(r->parsed.style_state, "namespaced"),
+    json_t *hit = json_object_get(json_object_get(parsed->style_state, "namespaced"),
                                   json_string_value(json_object_get(item, "name")) ?: "");
     if (!hit || !fe_is(json_object_get(item, "type"), "function_call"))
         return;
     json_object_set(item, "namespace", json_array_get(hit, 0));
     json_object_set(item, "name", json_array_get(hit, 1));
 }
+
 static json_t *fe_json_or_null(json_t *v)
 {
     return v ? json_incref(v) : json_null();
@@ -35,24 +35,26 @@ static json_t *fe_json_number_or(json_t *v, double dflt)
     return json_is_number(v) ? json_incref(v) : json_real(dflt);
 }
 
-json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items)
+json_t *fe_responses_public_items(const fe_render_ctx_t *ctx, const json_t *items)
 {
-    json_t *output = r->parsed.seal_reasoning ? fe_reasoning_seal_items(r, items) : json_deep_copy(items);
+    bool seal = ctx->parsed->seal_reasoning;
+    json_t *output = seal ? fe_reasoning_seal_items(&ctx->seal, items) : json_deep_copy(items);
     size_t i;
     json_t *it;
     json_array_foreach (output, i, it) {
-        if (!r->parsed.seal_reasoning)
+        if (!seal)
             fe_reasoning_strip_private(it);
-        fe_responses_split_name(r, it);
+        fe_responses_split_name(ctx->parsed, it);
     }
     return output;
 }
 
-json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_t *error)
+json_t *fe_responses_object(const fe_collect_t *res, const fe_render_ctx_t *ctx, const char *status,
+                            const fe_error_t *error)
 {
-    const json_t *body = r->body;
-    const json_t *c = r->parsed.canonical;
-    const fe_collect_t *res = &r->result;
+    const fe_parsed_t *p = ctx->parsed;
+    const json_t *echo = json_object_get(p->style_state, "echo"); /* fields of the body as sent */
+    const json_t *c = p->canonical;
     bool final = !status;
     if (final)
         status = !strcmp(res->status, "incomplete") ? "incomplete" : "completed";
@@ -64,23 +66,23 @@ json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_
     json_t *metadata = json_object_get(c, "metadata");
     json_t *ptc = json_object_get(c, "parallel_tool_calls");
     /* In progress: nothing yet; failed: what was completed before. */
-    json_t *output = !strcmp(status, "in_progress") ? json_array() : fe_responses_public_items(r, res->items);
+    json_t *output = !strcmp(status, "in_progress") ? json_array() : fe_responses_public_items(ctx, res->items);
     if (!output)
         return NULL;
     long long now = (long long)time(NULL);
     json_t *out = json_object();
-    json_object_set_new(out, "id", json_string(r->response_id));
+    json_object_set_new(out, "id", json_string(p->response_id));
     json_object_set_new(out, "object", json_string("response"));
-    json_object_set_new(out, "created_at", json_integer(r->start_ms / 1000));
+    json_object_set_new(out, "created_at", json_integer(ctx->start_ms / 1000));
     json_object_set_new(out, "completed_at", !strcmp(status, "completed") ? json_integer(now) : json_null());
     json_object_set_new(out, "status", json_string(status));
     json_object_set_new(out, "incomplete_details",
                         incomplete ? json_pack("{s:s}", "reason",
                                                res->incomplete_reason[0] ? res->incomplete_reason : "max_output_tokens")
                                    : json_null());
-    json_object_set_new(out, "model", json_string(r->parsed.model_id) /* the public id: upstream names stay private */);
+    json_object_set_new(out, "model", json_string(p->model_id) /* the public id: upstream names stay private */);
     json_object_set_new(out, "previous_response_id",
-                        r->parsed.previous_response_id ? json_string(r->parsed.previous_response_id) : json_null());
+                        p->previous_response_id ? json_string(p->previous_response_id) : json_null());
     json_object_set_new(out, "instructions", fe_json_or_null(json_object_get(c, "instructions")));
     json_object_set_new(out, "output", output);
     json_object_set_new(
@@ -90,8 +92,8 @@ json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_
     json_object_set_new(out, "tools", tools ? json_incref(tools) : json_array());
     json_object_set_new(out, "tool_choice", tool_choice ? json_incref(tool_choice) : json_string("auto"));
     json_object_set_new(out, "truncation",
-                        json_string(json_is_string(json_object_get(body, "truncation"))
-                                        ? json_string_value(json_object_get(body, "truncation"))
+                        json_string(json_is_string(json_object_get(echo, "truncation"))
+                                        ? json_string_value(json_object_get(echo, "truncation"))
                                         : "disabled"));
     json_object_set_new(out, "parallel_tool_calls", ptc ? json_incref(ptc) : json_true());
     json_object_set_new(out, "text",
@@ -114,22 +116,22 @@ json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_
                                            (json_int_t)(res->input_tokens + res->output_tokens)));
     json_object_set_new(out, "max_output_tokens", fe_json_or_null(json_object_get(c, "max_output_tokens")));
     json_object_set_new(out, "max_tool_calls", fe_json_or_null(json_object_get(c, "max_tool_calls")));
-    json_object_set_new(out, "store", json_boolean(r->parsed.store));
+    json_object_set_new(out, "store", json_boolean(p->store));
     json_object_set_new(out, "background", json_false());
     json_object_set_new(out, "service_tier", json_string("default"));
     json_object_set_new(out, "metadata", metadata ? json_incref(metadata) : json_object());
-    json_object_set_new(out, "safety_identifier", fe_json_or_null(json_object_get(body, "safety_identifier")));
-    json_object_set_new(out, "prompt_cache_key", fe_json_or_null(json_object_get(body, "prompt_cache_key")));
+    json_object_set_new(out, "safety_identifier", fe_json_or_null(json_object_get(echo, "safety_identifier")));
+    json_object_set_new(out, "prompt_cache_key", fe_json_or_null(json_object_get(echo, "prompt_cache_key")));
     json_object_set_new(out, "user", fe_json_or_null(json_object_get(c, "user")));
-    if (r->parsed.prompt_ref)
+    if (p->prompt_ref)
         json_object_set_new(out, "prompt",
-                            json_pack("{s:O, s:O?, s:O?}", "id", json_object_get(r->parsed.prompt_ref, "id"), "version",
-                                      json_object_get(r->parsed.prompt_ref, "version"), "variables",
-                                      json_object_get(r->parsed.prompt_ref, "variables")));
+                            json_pack("{s:O, s:O?, s:O?}", "id", json_object_get(p->prompt_ref, "id"), "version",
+                                      json_object_get(p->prompt_ref, "version"), "variables",
+                                      json_object_get(p->prompt_ref, "variables")));
     return out;
 }
 
-json_t *fe_responses_render(fe_request_t *r)
+json_t *fe_responses_render(const fe_collect_t *res, const fe_render_ctx_t *ctx)
 {
-    return fe_responses_object(r, NULL, NULL);
+    return fe_responses_object(res, ctx, NULL, NULL);
 }

@@ -8,25 +8,28 @@
 
 #include <jansson.h>
 
-#include "fe_request.h"
+#include "fe_style.h"
 
-/* The Response object for r. status NULL: the finished response, from
- * r->result; "in_progress": no output and no usage yet (a stream's first
- * events); "failed": the items completed so far and `error`. New reference,
- * or NULL when the output cannot be rendered. */
-/* The finished Response object for r (fe_responses_object(r, NULL, NULL)). */
-json_t *fe_responses_render(fe_request_t *r);
+/* The finished Response object (the style's render):
+ * fe_responses_object(res, ctx, NULL, NULL). */
+json_t *fe_responses_render(const fe_collect_t *res, const fe_render_ctx_t *ctx);
 
-json_t *fe_responses_object(fe_request_t *r, const char *status, const fe_error_t *error);
+/* The Response object for res. status NULL: the finished response;
+ * "in_progress": no output and no usage yet (a stream's first events);
+ * "failed": the items completed so far and `error`. New reference, or NULL
+ * when the output cannot be rendered. */
+json_t *fe_responses_object(const fe_collect_t *res, const fe_render_ctx_t *ctx, const char *status,
+                            const fe_error_t *error);
 
 /* Output items as a client sees them: reasoning sealed into
- * encrypted_content when asked, private upstream fields stripped otherwise.
- * New reference, or NULL when sealing fails. */
-json_t *fe_responses_public_items(const fe_request_t *r, const json_t *items);
+ * encrypted_content when asked (parsed->seal_reasoning), private upstream
+ * fields stripped otherwise. New reference, or NULL when sealing fails. */
+json_t *fe_responses_public_items(const fe_render_ctx_t *ctx, const json_t *items);
 
 /* A function_call item whose name is a flattened namespace tool of this
- * request ("<namespace>__<name>") gets back its name and namespace, as
- * OpenAI shows the call. Other items are left alone. */
-void fe_responses_split_name(const fe_request_t *r, json_t *item);
+ * request ("<namespace>__<name>", kept by parse in style_state
+ * "namespaced") gets back its name and namespace, as OpenAI shows the call.
+ * Other items are left alone. */
+void fe_responses_split_name(const fe_parsed_t *parsed, json_t *item);
 
 #endif

@@ -27,7 +27,6 @@
 #include <string.h>
 
 #include "fe_openai.h"
-#include "fe_request.h"
 #include "fe_responses_render.h"
 #include "fe_stream.h"
 #include "sb_alloc.h"
@@ -56,9 +55,9 @@ typedef struct {
 
 /* Writes one event: the "type" key first, then sequence_number, then obj's
  * fields (stolen). */
-static void fe_sr_emit(fe_request_t *r, struct evbuffer *out, const char *type, json_t *obj)
+static void fe_sr_emit(fe_stream_ctx_t *sc, struct evbuffer *out, const char *type, json_t *obj)
 {
-    fe_sr_state_t *st = fe_stream_state(r);
+    fe_sr_state_t *st = sc->state;
     json_t *ev = json_object();
     json_object_set_new(ev, "type", json_string(type));
     json_object_set_new(ev, "sequence_number", json_integer(st->seq++));
@@ -68,9 +67,9 @@ static void fe_sr_emit(fe_request_t *r, struct evbuffer *out, const char *type, 
     json_decref(ev);
 }
 
-static fe_sr_item_t *fe_sr_item(fe_request_t *r, const json_t *ev)
+static fe_sr_item_t *fe_sr_item(fe_stream_ctx_t *sc, const json_t *ev)
 {
-    fe_sr_state_t *st = fe_stream_state(r);
+    fe_sr_state_t *st = sc->state;
     json_t *i = json_object_get(ev, "item_index");
     if (!json_is_integer(i) || json_integer_value(i) < 0 || json_integer_value(i) >= FE_SR_MAX_ITEMS)
         return NULL;
@@ -111,7 +110,8 @@ static json_t *fe_sr_item_started(const json_t *item, const char *id)
     return it;
 }
 
-static void fe_sr_add_item(fe_request_t *r, fe_sr_item_t *s, json_int_t index, const json_t *item, struct evbuffer *out)
+static void fe_sr_add_item(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, const json_t *item,
+                           struct evbuffer *out)
 {
     const char *id = json_string_value(json_object_get(item, "id"));
     const char *type = json_string_value(json_object_get(item, "type"));
@@ -122,17 +122,17 @@ static void fe_sr_add_item(fe_request_t *r, fe_sr_item_t *s, json_int_t index, c
     snprintf(s->type, sizeof s->type, "%s", type ? type : "");
     s->added = true;
     json_t *started = fe_sr_item_started(item, s->id);
-    fe_responses_split_name(r, started);
-    fe_sr_emit(r, out, "response.output_item.added", json_pack("{s:I, s:o}", "output_index", index, "item", started));
+    fe_responses_split_name(sc->render.parsed, started);
+    fe_sr_emit(sc, out, "response.output_item.added", json_pack("{s:I, s:o}", "output_index", index, "item", started));
 }
 
-static void fe_sr_part_added(fe_request_t *r, fe_sr_item_t *s, json_int_t index, int c, json_t *part,
+static void fe_sr_part_added(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, int c, json_t *part,
                              struct evbuffer *out)
 {
     if (c < FE_SR_MAX_PARTS)
         s->parts_opened |= 1u << c;
     fe_sr_emit(
-        r, out, "response.content_part.added",
+        sc, out, "response.content_part.added",
         json_pack("{s:s, s:I, s:i, s:o}", "item_id", s->id, "output_index", index, "content_index", c, "part", part));
 }
 
@@ -141,35 +141,35 @@ static bool fe_sr_part_open(const fe_sr_item_t *s, int c)
     return c < FE_SR_MAX_PARTS && (s->parts_opened >> c & 1);
 }
 
-static void fe_sr_text_delta(fe_request_t *r, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
+static void fe_sr_text_delta(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
 {
     json_int_t index = fe_sr_index(ev);
     int c = (int)json_integer_value(json_object_get(ev, "content_index"));
     if (c < 0)
         return;
     if (!fe_sr_part_open(s, c))
-        fe_sr_part_added(r, s, index, c,
+        fe_sr_part_added(sc, s, index, c,
                          json_pack("{s:s, s:s, s:[]}", "type", "output_text", "text", "", "annotations"), out);
-    fe_sr_emit(r, out, "response.output_text.delta",
+    fe_sr_emit(sc, out, "response.output_text.delta",
                json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index, "content_index", c,
                          "delta", json_object_get(ev, "delta"), "logprobs"));
 }
 
-static void fe_sr_reasoning_delta(fe_request_t *r, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
+static void fe_sr_reasoning_delta(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
 {
     json_int_t index = fe_sr_index(ev);
     if (!s->reasoning_opened) {
         s->reasoning_opened = true;
-        fe_sr_part_added(r, s, index, 0, json_pack("{s:s, s:s}", "type", "reasoning_text", "text", ""), out);
+        fe_sr_part_added(sc, s, index, 0, json_pack("{s:s, s:s}", "type", "reasoning_text", "text", ""), out);
     }
-    fe_sr_emit(r, out, "response.reasoning.delta",
+    fe_sr_emit(sc, out, "response.reasoning.delta",
                json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index, "content_index", 0, "delta",
                          json_object_get(ev, "delta")));
 }
 
 /* A message's parts, each closed: added and one whole delta first when the
  * upstream never streamed it. */
-static void fe_sr_close_message(fe_request_t *r, fe_sr_item_t *s, json_int_t index, const json_t *item,
+static void fe_sr_close_message(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, const json_t *item,
                                 struct evbuffer *out)
 {
     size_t c;
@@ -186,30 +186,30 @@ static void fe_sr_close_message(fe_request_t *r, fe_sr_item_t *s, json_int_t ind
         if (!fe_sr_part_open(s, (int)c)) {
             json_t *empty = refusal ? json_pack("{s:s, s:s}", "type", "refusal", "refusal", "")
                                     : json_pack("{s:s, s:s, s:[]}", "type", "output_text", "text", "", "annotations");
-            fe_sr_part_added(r, s, index, (int)c, empty, out);
+            fe_sr_part_added(sc, s, index, (int)c, empty, out);
             if (json_string_length(text) > 0)
-                fe_sr_emit(r, out, refusal ? "response.refusal.delta" : "response.output_text.delta",
+                fe_sr_emit(sc, out, refusal ? "response.refusal.delta" : "response.output_text.delta",
                            refusal ? json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index,
                                                "content_index", (int)c, "delta", text)
                                    : json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index,
                                                "content_index", (int)c, "delta", text, "logprobs"));
         }
         if (refusal)
-            fe_sr_emit(r, out, "response.refusal.done",
+            fe_sr_emit(sc, out, "response.refusal.done",
                        json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index, "content_index",
                                  (int)c, "refusal", text));
         else
-            fe_sr_emit(r, out, "response.output_text.done",
+            fe_sr_emit(sc, out, "response.output_text.done",
                        json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index, "content_index",
                                  (int)c, "text", text, "logprobs"));
-        fe_sr_emit(r, out, "response.content_part.done",
+        fe_sr_emit(sc, out, "response.content_part.done",
                    json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index, "content_index", (int)c,
                              "part", part));
         json_decref(text);
     }
 }
 
-static void fe_sr_close_reasoning(fe_request_t *r, fe_sr_item_t *s, json_int_t index, const json_t *item,
+static void fe_sr_close_reasoning(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, const json_t *item,
                                   struct evbuffer *out)
 {
     /* The reasoning text as one string (its parts joined). */
@@ -230,118 +230,118 @@ static void fe_sr_close_reasoning(fe_request_t *r, fe_sr_item_t *s, json_int_t i
     text[pos] = '\0';
     if (!s->reasoning_opened) {
         s->reasoning_opened = true;
-        fe_sr_part_added(r, s, index, 0, json_pack("{s:s, s:s}", "type", "reasoning_text", "text", ""), out);
-        fe_sr_emit(r, out, "response.reasoning.delta",
+        fe_sr_part_added(sc, s, index, 0, json_pack("{s:s, s:s}", "type", "reasoning_text", "text", ""), out);
+        fe_sr_emit(sc, out, "response.reasoning.delta",
                    json_pack("{s:s, s:I, s:i, s:s}", "item_id", s->id, "output_index", index, "content_index", 0,
                              "delta", text));
     }
     fe_sr_emit(
-        r, out, "response.reasoning.done",
+        sc, out, "response.reasoning.done",
         json_pack("{s:s, s:I, s:i, s:s}", "item_id", s->id, "output_index", index, "content_index", 0, "text", text));
-    fe_sr_emit(r, out, "response.content_part.done",
+    fe_sr_emit(sc, out, "response.content_part.done",
                json_pack("{s:s, s:I, s:i, s:{s:s, s:s}}", "item_id", s->id, "output_index", index, "content_index", 0,
                          "part", "type", "reasoning_text", "text", text));
     free(text);
 }
 
-static void fe_sr_item_done(fe_request_t *r, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
+static void fe_sr_item_done(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
 {
     json_int_t index = fe_sr_index(ev);
     const json_t *item = json_object_get(ev, "item");
     if (!json_is_object(item))
         return;
     if (!s->added)
-        fe_sr_add_item(r, s, index, item, out);
+        fe_sr_add_item(sc, s, index, item, out);
     s->done = true;
     const char *type = json_string_value(json_object_get(item, "type"));
     if (type && !strcmp(type, "message")) {
-        fe_sr_close_message(r, s, index, item, out);
+        fe_sr_close_message(sc, s, index, item, out);
     } else if (type && !strcmp(type, "function_call")) {
         json_t *args = json_object_get(item, "arguments");
         if (!s->args_streamed && json_string_length(args) > 0)
-            fe_sr_emit(r, out, "response.function_call_arguments.delta",
+            fe_sr_emit(sc, out, "response.function_call_arguments.delta",
                        json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", index, "delta", args));
-        fe_sr_emit(r, out, "response.function_call_arguments.done",
+        fe_sr_emit(sc, out, "response.function_call_arguments.done",
                    json_pack("{s:s, s:I, s:s}", "item_id", s->id, "output_index", index, "arguments",
                              json_is_string(args) ? json_string_value(args) : ""));
     } else if (type && !strcmp(type, "reasoning")) {
-        fe_sr_close_reasoning(r, s, index, item, out);
+        fe_sr_close_reasoning(sc, s, index, item, out);
     }
     /* The item exactly as the final response shows it. */
     json_t *one = json_pack("[O]", item);
-    json_t *pub = fe_responses_public_items(r, one);
+    json_t *pub = fe_responses_public_items(&sc->render, one);
     json_decref(one);
     json_t *shown = json_array_get(pub, 0);
     if (shown)
-        fe_sr_emit(r, out, "response.output_item.done", json_pack("{s:I, s:O}", "output_index", index, "item", shown));
+        fe_sr_emit(sc, out, "response.output_item.done", json_pack("{s:I, s:O}", "output_index", index, "item", shown));
     json_decref(pub);
 }
 
-static void fe_sr_open(fe_request_t *r, struct evbuffer *out)
+static void fe_sr_open(fe_stream_ctx_t *sc, struct evbuffer *out)
 {
-    json_t *resp = fe_responses_object(r, "in_progress", NULL);
-    fe_sr_emit(r, out, "response.created", json_pack("{s:O}", "response", resp));
-    fe_sr_emit(r, out, "response.in_progress", json_pack("{s:o}", "response", resp));
+    json_t *resp = fe_responses_object(sc->result, &sc->render, "in_progress", NULL);
+    fe_sr_emit(sc, out, "response.created", json_pack("{s:O}", "response", resp));
+    fe_sr_emit(sc, out, "response.in_progress", json_pack("{s:o}", "response", resp));
 }
 
-static void fe_sr_event(fe_request_t *r, const json_t *ev, struct evbuffer *out)
+static void fe_sr_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *out)
 {
     if (sb_event_choice(ev) != 0)
         return; /* Responses has one choice */
     enum sb_event_type t = sb_event_type_of(ev);
-    fe_sr_item_t *s = fe_sr_item(r, ev);
+    fe_sr_item_t *s = fe_sr_item(sc, ev);
     if (!s)
         return;
     switch (t) {
     case SB_EV_ITEM_ADDED:
         if (!s->added && json_is_object(json_object_get(ev, "item")))
-            fe_sr_add_item(r, s, fe_sr_index(ev), json_object_get(ev, "item"), out);
+            fe_sr_add_item(sc, s, fe_sr_index(ev), json_object_get(ev, "item"), out);
         break;
     case SB_EV_TEXT_DELTA:
         if (s->added && !s->done)
-            fe_sr_text_delta(r, s, ev, out);
+            fe_sr_text_delta(sc, s, ev, out);
         break;
     case SB_EV_ARGS_DELTA:
         if (s->added && !s->done) {
             s->args_streamed = true;
-            fe_sr_emit(r, out, "response.function_call_arguments.delta",
+            fe_sr_emit(sc, out, "response.function_call_arguments.delta",
                        json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", fe_sr_index(ev), "delta",
                                  json_object_get(ev, "delta")));
         }
         break;
     case SB_EV_REASONING_DELTA:
         if (s->added && !s->done)
-            fe_sr_reasoning_delta(r, s, ev, out);
+            fe_sr_reasoning_delta(sc, s, ev, out);
         break;
     case SB_EV_ITEM_DONE:
         if (!s->done)
-            fe_sr_item_done(r, s, ev, out);
+            fe_sr_item_done(sc, s, ev, out);
         break;
     default:
         break; /* usage and the like show in the final response */
     }
 }
 
-static void fe_sr_close(fe_request_t *r, const json_t *rendered, struct evbuffer *out)
+static void fe_sr_close(fe_stream_ctx_t *sc, const json_t *rendered, struct evbuffer *out)
 {
     const char *status = json_string_value(json_object_get(rendered, "status"));
-    fe_sr_emit(r, out, status && !strcmp(status, "incomplete") ? "response.incomplete" : "response.completed",
+    fe_sr_emit(sc, out, status && !strcmp(status, "incomplete") ? "response.incomplete" : "response.completed",
                json_pack("{s:O}", "response", rendered));
 }
 
-static void fe_sr_fail(fe_request_t *r, const fe_error_t *e, struct evbuffer *out)
+static void fe_sr_fail(fe_stream_ctx_t *sc, const fe_error_t *e, struct evbuffer *out)
 {
-    json_t *body = fe_openai_error_body(e);
-    fe_sr_emit(r, out, "error", json_pack("{s:O}", "error", json_object_get(body, "error")));
+    json_t *body = fe_openai_error_body(e, NULL);
+    fe_sr_emit(sc, out, "error", json_pack("{s:O}", "error", json_object_get(body, "error")));
     json_decref(body);
-    json_t *resp = fe_responses_object(r, "failed", e);
+    json_t *resp = fe_responses_object(sc->result, &sc->render, "failed", e);
     if (resp)
-        fe_sr_emit(r, out, "response.failed", json_pack("{s:o}", "response", resp));
+        fe_sr_emit(sc, out, "response.failed", json_pack("{s:o}", "response", resp));
 }
 
-static void fe_sr_keepalive(fe_request_t *r, struct evbuffer *out)
+static void fe_sr_keepalive(fe_stream_ctx_t *sc, struct evbuffer *out)
 {
-    (void)r;
+    (void)sc;
     fe_sse_comment(out, "keep-alive", "\n\n");
 }
 

@@ -1,43 +1,58 @@
 /* test_style_gemini: the Generate Content style's translation
- * (fe_style_gemini.c) without a server: request bodies -> canonical request,
- * Google's Schema -> JSON Schema, error texts, and results -> candidates,
- * with thought signatures that must come back intact. */
+ * (style/gemini/fe_gemini_*.c) through its narrow hooks (fe_style.h), with
+ * no request or server: request bodies -> canonical request, Google's Schema
+ * -> JSON Schema, error texts, and results -> candidates, with thought
+ * signatures that must come back intact. */
 #include <jansson.h>
 #include <stdlib.h>
 
-#include "fe_request.h"
-#include "fe_router.h"
+#include "fe_style.h"
 #include "sb_test.h"
 
-static fe_server_t srv;
+static sb_seal_key_t key;
 
-/* A request as the router and auth would leave it: path, model, key. */
-static fe_request_t *req_new(long long account)
+/* What the hooks get: the HTTP input parse reads, the parsed request, the
+ * result render reads. */
+typedef struct {
+    fe_style_in_t in;
+    fe_parsed_t parsed;
+    fe_collect_t result;
+} req_t;
+
+/* A request as the router and auth would leave it: path, model, account. */
+static req_t *req_new(long long account)
 {
-    fe_request_t *r = calloc(1, sizeof *r);
-    r->srv = &srv;
-    r->path = (char *)"/v1beta/models/m1:generateContent";
-    r->path_arg = (char *)"m1";
-    r->parsed.n = 1;
-    r->parsed.store = true;
-    r->key = json_pack("{s:I}", "account_id", (json_int_t)account);
-    r->parsed.style_state = json_object();
+    req_t *r = calloc(1, sizeof *r);
+    r->in.path = "/v1beta/models/m1:generateContent";
+    r->in.path_arg = "m1";
+    r->in.seal.key = &key;
+    r->in.seal.account_id = account;
+    fe_parsed_init(&r->parsed);
     fe_collect_init(&r->result);
     return r;
 }
 
-static void req_free(fe_request_t *r)
+static void req_free(req_t *r)
 {
-    json_decref(r->key);
-    json_decref(r->parsed.canonical);
-    json_decref(r->parsed.style_state);
-    free(r->parsed.model_id);
+    fe_parsed_free(&r->parsed);
     fe_collect_free(&r->result);
     free(r);
 }
 
+static json_t *render(req_t *r)
+{
+    fe_render_ctx_t ctx = {.parsed = &r->parsed, .start_ms = 1700000000000, .request_id = "req_1", .seal = r->in.seal};
+    return fe_style_gemini.render(&r->result, &ctx);
+}
+
+static json_t *render_count(req_t *r)
+{
+    fe_render_ctx_t ctx = {.parsed = &r->parsed, .start_ms = 1700000000000, .request_id = "req_1", .seal = r->in.seal};
+    return fe_style_gemini.render_count(&r->result, &ctx);
+}
+
 /* Parses text; returns 0 or -1 (err filled). */
-static int parse(fe_request_t *r, const char *text, fe_error_t *err)
+static int parse(req_t *r, const char *text, fe_error_t *err)
 {
     json_error_t jerr;
     json_t *body = json_loads(text, 0, &jerr);
@@ -50,12 +65,12 @@ static int parse(fe_request_t *r, const char *text, fe_error_t *err)
     r->parsed.canonical = NULL;
     free(r->parsed.model_id);
     r->parsed.model_id = NULL;
-    int rc = fe_style_gemini.parse(r, body, err);
+    int rc = fe_style_gemini.parse(&r->in, body, &r->parsed, err);
     json_decref(body);
     return rc;
 }
 
-static const json_t *input(const fe_request_t *r, size_t i)
+static const json_t *input(const req_t *r, size_t i)
 {
     return json_array_get(json_object_get(r->parsed.canonical, "input"), i);
 }
@@ -67,7 +82,7 @@ static const char *str(const json_t *o, const char *k)
 
 static void test_basics(void)
 {
-    fe_request_t *r = req_new(1);
+    req_t *r = req_new(1);
     fe_error_t err;
     CHECK_INT(parse(r,
                     "{\"contents\":[{\"parts\":[{\"text\":\"hi\"}]},{\"role\":\"model\",\"parts\":[{\"text\":\"yo\"}]},"
@@ -79,7 +94,7 @@ static void test_basics(void)
               0);
     CHECK_STR(r->parsed.model_id, "m1");
     CHECK(!r->parsed.store);
-    CHECK(r->response_id[0] != '\0');
+    CHECK(r->parsed.response_id[0] != '\0');
     CHECK_INT(r->parsed.n, 3);
     const json_t *c = r->parsed.canonical;
     CHECK_STR(str(c, "instructions"), "s1\ns2");
@@ -113,7 +128,7 @@ static void test_basics(void)
 
 static void test_errors(void)
 {
-    fe_request_t *r = req_new(1);
+    req_t *r = req_new(1);
     fe_error_t err;
     CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"foo\":1}", &err), -1);
     CHECK_INT(err.status, 400);
@@ -181,7 +196,7 @@ static void test_errors(void)
                     &err),
               0);
     /* A streaming path streams; without alt=sse as one JSON array. */
-    r->path = (char *)"/v1beta/models/m1:streamGenerateContent";
+    r->in.path = "/v1beta/models/m1:streamGenerateContent";
     CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}]}", &err), 0);
     CHECK(r->parsed.stream);
     CHECK(r->parsed.stream_style == &fe_stream_gemini_array);
@@ -190,7 +205,7 @@ static void test_errors(void)
 
 static void test_schema_and_tools(void)
 {
-    fe_request_t *r = req_new(1);
+    req_t *r = req_new(1);
     fe_error_t err;
     CHECK_INT(
         parse(r,
@@ -258,7 +273,7 @@ static void test_schema_and_tools(void)
 
 static void test_calls(void)
 {
-    fe_request_t *r = req_new(1);
+    req_t *r = req_new(1);
     fe_error_t err;
     /* Two parallel calls of one function without ids, answered in order;
      * {"result": "..."} is the output itself, anything else compact JSON. */
@@ -303,7 +318,7 @@ static void test_calls(void)
 }
 
 /* A finished result for render: items of choice 0. */
-static void set_result(fe_request_t *r, const char *items, const char *status, const char *reason)
+static void set_result(req_t *r, const char *items, const char *status, const char *reason)
 {
     json_decref(r->result.items);
     r->result.items = json_loads(items, 0, NULL);
@@ -320,7 +335,7 @@ static const char *const RS_ITEM = "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"su
 
 static void test_render(void)
 {
-    fe_request_t *r = req_new(7);
+    req_t *r = req_new(7);
     fe_error_t err;
     CHECK_INT(parse(r,
                     "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"thinkingConfig\":{"
@@ -335,7 +350,7 @@ static void test_render(void)
         "\"call_id\":\"call_1\",\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\",\"thought_signature\":\"up-sig\"}]",
         RS_ITEM);
     set_result(r, items, "completed", "");
-    json_t *out = fe_style_gemini.render(r);
+    json_t *out = render(r);
     const json_t *cand = json_array_get(json_object_get(out, "candidates"), 0);
     const json_t *parts = json_object_get(json_object_get(cand, "content"), "parts");
     CHECK_INT(json_array_size(parts), 4);
@@ -370,7 +385,7 @@ static void test_render(void)
     r->parsed.canonical = NULL;
     free(r->parsed.model_id);
     r->parsed.model_id = NULL;
-    CHECK_INT(fe_style_gemini.parse(r, body, &err), 0);
+    CHECK_INT(fe_style_gemini.parse(&r->in, body, &r->parsed, &err), 0);
     if (err.status)
         fprintf(stderr, "  %s\n", err.message);
     CHECK_STR(str(input(r, 1), "type"), "reasoning");
@@ -382,9 +397,9 @@ static void test_render(void)
     CHECK_STR(str(input(r, 4), "type"), "function_call_output");
 
     /* Another account cannot open them. */
-    fe_request_t *other = req_new(8);
+    req_t *other = req_new(8);
     memset(&err, 0, sizeof err);
-    CHECK_INT(fe_style_gemini.parse(other, body, &err), -1);
+    CHECK_INT(fe_style_gemini.parse(&other->in, body, &other->parsed, &err), -1);
     CHECK(strstr(err.message, "thought signature") != NULL);
     req_free(other);
     json_decref(body);
@@ -397,7 +412,7 @@ static void test_render(void)
         "[%s,{\"type\":\"function_call\",\"id\":\"fc\",\"call_id\":\"call_2\",\"name\":\"f\",\"arguments\":\"{}\"}]",
         RS_ITEM);
     set_result(r, items, "incomplete", "max_output_tokens");
-    out = fe_style_gemini.render(r);
+    out = render(r);
     cand = json_array_get(json_object_get(out, "candidates"), 0);
     parts = json_object_get(json_object_get(cand, "content"), "parts");
     CHECK_INT(json_array_size(parts), 1);
@@ -428,7 +443,7 @@ static void test_render(void)
      * part carrying its signature. */
     snprintf(items, sizeof items, "[%s]", RS_ITEM);
     set_result(r, items, "incomplete", "content_filter");
-    out = fe_style_gemini.render(r);
+    out = render(r);
     cand = json_array_get(json_object_get(out, "candidates"), 0);
     CHECK_STR(str(cand, "finishReason"), "SAFETY");
     parts = json_object_get(json_object_get(cand, "content"), "parts");
@@ -442,9 +457,9 @@ static void test_render(void)
  * generation; the reply is {"totalTokens": N}. */
 static void test_count(void)
 {
-    fe_request_t *r = req_new(1);
-    r->path = (char *)"/v1beta/models/m1:countTokens";
-    r->count_tokens = true;
+    req_t *r = req_new(1);
+    r->in.path = "/v1beta/models/m1:countTokens";
+    r->in.count_tokens = true;
     fe_error_t err;
     CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"hi\"}]}]}", &err), 0);
     CHECK_STR(r->parsed.model_id, "m1");
@@ -458,7 +473,7 @@ static void test_count(void)
     CHECK_STR(str(r->parsed.canonical, "instructions"), "S");
     CHECK_STR(str(input(r, 0), "role"), "user");
     r->result.input_tokens = 17;
-    json_t *out = fe_style_gemini.render_count(r);
+    json_t *out = render_count(r);
     char *text = json_dumps(out, JSON_COMPACT);
     CHECK_STR(text, "{\"totalTokens\":17}");
     free(text);
@@ -488,11 +503,10 @@ static void test_count(void)
 
 int main(void)
 {
-    if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &srv.seal_key) != 0) {
+    if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key) != 0) {
         fprintf(stderr, "key parse failed\n");
         return 1;
     }
-    srv.seal_ready = true;
     test_basics();
     test_errors();
     test_schema_and_tools();

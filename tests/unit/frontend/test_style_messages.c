@@ -1,44 +1,62 @@
-/* test_style_messages: the Messages style (fe_style_messages.c): the
+/* test_style_messages: the Messages style (style/messages/fe_messages_*.c)
+ * through its narrow hooks (fe_style.h), with no request or server: the
  * anthropic-version header, body -> canonical request, result -> message
  * object, and thinking blocks sealed and opened again. */
 #include <jansson.h>
 #include <stdlib.h>
 
-#include "fe_request.h"
-#include "fe_router.h"
-#include "fe_server.h"
+#include "fe_style.h"
 #include "sb_alloc.h"
 #include "sb_test.h"
 
-static fe_server_t srv;
+static sb_seal_key_t key;
+static bool seal_ready; /* the gateway has a reasoning key */
 
-static void req_init(fe_request_t *r, const char *version)
+/* What the hooks get: the HTTP input parse reads (its head holds the
+ * anthropic-version header), the parsed request, the result render reads. */
+typedef struct {
+    fe_http_req_t *http;
+    fe_style_in_t in;
+    fe_parsed_t parsed;
+    fe_collect_t result;
+} req_t;
+
+static void req_init(req_t *r, const char *version)
 {
     memset(r, 0, sizeof *r);
-    r->srv = &srv;
-    r->style = &fe_style_messages;
-    r->parsed.store = true;
     char head[256];
     int n = snprintf(head, sizeof head, "POST /v1/messages HTTP/1.1\r\nHost: t\r\n%s%s%s\r\n",
                      version ? "anthropic-version: " : "", version ? version : "", version ? "\r\n" : "");
     r->http = fe_http_req_parse_detached(head, (size_t)n);
-    r->key = json_pack("{s:i}", "account_id", 7);
-    r->parsed.style_state = json_object();
+    r->in.http = r->http;
+    r->in.path = "/v1/messages";
+    r->in.seal.key = seal_ready ? &key : NULL;
+    r->in.seal.account_id = 7;
+    fe_parsed_init(&r->parsed);
     fe_collect_init(&r->result);
 }
 
-static void req_free(fe_request_t *r)
+static void req_free(req_t *r)
 {
     fe_http_req_destroy(r->http);
-    json_decref(r->key);
-    json_decref(r->parsed.style_state);
-    json_decref(r->parsed.canonical);
-    free(r->parsed.model_id);
+    fe_parsed_free(&r->parsed);
     fe_collect_free(&r->result);
 }
 
+static json_t *render(req_t *r)
+{
+    fe_render_ctx_t ctx = {.parsed = &r->parsed, .start_ms = 1700000000000, .request_id = "req_1", .seal = r->in.seal};
+    return fe_style_messages.render(&r->result, &ctx);
+}
+
+static json_t *render_count(req_t *r)
+{
+    fe_render_ctx_t ctx = {.parsed = &r->parsed, .start_ms = 1700000000000, .request_id = "req_1", .seal = r->in.seal};
+    return fe_style_messages.render_count(&r->result, &ctx);
+}
+
 /* Parses text with a fresh request (kept in *r for inspection). */
-static int parse(fe_request_t *r, const char *version, const char *text, fe_error_t *err)
+static int parse(req_t *r, const char *version, const char *text, fe_error_t *err)
 {
     req_init(r, version);
     json_t *body = json_loads(text, 0, NULL);
@@ -47,7 +65,7 @@ static int parse(fe_request_t *r, const char *version, const char *text, fe_erro
         return -2;
     }
     memset(err, 0, sizeof *err);
-    int rc = fe_style_messages.parse(r, body, err);
+    int rc = fe_style_messages.parse(&r->in, body, &r->parsed, err);
     json_decref(body);
     return rc;
 }
@@ -55,7 +73,7 @@ static int parse(fe_request_t *r, const char *version, const char *text, fe_erro
 /* Expects a 400 whose message contains needle. */
 static void parse_fails(const char *version, const char *text, const char *needle)
 {
-    fe_request_t r;
+    req_t r;
     fe_error_t err;
     int rc = parse(&r, version, text, &err);
     CHECK_INT(rc, -1);
@@ -70,11 +88,11 @@ static void parse_fails(const char *version, const char *text, const char *needl
 
 static void test_version(void)
 {
-    fe_request_t r;
+    req_t r;
     fe_error_t err;
     CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
     CHECK(!r.parsed.store);
-    CHECK(strncmp(r.response_id, "msg_", 4) == 0 && strlen(r.response_id) == 28);
+    CHECK(strncmp(r.parsed.response_id, "msg_", 4) == 0 && strlen(r.parsed.response_id) == 28);
     CHECK_STR(r.parsed.model_id, "m");
     CHECK_INT(json_integer_value(json_object_get(r.parsed.canonical, "max_output_tokens")), 100);
     req_free(&r);
@@ -86,24 +104,24 @@ static void test_version(void)
     parse_fails("2023-13-01", "{" MIN "}", "is not a valid version");
 }
 
-static const json_t *item(const fe_request_t *r, size_t i)
+static const json_t *item(const req_t *r, size_t i)
 {
     return json_array_get(json_object_get(r->parsed.canonical, "input"), i);
 }
 
-static const char *item_str(const fe_request_t *r, size_t i, const char *key)
+static const char *item_str(const req_t *r, size_t i, const char *key)
 {
     return json_string_value(json_object_get(item(r, i), key));
 }
 
-static const char *part_str(const fe_request_t *r, size_t i, size_t j, const char *key)
+static const char *part_str(const req_t *r, size_t i, size_t j, const char *key)
 {
     return json_string_value(json_object_get(json_array_get(json_object_get(item(r, i), "content"), j), key));
 }
 
 static void test_parse(void)
 {
-    fe_request_t r;
+    req_t r;
     fe_error_t err;
     const char *body =
         "{\"model\":\"emu\",\"max_tokens\":8192,"
@@ -242,7 +260,7 @@ static void test_parse_errors(void)
     parse_fails("2023-06-01", "{" MIN ",\"context_management\":{\"edits\":[{\"type\":\"x\"}]}}",
                 "context_management.edits.0.type");
     { /* what Claude Code sends: accepted; a system message between turns is a system item */
-        fe_request_t r;
+        req_t r;
         fe_error_t err;
         CHECK_INT(parse(&r, "2023-06-01",
                         "{" MIN ",\"context_management\":{\"edits\":[{\"type\":\"clear_thinking_20251015\",\"keep\":"
@@ -297,7 +315,7 @@ static void test_parse_errors(void)
 }
 
 /* A result of three items: reasoning, message, call. */
-static void result_items(fe_request_t *r, const char *args)
+static void result_items(req_t *r, const char *args)
 {
     json_array_append_new(r->result.items,
                           json_pack("{s:s, s:s, s:[], s:[{s:s, s:s}]}", "type", "reasoning", "id", "rs_1", "summary",
@@ -315,15 +333,15 @@ static void result_items(fe_request_t *r, const char *args)
 
 static void test_render(void)
 {
-    fe_request_t r;
+    req_t r;
     fe_error_t err;
     CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
     result_items(&r, "{\"x\":1}");
-    json_t *out = fe_style_messages.render(&r);
+    json_t *out = render(&r);
     CHECK_STR(json_string_value(json_object_get(out, "type")), "message");
     CHECK_STR(json_string_value(json_object_get(out, "role")), "assistant");
     CHECK_STR(json_string_value(json_object_get(out, "model")), "m");
-    CHECK_STR(json_string_value(json_object_get(out, "id")), r.response_id);
+    CHECK_STR(json_string_value(json_object_get(out, "id")), r.parsed.response_id);
     CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "tool_use");
     CHECK(json_is_null(json_object_get(out, "stop_sequence")));
     json_t *u = json_object_get(out, "usage");
@@ -372,7 +390,7 @@ static void test_render(void)
     result_items(&r, NULL);
     snprintf(r.result.status, sizeof r.result.status, "incomplete");
     snprintf(r.result.incomplete_reason, sizeof r.result.incomplete_reason, "max_output_tokens");
-    out = fe_style_messages.render(&r);
+    out = render(&r);
     CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "max_tokens");
     json_decref(out);
     req_free(&r);
@@ -380,15 +398,15 @@ static void test_render(void)
     json_array_append_new(r.result.items, json_pack("{s:s, s:s, s:[{s:s, s:s}]}", "type", "message", "role",
                                                     "assistant", "content", "type", "refusal", "refusal", "No."));
     snprintf(r.result.status, sizeof r.result.status, "completed");
-    out = fe_style_messages.render(&r);
+    out = render(&r);
     CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "refusal");
     CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(out, "content"), 0), "text")), "No.");
     json_decref(out);
     req_free(&r);
-    srv.seal_ready = false;
+    seal_ready = false;
     CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
     result_items(&r, "not json");
-    out = fe_style_messages.render(&r);
+    out = render(&r);
     content = json_object_get(out, "content");
     CHECK_INT(json_array_size(content), 2); /* no thinking block without a key */
     CHECK_STR(json_string_value(json_object_get(json_array_get(content, 0), "type")), "text");
@@ -396,24 +414,24 @@ static void test_render(void)
     CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "tool_use");
     json_decref(out);
     req_free(&r);
-    srv.seal_ready = true;
+    seal_ready = true;
 }
 
 /* count_tokens: the same parse without max_tokens and the output-only
  * fields; the reply is {"input_tokens": N}. */
 static void test_count(void)
 {
-    fe_request_t r;
+    req_t r;
     fe_error_t err;
     req_init(&r, "2023-06-01");
-    r.count_tokens = true;
+    r.in.count_tokens = true;
     json_t *body = json_loads("{\"model\":\"m\",\"system\":\"Be brief.\",\"messages\":[{\"role\":\"user\","
                               "\"content\":\"hi\"}],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048},"
                               "\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],"
                               "\"tool_choice\":{\"type\":\"auto\"}}",
                               0, NULL);
     memset(&err, 0, sizeof err);
-    CHECK_INT(fe_style_messages.parse(&r, body, &err), 0);
+    CHECK_INT(fe_style_messages.parse(&r.in, body, &r.parsed, &err), 0);
     json_decref(body);
     CHECK_STR(r.parsed.model_id, "m");
     CHECK(json_object_get(r.parsed.canonical, "max_output_tokens") == NULL);
@@ -422,7 +440,7 @@ static void test_count(void)
               2048);
     CHECK_INT(json_array_size(json_object_get(r.parsed.canonical, "tools")), 1);
     r.result.input_tokens = 42;
-    json_t *out = fe_style_messages.render_count(&r);
+    json_t *out = render_count(&r);
     char *text = json_dumps(out, JSON_COMPACT);
     CHECK_STR(text, "{\"input_tokens\":42}");
     free(text);
@@ -443,10 +461,10 @@ static void test_count(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         req_init(&r, "2023-06-01");
-        r.count_tokens = true;
+        r.in.count_tokens = true;
         body = json_loads(bad[i].body, 0, NULL);
         memset(&err, 0, sizeof err);
-        CHECK_INT(fe_style_messages.parse(&r, body, &err), -1);
+        CHECK_INT(fe_style_messages.parse(&r.in, body, &r.parsed, &err), -1);
         CHECK_INT(err.status, 400);
         CHECK(strstr(err.message, bad[i].needle) != NULL);
         if (!strstr(err.message, bad[i].needle))
@@ -458,9 +476,9 @@ static void test_count(void)
 
 int main(void)
 {
-    if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &srv.seal_key) != 0)
+    if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key) != 0)
         return 1;
-    srv.seal_ready = true;
+    seal_ready = true;
     test_version();
     test_parse();
     test_parse_errors();
