@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "fe_params.h"
+#include "sb_base64.h"
+#include "sb_dataurl.h"
 #include "sb_event.h"
 #include "sb_id.h"
 #include "sb_map.h"
@@ -16,29 +18,13 @@ static bool fe_items_role_ok(const char *role)
 }
 
 /* A data URL "data:<mime>;base64,<payload>" whose MIME type starts with
- * mime_prefix and whose payload is non-empty, well-formed base64. */
+ * mime_prefix and whose payload is non-empty, well-formed base64: one the
+ * worker's adapters can split (sb_dataurl, as they do) and decode. */
 static bool fe_items_data_url_ok(const char *url, const char *mime_prefix)
 {
-    if (strncmp(url, "data:", 5) != 0 || strncmp(url + 5, mime_prefix, strlen(mime_prefix)) != 0)
-        return false;
-    const char *b64 = strstr(url, ";base64,");
-    if (!b64)
-        return false;
-    const char *p = b64 + 8;
-    size_t n = strlen(p), pad = 0;
-    if (n == 0 || n % 4 != 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (c == '=' && i >= n - 2) {
-            pad++;
-            continue;
-        }
-        if (pad ||
-            !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/'))
-            return false;
-    }
-    return true;
+    sb_dataurl_t u;
+    return sb_dataurl_parse(url, &u) == 0 && u.base64 && sb_dataurl_mime_is(&u, mime_prefix) && u.payload_len > 0 &&
+           sb_base64_check(u.payload, u.payload_len, 0) == 0;
 }
 
 /* An image URL the upstreams accept: http(s), or a base64 data URL of an image. */

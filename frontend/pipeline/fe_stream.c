@@ -9,6 +9,7 @@
 
 #include "fe_request.h"
 #include "sb_alloc.h"
+#include "sb_sse.h"
 
 struct fe_stream {
     const fe_stream_style_t *style;
@@ -148,30 +149,24 @@ void fe_stream_complete(fe_request_t *r, const json_t *rendered)
     fe_request_stream_end(r, 200);
 }
 
-static void fe_sse_add_json(struct evbuffer *out, const json_t *data)
+/* The line end of an event whose blank line is `end` ("\n\n", or Google's "\r\n\r\n"). */
+static const char *fe_sse_eol(const char *end)
 {
-    char *text = json_dumps(data, JSON_COMPACT);
-    if (!text)
-        abort(); /* out of memory: events are plain JSON objects */
-    evbuffer_add(out, text, strlen(text));
-    free(text);
+    return !strcmp(end, "\r\n\r\n") ? "\r\n" : "\n";
 }
 
 void fe_sse_json(struct evbuffer *out, const char *name, const json_t *data, const char *end)
 {
-    if (name)
-        evbuffer_add_printf(out, "event: %s\n", name);
-    evbuffer_add(out, "data: ", 6);
-    fe_sse_add_json(out, data);
-    evbuffer_add(out, end, strlen(end));
+    if (sb_sse_ev_json(out, name, data, JSON_COMPACT, fe_sse_eol(end)) < 0)
+        abort(); /* out of memory: events are plain JSON objects */
 }
 
 void fe_sse_data(struct evbuffer *out, const char *text)
 {
-    evbuffer_add_printf(out, "data: %s\n\n", text);
+    sb_sse_ev_event(out, NULL, text, strlen(text), "\n");
 }
 
 void fe_sse_comment(struct evbuffer *out, const char *text, const char *end)
 {
-    evbuffer_add_printf(out, ": %s%s", text, end);
+    sb_sse_ev_comment(out, text, fe_sse_eol(end));
 }
