@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fe_items.h"
+#include "fe_request_db.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
@@ -55,16 +56,8 @@ static bool fe_files_fill_part(json_t *part, void *arg)
     return true;
 }
 
-static void fe_files_on_resolved(const PGresult *res, const char *err, void *arg)
+static void fe_files_on_resolved(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_request_release(r))
-        return;
-    if (err) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "Files are temporarily unavailable, retry later");
-        return;
-    }
     struct fe_files_fill f = {.rows = sb_map_new(), .res = res};
     for (int i = 0; i < PQntuples(res); i++)
         sb_map_put(f.rows, PQgetvalue(res, i, 0), (void *)(uintptr_t)(i + 1));
@@ -92,7 +85,7 @@ void fe_files_resolve(fe_request_t *r, fe_request_then_fn done)
     json_decref(ids);
     const char *params[2] = {account, text};
     r->prep_done = done;
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_FILES_RESOLVE, 2, params, fe_files_on_resolved, r);
+    fe_request_db_query(r, FE_SQL_FILES_RESOLVE, 2, params, "Files are temporarily unavailable, retry later",
+                        fe_files_on_resolved);
     free(text);
 }

@@ -7,6 +7,7 @@
 
 #include "fe_items.h"
 #include "fe_params.h"
+#include "fe_request_db.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
@@ -227,16 +228,8 @@ fail:
     return NULL;
 }
 
-static void fe_prompt_on_loaded(const PGresult *res, const char *err_text, void *arg)
+static void fe_prompt_on_loaded(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_request_release(r))
-        return;
-    if (err_text) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "Prompt templates are temporarily unavailable, retry later");
-        return;
-    }
     const char *id = json_string_value(json_object_get(r->parsed.prompt_ref, "id"));
     const char *version = json_string_value(json_object_get(r->parsed.prompt_ref, "version"));
     json_t *body = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 1), 0, NULL) : NULL;
@@ -280,6 +273,6 @@ void fe_prompt_expand(fe_request_t *r, fe_request_then_fn done)
     const char *params[3] = {json_string_value(json_object_get(r->parsed.prompt_ref, "id")), account,
                              json_string_value(json_object_get(r->parsed.prompt_ref, "version"))};
     r->prep_done = done;
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_PROMPT_GET, 3, params, fe_prompt_on_loaded, r);
+    fe_request_db_query(r, FE_SQL_PROMPT_GET, 3, params, "Prompt templates are temporarily unavailable, retry later",
+                        fe_prompt_on_loaded);
 }

@@ -13,34 +13,24 @@
 #include "fe_body.h"
 #include "fe_list.h"
 #include "fe_params.h"
+#include "fe_request_db.h"
 #include "fe_sql.h"
 #include "sb_event.h"
-
-static bool fe_chat_stored_resume(fe_request_t *r, const char *err)
-{
-    if (!fe_request_release(r))
-        return false;
-    if (err) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "Stored chat completions are temporarily unavailable, retry later");
-        return false;
-    }
-    return true;
-}
 
 static void fe_chat_stored_not_found(fe_request_t *r)
 {
     fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Chat completion with id '%.128s' not found.", r->path_arg);
 }
 
-static void fe_chat_stored_query(fe_request_t *r, const char *stmt, int n, const char *const *params, fe_db_cb cb)
+/* Every query of these endpoints (the request is QUERY while it runs). */
+static void fe_chat_stored_query(fe_request_t *r, const char *stmt, int n, const char *const *params,
+                                 fe_request_db_cb cb)
 {
     fe_request_set_state(r, FE_REQ_QUERY);
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, stmt, n, params, cb, r);
+    fe_request_db_query(r, stmt, n, params, "Stored chat completions are temporarily unavailable, retry later", cb);
 }
 
-static void fe_chat_stored_by_id(fe_request_t *r, const char *stmt, fe_db_cb cb)
+static void fe_chat_stored_by_id(fe_request_t *r, const char *stmt, fe_request_db_cb cb)
 {
     char account[24];
     fe_request_account(r, account, sizeof account);
@@ -48,11 +38,8 @@ static void fe_chat_stored_by_id(fe_request_t *r, const char *stmt, fe_db_cb cb)
     fe_chat_stored_query(r, stmt, 2, params, cb);
 }
 
-static void fe_chat_stored_on_body(const PGresult *res, const char *err, void *arg)
+static void fe_chat_stored_on_body(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_chat_stored_resume(r, err))
-        return;
     json_t *body = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     if (!body) {
         fe_chat_stored_not_found(r);
@@ -66,11 +53,8 @@ void fe_chat_stored_get(fe_request_t *r)
     fe_chat_stored_by_id(r, FE_SQL_CHAT_GET, fe_chat_stored_on_body);
 }
 
-static void fe_chat_stored_on_delete(const PGresult *res, const char *err, void *arg)
+static void fe_chat_stored_on_delete(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_chat_stored_resume(r, err))
-        return;
     if (PQntuples(res) != 1) {
         fe_chat_stored_not_found(r);
         return;
@@ -85,11 +69,8 @@ void fe_chat_stored_delete(fe_request_t *r)
 }
 
 /* The stored request messages, each given an id as OpenAI lists them. */
-static void fe_chat_stored_on_messages(const PGresult *res, const char *err, void *arg)
+static void fe_chat_stored_on_messages(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_chat_stored_resume(r, err))
-        return;
     json_t *messages = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     if (!json_is_array(messages)) {
         json_decref(messages);
@@ -150,11 +131,8 @@ void fe_chat_stored_update(fe_request_t *r)
     free(text);
 }
 
-static void fe_chat_stored_on_list(const PGresult *res, const char *err, void *arg)
+static void fe_chat_stored_on_list(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_chat_stored_resume(r, err))
-        return;
     json_t *data = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     fe_list_reply(r, data, r->list_limit);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fe_request.h"
+#include "fe_request_db.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
@@ -83,16 +84,8 @@ static int fe_gemini_cmp(const void *a, const void *b)
 /* The enabled models, filtered by the key's token group, sorted by id, one
  * page of them (pageSize, pageToken = the last id of the previous page);
  * then each one's record (cached by fe_auth) for its limits. */
-static void fe_gemini_on_list(const PGresult *res, const char *err, void *arg)
+static void fe_gemini_on_list(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_request_release(r))
-        return;
-    if (err) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "The model registry is temporarily unavailable, retry later");
-        return;
-    }
     json_t *all = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     size_t n = 0, i;
     json_t *m;
@@ -154,8 +147,8 @@ void fe_gemini_models_list(fe_request_t *r)
     if (fe_request_query_get(r, "pageToken", buf, sizeof buf) == 0 && *buf)
         json_object_set_new(r->parsed.style_state, "page_token", json_string(buf));
     fe_request_set_state(r, FE_REQ_QUERY);
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_MODEL_LIST, 0, NULL, fe_gemini_on_list, r);
+    fe_request_db_query(r, FE_SQL_MODEL_LIST, 0, NULL, "The model registry is temporarily unavailable, retry later",
+                        fe_gemini_on_list);
 }
 
 static void fe_gemini_on_model(json_t *rec, const char *err, void *arg)

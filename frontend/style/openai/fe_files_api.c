@@ -9,6 +9,7 @@
 
 #include "fe_list.h"
 #include "fe_multipart.h"
+#include "fe_request_db.h"
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"
@@ -43,33 +44,17 @@ static void fe_files_not_found(fe_request_t *r, const char *id)
     fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "file_not_found", NULL, "No such File object: %.128s", id);
 }
 
-/* Common resume for database callbacks of these endpoints. */
-static bool fe_files_resume(fe_request_t *r, const char *err)
-{
-    if (!fe_request_release(r))
-        return false;
-    if (err) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "Files are temporarily unavailable, retry later");
-        return false;
-    }
-    return true;
-}
-
-static void fe_files_query(fe_request_t *r, const char *stmt, int n, const char *const *params, fe_db_cb cb)
+/* Every query of these endpoints; a database error is "Files are ... unavailable". */
+static void fe_files_query(fe_request_t *r, const char *stmt, int n, const char *const *params, fe_request_db_cb cb)
 {
     fe_request_set_state(r, FE_REQ_QUERY);
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, stmt, n, params, cb, r);
+    fe_request_db_query(r, stmt, n, params, "Files are temporarily unavailable, retry later", cb);
 }
 
 /* ---- POST /v1/files ---------------------------------------------------------- */
 
-static void fe_files_on_inserted(const PGresult *res, const char *err, void *arg)
+static void fe_files_on_inserted(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_files_resume(r, err))
-        return;
     json_t *file = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     if (!file) {
         fe_request_failf(r, 500, SB_ERR_SERVER, NULL, NULL, "The file could not be stored.");
@@ -144,11 +129,8 @@ void fe_files_upload(fe_request_t *r)
 
 /* ---- GET/DELETE /v1/files/{id}, GET /v1/files/{id}/content ------------------- */
 
-static void fe_files_on_get(const PGresult *res, const char *err, void *arg)
+static void fe_files_on_get(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_files_resume(r, err))
-        return;
     json_t *file = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     if (!file) {
         fe_files_not_found(r, r->path_arg);
@@ -157,7 +139,7 @@ static void fe_files_on_get(const PGresult *res, const char *err, void *arg)
     fe_request_reply_json(r, 200, file);
 }
 
-static void fe_files_by_id(fe_request_t *r, const char *stmt, fe_db_cb cb)
+static void fe_files_by_id(fe_request_t *r, const char *stmt, fe_request_db_cb cb)
 {
     char account[24];
     fe_request_account(r, account, sizeof account);
@@ -170,11 +152,8 @@ void fe_files_get(fe_request_t *r)
     fe_files_by_id(r, FE_SQL_FILE_GET, fe_files_on_get);
 }
 
-static void fe_files_on_content(const PGresult *res, const char *err, void *arg)
+static void fe_files_on_content(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_files_resume(r, err))
-        return;
     if (PQntuples(res) != 1) {
         fe_files_not_found(r, r->path_arg);
         return;
@@ -195,11 +174,8 @@ void fe_files_content(fe_request_t *r)
     fe_files_by_id(r, FE_SQL_FILE_CONTENT, fe_files_on_content);
 }
 
-static void fe_files_on_delete(const PGresult *res, const char *err, void *arg)
+static void fe_files_on_delete(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_files_resume(r, err))
-        return;
     if (PQntuples(res) != 1) {
         fe_files_not_found(r, r->path_arg);
         return;
@@ -214,11 +190,8 @@ void fe_files_delete(fe_request_t *r)
 
 /* ---- GET /v1/files -------------------------------------------------------------- */
 
-static void fe_files_on_list(const PGresult *res, const char *err, void *arg)
+static void fe_files_on_list(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_files_resume(r, err))
-        return;
     json_t *data = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     fe_list_reply(r, data, r->list_limit);
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "fe_auth.h"
+#include "fe_request_db.h"
 #include "fe_router.h"
 #include "fe_sql.h"
 #include "sb_event.h"
@@ -43,16 +44,8 @@ static json_t *fe_models_entry(const fe_request_t *r, const char *id, const json
     return json_pack("{s:s, s:s, s:s, s:s}", "type", "model", "id", id, "display_name", id, "created_at", at);
 }
 
-static void fe_models_on_list(const PGresult *res, const char *err, void *arg)
+static void fe_models_on_list(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_request_release(r))
-        return;
-    if (err) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "The model list is temporarily unavailable, retry later");
-        return;
-    }
     json_t *all = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     json_t *data = json_array();
     size_t i;
@@ -92,6 +85,6 @@ static void fe_models_on_list(const PGresult *res, const char *err, void *arg)
 void fe_models_list(fe_request_t *r)
 {
     fe_request_set_state(r, FE_REQ_QUERY);
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_MODEL_LIST, 0, NULL, fe_models_on_list, r);
+    fe_request_db_query(r, FE_SQL_MODEL_LIST, 0, NULL, "The model list is temporarily unavailable, retry later",
+                        fe_models_on_list);
 }

@@ -10,31 +10,17 @@
 #include <string.h>
 
 #include "fe_list.h"
+#include "fe_request_db.h"
 #include "fe_sql.h"
 #include "sb_event.h"
-
-static bool fe_stored_resume(fe_request_t *r, const char *err)
-{
-    if (!fe_request_release(r))
-        return false;
-    if (err) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "Stored responses are temporarily unavailable, retry later");
-        return false;
-    }
-    return true;
-}
 
 static void fe_stored_not_found(fe_request_t *r)
 {
     fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Response with id '%s' not found.", r->path_arg);
 }
 
-static void fe_stored_on_get(const PGresult *res, const char *err, void *arg)
+static void fe_stored_on_get(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_stored_resume(r, err))
-        return;
     json_t *body = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     if (!body) {
         fe_stored_not_found(r);
@@ -43,11 +29,8 @@ static void fe_stored_on_get(const PGresult *res, const char *err, void *arg)
     fe_request_reply_json(r, 200, body);
 }
 
-static void fe_stored_on_delete(const PGresult *res, const char *err, void *arg)
+static void fe_stored_on_delete(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_stored_resume(r, err))
-        return;
     if (PQntuples(res) != 1) {
         fe_stored_not_found(r);
         return;
@@ -56,14 +39,14 @@ static void fe_stored_on_delete(const PGresult *res, const char *err, void *arg)
                           json_pack("{s:s, s:s, s:b}", "id", r->path_arg, "object", "response.deleted", "deleted", 1));
 }
 
-static void fe_stored_query(fe_request_t *r, const char *stmt, fe_db_cb cb)
+/* The stored response r->path_arg of the caller's account, by stmt. */
+static void fe_stored_query(fe_request_t *r, const char *stmt, fe_request_db_cb cb)
 {
     char account[24];
     fe_request_account(r, account, sizeof account);
     const char *params[2] = {r->path_arg, account};
     fe_request_set_state(r, FE_REQ_QUERY);
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, stmt, 2, params, cb, r);
+    fe_request_db_query(r, stmt, 2, params, "Stored responses are temporarily unavailable, retry later", cb);
 }
 
 void fe_responses_get(fe_request_t *r)
@@ -76,11 +59,8 @@ void fe_responses_delete(fe_request_t *r)
     fe_stored_query(r, FE_SQL_RESPONSE_DELETE, fe_stored_on_delete);
 }
 
-static void fe_stored_on_input_items(const PGresult *res, const char *err, void *arg)
+static void fe_stored_on_input_items(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_stored_resume(r, err))
-        return;
     json_t *all = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     if (!all) {
         fe_stored_not_found(r);
