@@ -1,8 +1,8 @@
 /*
  * fe_messages_parse: what the Messages style's request parsing shares
- * between its files (fe_messages_parse.c, fe_messages_content.c): errors in
- * Anthropic's wording, and the translation of messages[] into canonical
- * items.
+ * between its files: errors in Anthropic's wording and the translation of
+ * messages[] into canonical items (both fe_messages_content.c, which
+ * fe_messages_parse.c builds on).
  */
 #ifndef FE_MESSAGES_PARSE_H
 #define FE_MESSAGES_PARSE_H

@@ -8,11 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fe_messages_parse.h"
 #include "fe_messages_render.h"
 #include "fe_reasoning.h"
 #include "sb_alloc.h"
 #include "sb_log.h"
+
+static bool fe_mr_is(const json_t *v, const char *s)
+{
+    return json_is_string(v) && !strcmp(json_string_value(v), s);
+}
 
 /* The text of a reasoning item: its reasoning_text parts, else its summary. */
 static json_t *fe_messages_reasoning_text(const json_t *item)
@@ -107,9 +111,9 @@ const json_t *fe_messages_part_text(const json_t *part, bool *refusal)
     json_t *pt = json_object_get(part, "type");
     json_t *text = NULL;
     *refusal = false;
-    if (fe_messages_is(pt, "output_text"))
+    if (fe_mr_is(pt, "output_text"))
         text = json_object_get(part, "text");
-    else if (fe_messages_is(pt, "refusal") && (text = json_object_get(part, "refusal")))
+    else if (fe_mr_is(pt, "refusal") && (text = json_object_get(part, "refusal")))
         *refusal = true;
     return json_is_string(text) ? text : NULL;
 }
