@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "emu_check.h"
 #include "emu_internal.h"
 #include "sb_alloc.h"
 
@@ -39,16 +40,6 @@ void sb_emu_anthropic_error(struct sb_emu_call *call, int status, const char *ty
                           "request_id", call->request_id);
     sb_emu_reply_json(&call->reply, status, e);
     json_decref(e);
-}
-
-/* snprintf for JSON paths (truncation is harmless: paths only go into messages). */
-static void pathf(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void pathf(char *out, size_t outlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, outlen, fmt, ap);
-    va_end(ap);
 }
 
 /* 400 invalid_request_error; always returns false. */
@@ -157,74 +148,46 @@ static bool has_beta(const struct sb_emu_call *call, const char *name)
 
 /* ---- field helpers (pydantic's messages) ----------------------------------------------- */
 
-enum want { W_STRING, W_BOOL, W_INT, W_NUMBER, W_DICT, W_LIST };
-
-static bool is_type(const json_t *v, enum want w)
-{
-    switch (w) {
-    case W_STRING:
-        return json_is_string(v);
-    case W_BOOL:
-        return json_is_boolean(v);
-    case W_INT:
-        return json_is_integer(v);
-    case W_NUMBER:
-        return json_is_number(v);
-    case W_DICT:
-        return json_is_object(v);
-    case W_LIST:
-        return json_is_array(v);
-    }
-    return false;
-}
-
-static bool check_type(struct sb_emu_call *call, const json_t *v, const char *path, enum want w)
+/* pydantic's type and "Field required" errors. */
+static bool wrong_type(struct sb_emu_call *call, const json_t *v, const char *path, enum sb_emu_want w)
 {
     static const char *names[] = {"a valid string", "a valid boolean",    "a valid integer",
                                   "a valid number", "a valid dictionary", "a valid list"};
-    return is_type(v, w) || invalid(call, "%s: Input should be %s", path, names[w]);
+    (void)v; /* pydantic does not say what it got */
+    return invalid(call, "%s: Input should be %s", path, names[w]);
 }
 
-static void join(char *out, size_t outlen, const char *prefix, const char *name)
+static bool field_required(struct sb_emu_call *call, const char *path)
 {
-    pathf(out, outlen, "%s%s%s", prefix, *prefix ? "." : "", name);
+    return invalid(call, "%s: Field required", path);
+}
+
+static const struct sb_emu_words words = {.missing = field_required, .wrong_type = wrong_type};
+
+static bool check_type(struct sb_emu_call *call, const json_t *v, const char *path, enum sb_emu_want w)
+{
+    return sb_emu_check_type(call, &words, v, path, w);
 }
 
 /* obj.name of type w; absent (or null when optional) is fine unless required. */
-static bool field(struct sb_emu_call *call, const json_t *obj, const char *prefix, const char *name, enum want w,
+static bool field(struct sb_emu_call *call, const json_t *obj, const char *prefix, const char *name, enum sb_emu_want w,
                   bool required)
 {
-    char path[PATH_MAX_LEN];
-    join(path, sizeof path, prefix, name);
-    json_t *v = json_object_get(obj, name);
-    if (!v || (json_is_null(v) && !required))
-        return required ? invalid(call, "%s: Field required", path) : true;
-    return check_type(call, v, path, w);
+    return sb_emu_check_field(call, &words, obj, prefix, name, w, required);
 }
 
-static bool in_list(const char *s, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(s, *list))
-            return true;
-    return false;
-}
-
+/* Every key of obj is in allowed: "<prefix>.<key>: Extra inputs are not permitted". */
 static bool extras(struct sb_emu_call *call, const json_t *obj, const char *prefix, const char *const *allowed)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach ((json_t *)obj, key, v) {
-        if (!in_list(key, allowed)) {
-            char path[PATH_MAX_LEN];
-            join(path, sizeof path, prefix, key);
-            return invalid(call, "%s: Extra inputs are not permitted", path);
-        }
-    }
-    return true;
+    const char *key = sb_emu_extra_key(obj, allowed);
+    if (!key)
+        return true;
+    char path[PATH_MAX_LEN];
+    sb_emu_path_join(path, sizeof path, prefix, key);
+    return invalid(call, "%s: Extra inputs are not permitted", path);
 }
 
-static bool number_range(struct sb_emu_call *call, const json_t *obj, const char *name, enum want w, double min,
+static bool number_range(struct sb_emu_call *call, const json_t *obj, const char *name, enum sb_emu_want w, double min,
                          double max)
 {
     json_t *v = json_object_get(obj, name);
@@ -264,28 +227,28 @@ static bool check_block(struct sb_emu_call *call, const json_t *b, const char *p
 static bool block_fields(struct sb_emu_call *call, const json_t *b, const char *path, const char *type,
                          const char *const *allowed, char *tpath, size_t tlen)
 {
-    pathf(tpath, tlen, "%s.%s", path, type);
+    sb_emu_pathf(tpath, tlen, "%s.%s", path, type);
     return extras(call, b, tpath, allowed);
 }
 
 static bool check_source(struct sb_emu_call *call, const json_t *src, const char *path, bool document)
 {
-    if (!check_type(call, src, path, W_DICT) || !field(call, src, path, "type", W_STRING, true))
+    if (!check_type(call, src, path, SB_EMU_W_OBJECT) || !field(call, src, path, "type", SB_EMU_W_STRING, true))
         return false;
     const char *t = json_string_value(json_object_get(src, "type"));
     char sp[PATH_MAX_LEN], fp[PATH_MAX_LEN];
-    pathf(sp, sizeof sp, "%s.%s", path, t);
+    sb_emu_pathf(sp, sizeof sp, "%s.%s", path, t);
     if (!strcmp(t, "base64")) {
         static const char *const keys[] = {"type", "media_type", "data", NULL};
         static const char *const images[] = {"image/jpeg", "image/png", "image/gif", "image/webp", NULL};
-        if (!extras(call, src, sp, keys) || !field(call, src, sp, "media_type", W_STRING, true) ||
-            !field(call, src, sp, "data", W_STRING, true))
+        if (!extras(call, src, sp, keys) || !field(call, src, sp, "media_type", SB_EMU_W_STRING, true) ||
+            !field(call, src, sp, "data", SB_EMU_W_STRING, true))
             return false;
         const char *mt = json_string_value(json_object_get(src, "media_type"));
-        pathf(fp, sizeof fp, "%s.media_type", sp);
+        sb_emu_pathf(fp, sizeof fp, "%s.media_type", sp);
         if (document && strcmp(mt, "application/pdf"))
             return invalid(call, "%s: Input should be 'application/pdf'", fp);
-        if (!document && !in_list(mt, images))
+        if (!document && !sb_emu_in_list(mt, images))
             return invalid(call, "%s: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", fp);
         if (!valid_base64(json_string_value(json_object_get(src, "data"))))
             return invalid(call, "%s.data: Invalid base64 data", sp);
@@ -293,16 +256,16 @@ static bool check_source(struct sb_emu_call *call, const json_t *src, const char
     }
     if (!strcmp(t, "url")) {
         static const char *const keys[] = {"type", "url", NULL};
-        return extras(call, src, sp, keys) && field(call, src, sp, "url", W_STRING, true);
+        return extras(call, src, sp, keys) && field(call, src, sp, "url", SB_EMU_W_STRING, true);
     }
     if (!strcmp(t, "file")) {
         static const char *const keys[] = {"type", "file_id", NULL};
-        return extras(call, src, sp, keys) && field(call, src, sp, "file_id", W_STRING, true);
+        return extras(call, src, sp, keys) && field(call, src, sp, "file_id", SB_EMU_W_STRING, true);
     }
     if (document && !strcmp(t, "text")) {
         static const char *const keys[] = {"type", "media_type", "data", NULL};
-        if (!extras(call, src, sp, keys) || !field(call, src, sp, "media_type", W_STRING, true) ||
-            !field(call, src, sp, "data", W_STRING, true))
+        if (!extras(call, src, sp, keys) || !field(call, src, sp, "media_type", SB_EMU_W_STRING, true) ||
+            !field(call, src, sp, "data", SB_EMU_W_STRING, true))
             return false;
         if (strcmp(json_string_value(json_object_get(src, "media_type")), "text/plain"))
             return invalid(call, "%s.media_type: Input should be 'text/plain'", sp);
@@ -313,18 +276,18 @@ static bool check_source(struct sb_emu_call *call, const json_t *src, const char
         if (!extras(call, src, sp, keys))
             return false;
         json_t *c = json_object_get(src, "content");
-        pathf(fp, sizeof fp, "%s.content", sp);
+        sb_emu_pathf(fp, sizeof fp, "%s.content", sp);
         if (!c)
             return invalid(call, "%s: Field required", fp);
         if (json_is_string(c))
             return true;
-        if (!check_type(call, c, fp, W_LIST))
+        if (!check_type(call, c, fp, SB_EMU_W_ARRAY))
             return false;
         size_t i;
         json_t *blk;
         json_array_foreach (c, i, blk) {
             char bp[PATH_MAX_LEN];
-            pathf(bp, sizeof bp, "%s.%zu", fp, i);
+            sb_emu_pathf(bp, sizeof bp, "%s.%zu", fp, i);
             if (!check_block(call, blk, bp, "user", true))
                 return false;
         }
@@ -339,13 +302,13 @@ static bool check_tool_result_content(struct sb_emu_call *call, const json_t *c,
 {
     if (!c || json_is_string(c))
         return true;
-    if (!check_type(call, c, path, W_LIST))
+    if (!check_type(call, c, path, SB_EMU_W_ARRAY))
         return false;
     size_t i;
     json_t *blk;
     json_array_foreach (c, i, blk) {
         char bp[PATH_MAX_LEN];
-        pathf(bp, sizeof bp, "%s.%zu", path, i);
+        sb_emu_pathf(bp, sizeof bp, "%s.%zu", path, i);
         if (!check_block(call, blk, bp, "user", true))
             return false;
     }
@@ -358,15 +321,17 @@ static bool check_tool_result_content(struct sb_emu_call *call, const json_t *c,
  */
 static bool check_block(struct sb_emu_call *call, const json_t *b, const char *path, const char *role, bool nested)
 {
-    if (!check_type(call, b, path, W_DICT) || !field(call, b, path, "type", W_STRING, true))
+    if (!check_type(call, b, path, SB_EMU_W_OBJECT) || !field(call, b, path, "type", SB_EMU_W_STRING, true))
         return false;
     const char *t = json_string_value(json_object_get(b, "type"));
     bool user = !strcmp(role, "user");
     char tp[PATH_MAX_LEN], fp[PATH_MAX_LEN];
     if (!strcmp(t, "text")) {
         static const char *const keys[] = {"type", "text", "cache_control", "citations", NULL};
-        if (!block_fields(call, b, path, t, keys, tp, sizeof tp) || !field(call, b, tp, "text", W_STRING, true) ||
-            !field(call, b, tp, "cache_control", W_DICT, false) || !field(call, b, tp, "citations", W_LIST, false))
+        if (!block_fields(call, b, path, t, keys, tp, sizeof tp) ||
+            !field(call, b, tp, "text", SB_EMU_W_STRING, true) ||
+            !field(call, b, tp, "cache_control", SB_EMU_W_OBJECT, false) ||
+            !field(call, b, tp, "citations", SB_EMU_W_ARRAY, false))
             return false;
         if (json_string_length(json_object_get(b, "text")) == 0)
             return invalid(call, "messages: text content blocks must be non-empty");
@@ -377,11 +342,13 @@ static bool check_block(struct sb_emu_call *call, const json_t *b, const char *p
         static const char *const dkeys[] = {"type", "source", "title", "context", "citations", "cache_control", NULL};
         bool doc = t[0] == 'd';
         if (!block_fields(call, b, path, t, doc ? dkeys : ikeys, tp, sizeof tp) ||
-            !field(call, b, tp, "source", W_DICT, true) || !field(call, b, tp, "cache_control", W_DICT, false) ||
-            (doc && (!field(call, b, tp, "title", W_STRING, false) || !field(call, b, tp, "context", W_STRING, false) ||
-                     !field(call, b, tp, "citations", W_DICT, false))))
+            !field(call, b, tp, "source", SB_EMU_W_OBJECT, true) ||
+            !field(call, b, tp, "cache_control", SB_EMU_W_OBJECT, false) ||
+            (doc && (!field(call, b, tp, "title", SB_EMU_W_STRING, false) ||
+                     !field(call, b, tp, "context", SB_EMU_W_STRING, false) ||
+                     !field(call, b, tp, "citations", SB_EMU_W_OBJECT, false))))
             return false;
-        pathf(fp, sizeof fp, "%s.source", tp);
+        sb_emu_pathf(fp, sizeof fp, "%s.source", tp);
         return check_source(call, json_object_get(b, "source"), fp, doc);
     }
     if (nested)
@@ -389,19 +356,20 @@ static bool check_block(struct sb_emu_call *call, const json_t *b, const char *p
     if (!strcmp(t, "tool_result")) {
         static const char *const keys[] = {"type", "tool_use_id", "content", "is_error", "cache_control", NULL};
         if (!block_fields(call, b, path, t, keys, tp, sizeof tp) ||
-            !field(call, b, tp, "tool_use_id", W_STRING, true) || !field(call, b, tp, "is_error", W_BOOL, false) ||
-            !field(call, b, tp, "cache_control", W_DICT, false))
+            !field(call, b, tp, "tool_use_id", SB_EMU_W_STRING, true) ||
+            !field(call, b, tp, "is_error", SB_EMU_W_BOOL, false) ||
+            !field(call, b, tp, "cache_control", SB_EMU_W_OBJECT, false))
             return false;
         if (!user)
             return invalid(call, "%s: `tool_result` blocks can only be in `user` messages", path);
-        pathf(fp, sizeof fp, "%s.content", tp);
+        sb_emu_pathf(fp, sizeof fp, "%s.content", tp);
         return check_tool_result_content(call, json_object_get(b, "content"), fp);
     }
     if (!strcmp(t, "tool_use")) {
         static const char *const keys[] = {"type", "id", "name", "input", "cache_control", NULL};
-        if (!block_fields(call, b, path, t, keys, tp, sizeof tp) || !field(call, b, tp, "id", W_STRING, true) ||
-            !field(call, b, tp, "name", W_STRING, true) || !field(call, b, tp, "input", W_DICT, true) ||
-            !field(call, b, tp, "cache_control", W_DICT, false))
+        if (!block_fields(call, b, path, t, keys, tp, sizeof tp) || !field(call, b, tp, "id", SB_EMU_W_STRING, true) ||
+            !field(call, b, tp, "name", SB_EMU_W_STRING, true) || !field(call, b, tp, "input", SB_EMU_W_OBJECT, true) ||
+            !field(call, b, tp, "cache_control", SB_EMU_W_OBJECT, false))
             return false;
         if (user)
             return invalid(call, "%s: `tool_use` blocks can only be in `assistant` messages", path);
@@ -417,9 +385,9 @@ static bool check_block(struct sb_emu_call *call, const json_t *b, const char *p
         bool redacted = t[0] == 'r';
         if (!block_fields(call, b, path, t, redacted ? rkeys : tkeys, tp, sizeof tp))
             return false;
-        if (redacted
-                ? !field(call, b, tp, "data", W_STRING, true)
-                : (!field(call, b, tp, "thinking", W_STRING, true) || !field(call, b, tp, "signature", W_STRING, true)))
+        if (redacted ? !field(call, b, tp, "data", SB_EMU_W_STRING, true)
+                     : (!field(call, b, tp, "thinking", SB_EMU_W_STRING, true) ||
+                        !field(call, b, tp, "signature", SB_EMU_W_STRING, true)))
             return false;
         if (user)
             return invalid(call, "%s: `%s` blocks can only be in `assistant` messages", path, t);
@@ -439,9 +407,9 @@ static bool empty_content(const json_t *content)
 static bool check_message(struct sb_emu_call *call, const json_t *m, size_t i, bool last)
 {
     char path[PATH_MAX_LEN], cp[PATH_MAX_LEN];
-    pathf(path, sizeof path, "messages.%zu", i);
+    sb_emu_pathf(path, sizeof path, "messages.%zu", i);
     static const char *const keys[] = {"role", "content", NULL};
-    if (!check_type(call, m, path, W_DICT))
+    if (!check_type(call, m, path, SB_EMU_W_OBJECT))
         return false;
     json_t *role = json_object_get(m, "role");
     if (!role)
@@ -453,7 +421,7 @@ static bool check_message(struct sb_emu_call *call, const json_t *m, size_t i, b
         return false;
     const char *r = json_string_value(role);
     json_t *content = json_object_get(m, "content");
-    pathf(cp, sizeof cp, "%s.content", path);
+    sb_emu_pathf(cp, sizeof cp, "%s.content", path);
     if (!content)
         return invalid(call, "%s: Field required", cp);
     if (!json_is_string(content) && !json_is_array(content))
@@ -467,7 +435,7 @@ static bool check_message(struct sb_emu_call *call, const json_t *m, size_t i, b
     json_t *b;
     json_array_foreach (content, k, b) {
         char bp[PATH_MAX_LEN];
-        pathf(bp, sizeof bp, "%s.%zu", cp, k);
+        sb_emu_pathf(bp, sizeof bp, "%s.%zu", cp, k);
         if (!strcmp(r, "system")) {
             /* System messages in the conversation carry text only, like the top-level system prompt. */
             const char *st = json_string_value(json_object_get(b, "type"));
@@ -614,22 +582,22 @@ static bool check_tools(struct sb_emu_call *call, const json_t *body)
     json_t *tools = json_object_get(body, "tools");
     if (!tools || json_is_null(tools))
         return true;
-    if (!check_type(call, tools, "tools", W_LIST))
+    if (!check_type(call, tools, "tools", SB_EMU_W_ARRAY))
         return false;
     size_t i;
     json_t *t;
     json_array_foreach (tools, i, t) {
         char path[PATH_MAX_LEN], tp[PATH_MAX_LEN];
-        pathf(path, sizeof path, "tools.%zu", i);
-        if (!check_type(call, t, path, W_DICT))
+        sb_emu_pathf(path, sizeof path, "tools.%zu", i);
+        if (!check_type(call, t, path, SB_EMU_W_OBJECT))
             return false;
         if (is_web_search(t)) {
             static const char *const keys[] = {
                 "type",          "name",          "max_uses", "allowed_domains", "blocked_domains",
                 "user_location", "cache_control", NULL};
-            pathf(tp, sizeof tp, "%s.%s", path, json_string_value(json_object_get(t, "type")));
-            if (!extras(call, t, tp, keys) || !field(call, t, tp, "name", W_STRING, true) ||
-                !field(call, t, tp, "max_uses", W_INT, false))
+            sb_emu_pathf(tp, sizeof tp, "%s.%s", path, json_string_value(json_object_get(t, "type")));
+            if (!extras(call, t, tp, keys) || !field(call, t, tp, "name", SB_EMU_W_STRING, true) ||
+                !field(call, t, tp, "max_uses", SB_EMU_W_INT, false))
                 return false;
             if (strcmp(json_string_value(json_object_get(t, "name")), "web_search"))
                 return invalid(call, "%s.name: Input should be 'web_search'", tp);
@@ -641,10 +609,12 @@ static bool check_tools(struct sb_emu_call *call, const json_t *body)
                                 "'custom', 'web_search_20250305'");
         static const char *const keys[] = {"type",          "name",   "description", "input_schema",
                                            "cache_control", "strict", NULL};
-        pathf(tp, sizeof tp, "%s.custom", path);
-        if (!extras(call, t, tp, keys) || !field(call, t, tp, "name", W_STRING, true) ||
-            !field(call, t, tp, "description", W_STRING, false) || !field(call, t, tp, "input_schema", W_DICT, true) ||
-            !field(call, t, tp, "strict", W_BOOL, false) || !field(call, t, tp, "cache_control", W_DICT, false))
+        sb_emu_pathf(tp, sizeof tp, "%s.custom", path);
+        if (!extras(call, t, tp, keys) || !field(call, t, tp, "name", SB_EMU_W_STRING, true) ||
+            !field(call, t, tp, "description", SB_EMU_W_STRING, false) ||
+            !field(call, t, tp, "input_schema", SB_EMU_W_OBJECT, true) ||
+            !field(call, t, tp, "strict", SB_EMU_W_BOOL, false) ||
+            !field(call, t, tp, "cache_control", SB_EMU_W_OBJECT, false))
             return false;
         if (!valid_tool_name(json_string_value(json_object_get(t, "name"))))
             return invalid(call, "%s.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'", tp);
@@ -677,21 +647,22 @@ static bool check_tool_choice(struct sb_emu_call *call, const json_t *body)
     json_t *tc = json_object_get(body, "tool_choice");
     if (!tc || json_is_null(tc))
         return true;
-    if (!check_type(call, tc, "tool_choice", W_DICT) || !field(call, tc, "tool_choice", "type", W_STRING, true))
+    if (!check_type(call, tc, "tool_choice", SB_EMU_W_OBJECT) ||
+        !field(call, tc, "tool_choice", "type", SB_EMU_W_STRING, true))
         return false;
     const char *t = json_string_value(json_object_get(tc, "type"));
     char tp[PATH_MAX_LEN];
-    pathf(tp, sizeof tp, "tool_choice.%s", t);
+    sb_emu_pathf(tp, sizeof tp, "tool_choice.%s", t);
     if (!strcmp(t, "auto") || !strcmp(t, "any") || !strcmp(t, "none")) {
         static const char *const keys[] = {"type", "disable_parallel_tool_use", NULL};
         static const char *const none_keys[] = {"type", NULL};
         if (!extras(call, tc, tp, strcmp(t, "none") ? keys : none_keys) ||
-            !field(call, tc, tp, "disable_parallel_tool_use", W_BOOL, false))
+            !field(call, tc, tp, "disable_parallel_tool_use", SB_EMU_W_BOOL, false))
             return false;
     } else if (!strcmp(t, "tool")) {
         static const char *const keys[] = {"type", "name", "disable_parallel_tool_use", NULL};
-        if (!extras(call, tc, tp, keys) || !field(call, tc, tp, "name", W_STRING, true) ||
-            !field(call, tc, tp, "disable_parallel_tool_use", W_BOOL, false))
+        if (!extras(call, tc, tp, keys) || !field(call, tc, tp, "name", SB_EMU_W_STRING, true) ||
+            !field(call, tc, tp, "disable_parallel_tool_use", SB_EMU_W_BOOL, false))
             return false;
     } else {
         return tag_mismatch(call, "tool_choice", t, "'auto', 'any', 'tool', 'none'");
@@ -712,7 +683,8 @@ static bool check_thinking(struct sb_emu_call *call, const json_t *body, bool co
     json_t *th = json_object_get(body, "thinking");
     if (!th || json_is_null(th))
         return true;
-    if (!check_type(call, th, "thinking", W_DICT) || !field(call, th, "thinking", "type", W_STRING, true))
+    if (!check_type(call, th, "thinking", SB_EMU_W_OBJECT) ||
+        !field(call, th, "thinking", "type", SB_EMU_W_STRING, true))
         return false;
     const char *t = json_string_value(json_object_get(th, "type"));
     if (!strcmp(t, "disabled") || !strcmp(t, "between_tools")) {
@@ -733,7 +705,7 @@ static bool check_thinking(struct sb_emu_call *call, const json_t *body, bool co
         return tag_mismatch(call, "thinking", t, "'enabled', 'disabled', 'adaptive', 'between_tools'");
     static const char *const keys[] = {"type", "budget_tokens", NULL};
     if (!extras(call, th, "thinking.enabled", keys) ||
-        !field(call, th, "thinking.enabled", "budget_tokens", W_INT, true))
+        !field(call, th, "thinking.enabled", "budget_tokens", SB_EMU_W_INT, true))
         return false;
     *enabled = true;
     json_int_t budget = json_integer_value(json_object_get(th, "budget_tokens"));
@@ -750,13 +722,13 @@ static bool check_format(struct sb_emu_call *call, const json_t *f, const char *
 {
     static const char *const keys[] = {"type", "schema", NULL};
     char tp[PATH_MAX_LEN];
-    if (!check_type(call, f, path, W_DICT) || !field(call, f, path, "type", W_STRING, true))
+    if (!check_type(call, f, path, SB_EMU_W_OBJECT) || !field(call, f, path, "type", SB_EMU_W_STRING, true))
         return false;
     const char *t = json_string_value(json_object_get(f, "type"));
     if (strcmp(t, "json_schema"))
         return tag_mismatch(call, path, t, "'json_schema'");
-    pathf(tp, sizeof tp, "%s.json_schema", path);
-    return extras(call, f, tp, keys) && field(call, f, tp, "schema", W_DICT, true);
+    sb_emu_pathf(tp, sizeof tp, "%s.json_schema", path);
+    return extras(call, f, tp, keys) && field(call, f, tp, "schema", SB_EMU_W_OBJECT, true);
 }
 
 static bool check_output(struct sb_emu_call *call, const json_t *body)
@@ -766,11 +738,11 @@ static bool check_output(struct sb_emu_call *call, const json_t *body)
     if (oc && !json_is_null(oc)) {
         static const char *const keys[] = {"format", "effort", NULL};
         static const char *const efforts[] = {"low", "medium", "high", "xhigh", "max", NULL};
-        if (!check_type(call, oc, "output_config", W_DICT) || !extras(call, oc, "output_config", keys) ||
-            !field(call, oc, "output_config", "effort", W_STRING, false))
+        if (!check_type(call, oc, "output_config", SB_EMU_W_OBJECT) || !extras(call, oc, "output_config", keys) ||
+            !field(call, oc, "output_config", "effort", SB_EMU_W_STRING, false))
             return false;
         json_t *effort = json_object_get(oc, "effort");
-        if (json_is_string(effort) && !in_list(json_string_value(effort), efforts))
+        if (json_is_string(effort) && !sb_emu_in_list(json_string_value(effort), efforts))
             return invalid(call, "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'");
         json_t *f = json_object_get(oc, "format");
         if (f && !json_is_null(f) && !check_format(call, f, "output_config.format"))
@@ -797,8 +769,8 @@ static bool check_system(struct sb_emu_call *call, const json_t *body)
     json_t *b;
     json_array_foreach (sys, i, b) {
         char path[PATH_MAX_LEN];
-        pathf(path, sizeof path, "system.%zu", i);
-        if (!check_type(call, b, path, W_DICT) || !field(call, b, path, "type", W_STRING, true))
+        sb_emu_pathf(path, sizeof path, "system.%zu", i);
+        if (!check_type(call, b, path, SB_EMU_W_OBJECT) || !field(call, b, path, "type", SB_EMU_W_STRING, true))
             return false;
         if (strcmp(json_string_value(json_object_get(b, "type")), "text"))
             return tag_mismatch(call, path, json_string_value(json_object_get(b, "type")), "'text'");
@@ -822,8 +794,9 @@ bool sb_emu_anthropic_check(struct sb_emu_call *call, bool count)
         "diagnostics", "inference_geo", "speed",        "user_profile_id", "workspace_id",  NULL};
     static const char *const count_keys[] = {"model",    "messages",      "system",        "tools", "tool_choice",
                                              "thinking", "output_config", "output_format", NULL};
-    if (!field(call, body, "", "model", W_STRING, true) || !field(call, body, "", "messages", W_LIST, true) ||
-        (!count && !field(call, body, "", "max_tokens", W_INT, true)))
+    if (!field(call, body, "", "model", SB_EMU_W_STRING, true) ||
+        !field(call, body, "", "messages", SB_EMU_W_ARRAY, true) ||
+        (!count && !field(call, body, "", "max_tokens", SB_EMU_W_INT, true)))
         return false;
     /* output_format is the structured-outputs beta's parameter: without the beta it does not exist. */
     if (json_object_get(body, "output_format") && !has_beta(call, STRUCTURED_BETA))
@@ -836,16 +809,20 @@ bool sb_emu_anthropic_check(struct sb_emu_call *call, bool count)
             return invalid(call, "%s: Extra inputs are not permitted", removed[r]);
     if (json_string_length(json_object_get(body, "model")) == 0)
         return invalid(call, "model: String should have at least 1 character");
-    if (!number_range(call, body, "max_tokens", W_INT, 1, 1e9) ||
-        !number_range(call, body, "temperature", W_NUMBER, 0, 1) ||
-        !number_range(call, body, "top_p", W_NUMBER, 0, 1) || !number_range(call, body, "top_k", W_INT, 0, 1e9) ||
-        !field(call, body, "", "stream", W_BOOL, false) || !field(call, body, "", "stop_sequences", W_LIST, false) ||
-        !field(call, body, "", "metadata", W_DICT, false) || !field(call, body, "", "service_tier", W_STRING, false) ||
-        !field(call, body, "", "cache_control", W_DICT, false) ||
-        !field(call, body, "", "diagnostics", W_DICT, false) ||
-        !field(call, body, "", "inference_geo", W_STRING, false) || !field(call, body, "", "speed", W_STRING, false) ||
-        !field(call, body, "", "user_profile_id", W_STRING, false) ||
-        !field(call, body, "", "workspace_id", W_STRING, false))
+    if (!number_range(call, body, "max_tokens", SB_EMU_W_INT, 1, 1e9) ||
+        !number_range(call, body, "temperature", SB_EMU_W_NUMBER, 0, 1) ||
+        !number_range(call, body, "top_p", SB_EMU_W_NUMBER, 0, 1) ||
+        !number_range(call, body, "top_k", SB_EMU_W_INT, 0, 1e9) ||
+        !field(call, body, "", "stream", SB_EMU_W_BOOL, false) ||
+        !field(call, body, "", "stop_sequences", SB_EMU_W_ARRAY, false) ||
+        !field(call, body, "", "metadata", SB_EMU_W_OBJECT, false) ||
+        !field(call, body, "", "service_tier", SB_EMU_W_STRING, false) ||
+        !field(call, body, "", "cache_control", SB_EMU_W_OBJECT, false) ||
+        !field(call, body, "", "diagnostics", SB_EMU_W_OBJECT, false) ||
+        !field(call, body, "", "inference_geo", SB_EMU_W_STRING, false) ||
+        !field(call, body, "", "speed", SB_EMU_W_STRING, false) ||
+        !field(call, body, "", "user_profile_id", SB_EMU_W_STRING, false) ||
+        !field(call, body, "", "workspace_id", SB_EMU_W_STRING, false))
         return false;
     json_t *speed = json_object_get(body, "speed");
     if (json_is_string(speed) && strcmp(json_string_value(speed), "standard") &&
@@ -859,14 +836,14 @@ bool sb_emu_anthropic_check(struct sb_emu_call *call, bool count)
     json_t *v;
     json_array_foreach (json_object_get(body, "stop_sequences"), i, v) {
         char path[PATH_MAX_LEN];
-        pathf(path, sizeof path, "stop_sequences.%zu", i);
-        if (!check_type(call, v, path, W_STRING))
+        sb_emu_pathf(path, sizeof path, "stop_sequences.%zu", i);
+        if (!check_type(call, v, path, SB_EMU_W_STRING))
             return false;
     }
     json_t *md = json_object_get(body, "metadata");
     if (json_is_object(md)) {
         static const char *const mkeys[] = {"user_id", NULL};
-        if (!extras(call, md, "metadata", mkeys) || !field(call, md, "metadata", "user_id", W_STRING, false))
+        if (!extras(call, md, "metadata", mkeys) || !field(call, md, "metadata", "user_id", SB_EMU_W_STRING, false))
             return false;
     }
     bool thinking = false;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "emu_check.h"
 #include "emu_internal.h"
 #include "sb_alloc.h"
 
@@ -45,15 +46,6 @@ void sb_emu_gemini_error(struct sb_emu_reply *r, int code, const char *status, j
         json_object_set_new(json_object_get(e, "error"), "details", details);
     sb_emu_reply_json(r, code, e);
     json_decref(e);
-}
-
-static void pathf(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void pathf(char *out, size_t outlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, outlen, fmt, ap);
-    va_end(ap);
 }
 
 /* "generationConfig" -> "generation_config" */
@@ -298,14 +290,6 @@ static void invalid_value(struct perrs *e, const char *path, const char *type, c
     perr_add(e, path, "Invalid value at '%s' (%s), %s", path, type, r);
 }
 
-static bool enum_ok(const char *s, const char *const *values)
-{
-    for (; *values; values++)
-        if (!strcasecmp(s, *values))
-            return true;
-    return false;
-}
-
 static bool numeric_string(const json_t *v, bool integer)
 {
     const char *s = json_string_value(v);
@@ -355,7 +339,7 @@ static void walk_scalar(struct perrs *e, const json_t *v, const struct gfield *f
     }
     case G_ENUM:
         snprintf(ename, sizeof ename, PKG "%s", f->enum_type);
-        if (!json_is_string(v) || !enum_ok(json_string_value(v), f->enum_values))
+        if (!json_is_string(v) || !sb_emu_in_list_nocase(json_string_value(v), f->enum_values))
             invalid_value(e, path, ename, v);
         break;
     case G_MSG:
@@ -376,7 +360,7 @@ static void walk_scalar(struct perrs *e, const json_t *v, const struct gfield *f
             json_t *s;
             json_object_foreach ((json_t *)v, k, s) {
                 char sub[PATH_LEN];
-                pathf(sub, sizeof sub, "%s[%zu].value", path, i++);
+                sb_emu_pathf(sub, sizeof sub, "%s[%zu].value", path, i++);
                 walk_msg(e, s, f->msg, sub);
             }
         }
@@ -417,7 +401,7 @@ static void walk_msg(struct perrs *e, const json_t *v, const struct gmsg *m, con
             continue;
         char sname[96], sub[PATH_LEN];
         snake(f->name, sname, sizeof sname);
-        pathf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", sname);
+        sb_emu_pathf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", sname);
         if (f->repeated) {
             if (!json_is_array(child)) {
                 invalid_value(e, sub, f->kind == G_MSG ? f->msg->type : "TYPE_STRING", child);
@@ -427,7 +411,7 @@ static void walk_msg(struct perrs *e, const json_t *v, const struct gmsg *m, con
             json_t *item;
             json_array_foreach (child, i, item) {
                 char isub[PATH_LEN];
-                pathf(isub, sizeof isub, "%s[%zu]", sub, i);
+                sb_emu_pathf(isub, sizeof isub, "%s[%zu]", sub, i);
                 walk_scalar(e, item, f, isub);
             }
         } else {
@@ -721,7 +705,7 @@ static bool check_generation(struct sb_emu_call *call, const json_t *req)
     const char *mime = json_string_value(sb_emu_gget(g, "responseMimeType"));
     static const char *const mimes[] = {"text/plain",       "application/json", "application/xml",
                                         "application/yaml", "text/x.enum",      NULL};
-    if (mime && !enum_ok(mime, mimes))
+    if (mime && !sb_emu_in_list_nocase(mime, mimes))
         return bad(call, "* GenerateContentRequest.generation_config.response_mime_type: allowed mimetypes are "
                          "`text/plain`, `application/json`, `application/xml`, `application/yaml` and "
                          "`text/x.enum`.\n");
@@ -763,7 +747,7 @@ static bool check_contents(struct sb_emu_call *call, const json_t *contents, con
         json_t *p;
         json_array_foreach (parts, k, p) {
             char path[PATH_LEN];
-            pathf(path, sizeof path, "contents[%zu].parts[%zu]", i, k);
+            sb_emu_pathf(path, sizeof path, "contents[%zu].parts[%zu]", i, k);
             if (!check_part(call, p, path))
                 return false;
         }

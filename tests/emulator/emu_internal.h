@@ -7,7 +7,9 @@
  * sb_emu_reply), which the server then delivers: at once, after a delay, as a
  * stream of SSE events, or never (hang). emu_answer.c (what the model says),
  * emu_directives.c, emu_schema_gen.c (JSON Schema instances) and emu_media.c
- * (images, audio, files) serve every protocol.
+ * (images, audio, files) serve every protocol; emu_check.c (typed-field
+ * checks, emu_check.h) serves every validator, and emu_openai_check.c
+ * (emu_openai_check.h) the two OpenAI ones.
  */
 #ifndef SB_EMU_INTERNAL_H
 #define SB_EMU_INTERNAL_H

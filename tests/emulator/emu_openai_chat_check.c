@@ -10,138 +10,27 @@
  * built by emu_openai_chat.c once this file has accepted the request.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "emu_internal.h"
+#include "emu_openai_check.h"
 #include "sb_alloc.h"
 
 #define PARAM_MAX 128
 #define MSG_MAX 640
 
-/* ---- errors ---------------------------------------------------------------------- */
+/* ---- parameter helpers ----------------------------------------------------------- */
 
-static bool vinvalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, va_list ap)
-{
-    char msg[MSG_MAX];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    sb_emu_openai_error(&call->reply, 400, msg, "invalid_request_error", param, code);
-    return false;
-}
-
-bool sb_emu_openai_invalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vinvalid(call, param, code, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-/* The short name used throughout this file. */
-static bool invalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool invalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vinvalid(call, param, code, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
-static const char *type_phrase(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a decimal";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "an unknown type";
-}
-
-enum want { W_STRING, W_BOOL, W_INT, W_NUMBER, W_OBJECT, W_ARRAY };
-
-static bool is_type(const json_t *v, enum want w)
-{
-    switch (w) {
-    case W_STRING:
-        return json_is_string(v);
-    case W_BOOL:
-        return json_is_boolean(v);
-    case W_INT:
-        return json_is_integer(v);
-    case W_NUMBER:
-        return json_is_number(v);
-    case W_OBJECT:
-        return json_is_object(v);
-    case W_ARRAY:
-        return json_is_array(v);
-    }
-    return false;
-}
-
-static const char *want_phrase(enum want w)
-{
-    static const char *names[] = {"a string", "a boolean", "an integer", "a number", "an object", "an array"};
-    return names[w];
-}
-
-static bool check_type(struct sb_emu_call *call, const json_t *v, const char *param, enum want w)
-{
-    if (is_type(v, w))
-        return true;
-    return invalid(call, param, "invalid_type", "Invalid type for '%s': expected %s, but got %s instead.", param,
-                   want_phrase(w), type_phrase(v));
-}
-
-/* Optional parameter: absent or null is fine; otherwise type and range. */
-static bool check_opt_number(struct sb_emu_call *call, const char *name, enum want w, double min, double max)
+/* Optional parameter: absent or null is fine; otherwise of type w. */
+static bool check_opt_type(struct sb_emu_call *call, const char *name, enum sb_emu_want w)
 {
     json_t *v = json_object_get(call->json, name);
     if (!v || json_is_null(v))
         return true;
-    if (!check_type(call, v, name, w))
-        return false;
-    double d = json_number_value(v);
-    const char *kind = w == W_INT ? "integer" : "decimal";
-    if (d < min)
-        return invalid(call, name, w == W_INT ? "integer_below_min_value" : "decimal_below_min_value",
-                       "Invalid '%s': %s below minimum value. Expected a value >= %g, but got %g instead.", name, kind,
-                       min, d);
-    if (d > max)
-        return invalid(call, name, w == W_INT ? "integer_above_max_value" : "decimal_above_max_value",
-                       "Invalid '%s': %s above maximum value. Expected a value <= %g, but got %g instead.", name, kind,
-                       max, d);
-    return true;
-}
-
-static bool check_opt_type(struct sb_emu_call *call, const char *name, enum want w)
-{
-    json_t *v = json_object_get(call->json, name);
-    if (!v || json_is_null(v))
-        return true;
-    return check_type(call, v, name, w);
-}
-
-static bool missing(struct sb_emu_call *call, const char *param)
-{
-    return invalid(call, param, "missing_required_parameter", "Missing required parameter: '%s'.", param);
+    return sb_emu_openai_check_type(call, v, name, w);
 }
 
 /* ---- request validation ---------------------------------------------------------- */
@@ -182,27 +71,6 @@ static const char *const known_params[] = {"model",
                                            "web_search_options",
                                            NULL};
 
-static bool in_list(const char *s, const char *const *list)
-{
-    for (; *list; list++)
-        if (!strcmp(s, *list))
-            return true;
-    return false;
-}
-
-/* An image URL must be http(s) or a base64 data URL of a PNG, JPEG, GIF or WebP image. */
-static bool check_image_url(struct sb_emu_call *call, const char *url, const char *param)
-{
-    char buf[160];
-    const char *why = sb_emu_image_url_problem(url, buf, sizeof buf);
-    if (!why)
-        return true;
-    return invalid(call, param, "invalid_value",
-                   "Invalid image URL: '%s'. Expected a base64-encoded data URL with an image MIME type (e.g. "
-                   "'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got %s.",
-                   param, why);
-}
-
 /* A file part: {"file":{"file_data":"data:<mime>;base64,...","filename"}} or {"file":{"file_id"}}. */
 static bool check_file_part(struct sb_emu_call *call, const json_t *file, size_t mi, size_t pi)
 {
@@ -211,7 +79,7 @@ static bool check_file_part(struct sb_emu_call *call, const json_t *file, size_t
     for (size_t f = 0; f < 3; f++) {
         json_t *v = json_object_get(file, fields[f]);
         snprintf(param, sizeof param, "messages[%zu].content[%zu].file.%s", mi, pi, fields[f]);
-        if (v && !check_type(call, v, param, W_STRING))
+        if (v && !sb_emu_openai_check_type(call, v, param, SB_EMU_W_STRING))
             return false;
     }
     const char *data = json_string_value(json_object_get(file, "file_data"));
@@ -219,26 +87,11 @@ static bool check_file_part(struct sb_emu_call *call, const json_t *file, size_t
         if (json_object_get(file, "file_id"))
             return true;
         snprintf(param, sizeof param, "messages[%zu].content[%zu].file", mi, pi);
-        return invalid(call, param, "invalid_value", "Invalid '%s': either 'file_id' or 'file_data' must be provided.",
-                       param);
+        return sb_emu_openai_invalid(call, param, "invalid_value",
+                                     "Invalid '%s': either 'file_id' or 'file_data' must be provided.", param);
     }
     snprintf(param, sizeof param, "messages[%zu].content[%zu].file.file_data", mi, pi);
-    struct sb_emu_data_url du;
-    const char *why = NULL;
-    if (sb_emu_data_url_parse(data, &du) < 0)
-        why = "a value without the 'data:' prefix";
-    else if (!strchr(du.mime, '/'))
-        why = "a value without a MIME type";
-    else if (!du.base64)
-        why = "a value that is not base64-encoded";
-    else
-        why = sb_emu_base64_problem(du.data, du.data_len);
-    if (!why)
-        return true;
-    return invalid(call, param, "invalid_value",
-                   "Invalid file data: '%s'. Expected a base64-encoded data URL with a MIME type (e.g. "
-                   "'data:application/pdf;base64,SGVsbG8sIFdvcmxkIQ=='), but got %s.",
-                   param, why);
+    return sb_emu_openai_check_file_data(call, data, param);
 }
 
 /* Validates one content part of a message with the given role. */
@@ -246,68 +99,71 @@ static bool check_part(struct sb_emu_call *call, const char *role, const json_t 
 {
     char param[PARAM_MAX];
     snprintf(param, sizeof param, "messages[%zu].content[%zu]", mi, pi);
-    if (!check_type(call, part, param, W_OBJECT))
+    if (!sb_emu_openai_check_type(call, part, param, SB_EMU_W_OBJECT))
         return false;
     json_t *type = json_object_get(part, "type");
     snprintf(param, sizeof param, "messages[%zu].content[%zu].type", mi, pi);
     if (!type)
-        return missing(call, param);
-    if (!check_type(call, type, param, W_STRING))
+        return sb_emu_openai_missing(call, param);
+    if (!sb_emu_openai_check_type(call, type, param, SB_EMU_W_STRING))
         return false;
     const char *t = json_string_value(type);
 
     bool is_user = !strcmp(role, "user"), is_assistant = !strcmp(role, "assistant");
     const char *field = NULL;
-    enum want w = W_STRING;
+    enum sb_emu_want w = SB_EMU_W_STRING;
     if (!strcmp(t, "text")) {
         field = "text";
     } else if (!strcmp(t, "image_url") && is_user) {
         field = "image_url";
-        w = W_OBJECT;
+        w = SB_EMU_W_OBJECT;
     } else if (!strcmp(t, "input_audio") && is_user) {
         field = "input_audio";
-        w = W_OBJECT;
+        w = SB_EMU_W_OBJECT;
     } else if (!strcmp(t, "file") && is_user) {
         field = "file";
-        w = W_OBJECT;
+        w = SB_EMU_W_OBJECT;
     } else if (!strcmp(t, "refusal") && is_assistant) {
         field = "refusal";
     } else if (is_user) {
-        return invalid(call, param, "invalid_value",
-                       "Invalid value: '%.64s'. Supported values are: 'text', 'image_url', 'input_audio', and "
-                       "'file'.",
-                       t);
+        return sb_emu_openai_invalid(
+            call, param, "invalid_value",
+            "Invalid value: '%.64s'. Supported values are: 'text', 'image_url', 'input_audio', and "
+            "'file'.",
+            t);
     } else if (is_assistant) {
-        return invalid(call, param, "invalid_value",
-                       "Invalid value: '%.64s'. Supported values are: 'text' and 'refusal'.", t);
+        return sb_emu_openai_invalid(call, param, "invalid_value",
+                                     "Invalid value: '%.64s'. Supported values are: 'text' and 'refusal'.", t);
     } else {
-        return invalid(call, param, "invalid_value", "Invalid value: '%.64s'. Supported values are: 'text'.", t);
+        return sb_emu_openai_invalid(call, param, "invalid_value",
+                                     "Invalid value: '%.64s'. Supported values are: 'text'.", t);
     }
     json_t *v = json_object_get(part, field);
     snprintf(param, sizeof param, "messages[%zu].content[%zu].%s", mi, pi, field);
     if (!v)
-        return missing(call, param);
-    if (!check_type(call, v, param, w))
+        return sb_emu_openai_missing(call, param);
+    if (!sb_emu_openai_check_type(call, v, param, w))
         return false;
 
     if (!strcmp(t, "image_url")) {
         json_t *url = json_object_get(v, "url");
         snprintf(param, sizeof param, "messages[%zu].content[%zu].image_url.url", mi, pi);
         if (!url)
-            return missing(call, param);
-        if (!check_type(call, url, param, W_STRING))
+            return sb_emu_openai_missing(call, param);
+        if (!sb_emu_openai_check_type(call, url, param, SB_EMU_W_STRING))
             return false;
-        if (!check_image_url(call, json_string_value(url), param))
+        if (!sb_emu_openai_check_image_url(call, json_string_value(url), param))
             return false;
         json_t *detail = json_object_get(v, "detail");
         snprintf(param, sizeof param, "messages[%zu].content[%zu].image_url.detail", mi, pi);
         if (detail && !json_is_null(detail)) {
-            if (!check_type(call, detail, param, W_STRING))
+            if (!sb_emu_openai_check_type(call, detail, param, SB_EMU_W_STRING))
                 return false;
             const char *dv = json_string_value(detail);
             if (strcmp(dv, "auto") && strcmp(dv, "low") && strcmp(dv, "high"))
-                return invalid(call, param, "invalid_value",
-                               "Invalid value: '%.32s'. Supported values are: 'auto', 'low', and 'high'.", dv);
+                return sb_emu_openai_invalid(call, param, "invalid_value",
+                                             "Invalid value: '%.32s'. Supported values are: 'auto', 'low', and 'high'.",
+                                             dv);
         }
     } else if (!strcmp(t, "file")) {
         return check_file_part(call, v, mi, pi);
@@ -315,23 +171,23 @@ static bool check_part(struct sb_emu_call *call, const char *role, const json_t 
         json_t *data = json_object_get(v, "data"), *format = json_object_get(v, "format");
         snprintf(param, sizeof param, "messages[%zu].content[%zu].input_audio.data", mi, pi);
         if (!data)
-            return missing(call, param);
-        if (!check_type(call, data, param, W_STRING))
+            return sb_emu_openai_missing(call, param);
+        if (!sb_emu_openai_check_type(call, data, param, SB_EMU_W_STRING))
             return false;
         snprintf(param, sizeof param, "messages[%zu].content[%zu].input_audio.format", mi, pi);
         if (!format)
-            return missing(call, param);
-        if (!check_type(call, format, param, W_STRING))
+            return sb_emu_openai_missing(call, param);
+        if (!sb_emu_openai_check_type(call, format, param, SB_EMU_W_STRING))
             return false;
         const char *f = json_string_value(format);
         if (strcmp(f, "wav") && strcmp(f, "mp3"))
-            return invalid(call, param, "invalid_value",
-                           "Invalid value: '%.32s'. Supported values are: 'wav' and 'mp3'.", f);
+            return sb_emu_openai_invalid(call, param, "invalid_value",
+                                         "Invalid value: '%.32s'. Supported values are: 'wav' and 'mp3'.", f);
         snprintf(param, sizeof param, "messages[%zu].content[%zu].input_audio.data", mi, pi);
         const char *why = sb_emu_base64_problem(json_string_value(data), json_string_length(data));
         if (why)
-            return invalid(call, param, "invalid_value",
-                           "Invalid '%s'. Expected base64-encoded audio data, but got %s.", param, why);
+            return sb_emu_openai_invalid(call, param, "invalid_value",
+                                         "Invalid '%s'. Expected base64-encoded audio data, but got %s.", param, why);
     }
     return true;
 }
@@ -343,14 +199,16 @@ static bool check_content(struct sb_emu_call *call, const char *role, const json
     if (json_is_string(content))
         return true;
     if (!json_is_array(content))
-        return invalid(call, param, "invalid_type",
-                       "Invalid type for '%s': expected one of a string or array of objects, but got %s instead.",
-                       param, type_phrase(content));
+        return sb_emu_openai_invalid(
+            call, param, "invalid_type",
+            "Invalid type for '%s': expected one of a string or array of objects, but got %s instead.", param,
+            sb_emu_openai_type_phrase(content));
     if (json_array_size(content) == 0)
-        return invalid(call, param, "empty_array",
-                       "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty "
-                       "array instead.",
-                       param);
+        return sb_emu_openai_invalid(
+            call, param, "empty_array",
+            "Invalid '%s': empty array. Expected an array with minimum length 1, but got an empty "
+            "array instead.",
+            param);
     size_t pi;
     json_t *part;
     json_array_foreach (content, pi, part) {
@@ -364,35 +222,35 @@ static bool check_tool_calls(struct sb_emu_call *call, const json_t *tcs, size_t
 {
     char param[PARAM_MAX];
     snprintf(param, sizeof param, "messages[%zu].tool_calls", mi);
-    if (!check_type(call, tcs, param, W_ARRAY))
+    if (!sb_emu_openai_check_type(call, tcs, param, SB_EMU_W_ARRAY))
         return false;
     size_t ti;
     json_t *tc;
     json_array_foreach (tcs, ti, tc) {
         snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu]", mi, ti);
-        if (!check_type(call, tc, param, W_OBJECT))
+        if (!sb_emu_openai_check_type(call, tc, param, SB_EMU_W_OBJECT))
             return false;
         static const char *const fields[] = {"id", "type", "function"};
         for (size_t f = 0; f < 3; f++) {
             json_t *v = json_object_get(tc, fields[f]);
             snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu].%s", mi, ti, fields[f]);
             if (!v)
-                return missing(call, param);
-            if (!check_type(call, v, param, f == 2 ? W_OBJECT : W_STRING))
+                return sb_emu_openai_missing(call, param);
+            if (!sb_emu_openai_check_type(call, v, param, f == 2 ? SB_EMU_W_OBJECT : SB_EMU_W_STRING))
                 return false;
         }
         const char *type = json_string_value(json_object_get(tc, "type"));
         if (strcmp(type, "function"))
-            return invalid(call, param, "invalid_value", "Invalid value: '%.64s'. Supported values are: 'function'.",
-                           type);
+            return sb_emu_openai_invalid(call, param, "invalid_value",
+                                         "Invalid value: '%.64s'. Supported values are: 'function'.", type);
         json_t *fn = json_object_get(tc, "function");
         static const char *const ffields[] = {"name", "arguments"};
         for (size_t f = 0; f < 2; f++) {
             json_t *v = json_object_get(fn, ffields[f]);
             snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu].function.%s", mi, ti, ffields[f]);
             if (!v)
-                return missing(call, param);
-            if (!check_type(call, v, param, W_STRING))
+                return sb_emu_openai_missing(call, param);
+            if (!sb_emu_openai_check_type(call, v, param, SB_EMU_W_STRING))
                 return false;
         }
     }
@@ -412,16 +270,12 @@ static bool check_message_keys(struct sb_emu_call *call, const char *role, const
         allowed = assistant_keys;
     else if (!strcmp(role, "tool"))
         allowed = tool_keys;
-    const char *key;
-    json_t *v;
-    json_object_foreach ((json_t *)m, key, v) {
-        if (!in_list(key, allowed)) {
-            return invalid(call, NULL, NULL,
-                           "Additional properties are not allowed ('%.64s' was unexpected) - "
-                           "'messages.%zu'",
-                           key, mi);
-        }
-    }
+    const char *key = sb_emu_extra_key(m, allowed);
+    if (key)
+        return sb_emu_openai_invalid(call, NULL, NULL,
+                                     "Additional properties are not allowed ('%.64s' was unexpected) - "
+                                     "'messages.%zu'",
+                                     key, mi);
     return true;
 }
 
@@ -430,26 +284,27 @@ static bool check_message(struct sb_emu_call *call, const json_t *m, size_t mi)
     static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", "function", NULL};
     char param[PARAM_MAX];
     snprintf(param, sizeof param, "messages[%zu]", mi);
-    if (!check_type(call, m, param, W_OBJECT))
+    if (!sb_emu_openai_check_type(call, m, param, SB_EMU_W_OBJECT))
         return false;
     json_t *role = json_object_get(m, "role");
     snprintf(param, sizeof param, "messages[%zu].role", mi);
     if (!role)
-        return missing(call, param);
-    if (!check_type(call, role, param, W_STRING))
+        return sb_emu_openai_missing(call, param);
+    if (!sb_emu_openai_check_type(call, role, param, SB_EMU_W_STRING))
         return false;
     const char *r = json_string_value(role);
-    if (!in_list(r, roles))
-        return invalid(call, param, "invalid_value",
-                       "Invalid value: '%.64s'. Supported values are: 'system', 'assistant', 'user', 'function', "
-                       "'tool', and 'developer'.",
-                       r);
+    if (!sb_emu_in_list(r, roles))
+        return sb_emu_openai_invalid(
+            call, param, "invalid_value",
+            "Invalid value: '%.64s'. Supported values are: 'system', 'assistant', 'user', 'function', "
+            "'tool', and 'developer'.",
+            r);
     if (!check_message_keys(call, r, m, mi))
         return false;
 
     json_t *name = json_object_get(m, "name");
     snprintf(param, sizeof param, "messages[%zu].name", mi);
-    if (name && !check_type(call, name, param, W_STRING))
+    if (name && !sb_emu_openai_check_type(call, name, param, SB_EMU_W_STRING))
         return false;
 
     json_t *content = json_object_get(m, "content");
@@ -462,25 +317,25 @@ static bool check_message(struct sb_emu_call *call, const json_t *m, size_t mi)
         if ((!content || json_is_null(content))) {
             if ((tcs && !json_is_null(tcs)) || (fc && !json_is_null(fc)))
                 return true;
-            return missing(call, param);
+            return sb_emu_openai_missing(call, param);
         }
         return check_content(call, r, content, mi);
     }
     if (!strcmp(r, "function")) {
         if (!name) {
             snprintf(param, sizeof param, "messages[%zu].name", mi);
-            return missing(call, param);
+            return sb_emu_openai_missing(call, param);
         }
         if (!content || json_is_null(content))
             return true;
-        return check_type(call, content, param, W_STRING);
+        return sb_emu_openai_check_type(call, content, param, SB_EMU_W_STRING);
     }
     if (!content)
-        return missing(call, param);
+        return sb_emu_openai_missing(call, param);
     if (json_is_null(content)) {
         /* OpenAI's own wording and param spelling for a null content. */
         snprintf(param, sizeof param, "messages.[%zu].content", mi);
-        return invalid(call, param, NULL, "Invalid value for 'content': expected a string, got null.");
+        return sb_emu_openai_invalid(call, param, NULL, "Invalid value for 'content': expected a string, got null.");
     }
     if (!check_content(call, r, content, mi))
         return false;
@@ -488,8 +343,8 @@ static bool check_message(struct sb_emu_call *call, const json_t *m, size_t mi)
         json_t *id = json_object_get(m, "tool_call_id");
         snprintf(param, sizeof param, "messages[%zu].tool_call_id", mi);
         if (!id)
-            return missing(call, param);
-        if (!check_type(call, id, param, W_STRING))
+            return sb_emu_openai_missing(call, param);
+        if (!sb_emu_openai_check_type(call, id, param, SB_EMU_W_STRING))
             return false;
     }
     return true;
@@ -527,15 +382,17 @@ static bool check_tool_sequence(struct sb_emu_call *call, const json_t *messages
             snprintf(param, sizeof param, "messages.[%zu].role", i);
             if (!prev || strcmp(json_string_value(json_object_get(prev, "role")), "assistant") || !json_is_array(tcs) ||
                 json_array_size(tcs) == 0)
-                return invalid(call, param, NULL,
-                               "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-                               "message with 'tool_calls'.");
+                return sb_emu_openai_invalid(
+                    call, param, NULL,
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                    "message with 'tool_calls'.");
             const char *id = json_string_value(json_object_get(m, "tool_call_id"));
             if (!tool_calls_have_id(prev, id))
-                return invalid(call, param, NULL,
-                               "Invalid parameter: 'tool_call_id' of '%.64s' not found in 'tool_calls' of previous "
-                               "message.",
-                               id);
+                return sb_emu_openai_invalid(
+                    call, param, NULL,
+                    "Invalid parameter: 'tool_call_id' of '%.64s' not found in 'tool_calls' of previous "
+                    "message.",
+                    id);
         } else if (!strcmp(role, "assistant") && json_is_array(json_object_get(m, "tool_calls"))) {
             size_t k;
             json_t *tc;
@@ -552,27 +409,16 @@ static bool check_tool_sequence(struct sb_emu_call *call, const json_t *messages
                 }
                 if (!answered) {
                     snprintf(param, sizeof param, "messages.[%zu].role", i);
-                    return invalid(call, param, NULL,
-                                   "An assistant message with 'tool_calls' must be followed by tool messages "
-                                   "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-                                   "response messages: %.64s",
-                                   id);
+                    return sb_emu_openai_invalid(
+                        call, param, NULL,
+                        "An assistant message with 'tool_calls' must be followed by tool messages "
+                        "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                        "response messages: %.64s",
+                        id);
                 }
             }
         }
     }
-    return true;
-}
-
-static bool valid_name_chars(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 64)
-        return false;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
-              *s == '-'))
-            return false;
     return true;
 }
 
@@ -581,24 +427,25 @@ static bool check_tool_choice_object(struct sb_emu_call *call, const json_t *cho
 {
     json_t *type = json_object_get(choice, "type");
     if (!type)
-        return missing(call, "tool_choice.type");
-    if (!check_type(call, type, "tool_choice.type", W_STRING))
+        return sb_emu_openai_missing(call, "tool_choice.type");
+    if (!sb_emu_openai_check_type(call, type, "tool_choice.type", SB_EMU_W_STRING))
         return false;
     const char *t = json_string_value(type);
     if (!strcmp(t, "allowed_tools") || !strcmp(t, "custom"))
         return true;
     if (strcmp(t, "function"))
-        return invalid(call, "tool_choice.type", "invalid_value",
-                       "Invalid value: '%.64s'. Supported values are: 'function', 'allowed_tools', and 'custom'.", t);
+        return sb_emu_openai_invalid(
+            call, "tool_choice.type", "invalid_value",
+            "Invalid value: '%.64s'. Supported values are: 'function', 'allowed_tools', and 'custom'.", t);
     json_t *fn = json_object_get(choice, "function");
     if (!fn)
-        return missing(call, "tool_choice.function");
-    if (!check_type(call, fn, "tool_choice.function", W_OBJECT))
+        return sb_emu_openai_missing(call, "tool_choice.function");
+    if (!sb_emu_openai_check_type(call, fn, "tool_choice.function", SB_EMU_W_OBJECT))
         return false;
     json_t *name = json_object_get(fn, "name");
     if (!name)
-        return missing(call, "tool_choice.function.name");
-    if (!check_type(call, name, "tool_choice.function.name", W_STRING))
+        return sb_emu_openai_missing(call, "tool_choice.function.name");
+    if (!sb_emu_openai_check_type(call, name, "tool_choice.function.name", SB_EMU_W_STRING))
         return false;
     size_t i;
     json_t *tool;
@@ -607,8 +454,9 @@ static bool check_tool_choice_object(struct sb_emu_call *call, const json_t *cho
         if (n && !strcmp(n, json_string_value(name)))
             return true;
     }
-    return invalid(call, "tool_choice", "invalid_value",
-                   "Invalid value for 'tool_choice': function '%.64s' not found in 'tools'.", json_string_value(name));
+    return sb_emu_openai_invalid(call, "tool_choice", "invalid_value",
+                                 "Invalid value for 'tool_choice': function '%.64s' not found in 'tools'.",
+                                 json_string_value(name));
 }
 
 static bool check_tools(struct sb_emu_call *call)
@@ -619,98 +467,102 @@ static bool check_tools(struct sb_emu_call *call)
     bool have_tools = tools && !json_is_null(tools);
     if (!have_tools) {
         if (choice && !json_is_null(choice))
-            return invalid(call, "tool_choice", NULL,
-                           "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
-                           "specified.");
+            return sb_emu_openai_invalid(
+                call, "tool_choice", NULL,
+                "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+                "specified.");
         if (parallel && !json_is_null(parallel))
-            return invalid(call, "parallel_tool_calls", NULL,
-                           "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when "
-                           "'tools' are specified.");
+            return sb_emu_openai_invalid(
+                call, "parallel_tool_calls", NULL,
+                "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when "
+                "'tools' are specified.");
         return true;
     }
-    if (!check_type(call, tools, "tools", W_ARRAY))
+    if (!sb_emu_openai_check_type(call, tools, "tools", SB_EMU_W_ARRAY))
         return false;
     char param[PARAM_MAX];
     size_t i;
     json_t *t;
     json_array_foreach (tools, i, t) {
         snprintf(param, sizeof param, "tools[%zu]", i);
-        if (!check_type(call, t, param, W_OBJECT))
+        if (!sb_emu_openai_check_type(call, t, param, SB_EMU_W_OBJECT))
             return false;
         json_t *type = json_object_get(t, "type");
         snprintf(param, sizeof param, "tools[%zu].type", i);
         if (!type)
-            return missing(call, param);
-        if (!check_type(call, type, param, W_STRING))
+            return sb_emu_openai_missing(call, param);
+        if (!sb_emu_openai_check_type(call, type, param, SB_EMU_W_STRING))
             return false;
         if (!strcmp(json_string_value(type), "custom"))
             continue;
         if (strcmp(json_string_value(type), "function"))
-            return invalid(call, param, "invalid_value",
-                           "Invalid value: '%.64s'. Supported values are: 'function' and 'custom'.",
-                           json_string_value(type));
+            return sb_emu_openai_invalid(call, param, "invalid_value",
+                                         "Invalid value: '%.64s'. Supported values are: 'function' and 'custom'.",
+                                         json_string_value(type));
         json_t *fn = json_object_get(t, "function");
         snprintf(param, sizeof param, "tools[%zu].function", i);
         if (!fn)
-            return missing(call, param);
-        if (!check_type(call, fn, param, W_OBJECT))
+            return sb_emu_openai_missing(call, param);
+        if (!sb_emu_openai_check_type(call, fn, param, SB_EMU_W_OBJECT))
             return false;
         json_t *name = json_object_get(fn, "name");
         snprintf(param, sizeof param, "tools[%zu].function.name", i);
         if (!name)
-            return missing(call, param);
-        if (!check_type(call, name, param, W_STRING))
+            return sb_emu_openai_missing(call, param);
+        if (!sb_emu_openai_check_type(call, name, param, SB_EMU_W_STRING))
             return false;
-        if (!valid_name_chars(json_string_value(name)))
-            return invalid(call, param, "invalid_value",
-                           "Invalid '%s': string does not match pattern. Expected a string that matches the "
-                           "pattern '^[a-zA-Z0-9_-]{1,64}$'.",
-                           param);
+        if (!sb_emu_openai_valid_name(json_string_value(name)))
+            return sb_emu_openai_invalid(
+                call, param, "invalid_value",
+                "Invalid '%s': string does not match pattern. Expected a string that matches the "
+                "pattern '^[a-zA-Z0-9_-]{1,64}$'.",
+                param);
         json_t *params = json_object_get(fn, "parameters");
         snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
-        if (params && !check_type(call, params, param, W_OBJECT))
+        if (params && !sb_emu_openai_check_type(call, params, param, SB_EMU_W_OBJECT))
             return false;
         json_t *strict = json_object_get(fn, "strict");
         snprintf(param, sizeof param, "tools[%zu].function.strict", i);
-        if (strict && !json_is_null(strict) && !check_type(call, strict, param, W_BOOL))
+        if (strict && !json_is_null(strict) && !sb_emu_openai_check_type(call, strict, param, SB_EMU_W_BOOL))
             return false;
         json_t *desc = json_object_get(fn, "description");
         snprintf(param, sizeof param, "tools[%zu].function.description", i);
-        if (desc && !check_type(call, desc, param, W_STRING))
+        if (desc && !sb_emu_openai_check_type(call, desc, param, SB_EMU_W_STRING))
             return false;
         char err[MSG_MAX / 2];
         snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
         if (json_is_true(strict) && params && sb_emu_schema_strict_check(params, err, sizeof err) < 0)
-            return invalid(call, param, "invalid_function_parameters", "Invalid schema for function '%s': %s",
-                           json_string_value(name), err);
+            return sb_emu_openai_invalid(call, param, "invalid_function_parameters",
+                                         "Invalid schema for function '%s': %s", json_string_value(name), err);
     }
     if (choice && !json_is_null(choice)) {
         if (json_is_string(choice)) {
             const char *c = json_string_value(choice);
             if (strcmp(c, "none") && strcmp(c, "auto") && strcmp(c, "required"))
-                return invalid(call, "tool_choice", "invalid_value",
-                               "Invalid value: '%.64s'. Supported values are: 'none', 'auto', and 'required'.", c);
+                return sb_emu_openai_invalid(
+                    call, "tool_choice", "invalid_value",
+                    "Invalid value: '%.64s'. Supported values are: 'none', 'auto', and 'required'.", c);
         } else if (!json_is_object(choice)) {
-            return check_type(call, choice, "tool_choice", W_OBJECT);
+            return sb_emu_openai_check_type(call, choice, "tool_choice", SB_EMU_W_OBJECT);
         } else if (!check_tool_choice_object(call, choice, tools)) {
             return false;
         }
     }
-    return check_opt_type(call, "parallel_tool_calls", W_BOOL);
+    return check_opt_type(call, "parallel_tool_calls", SB_EMU_W_BOOL);
 }
 
 /* A string parameter with a fixed set of values ("Invalid value: 'x'. Supported values are: ..."). */
 static bool check_opt_enum(struct sb_emu_call *call, const char *name, const char *const *values, const char *phrase)
 {
-    json_t *v = json_object_get(call->json, name);
-    if (!v || json_is_null(v))
-        return true;
-    if (!check_type(call, v, name, W_STRING))
-        return false;
-    if (in_list(json_string_value(v), values))
-        return true;
-    return invalid(call, name, "invalid_value", "Invalid value: '%.64s'. Supported values are: %s.",
-                   json_string_value(v), phrase);
+    return sb_emu_openai_check_enum(call, json_object_get(call->json, name), name, values, phrase);
+}
+
+static bool metadata_key_too_long(struct sb_emu_call *call, const char *k)
+{
+    return sb_emu_openai_invalid(call, "metadata", "invalid_value",
+                                 "Invalid 'metadata': key '%.64s...' is too long. Expected a key with maximum length "
+                                 "64, but got a key with length %zu instead.",
+                                 k, strlen(k));
 }
 
 /* metadata: at most 16 string values, keys <= 64 and values <= 512 characters. */
@@ -719,30 +571,7 @@ static bool check_metadata(struct sb_emu_call *call)
     json_t *md = json_object_get(call->json, "metadata");
     if (!json_is_object(md))
         return true;
-    if (json_object_size(md) > 16)
-        return invalid(call, "metadata", "object_above_max_properties",
-                       "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but "
-                       "got an object with %zu properties instead.",
-                       json_object_size(md));
-    const char *k;
-    json_t *v;
-    char param[PARAM_MAX];
-    json_object_foreach (md, k, v) {
-        if (strlen(k) > 64)
-            return invalid(call, "metadata", "invalid_value",
-                           "Invalid 'metadata': key '%.64s...' is too long. Expected a key with maximum length 64, but "
-                           "got a key with length %zu instead.",
-                           k, strlen(k));
-        snprintf(param, sizeof param, "metadata.%.64s", k);
-        if (!check_type(call, v, param, W_STRING))
-            return false;
-        if (json_string_length(v) > 512)
-            return invalid(call, param, "string_above_max_length",
-                           "Invalid '%s': string too long. Expected a string with maximum length 512, but got a "
-                           "string with length %zu instead.",
-                           param, json_string_length(v));
-    }
-    return true;
+    return sb_emu_openai_check_metadata(call, md, metadata_key_too_long);
 }
 
 /* logit_bias: token ids (decimal strings) to numbers in -100..100. */
@@ -756,16 +585,17 @@ static bool check_logit_bias(struct sb_emu_call *call)
     char param[PARAM_MAX];
     json_object_foreach (lb, k, v) {
         if (!*k || strspn(k, "0123456789") != strlen(k))
-            return invalid(call, "logit_bias", "invalid_value",
-                           "Invalid key in 'logit_bias': %.32s. Expected an integer token ID.", k);
+            return sb_emu_openai_invalid(call, "logit_bias", "invalid_value",
+                                         "Invalid key in 'logit_bias': %.32s. Expected an integer token ID.", k);
         snprintf(param, sizeof param, "logit_bias.%.32s", k);
-        if (!check_type(call, v, param, W_NUMBER))
+        if (!sb_emu_openai_check_type(call, v, param, SB_EMU_W_NUMBER))
             return false;
         if (json_number_value(v) < -100 || json_number_value(v) > 100)
-            return invalid(call, param, "invalid_value",
-                           "Invalid '%s': number out of range. Expected a value between -100 and 100, but got %g "
-                           "instead.",
-                           param, json_number_value(v));
+            return sb_emu_openai_invalid(
+                call, param, "invalid_value",
+                "Invalid '%s': number out of range. Expected a value between -100 and 100, but got %g "
+                "instead.",
+                param, json_number_value(v));
     }
     return true;
 }
@@ -780,38 +610,40 @@ static bool check_output_modalities(struct sb_emu_call *call)
     json_t *v;
     json_array_foreach (mods, i, v) {
         snprintf(param, sizeof param, "modalities[%zu]", i);
-        if (!check_type(call, v, param, W_STRING))
+        if (!sb_emu_openai_check_type(call, v, param, SB_EMU_W_STRING))
             return false;
         const char *m = json_string_value(v);
         if (strcmp(m, "text") && strcmp(m, "audio"))
-            return invalid(call, param, "invalid_value",
-                           "Invalid value: '%.32s'. Supported values are: 'text' and 'audio'.", m);
+            return sb_emu_openai_invalid(call, param, "invalid_value",
+                                         "Invalid value: '%.32s'. Supported values are: 'text' and 'audio'.", m);
         audio_out = audio_out || !strcmp(m, "audio");
     }
     json_t *audio = json_object_get(call->json, "audio");
     if (audio_out && !strstr(json_string_value(json_object_get(call->json, "model")), "audio"))
-        return invalid(call, "modalities", "invalid_value",
-                       "This model does not support audio output. Remove 'audio' from 'modalities' or use an audio "
-                       "model.");
+        return sb_emu_openai_invalid(
+            call, "modalities", "invalid_value",
+            "This model does not support audio output. Remove 'audio' from 'modalities' or use an audio "
+            "model.");
     if (audio_out && (!audio || json_is_null(audio)))
-        return missing(call, "audio");
+        return sb_emu_openai_missing(call, "audio");
     if (!json_is_object(audio))
         return true;
     static const char *const formats[] = {"wav", "aac", "mp3", "flac", "opus", "pcm16", NULL};
     json_t *voice = json_object_get(audio, "voice"), *format = json_object_get(audio, "format");
     if (!voice)
-        return missing(call, "audio.voice");
-    if (!check_type(call, voice, "audio.voice", W_STRING))
+        return sb_emu_openai_missing(call, "audio.voice");
+    if (!sb_emu_openai_check_type(call, voice, "audio.voice", SB_EMU_W_STRING))
         return false;
     if (!format)
-        return missing(call, "audio.format");
-    if (!check_type(call, format, "audio.format", W_STRING))
+        return sb_emu_openai_missing(call, "audio.format");
+    if (!sb_emu_openai_check_type(call, format, "audio.format", SB_EMU_W_STRING))
         return false;
-    if (!in_list(json_string_value(format), formats))
-        return invalid(call, "audio.format", "invalid_value",
-                       "Invalid value: '%.32s'. Supported values are: 'wav', 'aac', 'mp3', 'flac', 'opus', and "
-                       "'pcm16'.",
-                       json_string_value(format));
+    if (!sb_emu_in_list(json_string_value(format), formats))
+        return sb_emu_openai_invalid(
+            call, "audio.format", "invalid_value",
+            "Invalid value: '%.32s'. Supported values are: 'wav', 'aac', 'mp3', 'flac', 'opus', and "
+            "'pcm16'.",
+            json_string_value(format));
     return true;
 }
 
@@ -822,20 +654,22 @@ static bool check_stop(struct sb_emu_call *call)
     if (!stop || json_is_null(stop) || json_is_string(stop))
         return true;
     if (!json_is_array(stop))
-        return invalid(call, "stop", "invalid_type",
-                       "Invalid type for 'stop': expected one of a string or array of strings, but got %s instead.",
-                       type_phrase(stop));
+        return sb_emu_openai_invalid(
+            call, "stop", "invalid_type",
+            "Invalid type for 'stop': expected one of a string or array of strings, but got %s instead.",
+            sb_emu_openai_type_phrase(stop));
     if (json_array_size(stop) > 4)
-        return invalid(call, "stop", "array_above_max_length",
-                       "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array "
-                       "with length %zu instead.",
-                       json_array_size(stop));
+        return sb_emu_openai_invalid(
+            call, "stop", "array_above_max_length",
+            "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array "
+            "with length %zu instead.",
+            json_array_size(stop));
     char param[PARAM_MAX];
     size_t i;
     json_t *s;
     json_array_foreach (stop, i, s) {
         snprintf(param, sizeof param, "stop[%zu]", i);
-        if (!check_type(call, s, param, W_STRING))
+        if (!sb_emu_openai_check_type(call, s, param, SB_EMU_W_STRING))
             return false;
     }
     return true;
@@ -849,104 +683,90 @@ static bool check_response_format(struct sb_emu_call *call)
         return true;
     json_t *type = json_object_get(rf, "type");
     if (!type)
-        return missing(call, "response_format.type");
-    if (!check_type(call, type, "response_format.type", W_STRING))
+        return sb_emu_openai_missing(call, "response_format.type");
+    if (!sb_emu_openai_check_type(call, type, "response_format.type", SB_EMU_W_STRING))
         return false;
     const char *t = json_string_value(type);
     if (strcmp(t, "text") && strcmp(t, "json_object") && strcmp(t, "json_schema"))
-        return invalid(call, "response_format.type", "invalid_value",
-                       "Invalid value: '%.64s'. Supported values are: 'text', 'json_object', and 'json_schema'.", t);
+        return sb_emu_openai_invalid(
+            call, "response_format.type", "invalid_value",
+            "Invalid value: '%.64s'. Supported values are: 'text', 'json_object', and 'json_schema'.", t);
     if (strcmp(t, "json_schema"))
         return true;
     json_t *js = json_object_get(rf, "json_schema");
     if (!js)
-        return missing(call, "response_format.json_schema");
-    if (!check_type(call, js, "response_format.json_schema", W_OBJECT))
+        return sb_emu_openai_missing(call, "response_format.json_schema");
+    if (!sb_emu_openai_check_type(call, js, "response_format.json_schema", SB_EMU_W_OBJECT))
         return false;
     json_t *name = json_object_get(js, "name");
     if (!name)
-        return missing(call, "response_format.json_schema.name");
-    if (!check_type(call, name, "response_format.json_schema.name", W_STRING))
+        return sb_emu_openai_missing(call, "response_format.json_schema.name");
+    if (!sb_emu_openai_check_type(call, name, "response_format.json_schema.name", SB_EMU_W_STRING))
         return false;
-    if (!valid_name_chars(json_string_value(name)))
-        return invalid(call, "response_format.json_schema.name", "invalid_value",
-                       "Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string "
-                       "that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.");
+    if (!sb_emu_openai_valid_name(json_string_value(name)))
+        return sb_emu_openai_invalid(
+            call, "response_format.json_schema.name", "invalid_value",
+            "Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string "
+            "that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.");
     json_t *schema = json_object_get(js, "schema"), *strict = json_object_get(js, "strict");
     json_t *desc = json_object_get(js, "description");
-    if (schema && !check_type(call, schema, "response_format.json_schema.schema", W_OBJECT))
+    if (schema && !sb_emu_openai_check_type(call, schema, "response_format.json_schema.schema", SB_EMU_W_OBJECT))
         return false;
-    if (strict && !json_is_null(strict) && !check_type(call, strict, "response_format.json_schema.strict", W_BOOL))
+    if (strict && !json_is_null(strict) &&
+        !sb_emu_openai_check_type(call, strict, "response_format.json_schema.strict", SB_EMU_W_BOOL))
         return false;
-    if (desc && !check_type(call, desc, "response_format.json_schema.description", W_STRING))
+    if (desc && !sb_emu_openai_check_type(call, desc, "response_format.json_schema.description", SB_EMU_W_STRING))
         return false;
     char err[MSG_MAX / 2];
     if (json_is_true(strict) && schema && sb_emu_schema_strict_check(schema, err, sizeof err) < 0)
-        return invalid(call, "response_format", NULL, "Invalid schema for response_format '%s': %s",
-                       json_string_value(name), err);
+        return sb_emu_openai_invalid(call, "response_format", NULL, "Invalid schema for response_format '%s': %s",
+                                     json_string_value(name), err);
     return true;
-}
-
-/* Does any message's text mention "json" (any case)? */
-static bool messages_mention_json(const json_t *messages)
-{
-    size_t i;
-    json_t *m;
-    json_array_foreach (messages, i, m) {
-        json_t *content = json_object_get(m, "content");
-        if (json_is_string(content) && strcasestr(json_string_value(content), "json"))
-            return true;
-        size_t k;
-        json_t *part;
-        json_array_foreach (content, k, part) {
-            const char *text = json_string_value(json_object_get(part, "text"));
-            if (text && strcasestr(text, "json"))
-                return true;
-        }
-    }
-    return false;
 }
 
 /* Everything but the messages' content: top-level parameters, their types and ranges. */
 static bool check_params(struct sb_emu_call *call)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach (call->json, key, v) {
-        if (!in_list(key, known_params))
-            return invalid(call, NULL, NULL, "Unrecognized request argument supplied: %.64s", key);
-    }
+    const char *key = sb_emu_extra_key(call->json, known_params);
+    if (key)
+        return sb_emu_openai_invalid(call, NULL, NULL, "Unrecognized request argument supplied: %.64s", key);
     json_t *model = json_object_get(call->json, "model");
     if (!model)
-        return missing(call, "model");
-    if (!check_type(call, model, "model", W_STRING))
+        return sb_emu_openai_missing(call, "model");
+    if (!sb_emu_openai_check_type(call, model, "model", SB_EMU_W_STRING))
         return false;
     if (json_string_length(model) == 0)
-        return invalid(call, "model", "invalid_value", "Invalid 'model': empty string. Expected a non-empty model id.");
+        return sb_emu_openai_invalid(call, "model", "invalid_value",
+                                     "Invalid 'model': empty string. Expected a non-empty model id.");
     json_t *messages = json_object_get(call->json, "messages");
     if (!messages)
-        return missing(call, "messages");
-    if (!check_type(call, messages, "messages", W_ARRAY))
+        return sb_emu_openai_missing(call, "messages");
+    if (!sb_emu_openai_check_type(call, messages, "messages", SB_EMU_W_ARRAY))
         return false;
     if (json_array_size(messages) == 0)
-        return invalid(call, "messages", "empty_array",
-                       "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty "
-                       "array instead.");
+        return sb_emu_openai_invalid(
+            call, "messages", "empty_array",
+            "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty "
+            "array instead.");
 
-    if (!check_opt_type(call, "stream", W_BOOL) || !check_opt_type(call, "stream_options", W_OBJECT) ||
-        !check_opt_number(call, "n", W_INT, 1, SB_EMU_MAX_CHOICES) ||
-        !check_opt_number(call, "max_tokens", W_INT, 1, 1e9) ||
-        !check_opt_number(call, "max_completion_tokens", W_INT, 1, 1e9) ||
-        !check_opt_number(call, "temperature", W_NUMBER, 0, 2) || !check_opt_number(call, "top_p", W_NUMBER, 0, 1) ||
-        !check_opt_number(call, "presence_penalty", W_NUMBER, -2, 2) ||
-        !check_opt_number(call, "frequency_penalty", W_NUMBER, -2, 2) ||
-        !check_opt_number(call, "top_logprobs", W_INT, 0, 20) || !check_opt_type(call, "logprobs", W_BOOL) ||
-        !check_opt_type(call, "seed", W_INT) || !check_opt_type(call, "user", W_STRING) ||
-        !check_opt_type(call, "metadata", W_OBJECT) || !check_opt_type(call, "store", W_BOOL) ||
-        !check_opt_type(call, "response_format", W_OBJECT) || !check_opt_type(call, "logit_bias", W_OBJECT) ||
-        !check_opt_type(call, "prompt_cache_key", W_STRING) || !check_opt_type(call, "safety_identifier", W_STRING) ||
-        !check_opt_type(call, "modalities", W_ARRAY) || !check_opt_type(call, "audio", W_OBJECT) ||
-        !check_opt_type(call, "prediction", W_OBJECT) || !check_opt_type(call, "web_search_options", W_OBJECT))
+    if (!check_opt_type(call, "stream", SB_EMU_W_BOOL) || !check_opt_type(call, "stream_options", SB_EMU_W_OBJECT) ||
+        !sb_emu_openai_check_range(call, "n", SB_EMU_W_INT, 1, SB_EMU_MAX_CHOICES) ||
+        !sb_emu_openai_check_range(call, "max_tokens", SB_EMU_W_INT, 1, 1e9) ||
+        !sb_emu_openai_check_range(call, "max_completion_tokens", SB_EMU_W_INT, 1, 1e9) ||
+        !sb_emu_openai_check_range(call, "temperature", SB_EMU_W_NUMBER, 0, 2) ||
+        !sb_emu_openai_check_range(call, "top_p", SB_EMU_W_NUMBER, 0, 1) ||
+        !sb_emu_openai_check_range(call, "presence_penalty", SB_EMU_W_NUMBER, -2, 2) ||
+        !sb_emu_openai_check_range(call, "frequency_penalty", SB_EMU_W_NUMBER, -2, 2) ||
+        !sb_emu_openai_check_range(call, "top_logprobs", SB_EMU_W_INT, 0, 20) ||
+        !check_opt_type(call, "logprobs", SB_EMU_W_BOOL) || !check_opt_type(call, "seed", SB_EMU_W_INT) ||
+        !check_opt_type(call, "user", SB_EMU_W_STRING) || !check_opt_type(call, "metadata", SB_EMU_W_OBJECT) ||
+        !check_opt_type(call, "store", SB_EMU_W_BOOL) || !check_opt_type(call, "response_format", SB_EMU_W_OBJECT) ||
+        !check_opt_type(call, "logit_bias", SB_EMU_W_OBJECT) ||
+        !check_opt_type(call, "prompt_cache_key", SB_EMU_W_STRING) ||
+        !check_opt_type(call, "safety_identifier", SB_EMU_W_STRING) ||
+        !check_opt_type(call, "modalities", SB_EMU_W_ARRAY) || !check_opt_type(call, "audio", SB_EMU_W_OBJECT) ||
+        !check_opt_type(call, "prediction", SB_EMU_W_OBJECT) ||
+        !check_opt_type(call, "web_search_options", SB_EMU_W_OBJECT))
         return false;
     static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", "max", NULL};
     static const char *const tiers[] = {"auto", "default", "flex", "scale", "priority", NULL};
@@ -959,18 +779,20 @@ static bool check_params(struct sb_emu_call *call)
         return false;
     json_t *top_logprobs = json_object_get(call->json, "top_logprobs");
     if (top_logprobs && !json_is_null(top_logprobs) && !json_is_true(json_object_get(call->json, "logprobs")))
-        return invalid(call, "logprobs", NULL,
-                       "Invalid value for 'logprobs': must be true when 'top_logprobs' is specified.");
+        return sb_emu_openai_invalid(call, "logprobs", NULL,
+                                     "Invalid value for 'logprobs': must be true when 'top_logprobs' is specified.");
 
     json_t *stream = json_object_get(call->json, "stream");
     json_t *sopts = json_object_get(call->json, "stream_options");
     if (sopts && !json_is_null(sopts)) {
         if (!json_is_true(stream))
-            return invalid(call, "stream_options", NULL,
-                           "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+            return sb_emu_openai_invalid(call, "stream_options", NULL,
+                                         "The 'stream_options' parameter is only allowed when 'stream' is enabled.");
         json_t *iu = json_object_get(sopts, "include_usage"), *io = json_object_get(sopts, "include_obfuscation");
-        if ((iu && !json_is_null(iu) && !check_type(call, iu, "stream_options.include_usage", W_BOOL)) ||
-            (io && !json_is_null(io) && !check_type(call, io, "stream_options.include_obfuscation", W_BOOL)))
+        if ((iu && !json_is_null(iu) &&
+             !sb_emu_openai_check_type(call, iu, "stream_options.include_usage", SB_EMU_W_BOOL)) ||
+            (io && !json_is_null(io) &&
+             !sb_emu_openai_check_type(call, io, "stream_options.include_obfuscation", SB_EMU_W_BOOL)))
             return false;
     }
     if (!check_stop(call) || !check_response_format(call) || !check_tools(call))
@@ -988,32 +810,14 @@ static bool check_params(struct sb_emu_call *call)
     /* Like OpenAI-compatible servers that cannot sample several choices. */
     json_t *n = json_object_get(call->json, "n");
     if (!strncmp(json_string_value(model), "emu-single", 10) && json_is_integer(n) && json_integer_value(n) != 1)
-        return invalid(call, "n", NULL, "n > 1 is not supported by this model");
+        return sb_emu_openai_invalid(call, "n", NULL, "n > 1 is not supported by this model");
     /* OpenAI's guard against JSON mode looping on whitespace. */
     const char *rf_type = json_string_value(json_object_get(json_object_get(call->json, "response_format"), "type"));
-    if (rf_type && !strcmp(rf_type, "json_object") && !messages_mention_json(messages))
-        return invalid(call, "messages", NULL,
-                       "'messages' must contain the word 'json' in some form, to use 'response_format' of type "
-                       "'json_object'.");
-    return true;
-}
-
-bool sb_emu_openai_check_body(struct sb_emu_call *call)
-{
-    const char *ct = sb_emu_call_header(call, "Content-Type");
-    if (!ct || strncasecmp(ct, "application/json", 16) != 0 || (ct[16] && ct[16] != ';' && ct[16] != ' '))
-        return invalid(call, NULL, NULL,
-                       "Invalid Content-Type header (%.64s), expected application/json. (HINT: The OpenAI API "
-                       "expects a JSON payload.)",
-                       ct ? ct : "none");
-    if (!call->json)
-        return invalid(call, NULL, NULL,
-                       "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
-                       "your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was "
-                       "not valid JSON.)");
-    if (!json_is_object(call->json))
-        return invalid(call, NULL, "invalid_type", "Invalid type for body: expected an object, but got %s instead.",
-                       type_phrase(call->json));
+    if (rf_type && !strcmp(rf_type, "json_object") && !sb_emu_openai_mention_json(messages))
+        return sb_emu_openai_invalid(
+            call, "messages", NULL,
+            "'messages' must contain the word 'json' in some form, to use 'response_format' of type "
+            "'json_object'.");
     return true;
 }
 
