@@ -15,12 +15,12 @@
 #include "fe_error.h"
 #include "fe_http.h"
 #include "fe_server.h"
-#include "fe_stream.h"
 #include "fe_style.h"
 #include "sb_id.h"
 
 struct fe_request;
 typedef struct fe_request fe_request_t;
+typedef struct fe_stream fe_stream_t; /* a streamed reply's state (fe_stream.h), freed by its cleanup */
 
 /* What an endpoint does once the caller is authenticated. */
 typedef void (*fe_endpoint_fn)(fe_request_t *r);

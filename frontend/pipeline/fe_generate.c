@@ -30,7 +30,7 @@
 #include "fe_limits.h"
 #include "fe_prompt.h"
 #include "fe_reasoning.h"
-#include "fe_router.h"
+#include "fe_request_db.h"
 #include "fe_sql.h"
 #include "fe_stream.h"
 #include "fe_tokens.h"
@@ -236,16 +236,8 @@ static void fe_generate_submit(fe_request_t *r)
     evtimer_add(r->deadline, &tv);
 }
 
-static void fe_generate_on_context(const PGresult *res, const char *err, void *arg)
+static void fe_generate_on_context(fe_request_t *r, const PGresult *res)
 {
-    fe_request_t *r = arg;
-    if (!fe_request_release(r))
-        return;
-    if (err) {
-        fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
-                         "Stored responses are temporarily unavailable, retry later");
-        return;
-    }
     json_t *items = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     if (!json_is_array(items)) {
         json_decref(items);
@@ -264,8 +256,8 @@ static void fe_generate_load_context(fe_request_t *r, fe_request_then_fn done)
     fe_request_account(r, account, sizeof account);
     const char *params[2] = {r->parsed.previous_response_id, account};
     r->prep_done = done;
-    fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_RESPONSE_CONTEXT, 2, params, fe_generate_on_context, r);
+    fe_request_db_query(r, FE_SQL_RESPONSE_CONTEXT, 2, params,
+                        "Stored responses are temporarily unavailable, retry later", fe_generate_on_context);
 }
 
 /* Output limit and context length of r->model against the request: sets

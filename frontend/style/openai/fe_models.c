@@ -15,7 +15,6 @@
 
 #include "fe_auth.h"
 #include "fe_request_db.h"
-#include "fe_router.h"
 #include "fe_sql.h"
 #include "sb_event.h"
 
