@@ -88,11 +88,10 @@ int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err)
     const char *format =
         json_string_value(json_object_get(json_object_get(json_object_get(c, "text"), "format"), "type"));
     if (format && strcmp(format, "text") != 0 && !fe_features_allows(caps, "structured_output"))
-        return fe_features_refuse(err, r, !strcmp(r->style->name, "chat") ? "response_format" : "text.format",
-                                  "structured output");
+        return fe_features_refuse(err, r, r->style->format_param, "structured output");
 
     json_t *effort = json_object_get(json_object_get(c, "reasoning"), "effort");
-    const char *effort_param = !strcmp(r->style->name, "chat") ? "reasoning_effort" : "reasoning.effort";
+    const char *effort_param = r->style->effort_param;
     if (json_is_string(effort) && !fe_features_allows(caps, "reasoning"))
         return fe_features_refuse(err, r, effort_param, "reasoning");
     json_t *family = json_object_get(caps, "reasoning_family_version");
@@ -105,7 +104,7 @@ int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err)
 
     struct fe_features_parts seen = {0};
     fe_items_foreach_part(input, fe_features_scan_part, &seen);
-    const char *msg_param = !strcmp(r->style->name, "chat") ? "messages" : "input";
+    const char *msg_param = r->style->parts_param;
     if (seen.image && !fe_features_allows(caps, "vision"))
         return fe_features_refuse(err, r, msg_param, "image input (vision)");
     if (seen.file && !fe_features_allows(caps, "files"))

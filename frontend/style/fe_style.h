@@ -124,6 +124,11 @@ typedef struct fe_style {
      * input, as the style names them (the 400s of the size checks). */
     const char *max_tokens_param;
     const char *input_param;
+    /* The parameters a model's capability refusals name (fe_features.c):
+     * the structured-output format, the reasoning effort, the parts. */
+    const char *format_param;
+    const char *effort_param;
+    const char *parts_param;
     /* The presented key, or NULL (sets *len). */
     const char *(*key)(fe_http_req_t *http, size_t *len);
     /* The style's error body; request_id may be NULL (new reference). */
