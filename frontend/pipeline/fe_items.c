@@ -192,7 +192,7 @@ static json_t *fe_items_one(const json_t *it, const char *param, fe_error_t *err
         }
         json_t *copy = json_deep_copy(it);
         const char *ns = json_string_value(json_object_get(it, "namespace"));
-        if (ns && *ns) /* a call of a namespace tool: the flat name the tool was given (fe_style_responses.c) */
+        if (ns && *ns) /* a call of a namespace tool: the flat name the tool was given (fe_responses_parse.c) */
             json_object_set_new(copy, "name",
                                 json_sprintf("%s__%s", ns, json_string_value(json_object_get(it, "name"))));
         json_object_del(copy, "namespace");
