@@ -17,12 +17,13 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "emu.h"
 
 struct evhttp_request;
 
-/* ---- reply description (filled by a protocol handler) ---------------------- */
+/* ---- reply description (filled by a protocol handler; emu_reply.c) --------- */
 
 #define SB_EMU_MAX_HEADERS 6
 
@@ -99,7 +100,7 @@ void sb_emu_reply_malformed(struct sb_emu_reply *r, const char *text);
 /* The text of every content delta an endless stream repeats. */
 #define SB_EMU_ENDLESS_TEXT " more"
 
-/* ---- one request as seen by a protocol handler ---------------------------- */
+/* ---- one request as seen by a protocol handler (emu_call.c) --------------- */
 
 struct sb_emu;
 struct sb_emu_faults;
@@ -469,9 +470,18 @@ void sb_emu_journal_add(struct sb_emu_journal *j, json_t *entry);
 json_t *sb_emu_journal_list(const struct sb_emu_journal *j, size_t limit);
 void sb_emu_journal_clear(struct sb_emu_journal *j);
 size_t sb_emu_journal_size(const struct sb_emu_journal *j);
+/*
+ * What the journal keeps of a request (a new object, numbered seq):
+ * method, path, query and headers (names lower-cased; credential values and
+ * Gemini's ?key= replaced by "[redacted]"), "auth_header" (which credential
+ * carrier was used, or null), and the parsed body. The server adds what the
+ * handler decided (request_id, protocol, status, model, fault).
+ */
+json_t *sb_emu_journal_entry(const struct sb_emu_call *call, uint64_t seq);
 
 /* ---- protocols -------------------------------------------------------------- */
 
+/* OpenAI's error bodies (emu_openai_error.c), for both OpenAI protocols and the server's 404. */
 /* OpenAI error body {"error":{message,type,param,code}}; param/code may be NULL. */
 void sb_emu_openai_error(struct sb_emu_reply *r, int status, const char *message, const char *type, const char *param,
                          const char *code);
@@ -480,18 +490,6 @@ bool sb_emu_openai_check_auth(struct sb_emu_call *call);
 /* 400 invalid_request_error with a formatted message (param/code may be NULL). Always returns false. */
 bool sb_emu_openai_invalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/*
- * Validates a Chat Completions request like the real API (emu_openai_chat_check.c):
- * Content-Type, body, every parameter, messages, content parts, tools, formats.
- * Returns false when it replied with a 400.
- */
-bool sb_emu_openai_chat_check(struct sb_emu_call *call);
-
-/*
- * Content-Type application/json and a JSON object body, with OpenAI's
- * messages. Returns false after replying 400.
- */
-bool sb_emu_openai_check_body(struct sb_emu_call *call);
 /* [[emu:status=NNN]] as an OpenAI error (429: rate_limit_exceeded or, with quota, insufficient_quota;
  * Retry-After as sb_emu_retry_after says). d may be NULL. */
 void sb_emu_openai_status_error(struct sb_emu_call *call, int status, const struct sb_emu_directives *d);
@@ -499,6 +497,21 @@ void sb_emu_openai_status_error(struct sb_emu_call *call, int status, const stru
 void sb_emu_openai_auth_error(struct sb_emu_call *call, int auth, const char *credential);
 /* [[emu:leak_key]] before a stream (or without one): an OpenAI error body with message. */
 void sb_emu_openai_leak_error(struct sb_emu_call *call, int status, const char *message);
+
+/*
+ * Content-Type application/json and a JSON object body, with OpenAI's
+ * messages (emu_openai_check.c, where the rest of what the two OpenAI
+ * validators share is). Returns false after replying 400.
+ */
+bool sb_emu_openai_check_body(struct sb_emu_call *call);
+
+/* OpenAI Chat Completions (emu_openai_chat.c). */
+/*
+ * Validates a Chat Completions request like the real API (emu_openai_chat_check.c):
+ * Content-Type, body, every parameter, messages, content parts, tools, formats.
+ * Returns false when it replied with a 400.
+ */
+bool sb_emu_openai_chat_check(struct sb_emu_call *call);
 
 void sb_emu_openai_chat_handle(struct sb_emu_call *call);   /* POST /v1/chat/completions */
 void sb_emu_openai_models_handle(struct sb_emu_call *call); /* GET /v1/models */

@@ -3,32 +3,12 @@
  * share, worded as OpenAI words them (see emu_openai_check.h). Each protocol's
  * own rules stay in its *_check.c file.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "emu_internal.h"
 #include "emu_openai_check.h"
-
-#define MSG_MAX 640
-
-static bool vinvalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, va_list ap)
-{
-    char msg[MSG_MAX];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    sb_emu_openai_error(&call->reply, 400, msg, "invalid_request_error", param, code);
-    return false;
-}
-
-bool sb_emu_openai_invalid(struct sb_emu_call *call, const char *param, const char *code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vinvalid(call, param, code, fmt, ap);
-    va_end(ap);
-    return false;
-}
 
 const char *sb_emu_openai_type_phrase(const json_t *v)
 {

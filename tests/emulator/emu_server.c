@@ -1,12 +1,15 @@
 /*
  * emu_server: the emulator's HTTP server (libevent evhttp, one event loop).
  *
- * It routes /v1/... and /v1beta/... to the protocol files (Chat Completions,
- * Responses, Messages, Gemini), serves the /_emu/... control endpoints
- * (health, journal, stats, route faults, scenarios), and owns the life of every such request: a protocol
- * handler only describes the reply (struct sb_emu_reply); this file delivers
- * it now, after a timer, chunk by chunk, or never (hang), and notices when the
- * client goes away first.
+ * It hands /v1/... and /v1beta/... to the route table (emu_routes.c), which
+ * picks the protocol file (Chat Completions, Responses, Messages, Gemini),
+ * journals each such request (emu_journal.c), serves the /_emu/... control
+ * endpoints (health, journal, stats, route faults, scenarios), and owns the
+ * life of every such request: a protocol handler only describes the reply
+ * (struct sb_emu_reply, emu_reply.c); this file delivers it now, after a
+ * timer, chunk by chunk, or never (hang), and notices when the client goes
+ * away first. The handlers never call back into this file: what they read of
+ * the request and the emulator is in emu_call.c.
  *
  * Faults of the delivery ([[emu:latency|trickle|reset|reset_after|endless]],
  * see emu_faults.c): nothing is written before a delay is over; a trickled
@@ -40,13 +43,12 @@
 
 #include "emu_faults.h"
 #include "emu_internal.h"
+#include "emu_routes.h"
 #include "emu_scenarios.h"
+#include "emu_server.h"
 #include "sb_alloc.h"
-#include "sb_buf.h"
 #include "sb_id.h"
 #include "sb_log.h"
-#include "sb_sse.h"
-#include "sb_time.h"
 
 /* Life of one /v1 request that is not answered synchronously. */
 enum sb_emu_req_state {
@@ -80,197 +82,11 @@ struct sb_emu_req {
 /* An endless stream stops writing while this much is still queued for the client. */
 #define ENDLESS_MAX_QUEUED (64 * 1024)
 
-struct sb_emu {
-    struct event_base *base; /* borrowed */
-    struct evhttp *http;
-    struct evhttp_bound_socket *bound;
-    int port;
-    int latency_ms;
-    char *require_key;
-    struct sb_emu_journal *journal;
-    struct sb_emu_faults *faults;       /* route faults and per-model counters */
-    struct sb_emu_scenarios *scenarios; /* per-model scenarios (emu_scenarios.c) */
-    struct sb_emu_req *reqs;            /* live deferred requests */
-    struct evhttp_connection **conn_by_fd;
-    size_t conn_cap;
-    struct sb_emu_stats stats;
-    uint64_t journal_seq;
-    bool closing;
-    /* Tags seen by [[emu:schema_violation_once=TAG]]: a ring, oldest forgotten first. */
-    char *tags[SB_EMU_MAX_TAGS];
-    size_t ntags, tag_next;
-};
-
 static void set_nodelay(evutil_socket_t fd)
 {
     int one = 1;
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0)
         sb_debug("emulator: TCP_NODELAY on fd %d: %s", (int)fd, strerror(errno));
-}
-
-/* ---- reply helpers ------------------------------------------------------------ */
-
-void sb_emu_reply_init(struct sb_emu_reply *r)
-{
-    memset(r, 0, sizeof *r);
-    r->content_type = "application/json";
-    r->hang_after = -1;
-    r->drop_after = -1;
-    r->reset_after = -1;
-}
-
-void sb_emu_reply_clear(struct sb_emu_reply *r)
-{
-    free(r->body);
-    for (size_t i = 0; i < r->nheaders; i++)
-        free(r->headers[i].value);
-    for (size_t i = 0; i < r->nchunks; i++)
-        free(r->chunks[i]);
-    free(r->chunks);
-    json_decref(r->endless_json);
-    sb_emu_reply_init(r);
-}
-
-void sb_emu_reply_json(struct sb_emu_reply *r, int status, const json_t *json)
-{
-    free(r->body);
-    r->status = status;
-    r->content_type = "application/json";
-    r->body = json_dumps(json, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (!r->body)
-        r->body = sb_xstrdup("{}");
-    r->body_len = strlen(r->body);
-}
-
-void sb_emu_reply_header(struct sb_emu_reply *r, const char *name, const char *value)
-{
-    if (r->nheaders >= SB_EMU_MAX_HEADERS)
-        return;
-    r->headers[r->nheaders].name = name;
-    r->headers[r->nheaders].value = sb_xstrdup(value);
-    r->nheaders++;
-}
-
-static void reply_push_chunk(struct sb_emu_reply *r, char *owned)
-{
-    if (r->nchunks == r->chunks_cap) {
-        r->chunks_cap = r->chunks_cap ? r->chunks_cap * 2 : 16;
-        r->chunks = sb_xrealloc(r->chunks, r->chunks_cap * sizeof *r->chunks);
-    }
-    r->chunks[r->nchunks++] = owned;
-}
-
-void sb_emu_reply_chunk(struct sb_emu_reply *r, const char *data)
-{
-    reply_push_chunk(r, sb_xstrdup(data));
-}
-
-void sb_emu_reply_sse_json(struct sb_emu_reply *r, const json_t *json)
-{
-    sb_emu_reply_sse(r, NULL, json, "\n\n");
-}
-
-void sb_emu_reply_sse(struct sb_emu_reply *r, const char *event, const json_t *json, const char *terminator)
-{
-    /* The terminator is the blank line: two of the event's line ends. */
-    const char *eol = !strcmp(terminator, "\r\n\r\n") ? "\r\n" : "\n";
-    sb_buf_t chunk = {0};
-    if (sb_sse_buf_json(&chunk, event, json, JSON_COMPACT | JSON_PRESERVE_ORDER, eol) < 0) {
-        sb_buf_free(&chunk);
-        return;
-    }
-    reply_push_chunk(r, chunk.p); /* the chunk list owns it now */
-}
-
-void sb_emu_reply_stream_start(struct sb_emu_reply *r)
-{
-    r->status = 200;
-    r->stream = true;
-    r->content_type = "text/event-stream; charset=utf-8";
-}
-
-void sb_emu_reply_endless(struct sb_emu_reply *r, const char *pre, json_t *json, const char *post,
-                          const char *seq_field, long long first_seq)
-{
-    json_decref(r->endless_json);
-    r->endless_json = json;
-    r->endless_pre = pre;
-    r->endless_post = post;
-    r->endless_seq_field = seq_field;
-    r->endless_seq = first_seq;
-}
-
-void sb_emu_reply_malformed(struct sb_emu_reply *r, const char *text)
-{
-    free(r->body);
-    r->status = 200;
-    r->content_type = "application/json";
-    r->body = sb_xstrdup(text);
-    r->body_len = strlen(r->body);
-}
-
-/* ---- call helpers -------------------------------------------------------------- */
-
-void sb_emu_call_set_model(struct sb_emu_call *call, const char *model)
-{
-    free(call->model);
-    call->model = model && *model ? sb_xstrdup(model) : NULL;
-}
-
-void sb_emu_call_set_model_from_body(struct sb_emu_call *call)
-{
-    sb_emu_call_set_model(call, json_string_value(json_object_get(call->json, "model")));
-}
-
-struct sb_emu_faults *sb_emu_faults_of(struct sb_emu *emu)
-{
-    return emu->faults;
-}
-
-struct sb_emu_scenarios *sb_emu_scenarios_of(struct sb_emu *emu)
-{
-    return emu->scenarios;
-}
-
-const char *sb_emu_call_header(const struct sb_emu_call *call, const char *name)
-{
-    return evhttp_find_header(evhttp_request_get_input_headers(call->req), name);
-}
-
-char *sb_emu_call_query_param(const struct sb_emu_call *call, const char *name)
-{
-    if (!call->query)
-        return NULL;
-    struct evkeyvalq params;
-    params.tqh_first = NULL;
-    params.tqh_last = &params.tqh_first;
-    char *out = NULL;
-    if (evhttp_parse_query_str(call->query, &params) == 0) {
-        const char *v = evhttp_find_header(&params, name);
-        if (v)
-            out = sb_xstrdup(v);
-    }
-    evhttp_clear_headers(&params);
-    return out;
-}
-
-const char *sb_emu_required_key(const struct sb_emu *emu)
-{
-    return emu->require_key;
-}
-
-/* A linear scan: at most SB_EMU_MAX_TAGS short strings, once per request that carries a tag. */
-bool sb_emu_tag_first_use(struct sb_emu *emu, const char *tag)
-{
-    for (size_t i = 0; i < emu->ntags; i++)
-        if (!strcmp(emu->tags[i], tag))
-            return false;
-    free(emu->tags[emu->tag_next]);
-    emu->tags[emu->tag_next] = sb_xstrdup(tag);
-    emu->tag_next = (emu->tag_next + 1) % SB_EMU_MAX_TAGS;
-    if (emu->ntags < SB_EMU_MAX_TAGS)
-        emu->ntags++;
-    return true;
 }
 
 /* ---- connection tracking ------------------------------------------------------- */
@@ -842,128 +658,6 @@ static void handle_control(struct sb_emu *emu, struct evhttp_request *req, enum 
     }
 }
 
-/*
- * Headers that carry a credential, in the order a provider would read them
- * (Anthropic takes x-api-key over a bearer token): the journal keeps their
- * names, never their values.
- */
-static const char *const credential_headers[] = {"x-api-key", "x-goog-api-key",      "authorization",
-                                                 "api-key",   "proxy-authorization", NULL};
-
-/* Rank of a credential header (lower wins), or -1 if lower is not one. */
-static int credential_rank(const char *lower)
-{
-    for (int i = 0; credential_headers[i]; i++)
-        if (!strcmp(lower, credential_headers[i]))
-            return i;
-    return -1;
-}
-
-/* The query string with the value of "key" (Gemini's ?key=) replaced; owned, or NULL. */
-static char *redact_query(const char *query, bool *had_key)
-{
-    *had_key = false;
-    if (!query)
-        return NULL;
-    char *out = sb_xstrdup("");
-    const char *p = query;
-    while (*p) {
-        size_t len = strcspn(p, "&");
-        bool is_key = len >= 4 && !strncmp(p, "key=", 4);
-        char *joined = is_key ? sb_xasprintf("%s%skey=[redacted]", out, *out ? "&" : "")
-                              : sb_xasprintf("%s%s%.*s", out, *out ? "&" : "", (int)len, p);
-        *had_key = *had_key || is_key;
-        free(out);
-        out = joined;
-        p += len;
-        if (*p == '&')
-            p++;
-    }
-    return out;
-}
-
-/*
- * What the journal keeps of a request: method, path, query and headers (names
- * lower-cased; credential values replaced by "[redacted]"), "auth_header"
- * (which credential carrier was used, or null), and the parsed body.
- */
-static json_t *journal_entry(struct sb_emu *emu, const struct sb_emu_call *call, const char *query)
-{
-    json_t *headers = json_object();
-    int auth_rank = -1;
-    struct evkeyvalq *in = evhttp_request_get_input_headers(call->req);
-    for (struct evkeyval *kv = in->tqh_first; kv; kv = kv->next.tqe_next) {
-        char *lower = sb_xstrdup(kv->key);
-        for (char *p = lower; *p; p++)
-            if (*p >= 'A' && *p <= 'Z')
-                *p = (char)(*p - 'A' + 'a');
-        const char *value = kv->value;
-        int rank = credential_rank(lower);
-        if (rank >= 0) {
-            value = "[redacted]";
-            if (auth_rank < 0 || rank < auth_rank)
-                auth_rank = rank;
-        }
-        json_t *prev = json_object_get(headers, lower);
-        if (prev && json_is_string(prev)) {
-            char *joined = sb_xasprintf("%s, %s", json_string_value(prev), value);
-            json_object_set_new(headers, lower, json_string(joined));
-            free(joined);
-        } else {
-            json_object_set_new(headers, lower, json_string(value));
-        }
-        free(lower);
-    }
-    bool query_key = false;
-    char *q = redact_query(query, &query_key);
-    const char *auth_header = auth_rank >= 0 ? credential_headers[auth_rank] : query_key ? "?key" : NULL;
-    json_t *e =
-        json_pack("{s:I, s:I, s:s, s:s, s:s?, s:o, s:s?, s:O?, s:I}", "seq", (json_int_t)++emu->journal_seq, "time",
-                  (json_int_t)sb_now_ms(), "method", call->method, "path", call->path, "query", q, "headers", headers,
-                  "auth_header", auth_header, "body", call->json, "body_bytes", (json_int_t)call->body_len);
-    free(q);
-    return e;
-}
-
-/* "/v1/models/<m>:<method>" (Gemini's v1) rather than OpenAI's "/v1/models/<id>". */
-static bool is_gemini_v1_method(const char *path)
-{
-    return !strncmp(path, "/v1/models/", 11) && strchr(path + 11, ':') != NULL;
-}
-
-/* Anthropic's clients send x-api-key / anthropic-version; OpenAI's send a bearer token. */
-static bool looks_anthropic(const struct sb_emu_call *call)
-{
-    return !sb_emu_call_header(call, "Authorization") &&
-           (sb_emu_call_header(call, "x-api-key") || sb_emu_call_header(call, "anthropic-version"));
-}
-
-static void route_v1(struct sb_emu_call *call, enum evhttp_cmd_type cmd)
-{
-    bool post = cmd == EVHTTP_REQ_POST, get = cmd == EVHTTP_REQ_GET;
-    if (!strcmp(call->path, "/v1beta") || !strncmp(call->path, "/v1beta/", 8) || is_gemini_v1_method(call->path)) {
-        sb_emu_gemini_route(call, get);
-    } else if (!strcmp(call->path, "/v1/chat/completions") && post) {
-        sb_emu_openai_chat_handle(call);
-    } else if (!strcmp(call->path, "/v1/responses") && post) {
-        sb_emu_openai_responses_handle(call);
-    } else if (!strcmp(call->path, "/v1/responses/input_tokens") && post) {
-        sb_emu_openai_responses_count_handle(call);
-    } else if (!strcmp(call->path, "/v1/messages") && post) {
-        sb_emu_anthropic_messages_handle(call);
-    } else if (!strcmp(call->path, "/v1/messages/count_tokens") && post) {
-        sb_emu_anthropic_count_handle(call);
-    } else if (!strcmp(call->path, "/v1/models") && get && looks_anthropic(call)) {
-        sb_emu_anthropic_models_handle(call);
-    } else if (!strcmp(call->path, "/v1/models") && get) {
-        sb_emu_openai_models_handle(call);
-    } else if (!sb_emu_openai_check_auth(call)) {
-        char *msg = sb_xasprintf("Invalid URL (%s %s)", call->method, call->path);
-        sb_emu_openai_error(&call->reply, 404, msg, "invalid_request_error", NULL, NULL);
-        free(msg);
-    }
-}
-
 static void handle_v1(struct sb_emu *emu, struct evhttp_request *req, enum evhttp_cmd_type cmd, const char *path,
                       const char *query)
 {
@@ -982,9 +676,9 @@ static void handle_v1(struct sb_emu *emu, struct evhttp_request *req, enum evhtt
     if (call.body_len)
         call.json = json_loadb(body, call.body_len, JSON_DECODE_ANY, NULL);
 
-    json_t *entry = journal_entry(emu, &call, query);
+    json_t *entry = sb_emu_journal_entry(&call, ++emu->journal_seq);
 
-    route_v1(&call, cmd);
+    sb_emu_route(&call);
     if (call.reply.status == 0)
         sb_emu_openai_error(&call.reply, 500, "emulator handler produced no reply", "server_error", NULL, NULL);
 
