@@ -31,12 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sb_alloc.h"
+#include "sb_bench_opts.h"
 #include "sb_load.h"
 #include "sb_log.h"
-
-#define MAX_HEADERS 64
-#define MAX_BODY (64L * 1024 * 1024)
 
 static void usage(void)
 {
@@ -45,56 +42,27 @@ static void usage(void)
                     "               [--duration S] [--warmup S] [--timeout S] [--json]\n");
 }
 
-static int parse_double(const char *s, double min, double max, double *out)
+/* sb-load's own options (sb_bench_opt_fn); arg is the run's sb_load_config. */
+static int load_opt(void *arg, const char *a, char *v)
 {
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= min && v <= max))
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
-
-static int parse_int(const char *s, long min, long max, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max)
-        return -EINVAL;
-    *out = (int)v;
-    return 0;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4096;
-            if (cap > (size_t)MAX_BODY + 1)
-                goto fail;
-            buf = sb_xrealloc(buf, cap);
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
+    struct sb_load_config *cfg = arg;
+    if (!strcmp(a, "-X") || !strcmp(a, "--method")) {
+        cfg->method = v;
+        return 0;
     }
-    if (ferror(f))
-        goto fail;
-    fclose(f);
-    *len = n;
-    return buf;
-fail:
-    free(buf);
-    fclose(f);
-    return NULL;
+    if (!strcmp(a, "--concurrency"))
+        return sb_bench_parse_int(v, 1, 100000, &cfg->concurrency);
+    if (!strcmp(a, "--rate"))
+        return sb_bench_parse_double(v, 0.001, 10e6, &cfg->rate);
+    if (!strcmp(a, "--connections"))
+        return sb_bench_parse_int(v, 1, 100000, &cfg->connections);
+    if (!strcmp(a, "--duration"))
+        return sb_bench_parse_double(v, 0.001, 86400, &cfg->duration_s);
+    if (!strcmp(a, "--warmup"))
+        return sb_bench_parse_double(v, 0, 86400, &cfg->warmup_s);
+    if (!strcmp(a, "--timeout"))
+        return sb_bench_parse_double(v, 0.001, 86400, &cfg->timeout_s);
+    return -EINVAL;
 }
 
 static void print_json(const char *url, const struct sb_load_config *cfg, const struct sb_load_result *r)
@@ -141,61 +109,12 @@ int main(int argc, char **argv)
 {
     sb_log_init("sb-load");
     struct sb_load_config cfg = {.connections = 64, .duration_s = 10, .warmup_s = 0, .timeout_s = 10};
-    const char *url = NULL, *body_file = NULL, *body = NULL;
-    const char *headers[MAX_HEADERS];
-    size_t nheaders = 0;
-    bool json = false;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            json = true;
-            continue;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            usage();
-            return 2;
-        }
-        const char *v = argv[++i];
-        int bad = 0;
-        if (!strcmp(a, "--url"))
-            url = v;
-        else if (!strcmp(a, "--body-file"))
-            body_file = v;
-        else if (!strcmp(a, "--body"))
-            body = v;
-        else if (!strcmp(a, "-H") || !strcmp(a, "--header")) {
-            if (nheaders == MAX_HEADERS || !strchr(v, ':'))
-                bad = 1;
-            else
-                headers[nheaders++] = v;
-        } else if (!strcmp(a, "-X") || !strcmp(a, "--method"))
-            cfg.method = v;
-        else if (!strcmp(a, "--concurrency"))
-            bad = parse_int(v, 1, 100000, &cfg.concurrency);
-        else if (!strcmp(a, "--rate"))
-            bad = parse_double(v, 0.001, 10e6, &cfg.rate);
-        else if (!strcmp(a, "--connections"))
-            bad = parse_int(v, 1, 100000, &cfg.connections);
-        else if (!strcmp(a, "--duration"))
-            bad = parse_double(v, 0.001, 86400, &cfg.duration_s);
-        else if (!strcmp(a, "--warmup"))
-            bad = parse_double(v, 0, 86400, &cfg.warmup_s);
-        else if (!strcmp(a, "--timeout"))
-            bad = parse_double(v, 0.001, 86400, &cfg.timeout_s);
-        else
-            bad = 1;
-        if (bad) {
-            fprintf(stderr, "sb-load: bad argument %s %s\n", a, v);
-            usage();
-            return 2;
-        }
-    }
-    if (!url || (cfg.concurrency > 0) == (cfg.rate > 0) || (body && body_file)) {
+    struct sb_bench_opts o;
+    int stop = sb_bench_parse_args(argc, argv, "sb-load", &o, load_opt, &cfg, usage);
+    if (stop >= 0)
+        return stop;
+    const char *url = o.url;
+    if (!url || (cfg.concurrency > 0) == (cfg.rate > 0) || (o.body && o.body_file)) {
         fprintf(stderr, "sb-load: need --url and exactly one of --concurrency / --rate\n");
         usage();
         return 2;
@@ -205,19 +124,10 @@ int main(int argc, char **argv)
         return 2;
     }
     char *file_body = NULL;
-    if (body_file) {
-        file_body = read_file(body_file, &cfg.body_len);
-        if (!file_body) {
-            fprintf(stderr, "sb-load: cannot read --body-file %s\n", body_file);
-            return 1;
-        }
-        cfg.body = file_body;
-    } else if (body) {
-        cfg.body = body;
-        cfg.body_len = strlen(body);
-    }
-    cfg.headers = headers;
-    cfg.nheaders = nheaders;
+    if (sb_bench_body(&o, "sb-load", &cfg.body, &cfg.body_len, &file_body) < 0)
+        return 1;
+    cfg.headers = o.headers;
+    cfg.nheaders = o.nheaders;
 
     signal(SIGPIPE, SIG_IGN);
     struct sb_load_result res;
@@ -227,7 +137,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sb-load: run failed: %s\n", strerror(-rc));
         return 1;
     }
-    if (json)
+    if (o.json)
         print_json(url, &cfg, &res);
     else
         print_text(url, &cfg, &res);

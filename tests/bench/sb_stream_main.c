@@ -50,12 +50,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "sb_alloc.h"
+#include "sb_bench_opts.h"
 #include "sb_log.h"
 #include "sb_stream.h"
-
-#define MAX_HEADERS 64
-#define MAX_BODY (64L * 1024 * 1024)
 
 static void usage(void)
 {
@@ -64,58 +61,6 @@ static void usage(void)
             "                 [--style chat|responses|messages|gemini] [--timeout S] [--json]\n"
             "                 [--requests R] [--warmup W] [--concurrency K] [--expect-deltas N]\n"
             "                 | --streams N [--open-rate R] [--first-timeout S] [--hold S] [--rss NAME=PID]...\n");
-}
-
-static int parse_double(const char *s, double min, double max, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= min && v <= max))
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
-
-static int parse_int(const char *s, long min, long max, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max)
-        return -EINVAL;
-    *out = (int)v;
-    return 0;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4096;
-            if (cap > (size_t)MAX_BODY + 1)
-                goto fail;
-            buf = sb_xrealloc(buf, cap);
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    if (ferror(f))
-        goto fail;
-    fclose(f);
-    *len = n;
-    return buf;
-fail:
-    free(buf);
-    fclose(f);
-    return NULL;
 }
 
 /* "NAME=PID" with NAME of [A-Za-z0-9_] (it becomes part of a JSON key). */
@@ -128,13 +73,42 @@ static int parse_rss(char *arg, struct sb_stream_config *cfg)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
             return -EINVAL;
     int pid;
-    if (parse_int(eq + 1, 1, 1L << 30, &pid) < 0)
+    if (sb_bench_parse_int(eq + 1, 1, 1L << 30, &pid) < 0)
         return -EINVAL;
     *eq = '\0';
     cfg->rss_names[cfg->nrss] = arg;
     cfg->rss_pids[cfg->nrss] = pid;
     cfg->nrss++;
     return 0;
+}
+
+/* sb-stream's own options (sb_bench_opt_fn); arg is the run's sb_stream_config. */
+static int stream_opt(void *arg, const char *a, char *v)
+{
+    struct sb_stream_config *cfg = arg;
+    if (!strcmp(a, "--style"))
+        return sb_stream_style_parse(v, &cfg->style);
+    if (!strcmp(a, "--timeout"))
+        return sb_bench_parse_double(v, 0.001, 86400, &cfg->timeout_s);
+    if (!strcmp(a, "--requests"))
+        return sb_bench_parse_int(v, 1, 10000000, &cfg->requests);
+    if (!strcmp(a, "--warmup"))
+        return sb_bench_parse_int(v, 0, 10000000, &cfg->warmup);
+    if (!strcmp(a, "--concurrency"))
+        return sb_bench_parse_int(v, 1, 100000, &cfg->concurrency);
+    if (!strcmp(a, "--expect-deltas"))
+        return sb_bench_parse_int(v, 0, 100000000, &cfg->expect_deltas);
+    if (!strcmp(a, "--streams"))
+        return sb_bench_parse_int(v, 1, 1000000, &cfg->streams);
+    if (!strcmp(a, "--open-rate"))
+        return sb_bench_parse_double(v, 0.001, 10e6, &cfg->open_rate);
+    if (!strcmp(a, "--first-timeout"))
+        return sb_bench_parse_double(v, 0.001, 86400, &cfg->first_timeout_s);
+    if (!strcmp(a, "--hold"))
+        return sb_bench_parse_double(v, 0, 86400, &cfg->hold_s);
+    if (!strcmp(a, "--rss"))
+        return parse_rss(v, cfg);
+    return -EINVAL;
 }
 
 /* As many descriptors as allowed: a hold run keeps one socket per stream. */
@@ -238,87 +212,21 @@ int main(int argc, char **argv)
         .open_rate = 1000,
         .first_timeout_s = 5,
     };
-    const char *body_file = NULL, *body = NULL;
-    const char *headers[MAX_HEADERS];
-    size_t nheaders = 0;
-    bool json = false;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            json = true;
-            continue;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            usage();
-            return 2;
-        }
-        char *v = argv[++i];
-        int bad = 0;
-        if (!strcmp(a, "--url"))
-            cfg.url = v;
-        else if (!strcmp(a, "--body-file"))
-            body_file = v;
-        else if (!strcmp(a, "--body"))
-            body = v;
-        else if (!strcmp(a, "-H") || !strcmp(a, "--header")) {
-            if (nheaders == MAX_HEADERS || !strchr(v, ':'))
-                bad = 1;
-            else
-                headers[nheaders++] = v;
-        } else if (!strcmp(a, "--style"))
-            bad = sb_stream_style_parse(v, &cfg.style);
-        else if (!strcmp(a, "--timeout"))
-            bad = parse_double(v, 0.001, 86400, &cfg.timeout_s);
-        else if (!strcmp(a, "--requests"))
-            bad = parse_int(v, 1, 10000000, &cfg.requests);
-        else if (!strcmp(a, "--warmup"))
-            bad = parse_int(v, 0, 10000000, &cfg.warmup);
-        else if (!strcmp(a, "--concurrency"))
-            bad = parse_int(v, 1, 100000, &cfg.concurrency);
-        else if (!strcmp(a, "--expect-deltas"))
-            bad = parse_int(v, 0, 100000000, &cfg.expect_deltas);
-        else if (!strcmp(a, "--streams"))
-            bad = parse_int(v, 1, 1000000, &cfg.streams);
-        else if (!strcmp(a, "--open-rate"))
-            bad = parse_double(v, 0.001, 10e6, &cfg.open_rate);
-        else if (!strcmp(a, "--first-timeout"))
-            bad = parse_double(v, 0.001, 86400, &cfg.first_timeout_s);
-        else if (!strcmp(a, "--hold"))
-            bad = parse_double(v, 0, 86400, &cfg.hold_s);
-        else if (!strcmp(a, "--rss"))
-            bad = parse_rss(v, &cfg);
-        else
-            bad = 1;
-        if (bad) {
-            fprintf(stderr, "sb-stream: bad argument %s %s\n", a, v);
-            usage();
-            return 2;
-        }
-    }
-    if (!cfg.url || (body && body_file) || (!body && !body_file)) {
+    struct sb_bench_opts o;
+    int stop = sb_bench_parse_args(argc, argv, "sb-stream", &o, stream_opt, &cfg, usage);
+    if (stop >= 0)
+        return stop;
+    cfg.url = o.url;
+    if (!cfg.url || (o.body && o.body_file) || (!o.body && !o.body_file)) {
         fprintf(stderr, "sb-stream: need --url and one of --body / --body-file\n");
         usage();
         return 2;
     }
     char *file_body = NULL;
-    if (body_file) {
-        file_body = read_file(body_file, &cfg.body_len);
-        if (!file_body) {
-            fprintf(stderr, "sb-stream: cannot read --body-file %s\n", body_file);
-            return 1;
-        }
-        cfg.body = file_body;
-    } else {
-        cfg.body = body;
-        cfg.body_len = strlen(body);
-    }
-    cfg.headers = headers;
-    cfg.nheaders = nheaders;
+    if (sb_bench_body(&o, "sb-stream", &cfg.body, &cfg.body_len, &file_body) < 0)
+        return 1;
+    cfg.headers = o.headers;
+    cfg.nheaders = o.nheaders;
 
     signal(SIGPIPE, SIG_IGN);
     raise_nofile();
@@ -329,7 +237,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "sb-stream: run failed: %s\n", strerror(-rc));
         return rc == -EINVAL ? 2 : 1;
     }
-    if (json)
+    if (o.json)
         print_json(&cfg, &res);
     else
         print_text(&cfg, &res);
