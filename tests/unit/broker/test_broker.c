@@ -212,13 +212,44 @@ static void send_raw(zsock_t *s, int nframes, ...)
     CHECK_INT(zmsg_send(&z, s), 0);
 }
 
+/* The next message on s within a second is cmd for job id (check_cmd). */
+static void expect_cmd(zsock_t *s, int cmd, const char *id)
+{
+    sb_wire_msg_t *m = expect(s, 1000);
+    check_cmd(&m, cmd, id);
+}
+
+/* The next message on s within a second is job id's final error event (check_error). */
+static void expect_error(zsock_t *s, const char *id, int status, const char *kind, const char *code,
+                         const char *message)
+{
+    sb_wire_msg_t *m = expect(s, 1000);
+    check_error(&m, id, status, kind, code, message);
+}
+
+/* A worker peer on the broker just set up, READY as "w1" for model "m1" with
+ * credits, and registered (the broker has run 20 ms): most tests' worker. */
+static zsock_t *ready_worker(int credits)
+{
+    zsock_t *w = peer(WK);
+    send_ready(w, "w1", credits, "m1", NULL);
+    pump(20);
+    return w;
+}
+
+/* Closes a test's frontend and worker peers, then its broker. */
+static void teardown_peers(zsock_t **fe, zsock_t **w)
+{
+    zsock_destroy(fe);
+    zsock_destroy(w);
+    teardown();
+}
+
 /* Dispatch, JOB header and body passed through, events forwarded untouched. */
 static void test_dispatch_and_forward(void)
 {
     setup(0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 2, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(2);
     /* 0xc1 is never valid msgpack: the broker must not be decoding bodies. */
     static const unsigned char body[] = {0xc1, 0x00, 0xff, 'j', 'o', 'b', 0x00};
     int64_t deadline = sb_now_ms() + 5000;
@@ -250,42 +281,32 @@ static void test_dispatch_and_forward(void)
     CHECK(m && m->body && zframe_size(m->body) == 1 && zframe_data(m->body)[0] == 0xc0);
     sb_wire_msg_destroy(&m);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* A worker never holds more jobs than its credits; the busiest worker is avoided. */
 static void test_credits(void)
 {
     setup(0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 2, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(2);
     submit(fe, "j1", "m1", INT64_MAX, "\xc0", 1); /* a far deadline must not overflow */
     submit_simple(fe, "j2", "m1");
     submit_simple(fe, "j3", "m1");
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j2");
+    expect_cmd(w, SB_CMD_JOB, "j1");
+    expect_cmd(w, SB_CMD_JOB, "j2");
     expect_none(w, 200); /* includes a few deadline sweeps */
     send_event(w, "j1", true, "\xc0", 1);
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j3");
-    m = expect(fe, 1000);
-    check_cmd(&m, SB_CMD_EVENT, "j1");
+    expect_cmd(w, SB_CMD_JOB, "j3");
+    expect_cmd(fe, SB_CMD_EVENT, "j1");
 
     /* A second worker with more free credit ("*" serves m1 too) gets the next jobs. */
     zsock_t *w2 = peer(WK);
     send_ready(w2, "w2", 3, "*", NULL);
     pump(20);
     submit_simple(fe, "j4", "m1");
-    m = expect(w2, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j4");
+    expect_cmd(w2, SB_CMD_JOB, "j4");
     submit_simple(fe, "j5", "m1");
-    m = expect(w2, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j5");
+    expect_cmd(w2, SB_CMD_JOB, "j5");
     expect_none(w, 50);
 
     zsock_destroy(&fe);
@@ -300,47 +321,37 @@ static void test_queue_full_and_no_worker(void)
     setup(2);
     zsock_t *fe = peer(FE), *w = peer(WK);
     submit_simple(fe, "j0", "m1");
-    sb_wire_msg_t *m = expect(fe, 1000);
-    check_error(&m, "j0", 503, "overloaded", "no_workers", "no worker is serving model 'm1'");
+    expect_error(fe, "j0", 503, "overloaded", "no_workers", "no worker is serving model 'm1'");
 
     send_ready(w, "w1", 1, "m1", NULL);
     pump(20);
     submit_simple(fe, "j1", "m1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j1");
+    expect_cmd(w, SB_CMD_JOB, "j1");
     submit_simple(fe, "j2", "m1");
     submit_simple(fe, "j3", "m1");
     submit_simple(fe, "j4", "m1");
-    m = expect(fe, 1000);
-    check_error(&m, "j4", 429, "overloaded", "queue_full", "model 'm1' is busy: queue full, retry later");
+    expect_error(fe, "j4", 429, "overloaded", "queue_full", "model 'm1' is busy: queue full, retry later");
     submit_simple(fe, "j5", "other");
-    m = expect(fe, 1000);
-    check_error(&m, "j5", 503, "overloaded", "no_workers", "no worker is serving model 'other'");
+    expect_error(fe, "j5", 503, "overloaded", "no_workers", "no worker is serving model 'other'");
     expect_none(w, 50);
 
     /* The queue drains in order as credit frees. */
     send_event(w, "j1", true, "\xc0", 1);
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j2");
+    expect_cmd(w, SB_CMD_JOB, "j2");
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* A silent worker is lost: 502 for its jobs, 503 for jobs nobody can serve now. */
 static void test_worker_lost(void)
 {
     setup(0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 1, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(1);
     int64_t t0 = sb_mono_ms();
     submit_simple(fe, "j1", "m1");
     submit_simple(fe, "j2", "m1");
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j1");
-    m = expect(fe, 3500);
+    expect_cmd(w, SB_CMD_JOB, "j1");
+    sb_wire_msg_t *m = expect(fe, 3500);
     int64_t took = sb_mono_ms() - t0;
     check_error(&m, "j1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
     CHECK(took >= 2000 && took <= 3000);
@@ -353,42 +364,32 @@ static void test_worker_lost(void)
     CHECK(m && m->cmd == SB_CMD_RECONNECT);
     sb_wire_msg_destroy(&m);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* Queued past the deadline -> 504; in flight past deadline + grace -> 504 and CANCEL. */
 static void test_deadlines(void)
 {
     setup(0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 1, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(1);
     submit_simple(fe, "jA", "m1");
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "jA");
+    expect_cmd(w, SB_CMD_JOB, "jA");
     submit(fe, "jB", "m1", sb_now_ms() + 150, "\xc0", 1);
-    m = expect(fe, 1000);
-    check_error(&m, "jB", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
+    expect_error(fe, "jB", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
 
     /* An already-passed deadline is refused at once. */
     submit(fe, "jX", "m1", sb_now_ms() - 1, "\xc0", 1);
-    m = expect(fe, 1000);
-    check_error(&m, "jX", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
+    expect_error(fe, "jX", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
 
     send_event(w, "jA", true, "\xc0", 1);
-    m = expect(fe, 1000);
-    check_cmd(&m, SB_CMD_EVENT, "jA");
+    expect_cmd(fe, SB_CMD_EVENT, "jA");
     submit(fe, "jC", "m1", sb_now_ms() + 100, "\xc0", 1);
-    m = expect(w, 1000); /* jB expired: jC is next */
+    sb_wire_msg_t *m = expect(w, 1000); /* jB expired: jC is next */
     check_cmd(&m, SB_CMD_JOB, "jC");
     int64_t t0 = sb_mono_ms();
-    m = expect(fe, 1000);
-    check_error(&m, "jC", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
+    expect_error(fe, "jC", 504, "timeout", "deadline_exceeded", "timeout: the request exceeded its deadline");
     CHECK(sb_mono_ms() - t0 >= 100 + SB_BROKER_DEADLINE_GRACE_MS - 60);
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_CANCEL, "jC");
+    expect_cmd(w, SB_CMD_CANCEL, "jC");
 
     /* Late events are dropped; the final one returns the credit. */
     send_event(w, "jC", false, "\xc0", 1);
@@ -396,45 +397,35 @@ static void test_deadlines(void)
     submit_simple(fe, "jD", "m1");
     expect_none(w, 100);
     send_event(w, "jC", true, "\xc0", 1);
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "jD");
+    expect_cmd(w, SB_CMD_JOB, "jD");
     expect_none(fe, 50);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* CANCEL: a queued job vanishes silently; an in-flight one is cancelled on the worker. */
 static void test_cancel(void)
 {
     setup(0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 1, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(1);
     submit_simple(fe, "j1", "m1");
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j1");
+    expect_cmd(w, SB_CMD_JOB, "j1");
     submit_simple(fe, "j2", "m1");
     pump(20);
     send_cancel(fe, "j2");
     send_cancel(fe, "j1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_CANCEL, "j1");
+    expect_cmd(w, SB_CMD_CANCEL, "j1");
     send_event(w, "j1", false, "\xc0", 1);
     send_event(w, "j1", true, "\xc0", 1);
     expect_none(fe, 100);
     expect_none(w, 50); /* j2 was dropped, not dispatched */
     submit_simple(fe, "j3", "m1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j3");
+    expect_cmd(w, SB_CMD_JOB, "j3");
     /* Cancelling an unknown job is harmless. */
     send_cancel(fe, "nope");
     expect_none(fe, 50);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* Unknown workers are told to RECONNECT; frontends get heartbeats answered. */
@@ -472,9 +463,7 @@ static void test_heartbeats_and_reconnect(void)
 static void test_frontend_gone(void)
 {
     setup(0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 1, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(1);
     submit_simple(fe, "j1", "m1");
     sb_wire_msg_t *m = expect(w, 1000);
     check_cmd(&m, SB_CMD_JOB, "j1");
@@ -502,8 +491,7 @@ static void test_worker_send_failure(void)
     zsock_destroy(&w1);
     pump(50); /* let the ROUTER see the pipe go */
     submit_simple(fe, "j1", "m1");
-    sb_wire_msg_t *m = expect(w2, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j1");
+    expect_cmd(w2, SB_CMD_JOB, "j1");
     expect_none(fe, 50);
 
     zsock_destroy(&fe);
@@ -564,12 +552,9 @@ static void test_malformed(void)
     /* SUBMITs with a usable job_id are answered 400; the rest produce nothing,
      * and no worker was registered. */
     static const char *const bad_job = "malformed job: needs model, integer deadline_ms and a body";
-    sb_wire_msg_t *m = expect(fe, 1000);
-    check_error(&m, "j", 400, "invalid_request", "bad_job", bad_job);
-    m = expect(fe, 1000);
-    check_error(&m, "j", 400, "invalid_request", "bad_job", bad_job);
-    m = expect(fe, 1000);
-    check_error(&m, "j", 400, "invalid_request", "bad_job", bad_job);
+    expect_error(fe, "j", 400, "invalid_request", "bad_job", bad_job);
+    expect_error(fe, "j", 400, "invalid_request", "bad_job", bad_job);
+    expect_error(fe, "j", 400, "invalid_request", "bad_job", bad_job);
     expect_none(fe, 50);
     expect_none(w, 20);
 
@@ -577,8 +562,7 @@ static void test_malformed(void)
     send_ready(w, "w1", 1, "m1", NULL);
     pump(20);
     submit_simple(fe, "j1", "m1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j1");
+    expect_cmd(w, SB_CMD_JOB, "j1");
     h = json_pack("{s:b}", "final", 1);
     CHECK_INT(sb_wire_send(w, NULL, SB_CMD_EVENT, h, "\xc0", 1), 0);
     json_decref(h);
@@ -591,24 +575,18 @@ static void test_malformed(void)
     expect_none(fe, 50);
     /* A final EVENT without a body still ends the job (or the credit would leak). */
     send_event(w, "j1", true, NULL, 0);
-    m = expect(fe, 1000);
-    check_error(&m, "j1", 502, "upstream_error", "bad_worker_event",
-                "the worker handling this request sent a malformed event");
+    expect_error(fe, "j1", 502, "upstream_error", "bad_worker_event",
+                 "the worker handling this request sent a malformed event");
     submit_simple(fe, "j2", "m1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j2");
+    expect_cmd(w, SB_CMD_JOB, "j2");
     /* A duplicate job id is refused (409); the original is unaffected. */
     submit_simple(fe, "j2", "m1");
-    m = expect(fe, 1000);
-    check_error(&m, "j2", 409, "invalid_request", "duplicate_job", "duplicate job id");
+    expect_error(fe, "j2", 409, "invalid_request", "duplicate_job", "duplicate job id");
     expect_none(w, 50);
     send_event(w, "j2", true, "\xc0", 1);
-    m = expect(fe, 1000);
-    check_cmd(&m, SB_CMD_EVENT, "j2");
+    expect_cmd(fe, SB_CMD_EVENT, "j2");
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* A worker that sends READY again has dropped its jobs (it does so only then):
@@ -616,15 +594,11 @@ static void test_malformed(void)
 static void test_ready_again(void)
 {
     setup(0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 1, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(1);
     submit_simple(fe, "j1", "m1");
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j1");
+    expect_cmd(w, SB_CMD_JOB, "j1");
     send_ready(w, "w1", 2, "m1", NULL);
-    m = expect(fe, 1000);
-    check_error(&m, "j1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
+    expect_error(fe, "j1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
     sb_broker_counts_t c;
     sb_broker_counts(B, &c);
     CHECK_INT(c.joined, 1);
@@ -632,17 +606,13 @@ static void test_ready_again(void)
     CHECK_INT(c.reregistered, 1);
     submit_simple(fe, "j2", "m1");
     submit_simple(fe, "j3", "m1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j2");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "j3");
+    expect_cmd(w, SB_CMD_JOB, "j2");
+    expect_cmd(w, SB_CMD_JOB, "j3");
     /* A late event for the lost job is dropped. */
     send_event(w, "j1", true, "\xc0", 1);
     expect_none(fe, 50);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* sb_broker_stop ends the loop; a bad endpoint fails sb_broker_new. */
@@ -693,16 +663,14 @@ static void send_final(zsock_t *w, const char *id, const char *upstream)
 static void submit_expect_job(zsock_t *fe, zsock_t *w, const char *id, const char *model)
 {
     submit_simple(fe, id, model);
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, id);
+    expect_cmd(w, SB_CMD_JOB, id);
 }
 
 /* Sends id's final event with the given outcome and expects it forwarded to fe. */
 static void finish_job(zsock_t *fe, zsock_t *w, const char *id, const char *upstream)
 {
     send_final(w, id, upstream);
-    sb_wire_msg_t *m = expect(fe, 1000);
-    check_cmd(&m, SB_CMD_EVENT, id);
+    expect_cmd(fe, SB_CMD_EVENT, id);
 }
 
 /* Checks that *pm is the 503 circuit_open error for job id of model, whose
@@ -752,15 +720,13 @@ static void test_breaker_opens(void)
 
     /* Each failure frees a credit for the next queued job... */
     finish_job(fe, w, "j1", "failed");
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "q1");
+    expect_cmd(w, SB_CMD_JOB, "q1");
     finish_job(fe, w, "j2", "failed");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "q2");
+    expect_cmd(w, SB_CMD_JOB, "q2");
     /* ...until the third in a row opens the circuit: q3 and q4 are refused at once. */
     int64_t t0 = sb_mono_ms();
     finish_job(fe, w, "j3", "failed");
-    m = expect(fe, 1000);
+    sb_wire_msg_t *m = expect(fe, 1000);
     CHECK_INT(check_circuit_open(&m, "q3", "m1", 3), 3); /* 2.5 s, rounded up */
     m = expect(fe, 1000);
     check_circuit_open(&m, "q4", "m1", 3);
@@ -776,8 +742,7 @@ static void test_breaker_opens(void)
     /* Jobs running when it opened finish normally; their outcomes are
      * ignored (an ok does not close it, a failure does not extend it). */
     send_event(w, "q1", false, "\xc0", 1);
-    m = expect(fe, 1000);
-    check_cmd(&m, SB_CMD_EVENT, "q1");
+    expect_cmd(fe, SB_CMD_EVENT, "q1");
     finish_job(fe, w, "q1", "ok");
     finish_job(fe, w, "q2", "failed");
     submit_simple(fe, "j5", "m1");
@@ -789,9 +754,7 @@ static void test_breaker_opens(void)
     finish_job(fe, w, "k1", "ok");
     expect_none(fe, 50);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* After the cooldown one job probes while concurrent SUBMITs are refused; the
@@ -801,9 +764,7 @@ static void test_breaker_opens(void)
 static void test_breaker_probe(void)
 {
     setup_cfg(0, 2, 400);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 5, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(5);
     submit_expect_job(fe, w, "j1", "m1");
     submit_expect_job(fe, w, "j2", "m1");
     finish_job(fe, w, "j1", "failed");
@@ -817,8 +778,7 @@ static void test_breaker_probe(void)
     submit_simple(fe, "p1", "m1");
     submit_simple(fe, "p2", "m1");
     submit_simple(fe, "p3", "m1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "p1");
+    expect_cmd(w, SB_CMD_JOB, "p1");
     m = expect(fe, 1000);
     CHECK_INT(check_circuit_open(&m, "p2", "m1", 2), 1);
     m = expect(fe, 1000);
@@ -862,8 +822,7 @@ static void test_breaker_probe(void)
      * job probes, and the cancelled one's late result does not count. */
     submit_expect_job(fe, w, "p6", "m1");
     send_cancel(fe, "p6");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_CANCEL, "p6");
+    expect_cmd(w, SB_CMD_CANCEL, "p6");
     submit_expect_job(fe, w, "p7", "m1");
     send_final(w, "p6", "failed");
     expect_none(fe, 50); /* abandoned: its final event is dropped */
@@ -874,8 +833,7 @@ static void test_breaker_probe(void)
 
     /* The probe's worker is lost (it re-registers): no outcome either. */
     send_ready(w, "w1", 5, "m1", NULL);
-    m = expect(fe, 1000);
-    check_error(&m, "p7", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
+    expect_error(fe, "p7", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
     submit_expect_job(fe, w, "p8", "m1");
     submit_simple(fe, "r7", "m1");
     m = expect(fe, 1000);
@@ -883,9 +841,7 @@ static void test_breaker_probe(void)
     finish_job(fe, w, "p8", "ok");
     submit_expect_job(fe, w, "c4", "m1");
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* Only failures in a row count: an ok resets the count; outcomes without the
@@ -894,9 +850,7 @@ static void test_breaker_probe(void)
 static void test_breaker_counting(void)
 {
     setup_cfg(0, 3, 5000);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 1, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(1);
     static const char *const outcomes[] = {"failed", "failed", "ok", "failed", "failed", NULL,
                                            NULL,     NULL,     NULL, "weird",  NULL};
     char id[16];
@@ -909,26 +863,22 @@ static void test_breaker_counting(void)
      * does not count (the broker stopped caring about it). */
     submit_expect_job(fe, w, "x1", "m1");
     send_cancel(fe, "x1");
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_CANCEL, "x1");
+    expect_cmd(w, SB_CMD_CANCEL, "x1");
     send_final(w, "x1", "failed");
     expect_none(fe, 50);
     /* A worker lost mid-job is not the route's fault. */
     submit_expect_job(fe, w, "l1", "m1");
     send_ready(w, "w1", 1, "m1", NULL);
-    m = expect(fe, 1000);
-    check_error(&m, "l1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
+    expect_error(fe, "l1", 502, "upstream_error", "worker_lost", "the worker handling this request stopped responding");
     /* Still closed, with two failures in a row: the third opens it. */
     submit_expect_job(fe, w, "b1", "m1");
     finish_job(fe, w, "b1", "failed");
     submit_simple(fe, "b2", "m1");
-    m = expect(fe, 1000);
+    sb_wire_msg_t *m = expect(fe, 1000);
     check_circuit_open(&m, "b2", "m1", 3);
     expect_none(w, 50);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* SUBMIT with a "client" in the header, as the frontend sends it. */
@@ -943,8 +893,7 @@ static void submit_as(zsock_t *fe, const char *id, const char *model, const char
 static void submit_as_expect_job(zsock_t *fe, zsock_t *w, const char *id, const char *model, const char *client)
 {
     submit_as(fe, id, model, client);
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, id);
+    expect_cmd(w, SB_CMD_JOB, id);
 }
 
 /* Checks that *pm is the 503 circuit_open of a client's own circuit. */
@@ -975,9 +924,7 @@ static void check_client_circuit_open(sb_wire_msg_t **pm, const char *id, const 
 static void test_breaker_fair(void)
 {
     setup_cfg(0, 3, 400);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 2, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(2);
     submit_as_expect_job(fe, w, "a1", "m1", "key:A");
     submit_as_expect_job(fe, w, "a2", "m1", "key:A");
     submit_as(fe, "b1", "m1", "key:B");
@@ -985,15 +932,13 @@ static void test_breaker_fair(void)
     submit_as(fe, "a4", "m1", "key:A");
     expect_none(w, 50); /* no credit left: queued */
     finish_job(fe, w, "a1", "failed");
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "b1");
+    expect_cmd(w, SB_CMD_JOB, "b1");
     finish_job(fe, w, "a2", "failed");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "a3");
+    expect_cmd(w, SB_CMD_JOB, "a3");
     /* key:A's third failure in a row opens its own circuit: its queued a4 is
      * refused, and so is its next SUBMIT... */
     finish_job(fe, w, "a3", "failed");
-    m = expect(fe, 1000);
+    sb_wire_msg_t *m = expect(fe, 1000);
     check_client_circuit_open(&m, "a4", "m1", 3);
     submit_as(fe, "a5", "m1", "key:A");
     m = expect(fe, 1000);
@@ -1015,8 +960,7 @@ static void test_breaker_fair(void)
     submit_as_expect_job(fe, w, "c1", "m1", "key:C");
     submit_as(fe, "d1", "m1", "key:D");
     finish_job(fe, w, "b3", "failed");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "d1");
+    expect_cmd(w, SB_CMD_JOB, "d1");
     finish_job(fe, w, "c1", "failed");
     submit_as_expect_job(fe, w, "c2", "m1", "key:C");
     submit_as(fe, "e1", "m1", "key:E"); /* queued: d1 and c2 hold the credits */
@@ -1061,30 +1005,24 @@ static void test_breaker_fair(void)
                             (json_int_t)(sb_now_ms() + 10000), "client", 7);
     CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, hdr, "\x81\xa1x\x01", 4), 0);
     json_decref(hdr);
-    m = expect(fe, 1000);
-    check_error(&m, "bad1", 400, "invalid_request", "bad_job",
-                "malformed job: client must be a string of 1 to 64 bytes");
+    expect_error(fe, "bad1", 400, "invalid_request", "bad_job",
+                 "malformed job: client must be a string of 1 to 64 bytes");
     char longc[SB_CLIENT_ID_MAX + 2];
     memset(longc, 'k', sizeof longc - 1);
     longc[sizeof longc - 1] = '\0';
     submit_as(fe, "bad2", "m1", longc);
-    m = expect(fe, 1000);
-    check_error(&m, "bad2", 400, "invalid_request", "bad_job",
-                "malformed job: client must be a string of 1 to 64 bytes");
+    expect_error(fe, "bad2", 400, "invalid_request", "bad_job",
+                 "malformed job: client must be a string of 1 to 64 bytes");
     expect_none(w, 20);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* --breaker-failures 0: no circuit, however many failures. */
 static void test_breaker_disabled(void)
 {
     setup_cfg(0, 0, 0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 1, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(1);
     char id[16];
     for (int i = 0; i < 2 * SB_BROKER_BREAKER_FAILURES_DEFAULT; i++) {
         snprintf(id, sizeof id, "d%d", i);
@@ -1095,14 +1033,10 @@ static void test_breaker_disabled(void)
     expect_none(fe, 50);
 
     /* And the default is on: five failures open it. */
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
     setup(0);
     fe = peer(FE);
-    w = peer(WK);
-    send_ready(w, "w1", 1, "m1", NULL);
-    pump(20);
+    w = ready_worker(1);
     for (int i = 0; i < SB_BROKER_BREAKER_FAILURES_DEFAULT; i++) {
         snprintf(id, sizeof id, "e%d", i);
         submit_expect_job(fe, w, id, "m1");
@@ -1114,9 +1048,7 @@ static void test_breaker_disabled(void)
               SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT / 1000);
     expect_none(w, 20);
 
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /*
@@ -1169,8 +1101,7 @@ static void test_epoch_everywhere(void)
     sb_wire_msg_destroy(&m);
     /* A forwarded EVENT (the worker's header, stamped). */
     send_event(w, "j1", false, "\xc0", 1);
-    m = expect(fe, 1000);
-    check_cmd(&m, SB_CMD_EVENT, "j1");
+    expect_cmd(fe, SB_CMD_EVENT, "j1");
     send_event(w, "j1", false, "\xc0", 1);
     m = expect(fe, 1000);
     CHECK_STR(m ? sb_wire_header_str(m, "epoch") : NULL, epoch);
@@ -1202,9 +1133,7 @@ static void test_epoch_everywhere(void)
 static void test_stale_submit(void)
 {
     setup(0);
-    zsock_t *fe = peer(FE), *w = peer(WK);
-    send_ready(w, "w1", 4, "m1", NULL);
-    pump(20);
+    zsock_t *fe = peer(FE), *w = ready_worker(4);
     json_t *h = json_pack("{s:s, s:s, s:I, s:s}", "job_id", "old", "model", "m1", "deadline_ms",
                           (json_int_t)sb_now_ms() + 10000, "epoch", "0123456789abcdef");
     CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, "\xc0", 1), 0);
@@ -1219,24 +1148,19 @@ static void test_stale_submit(void)
                   (json_int_t)sb_now_ms() + 10000, "epoch", sb_broker_epoch(B));
     CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, "\xc0", 1), 0);
     json_decref(h);
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "cur");
+    expect_cmd(w, SB_CMD_JOB, "cur");
     submit_simple(fe, "none", "m1");
-    m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "none");
+    expect_cmd(w, SB_CMD_JOB, "none");
     /* A malformed epoch is a malformed job. */
     h = json_pack("{s:s, s:s, s:I, s:i}", "job_id", "badep", "model", "m1", "deadline_ms",
                   (json_int_t)sb_now_ms() + 10000, "epoch", 5);
     CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, h, "\xc0", 1), 0);
     json_decref(h);
-    m = expect(fe, 1000);
-    check_error(&m, "badep", 400, "invalid_request", "bad_job", "malformed job: epoch must be a non-empty string");
+    expect_error(fe, "badep", 400, "invalid_request", "bad_job", "malformed job: epoch must be a non-empty string");
     sb_broker_counts_t c;
     sb_broker_counts(B, &c);
     CHECK_INT(c.refused_stale, 1);
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* A burst of READYs from one connection (what a restart used to cause) is
@@ -1264,9 +1188,7 @@ static void test_ready_burst(void)
     expect_none(fe, 50); /* no no_workers, no worker_lost */
     sb_broker_counts(B, &c);
     CHECK_INT(c.lost, 0);
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 /* Just started, the broker queues jobs for models no worker has announced
@@ -1283,9 +1205,8 @@ static void test_startup_grace(void)
     submit_simple(fe, "g2", "m2");
     expect_none(fe, 150);
     send_ready(w, "w1", 2, "m1", NULL);
-    sb_wire_msg_t *m = expect(w, 1000);
-    check_cmd(&m, SB_CMD_JOB, "g1");
-    m = expect(fe, 1000);
+    expect_cmd(w, SB_CMD_JOB, "g1");
+    sb_wire_msg_t *m = expect(fe, 1000);
     int64_t took = sb_mono_ms() - t0;
     check_error(&m, "g2", 503, "overloaded", "no_workers", "no worker is serving model 'm2'");
     CHECK(took >= 380 && took < 900);
@@ -1293,9 +1214,7 @@ static void test_startup_grace(void)
     submit_simple(fe, "g3", "m3");
     m = expect(fe, 200);
     check_error(&m, "g3", 503, "overloaded", "no_workers", "no worker is serving model 'm3'");
-    zsock_destroy(&fe);
-    zsock_destroy(&w);
-    teardown();
+    teardown_peers(&fe, &w);
 }
 
 int main(void)
