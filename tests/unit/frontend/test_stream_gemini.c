@@ -13,12 +13,16 @@
 #include "sb_alloc.h"
 #include "sb_event.h"
 
-/* One chunk's JSON: candidates (JSON text) and the usage counts. */
-static char *chunk(const char *candidates, int prompt, int cand, int total)
+/* One chunk's JSON: candidates (JSON text, taken and freed) and the usage
+ * counts. */
+static char *chunk(char *candidates, int prompt, int cand, int total)
 {
-    return sb_xasprintf("{\"candidates\":[%s],\"usageMetadata\":{\"promptTokenCount\":%d,\"candidatesTokenCount\":%d,"
-                        "\"totalTokenCount\":%d},\"modelVersion\":\"m\",\"responseId\":\"r1\"}",
-                        candidates, prompt, cand, total);
+    char *out =
+        sb_xasprintf("{\"candidates\":[%s],\"usageMetadata\":{\"promptTokenCount\":%d,\"candidatesTokenCount\":%d,"
+                     "\"totalTokenCount\":%d},\"modelVersion\":\"m\",\"responseId\":\"r1\"}",
+                     candidates, prompt, cand, total);
+    free(candidates);
+    return out;
 }
 
 /* A candidate with new parts (JSON text) and no finishReason. */
@@ -114,7 +118,6 @@ static void test_rest_and_candidates(void)
     free(c0);
     free(c1);
     add(expect, sizeof expect, true, false, chunk(both, 0, 0, 0));
-    free(both);
     FE_SH_CHECK_BYTES(got, expect);
     free(got);
     fe_sh_free(&h);
