@@ -206,12 +206,14 @@ static void test_retry_deadline(void)
     CHECK(took >= 700 && took < 1500);
     CHECK_STR(final_upstream("job_retry_hang"), "failed");
     CHECK_INT(srv_n, first + 2);
-    /* "... within <ms> ms": the retry's timeout, cut to the deadline. */
+    /* "... within <ms> ms": the retry's timeout, cut to the deadline: at
+     * most the 800 ms the job had (all of it when the first attempt took
+     * under a millisecond), never the route's 10 s. */
     const got_event_t *g = final_of("job_retry_hang");
     static const char prefix[] = "timeout: upstream did not answer within ";
     const char *msg = g ? json_string_value(json_object_get(g->ev, "message")) : NULL;
     long long ms = msg && !strncmp(msg, prefix, sizeof prefix - 1) ? strtoll(msg + sizeof prefix - 1, NULL, 10) : 0;
-    CHECK(ms > 0 && ms < 800);
+    CHECK(ms > 0 && ms <= 800);
     if (srv_n == first + 2)
         CHECK(run_until(rec_closed, &srv_recs[first + 1], 3000));
 }
