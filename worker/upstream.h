@@ -26,6 +26,7 @@ enum sb_upstream_outcome {
     SB_UPSTREAM_CONNECT_FAILED, /* could not resolve, connect or handshake */
     SB_UPSTREAM_ABORTED,        /* on_data asked to stop */
     SB_UPSTREAM_FAILED,         /* anything else (reset, protocol error) */
+    SB_UPSTREAM_BLOCKED,        /* the SSRF guard refused the URL or the address it resolved to (sb_ssrf.h) */
 };
 
 typedef struct sb_upstream_result {
@@ -42,6 +43,10 @@ typedef struct sb_upstream_cbs {
     int (*on_data)(long status, const char *data, size_t len, void *arg);
     /* The transfer is over; it is freed right after this returns. */
     void (*on_done)(const sb_upstream_result_t *res, void *arg);
+    /* Optional: one response header (name and value trimmed, not
+     * NUL-terminated); a new status line (a redirect or a 1xx) calls it
+     * with name NULL first, so only the last response's headers count. */
+    void (*on_header)(const char *name, size_t name_len, const char *value, size_t value_len, void *arg);
 } sb_upstream_cbs_t;
 
 /* base is borrowed. Returns NULL on failure. Requires curl_global_init. */
@@ -57,6 +62,33 @@ size_t sb_upstream_active(const sb_upstream_t *up);
  * sb_upstream_cancel), or a negative code. */
 int sb_upstream_start(sb_upstream_t *up, const sb_provider_request_t *req, int64_t timeout_ms,
                       int64_t connect_timeout_ms, const sb_upstream_cbs_t *cbs, void *arg, sb_upstream_xfer_t **out)
+    __attribute__((warn_unused_result));
+
+/*
+ * A request the worker's tools make (MCP servers, search backends, pages):
+ * any method, optional body, bounded, and, with a guard, subject to the
+ * SSRF rules of sb_ssrf.h on the URL before it starts, on every address it
+ * connects to (the resolved address, at connect time: DNS rebinding cannot
+ * pass) and on every redirect it follows.
+ */
+typedef struct sb_fetch_req {
+    const char *method;               /* "GET", "POST", "DELETE" */
+    const char *url;                  /* borrowed */
+    const char *const *headers;       /* "Name: value"; may carry secrets: never logged */
+    size_t n_headers;
+    const char *body;                 /* NULL: none */
+    size_t body_len;
+    size_t max_bytes;                 /* body bytes accepted; more aborts the transfer (ABORTED) */
+    int max_redirects;                /* 0: a 3xx is the answer */
+    const struct sb_ssrf *guard;      /* borrowed; NULL: no guard (operator-configured URLs only) */
+} sb_fetch_req_t;
+
+/* Starts a fetch (req and everything it points to are copied). As
+ * sb_upstream_start otherwise; a URL the guard refuses fails at once with
+ * -EACCES (nothing starts, no callback); an address or redirect it refuses
+ * later ends the transfer with outcome SB_UPSTREAM_BLOCKED. */
+int sb_upstream_fetch(sb_upstream_t *up, const sb_fetch_req_t *req, int64_t timeout_ms, int64_t connect_timeout_ms,
+                      const sb_upstream_cbs_t *cbs, void *arg, sb_upstream_xfer_t **out)
     __attribute__((warn_unused_result));
 
 /* Stops a transfer now. On HTTP/1.1 curl closes its connection (an

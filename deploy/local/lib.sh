@@ -180,7 +180,7 @@ sb_log_tail() {
 # --- dependencies and build ----------------------------------------------------
 
 SB_DEB_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev libevent-dev
-    libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev postgresql postgresql-contrib wrk
+    libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev libxml2-dev postgresql postgresql-contrib wrk
     json-schema-test-suite curl ca-certificates clang-format-14 python3)
 
 sb_node_ok() {
