@@ -19,6 +19,9 @@ static const char *const sb_event_names[] = {
     [SB_EV_COMPLETED] = "completed",
     [SB_EV_ERROR] = "error",
     [SB_EV_CHOICE_DONE] = "choice_done",
+    [SB_EV_ITEM_PROGRESS] = "item_progress",
+    [SB_EV_ANNOTATION_ADDED] = "annotation_added",
+    [SB_EV_TOOL_LOG] = "tool_log",
 };
 
 enum sb_event_type sb_event_type_of(const json_t *ev)
@@ -103,6 +106,27 @@ json_t *sb_event_choice_done(int choice, const char *status, const char *incompl
 {
     return json_pack("{s:s, s:i, s:s, s:s?}", "type", "choice_done", "choice", choice, "status", status,
                      "incomplete_reason", incomplete_reason);
+}
+
+json_t *sb_event_item_progress(int item_index, const char *status)
+{
+    return json_pack("{s:s, s:i, s:s}", "type", "item_progress", "item_index", item_index, "status", status);
+}
+
+json_t *sb_event_annotation_added(int item_index, int content_index, int annotation_index, json_t *annotation)
+{
+    return json_pack("{s:s, s:i, s:i, s:i, s:o}", "type", "annotation_added", "item_index", item_index, "content_index",
+                     content_index, "annotation_index", annotation_index, "annotation", annotation);
+}
+
+json_t *sb_event_tool_log(json_t *fields)
+{
+    if (!json_is_object(fields)) {
+        json_decref(fields);
+        return NULL;
+    }
+    json_object_set_new(fields, "type", json_string("tool_log"));
+    return fields;
 }
 
 int sb_event_choice(const json_t *ev)

@@ -17,6 +17,14 @@
  *        "model":"<model that answered>", "upstream_ms":U}          final
  *   {"type":"error", "status":HTTP, "kind":"<sb_error_kind>", "code":str|null,
  *        "message":"..."}                                              final
+ *   {"type":"item_progress", "item_index":N, "status":"searching"}    a built-in
+ *        tool item's step between added and done (docs/tools.md)
+ *   {"type":"annotation_added", "item_index":N, "content_index":C,
+ *        "annotation_index":A, "annotation":{...}}     e.g. a url_citation
+ *   {"type":"tool_log", "kind":..., "server":..., "name":..., "item_id":...,
+ *        "duration_ms":..., "outcome":..., "bytes_in":..., "bytes_out":...,
+ *        "error":...}         one gateway-run tool call, for the frontend's
+ *        tool_calls row; styles render nothing for it
  *
  * Items are canonical (Responses-shaped) items, each with its own "id":
  *   {"type":"message","id":"msg_..","role":"assistant","status":"completed",
@@ -54,7 +62,10 @@ enum sb_event_type {
     SB_EV_USAGE,
     SB_EV_COMPLETED,
     SB_EV_ERROR,
-    SB_EV_CHOICE_DONE, /* not final: one choice of an n > 1 job is over */
+    SB_EV_CHOICE_DONE,      /* not final: one choice of an n > 1 job is over */
+    SB_EV_ITEM_PROGRESS,    /* a built-in tool item's intermediate status */
+    SB_EV_ANNOTATION_ADDED, /* an annotation on an output_text part */
+    SB_EV_TOOL_LOG,         /* a record of one gateway-run tool call, not rendered */
 };
 
 /*
@@ -87,6 +98,11 @@ json_t *sb_event_usage(int64_t input_tokens, int64_t output_tokens, int64_t reas
 json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model, int64_t upstream_ms);
 json_t *sb_event_error(int http_status, const char *kind, const char *code, const char *message);
 json_t *sb_event_choice_done(int choice, const char *status, const char *incomplete_reason);
+json_t *sb_event_item_progress(int item_index, const char *status);
+/* Steals `annotation`. */
+json_t *sb_event_annotation_added(int item_index, int content_index, int annotation_index, json_t *annotation);
+/* Steals `fields` (an object: kind, server, name, ...); its "type" is set. */
+json_t *sb_event_tool_log(json_t *fields);
 
 /* The event's "choice" (0 when absent or not an integer). */
 int sb_event_choice(const json_t *ev);
