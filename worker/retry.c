@@ -18,6 +18,7 @@ sb_retry_verdict_t sb_retry_classify(enum sb_upstream_outcome outcome, long http
         return (sb_retry_verdict_t){.route = SB_RETRY_ROUTE_FAILED, .transient = true};
     case SB_UPSTREAM_TIMEOUT:
     case SB_UPSTREAM_ABORTED:
+    case SB_UPSTREAM_BLOCKED: /* only guarded tool fetches; never worth a retry */
         return failed;
     case SB_UPSTREAM_OK:
         break;

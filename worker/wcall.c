@@ -253,6 +253,7 @@ static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg)
                     : sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response could not be parsed");
         break;
     case SB_UPSTREAM_FAILED:
+    case SB_UPSTREAM_BLOCKED: /* LLM calls are unguarded: for completeness only */
         final = sb_wjob_error(502, SB_ERR_UPSTREAM, "upstream request failed: %s", res->detail);
         break;
     }
