@@ -37,9 +37,6 @@
 /* Bytes of an answer or page read when the configuration gives no bound. */
 #define DEFAULT_MAX_BYTES (2 * 1024 * 1024)
 
-#define ERR_TIMEOUT_SEARCH "search backend timed out"
-#define ERR_TIMEOUT_PAGE "page timed out"
-#define ERR_BLOCKED "blocked: the page's address is not allowed"
 #define ERR_CREDENTIAL "search backend credential is not set"
 
 struct sb_web_op {
@@ -60,17 +57,6 @@ struct sb_web_op {
     void *arg;
     char err[ERR_MAX];
 };
-
-const char *sb_web_outcome(const char *error)
-{
-    if (!error)
-        return "ok";
-    if (!strcmp(error, ERR_TIMEOUT_SEARCH) || !strcmp(error, ERR_TIMEOUT_PAGE))
-        return "timeout";
-    if (!strcmp(error, ERR_BLOCKED))
-        return "blocked";
-    return "error";
-}
 
 static void why_set(char *why, size_t why_len, const char *msg)
 {
@@ -142,9 +128,9 @@ static const char *transfer_error(sb_web_op_t *op, const sb_upstream_result_t *r
         snprintf(op->err, sizeof op->err, "%s answer is too large", what);
         return op->err;
     case SB_UPSTREAM_TIMEOUT:
-        return op->page ? ERR_TIMEOUT_PAGE : ERR_TIMEOUT_SEARCH;
+        return op->page ? SB_WEB_ERR_TIMEOUT_PAGE : SB_WEB_ERR_TIMEOUT_SEARCH;
     case SB_UPSTREAM_BLOCKED:
-        return ERR_BLOCKED;
+        return SB_WEB_ERR_BLOCKED;
     case SB_UPSTREAM_CONNECT_FAILED:
         snprintf(op->err, sizeof op->err, "%s unreachable", what);
         return op->err;

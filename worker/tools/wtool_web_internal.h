@@ -16,6 +16,11 @@ struct sb_web_sizes {
     size_t page_max;    /* bytes of an opened page's text (and of a find_in_page answer) */
 };
 
+/* The callbacks' errors that sb_web_outcome tells apart. */
+#define SB_WEB_ERR_TIMEOUT_SEARCH "search backend timed out"
+#define SB_WEB_ERR_TIMEOUT_PAGE "page timed out"
+#define SB_WEB_ERR_BLOCKED "blocked: the page's address is not allowed"
+
 void sb_web_sizes_of(const json_t *tool, struct sb_web_sizes *out);
 
 /* The longest prefix of s[0..len) of at most max bytes that does not split a

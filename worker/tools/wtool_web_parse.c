@@ -46,6 +46,17 @@ void sb_web_sizes_of(const json_t *tool, struct sb_web_sizes *out)
         *out = (struct sb_web_sizes){5, 600, 16 * 1024};
 }
 
+const char *sb_web_outcome(const char *error)
+{
+    if (!error)
+        return "ok";
+    if (!strcmp(error, SB_WEB_ERR_TIMEOUT_SEARCH) || !strcmp(error, SB_WEB_ERR_TIMEOUT_PAGE))
+        return "timeout";
+    if (!strcmp(error, SB_WEB_ERR_BLOCKED))
+        return "blocked";
+    return "error";
+}
+
 size_t sb_web_utf8_prefix(const char *s, size_t len, size_t max)
 {
     if (len <= max)
@@ -127,6 +138,14 @@ static size_t domain_of(const char *entry, char *d, size_t dlen)
     while (*p == '.')
         p++;
     size_t n = strcspn(p, "/?#:");
+    const char *colon = strchr(p, ':');
+    if (*p == '[') {
+        /* An IPv6 literal as a URL writes it ("[::1]:8080"). */
+        p++;
+        n = strcspn(p, "]");
+    } else if (colon && strchr(colon + 1, ':')) {
+        n = strcspn(p, "/?#"); /* a bare IPv6 address ("::1") */
+    }
     while (n > 0 && p[n - 1] == '.')
         n--;
     if (n >= dlen)
