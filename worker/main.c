@@ -5,6 +5,8 @@
  *   sb-worker [--broker EP] [--models a,b] [--concurrency N] [--name NAME]
  *             [--stream-idle-timeout-ms MS] [--connect-timeout-ms MS]
  *             [--retry-max N] [--retry-base-ms MS] [--retry-cap-ms MS] [--retry-budget R]
+ *             [--tool-timeout-ms MS] [--tool-max-iterations N] [--tool-output-max-bytes N]
+ *             [--tool-allow-cidr LIST] [--tool-allow-http]
  *
  * SIGINT/SIGTERM: stop taking jobs, let in-flight ones finish (30 s at most),
  * exit. A second signal fails the remaining jobs at once.
@@ -40,7 +42,14 @@ static void sb_usage(FILE *f)
             "  --retry-base-ms MS, --retry-cap-ms MS  backoff before retry k: random in\n"
             "                     [0, min(cap, base * 2^k)], at least Retry-After (default 250, 4000)\n"
             "  --retry-budget R   retry tokens a route earns per call; a retry costs 1, so\n"
-            "                     retries stay within R x calls, 0: none (default 0.2)\n",
+            "                     retries stay within R x calls, 0: none (default 0.2)\n"
+            "  --tool-timeout-ms MS  one step of a built-in tool (an MCP request, a search, a\n"
+            "                     page), cut to the job's deadline (default 30000)\n"
+            "  --tool-max-iterations N  model calls one tool loop may make (default 16)\n"
+            "  --tool-output-max-bytes N  bytes of one tool output the model gets (default 65536)\n"
+            "  --tool-allow-cidr LIST  addresses (CIDRs, comma-separated) tools may reach although\n"
+            "                     the outbound guard refuses them (default none: tests only)\n"
+            "  --tool-allow-http  tools may fetch http:// URLs, not only https://\n",
             SB_BROKER_WORKER_ENDPOINT_DEFAULT);
 }
 
@@ -92,6 +101,11 @@ int main(int argc, char **argv)
         {"retry-base-ms", required_argument, NULL, 'B'},
         {"retry-cap-ms", required_argument, NULL, 'C'},
         {"retry-budget", required_argument, NULL, 'G'},
+        {"tool-timeout-ms", required_argument, NULL, 'O'},
+        {"tool-max-iterations", required_argument, NULL, 'I'},
+        {"tool-output-max-bytes", required_argument, NULL, 'X'},
+        {"tool-allow-cidr", required_argument, NULL, 'A'},
+        {"tool-allow-http", no_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -151,6 +165,29 @@ int main(int argc, char **argv)
                 return 2;
             }
             cfg.retry_budget = ratio > 0 ? ratio : -1; /* the config's 0 is the default */
+            break;
+        case 'O':
+        case 'I':
+        case 'X':
+            if (sb_parse_int(optarg, 1, &v) < 0) {
+                fprintf(stderr, "sb-worker: --%s needs a positive integer\n",
+                        c == 'O'   ? "tool-timeout-ms"
+                        : c == 'I' ? "tool-max-iterations"
+                                   : "tool-output-max-bytes");
+                return 2;
+            }
+            if (c == 'O')
+                cfg.tool_timeout_ms = v;
+            else if (c == 'I')
+                cfg.tool_max_iterations = v;
+            else
+                cfg.tool_output_max_bytes = v;
+            break;
+        case 'A':
+            cfg.tool_allow_cidrs = optarg;
+            break;
+        case 'H':
+            cfg.tool_allow_http = true;
             break;
         case 'h':
             sb_usage(stdout);

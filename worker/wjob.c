@@ -60,6 +60,7 @@ static void sb_wjob_set_state(sb_wjob_t *j, enum sb_wjob_state state)
 
 void sb_wjob_free(sb_wjob_t *j)
 {
+    sb_wloop_free(&j->loop);
     for (int i = 0; i < j->n_calls; i++)
         sb_wcall_clear(&j->calls[i]);
     free(j->calls);
@@ -130,6 +131,7 @@ void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
     sb_worker_t *w = j->w;
     for (int i = 0; i < j->n_calls; i++)
         sb_wcall_cancel(&j->calls[i]);
+    sb_wloop_stop(j->loop);
     if (send) {
         if (final)
             json_array_append_new(j->events, final);
@@ -326,6 +328,11 @@ static void sb_wjob_on_call_fail(sb_wcall_t *c, json_t *err)
     sb_wjob_finish(c->j, err);
 }
 
+static const sb_wloop_ops_t sb_wjob_loop_ops = {
+    .flush = sb_wjob_flush_partial,
+    .finish = sb_wjob_finish,
+};
+
 static const sb_wcall_ops_t sb_wjob_call_ops = {
     .on_events = sb_wjob_on_call_events,
     .on_final = sb_wjob_on_call_final,
@@ -405,6 +412,18 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
      * anything reads its items (the count's generation job, the adapter). */
     if (sb_job_check(j->job, &err) < 0)
         goto fail;
+    j->deadline_ms = deadline_ms;
+    j->route_key = sb_retry_budget_key(j->job);
+    if (!count && n_calls == 1) {
+        /* Built-in tools the gateway runs: the tool loop makes the calls. */
+        int rc = sb_wloop_start(j, &sb_wjob_loop_ops, &err);
+        if (rc < 0)
+            goto fail;
+        if (rc == 0) {
+            sb_wjob_set_state(j, SB_WJOB_UPSTREAM);
+            return;
+        }
+    }
     j->call_job = j->job;
     if (n_calls > 1) { /* a shallow copy: only request.n differs */
         json_t *request = json_copy((json_t *)sb_job_request(j->job));
@@ -426,8 +445,6 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
             err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not build the upstream request");
         goto fail;
     }
-    j->deadline_ms = deadline_ms;
-    j->route_key = sb_retry_budget_key(j->job);
     j->calls = sb_xcalloc((size_t)n_calls, sizeof *j->calls);
     j->n_calls = n_calls;
     for (int i = 0; i < n_calls; i++) {

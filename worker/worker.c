@@ -27,6 +27,7 @@
 
 #include "sb_alloc.h"
 #include "sb_log.h"
+#include "sb_ssrf.h"
 #include "sb_time.h"
 #include "worker_internal.h"
 
@@ -43,6 +44,9 @@
 #define SB_WORKER_DEFAULT_RETRY_BASE_MS 250
 #define SB_WORKER_DEFAULT_RETRY_CAP_MS 4000
 #define SB_WORKER_DEFAULT_RETRY_BUDGET 0.2
+#define SB_WORKER_DEFAULT_TOOL_TIMEOUT_MS 30000
+#define SB_WORKER_DEFAULT_TOOL_MAX_ITERATIONS 16
+#define SB_WORKER_DEFAULT_TOOL_OUTPUT_MAX 65536
 
 /*
  * Broker socket.
@@ -295,6 +299,17 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
     w->budget = sb_retry_budget_new(cfg->retry_budget > 0    ? cfg->retry_budget
                                     : cfg->retry_budget == 0 ? SB_WORKER_DEFAULT_RETRY_BUDGET
                                                              : 0);
+    w->tool_timeout_ms = cfg->tool_timeout_ms > 0 ? cfg->tool_timeout_ms : SB_WORKER_DEFAULT_TOOL_TIMEOUT_MS;
+    w->tool_max_iterations =
+        cfg->tool_max_iterations > 0 ? cfg->tool_max_iterations : SB_WORKER_DEFAULT_TOOL_MAX_ITERATIONS;
+    w->tool_output_max =
+        cfg->tool_output_max_bytes > 0 ? (size_t)cfg->tool_output_max_bytes : SB_WORKER_DEFAULT_TOOL_OUTPUT_MAX;
+    w->guard = sb_ssrf_new();
+    sb_ssrf_allow_http(w->guard, cfg->tool_allow_http);
+    if (cfg->tool_allow_cidrs && sb_ssrf_allow_list(w->guard, cfg->tool_allow_cidrs) < 0) {
+        sb_error("worker: --tool-allow-cidr: not a list of CIDRs");
+        goto fail;
+    }
     w->on_stopped = cfg->on_stopped;
     w->arg = cfg->arg;
     w->jobs = sb_map_new();
@@ -340,6 +355,7 @@ void sb_worker_destroy(sb_worker_t **pw)
         event_free(w->reap);
     sb_map_destroy(&w->jobs);
     sb_retry_budget_destroy(&w->budget);
+    sb_ssrf_destroy(&w->guard);
     json_decref(w->models);
     free(w->endpoint);
     free(w->name);

@@ -21,6 +21,7 @@
 #define SB_WORKER_H
 
 #include <event2/event.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,19 +35,24 @@ enum sb_worker_state {
 };
 
 typedef struct sb_worker_config {
-    const char *endpoint;       /* broker worker endpoint; NULL: SB_BROKER_WORKER_ENDPOINT_DEFAULT */
-    const char *models;         /* comma-separated model ids; NULL or "": "*" (every model) */
-    int credits;                /* jobs at once, announced in READY; <= 0: 64 */
-    const char *name;           /* NULL: "<hostname>-<pid>" */
-    int heartbeat_ms;           /* <= 0: SB_HEARTBEAT_INTERVAL_MS */
-    int liveness;               /* <= 0: SB_HEARTBEAT_LIVENESS */
-    int64_t connect_timeout_ms; /* upstream connect phase; <= 0: 5000 */
-    int64_t drain_ms;           /* on stop, how long in-flight jobs may run; <= 0: 30000 */
-    int64_t stream_idle_ms;     /* a streamed upstream silent this long is ended with a 504; <= 0: 60000 */
-    int retry_max;              /* retries per upstream call after a transient failure; 0: 2, < 0: none */
-    int64_t retry_base_ms;      /* backoff before retry k: random in [0, min(cap, base * 2^k)]; <= 0: 250 */
-    int64_t retry_cap_ms;       /* <= 0: 4000 */
-    double retry_budget;        /* retry tokens each new call earns its route (retry_budget.h); 0: 0.2, < 0: none */
+    const char *endpoint;          /* broker worker endpoint; NULL: SB_BROKER_WORKER_ENDPOINT_DEFAULT */
+    const char *models;            /* comma-separated model ids; NULL or "": "*" (every model) */
+    int credits;                   /* jobs at once, announced in READY; <= 0: 64 */
+    const char *name;              /* NULL: "<hostname>-<pid>" */
+    int heartbeat_ms;              /* <= 0: SB_HEARTBEAT_INTERVAL_MS */
+    int liveness;                  /* <= 0: SB_HEARTBEAT_LIVENESS */
+    int64_t connect_timeout_ms;    /* upstream connect phase; <= 0: 5000 */
+    int64_t drain_ms;              /* on stop, how long in-flight jobs may run; <= 0: 30000 */
+    int64_t stream_idle_ms;        /* a streamed upstream silent this long is ended with a 504; <= 0: 60000 */
+    int retry_max;                 /* retries per upstream call after a transient failure; 0: 2, < 0: none */
+    int64_t retry_base_ms;         /* backoff before retry k: random in [0, min(cap, base * 2^k)]; <= 0: 250 */
+    int64_t retry_cap_ms;          /* <= 0: 4000 */
+    double retry_budget;           /* retry tokens each new call earns its route (retry_budget.h); 0: 0.2, < 0: none */
+    int64_t tool_timeout_ms;       /* one step of a built-in tool; <= 0: 30000 */
+    int tool_max_iterations;       /* model calls one tool loop may make; <= 0: 16 */
+    int64_t tool_output_max_bytes; /* bytes of one tool output given to the model; <= 0: 65536 */
+    const char *tool_allow_cidrs;  /* CIDRs the outbound guard lets through (tests); NULL: none */
+    bool tool_allow_http;          /* tools may fetch http:// as well as https:// */
     /* Called once, at a safe point of the loop, when the worker reaches
      * STOPPED (typically: event_base_loopexit). May not destroy the worker. */
     void (*on_stopped)(void *arg);

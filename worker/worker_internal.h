@@ -46,6 +46,8 @@
 
 typedef struct sb_wjob sb_wjob_t;
 typedef struct sb_wcall sb_wcall_t;
+typedef struct sb_wloop sb_wloop_t;
+struct sb_ssrf;
 
 /*
  * The session (worker.c).
@@ -67,6 +69,10 @@ struct sb_worker {
     int64_t retry_base_ms;
     int64_t retry_cap_ms;
     sb_retry_budget_t *budget;     /* owned; per-route retry tokens, spent by calls */
+    struct sb_ssrf *guard;         /* owned; every URL a tool fetches for a client or a model (sb_ssrf.h) */
+    int64_t tool_timeout_ms;       /* one tool step (an MCP request, a search, a page) */
+    int tool_max_iterations;       /* model calls one tool loop may make */
+    size_t tool_output_max;        /* bytes of one tool output the model (and the item) gets */
     void (*on_stopped)(void *arg); /* the caller's, from the config */
     void *arg;
 
@@ -209,6 +215,7 @@ struct sb_wjob {
     const char *incomplete_reason; /* the first incomplete choice's (static string), or NULL */
     bool incomplete;
     int64_t upstream_ms;       /* the slowest call's */
+    sb_wloop_t *loop;          /* owned: the tool loop that makes this job's calls (wloop.c), or NULL */
     struct sb_wjob *next_reap; /* the next DONE job on the worker's reap list */
 };
 
@@ -224,6 +231,24 @@ void sb_wjob_cancel(sb_worker_t *w, const sb_wire_msg_t *msg);
  * becomes a 502) and sends them. Without send the job is abandoned silently.
  * The caller has taken the job out of the `jobs` table. */
 void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final);
+/*
+ * The tool loop (wloop.c, docs/tools.md): a job whose request has built-in
+ * tools the gateway runs makes its model calls there. The job hands in how
+ * the loop sends its events and ends it.
+ */
+typedef struct sb_wloop_ops {
+    void (*flush)(sb_wjob_t *j);                 /* a streamed job sends its pending events */
+    void (*finish)(sb_wjob_t *j, json_t *final); /* ends the job with `final` (stolen) */
+} sb_wloop_ops_t;
+/* 1: the job has no tool the gateway runs (nothing done); 0: the loop runs
+ * the job (j->loop, j->calls set; it ends the job through ops); -EINVAL
+ * with *err a final error event. Needs j's strict, stream, deadline and
+ * route key set. */
+int sb_wloop_start(sb_wjob_t *j, const sb_wloop_ops_t *ops, json_t **err) __attribute__((warn_unused_result));
+/* The job is ending: its tool steps are cancelled (no callback runs). NULL-safe. */
+void sb_wloop_stop(sb_wloop_t *l);
+void sb_wloop_free(sb_wloop_t **l);
+
 /* Frees a DONE job: only from the reap (or destroy), never inside a callback
  * of the job's own calls. */
 void sb_wjob_free(sb_wjob_t *j);
