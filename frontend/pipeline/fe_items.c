@@ -174,6 +174,181 @@ static json_t *fe_items_message(const json_t *it, const char *item_param, fe_err
     return out;
 }
 
+/* Built-in tool items (docs/tools.md) a client sends back, checked as
+ * openai-python's response_input_item_param.py types them. A field's
+ * absence or type is refused with OpenAI's wording; only the fields of the
+ * type are kept, so private ones (sb_output) come only from stored items. */
+enum { FE_IT_STR = 1, FE_IT_NULL = 2, FE_IT_BOOL = 4, FE_IT_ARRAY = 8, FE_IT_OBJECT = 16 };
+
+static bool fe_items_is(const json_t *v, int types)
+{
+    return ((types & FE_IT_STR) && json_is_string(v)) || ((types & FE_IT_NULL) && json_is_null(v)) ||
+           ((types & FE_IT_BOOL) && json_is_boolean(v)) || ((types & FE_IT_ARRAY) && json_is_array(v)) ||
+           ((types & FE_IT_OBJECT) && json_is_object(v));
+}
+
+/* obj[key]'s presence (when required) and type: 0, or -1 with err naming
+ * "<param>.<key>". */
+static int fe_items_field(const json_t *obj, const char *param, const char *key, int types, bool required,
+                          fe_error_t *err)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s.%s", param, key);
+    json_t *v = json_object_get(obj, key);
+    if (!v && required) {
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "missing_required_parameter", p,
+                     "Missing required parameter: '%s'.", p);
+        return -1;
+    }
+    if (v && !fe_items_is(v, types)) {
+        const char *want = types & FE_IT_STR     ? "a string"
+                           : types & FE_IT_BOOL  ? "a boolean"
+                           : types & FE_IT_ARRAY ? "an array"
+                                                 : "an object";
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_type", p, "Invalid type for '%s': expected %s.", p,
+                     want);
+        return -1;
+    }
+    return 0;
+}
+
+/* A string field that must be one of values. */
+static int fe_items_enum(const json_t *obj, const char *param, const char *key, const char *const *values,
+                         bool required, fe_error_t *err)
+{
+    if (fe_items_field(obj, param, key, FE_IT_STR, required, err) < 0)
+        return -1;
+    const char *v = json_string_value(json_object_get(obj, key));
+    for (size_t i = 0; v && values[i]; i++)
+        if (!strcmp(v, values[i]))
+            return 0;
+    if (!v)
+        return 0;
+    char p[128];
+    snprintf(p, sizeof p, "%s.%s", param, key);
+    fe_params_invalid(err, p, "Invalid value for '%s': '%.40s' is not one of the accepted values.", p, v);
+    return -1;
+}
+
+/* A new object with the keys of it that are in keys. */
+static json_t *fe_items_pick(const json_t *it, const char *const *keys)
+{
+    json_t *out = json_object();
+    for (size_t i = 0; keys[i]; i++) {
+        json_t *v = json_object_get(it, keys[i]);
+        if (v)
+            json_object_set_new(out, keys[i], json_deep_copy(v));
+    }
+    return out;
+}
+
+/* web_search_call's action: search {query?, queries?, sources?}, open_page
+ * {url?}, find_in_page {url, pattern}. */
+static int fe_items_search_action(const json_t *it, const char *param, fe_error_t *err)
+{
+    static const char *const types[] = {"search", "open_page", "find_in_page", NULL};
+    char p[112];
+    snprintf(p, sizeof p, "%s.action", param);
+    const json_t *a = json_object_get(it, "action");
+    if (fe_items_enum(a, p, "type", types, true, err) < 0)
+        return -1;
+    const char *type = json_string_value(json_object_get(a, "type"));
+    if (!strcmp(type, "find_in_page"))
+        return fe_items_field(a, p, "url", FE_IT_STR, true, err) < 0 ||
+                       fe_items_field(a, p, "pattern", FE_IT_STR, true, err) < 0
+                   ? -1
+                   : 0;
+    if (!strcmp(type, "open_page"))
+        return fe_items_field(a, p, "url", FE_IT_STR | FE_IT_NULL, false, err);
+    if (fe_items_field(a, p, "query", FE_IT_STR, false, err) < 0 ||
+        fe_items_field(a, p, "queries", FE_IT_ARRAY, false, err) < 0 ||
+        fe_items_field(a, p, "sources", FE_IT_ARRAY, false, err) < 0)
+        return -1;
+    size_t i;
+    json_t *src;
+    json_array_foreach (json_object_get(a, "sources"), i, src) {
+        char sp[160];
+        snprintf(sp, sizeof sp, "%s.sources[%zu]", p, i);
+        if (fe_items_field(src, sp, "url", FE_IT_STR, true, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static json_t *fe_items_web_search_call(const json_t *it, const char *param, fe_error_t *err)
+{
+    static const char *const statuses[] = {"in_progress", "searching", "completed", "failed", NULL};
+    static const char *const keys[] = {"type", "id", "status", "action", NULL};
+    if (fe_items_field(it, param, "id", FE_IT_STR, true, err) < 0 ||
+        fe_items_enum(it, param, "status", statuses, true, err) < 0 ||
+        fe_items_field(it, param, "action", FE_IT_OBJECT, true, err) < 0 || fe_items_search_action(it, param, err) < 0)
+        return NULL;
+    return fe_items_pick(it, keys);
+}
+
+static json_t *fe_items_mcp_list_tools(const json_t *it, const char *param, fe_error_t *err)
+{
+    static const char *const keys[] = {"type", "id", "server_label", "tools", "error", NULL};
+    if (fe_items_field(it, param, "id", FE_IT_STR, true, err) < 0 ||
+        fe_items_field(it, param, "server_label", FE_IT_STR, true, err) < 0 ||
+        fe_items_field(it, param, "tools", FE_IT_ARRAY, true, err) < 0 ||
+        fe_items_field(it, param, "error", FE_IT_STR | FE_IT_NULL, false, err) < 0)
+        return NULL;
+    size_t i;
+    json_t *t;
+    json_array_foreach (json_object_get(it, "tools"), i, t) {
+        char p[112];
+        snprintf(p, sizeof p, "%s.tools[%zu]", param, i);
+        if (!json_is_object(t)) {
+            fe_params_invalid(err, p, "Invalid type for '%s': expected an object.", p);
+            return NULL;
+        }
+        if (fe_items_field(t, p, "name", FE_IT_STR, true, err) < 0 ||
+            fe_items_field(t, p, "input_schema", FE_IT_OBJECT, true, err) < 0 ||
+            fe_items_field(t, p, "description", FE_IT_STR | FE_IT_NULL, false, err) < 0)
+            return NULL;
+    }
+    return fe_items_pick(it, keys);
+}
+
+/* mcp_call and mcp_approval_request: server_label, name and arguments. */
+static json_t *fe_items_mcp_call(const json_t *it, const char *param, bool call, fe_error_t *err)
+{
+    static const char *const statuses[] = {"in_progress", "completed", "incomplete", "calling", "failed", NULL};
+    static const char *const call_keys[] = {
+        "type", "id", "server_label", "name", "arguments", "approval_request_id", "error", "output", "status", NULL};
+    static const char *const request_keys[] = {"type", "id", "server_label", "name", "arguments", NULL};
+    if (fe_items_field(it, param, "id", FE_IT_STR, true, err) < 0 ||
+        fe_items_field(it, param, "server_label", FE_IT_STR, true, err) < 0 ||
+        fe_items_field(it, param, "name", FE_IT_STR, true, err) < 0 ||
+        fe_items_field(it, param, "arguments", FE_IT_STR, true, err) < 0)
+        return NULL;
+    if (!call)
+        return fe_items_pick(it, request_keys);
+    /* error: the text docs/tools.md gives the item, or the object
+     * openai-python's McpToolCallErrorParam types it as. */
+    if (fe_items_field(it, param, "approval_request_id", FE_IT_STR | FE_IT_NULL, false, err) < 0 ||
+        fe_items_field(it, param, "output", FE_IT_STR | FE_IT_NULL, false, err) < 0 ||
+        fe_items_field(it, param, "error", FE_IT_STR | FE_IT_OBJECT | FE_IT_NULL, false, err) < 0 ||
+        fe_items_enum(it, param, "status", statuses, false, err) < 0)
+        return NULL;
+    return fe_items_pick(it, call_keys);
+}
+
+static json_t *fe_items_mcp_approval_response(const json_t *it, const char *param, fe_error_t *err)
+{
+    static const char *const keys[] = {"type", "id", "approval_request_id", "approve", "reason", NULL};
+    if (fe_items_field(it, param, "approval_request_id", FE_IT_STR, true, err) < 0 ||
+        fe_items_field(it, param, "approve", FE_IT_BOOL, true, err) < 0 ||
+        fe_items_field(it, param, "id", FE_IT_STR | FE_IT_NULL, false, err) < 0 ||
+        fe_items_field(it, param, "reason", FE_IT_STR | FE_IT_NULL, false, err) < 0)
+        return NULL;
+    json_t *out = fe_items_pick(it, keys);
+    if (json_is_null(json_object_get(out, "id")))
+        json_object_del(out, "id"); /* given one by fe_items_assign_ids */
+    return out;
+}
+
 static json_t *fe_items_one(const json_t *it, const char *param, fe_error_t *err)
 {
     if (!json_is_object(it)) {
@@ -238,6 +413,14 @@ static json_t *fe_items_one(const json_t *it, const char *param, fe_error_t *err
         }
         return json_deep_copy(it);
     }
+    if (!strcmp(type, "web_search_call"))
+        return fe_items_web_search_call(it, param, err);
+    if (!strcmp(type, "mcp_list_tools"))
+        return fe_items_mcp_list_tools(it, param, err);
+    if (!strcmp(type, "mcp_call") || !strcmp(type, "mcp_approval_request"))
+        return fe_items_mcp_call(it, param, !strcmp(type, "mcp_call"), err);
+    if (!strcmp(type, "mcp_approval_response"))
+        return fe_items_mcp_approval_response(it, param, err);
     fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", param,
                  "unsupported parameter: input item type '%.40s' is not supported.", type);
     return NULL;
@@ -276,12 +459,17 @@ void fe_items_assign_ids(json_t *items)
         if (json_is_string(json_object_get(it, "id")))
             continue;
         const char *type = json_string_value(json_object_get(it, "type"));
-        const char *prefix = !type                                   ? "item_"
-                             : !strcmp(type, "message")              ? "msg_"
-                             : !strcmp(type, "function_call")        ? "fc_"
-                             : !strcmp(type, "function_call_output") ? "fco_"
-                             : !strcmp(type, "reasoning")            ? "rs_"
-                                                                     : "item_";
+        const char *prefix = !type                                    ? "item_"
+                             : !strcmp(type, "message")               ? "msg_"
+                             : !strcmp(type, "function_call")         ? "fc_"
+                             : !strcmp(type, "function_call_output")  ? "fco_"
+                             : !strcmp(type, "reasoning")             ? "rs_"
+                             : !strcmp(type, "web_search_call")       ? "ws_"
+                             : !strcmp(type, "mcp_list_tools")        ? "mcpl_"
+                             : !strcmp(type, "mcp_call")              ? "mcp_"
+                             : !strcmp(type, "mcp_approval_request")  ? "mcpr_"
+                             : !strcmp(type, "mcp_approval_response") ? "mcpa_"
+                                                                      : "item_";
         char id[SB_ID_MAX];
         sb_id_new(id, sizeof id, prefix, 24);
         json_object_set_new(it, "id", json_string(id));

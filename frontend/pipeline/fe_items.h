@@ -1,6 +1,8 @@
 /*
  * fe_items: Responses-style input items: normalisation into canonical items
- * (sb_job.h), ids for stored items, walking content parts, and the checks
+ * (sb_job.h; the built-in tool items of docs/tools.md too: web_search_call,
+ * mcp_list_tools, mcp_call, mcp_approval_request, mcp_approval_response),
+ * ids for stored items, walking content parts, and the checks
  * that need the whole context (function_call_output matched to a
  * function_call by call_id).
  */

@@ -15,6 +15,7 @@
 #include "fe_prompt.h"
 #include "fe_responses_render.h"
 #include "fe_responses_store.h"
+#include "fe_responses_tools.h"
 #include "fe_structured.h"
 #include "fe_style.h"
 #include "sb_alloc.h"
@@ -121,6 +122,8 @@ static int fe_responses_include(const fe_style_in_t *in, fe_parsed_t *out, const
                               s ? s : "(not a string)");
             return -1;
         }
+        if (!strcmp(s, "web_search_call.action.sources")) /* shown by fe_responses_public_items */
+            json_object_set_new(out->style_state, "include_sources", json_true());
         if (!strcmp(s, "reasoning.encrypted_content")) {
             if (!in->seal.key)
                 return fe_responses_unsupported(err, "include",
@@ -267,6 +270,10 @@ static int fe_responses_namespace(fe_parsed_t *parsed, const json_t *t, const ch
             return -1;
         }
         char *joined = sb_xasprintf("%s__%s", ns, name);
+        if (fe_responses_tool_name_check(joined, param, err) < 0) { /* a namespace "sb" would make one */
+            free(joined);
+            return -1;
+        }
         json_t *flat = json_deep_copy(fn);
         json_object_set_new(flat, "name", json_string(joined));
         json_t *nt = fe_structured_function(flat, FE_STRICT_AUTO, p, err);
@@ -295,7 +302,10 @@ static int fe_responses_tools(fe_parsed_t *parsed, const json_t *body, json_t *c
         const char *type = json_string_value(json_object_get(t, "type"));
         json_t *nt = NULL;
         if (type && !strcmp(type, "function")) {
-            nt = fe_structured_function(t, FE_STRICT_AUTO, param, err); /* strict when the schema allows, as OpenAI */
+            if (fe_responses_tool_name_check(json_string_value(json_object_get(t, "name")), param, err) == 0)
+                nt = fe_structured_function(t, FE_STRICT_AUTO, param, err); /* strict when the schema allows */
+        } else if (fe_responses_tool_checked(type)) {
+            nt = fe_responses_tool_check(t, param, err); /* gateway-run: web search, mcp (docs/tools.md) */
         } else if (fe_features_builtin_tool(type)) {
             nt = json_deep_copy(t);
         } else if (type && !strcmp(type, "namespace")) {
@@ -313,6 +323,10 @@ static int fe_responses_tools(fe_parsed_t *parsed, const json_t *body, json_t *c
             return -1;
         }
         json_array_append_new(out, nt);
+    }
+    if (fe_responses_tools_check_labels(tools, err) < 0) {
+        json_decref(out);
+        return -1;
     }
     if (json_array_size(out) > 0)
         json_object_set(c, "tools", out);

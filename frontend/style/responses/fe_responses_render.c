@@ -1,7 +1,8 @@
 /*
  * fe_responses_render: a result as a Response object (the finished one, and
  * the in-progress and failed ones a stream shows), its output items as a
- * client sees them.
+ * client sees them (no private fields; web_search_call sources only when
+ * asked), its tools without the MCP secrets.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "fe_reasoning.h"
 #include "fe_responses_render.h"
+#include "fe_responses_tools.h"
 
 static bool fe_is(const json_t *v, const char *s)
 {
@@ -35,6 +37,23 @@ static json_t *fe_json_number_or(json_t *v, double dflt)
     return json_is_number(v) ? json_incref(v) : json_real(dflt);
 }
 
+void fe_responses_public_item(const fe_parsed_t *parsed, json_t *item)
+{
+    fe_reasoning_strip_private(item);
+    if (!fe_is(json_object_get(item, "type"), "web_search_call"))
+        return;
+    /* The text the model was given stays with the stored item, for the
+     * next turn; the client asked for the sources or does not see them. */
+    json_object_del(item, "sb_output");
+    json_t *action = json_object_get(item, "action");
+    if (json_is_object(action) && json_object_get(action, "sources") &&
+        !json_is_true(json_object_get(parsed->style_state, "include_sources"))) {
+        json_t *copy = json_copy(action); /* the item may share it (json_copy of the item is shallow) */
+        json_object_del(copy, "sources");
+        json_object_set_new(item, "action", copy);
+    }
+}
+
 json_t *fe_responses_public_items(const fe_render_ctx_t *ctx, const json_t *items)
 {
     bool seal = ctx->parsed->seal_reasoning;
@@ -42,8 +61,7 @@ json_t *fe_responses_public_items(const fe_render_ctx_t *ctx, const json_t *item
     size_t i;
     json_t *it;
     json_array_foreach (output, i, it) {
-        if (!seal)
-            fe_reasoning_strip_private(it);
+        fe_responses_public_item(ctx->parsed, it);
         fe_responses_split_name(ctx->parsed, it);
     }
     return output;
@@ -89,7 +107,7 @@ json_t *fe_responses_object(const fe_collect_t *res, const fe_render_ctx_t *ctx,
         out, "error",
         error ? json_pack("{s:s, s:s}", "code", error->code[0] ? error->code : error->kind, "message", error->message)
               : json_null());
-    json_object_set_new(out, "tools", tools ? json_incref(tools) : json_array());
+    json_object_set_new(out, "tools", fe_responses_tools_public(tools)); /* no MCP headers or authorization */
     json_object_set_new(out, "tool_choice", tool_choice ? json_incref(tool_choice) : json_string("auto"));
     json_object_set_new(out, "truncation",
                         json_string(json_is_string(json_object_get(echo, "truncation"))

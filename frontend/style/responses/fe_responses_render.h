@@ -26,6 +26,12 @@ json_t *fe_responses_object(const fe_collect_t *res, const fe_render_ctx_t *ctx,
  * fields stripped otherwise. New reference, or NULL when sealing fails. */
 json_t *fe_responses_public_items(const fe_render_ctx_t *ctx, const json_t *items);
 
+/* One item as a client sees it, changed in place: private fields stripped
+ * (reasoning's upstream fields, web_search_call's sb_output), and a
+ * web_search_call's action.sources unless the request included
+ * "web_search_call.action.sources" (style_state "include_sources"). */
+void fe_responses_public_item(const fe_parsed_t *parsed, json_t *item);
+
 /* A function_call item whose name is a flattened namespace tool of this
  * request ("<namespace>__<name>", kept by parse in style_state
  * "namespaced") gets back its name and namespace, as OpenAI shows the call.

@@ -14,7 +14,17 @@
  *     reasoning: response.content_part.added (reasoning_text),
  *                response.reasoning.delta…, response.reasoning.done,
  *                response.content_part.done
+ *     built-in tool items the gateway ran (docs/tools.md), between
+ *     output_item.added and output_item.done:
+ *       web_search_call: response.web_search_call.in_progress,
+ *                        .searching (canonical item_progress), .completed
+ *       mcp_list_tools:  response.mcp_list_tools.in_progress, .completed | .failed
+ *       mcp_call:        response.mcp_call.in_progress, response.mcp_call_arguments.delta…,
+ *                        response.mcp_call_arguments.done, response.mcp_call.completed | .failed
+ *       mcp_approval_request: nothing else
  *     response.output_item.done                                  (the item as the final response has it)
+ *   annotations of a message's text (canonical annotation_added, or those
+ *   the done item brings that were not streamed): response.output_text.annotation.added
  *   response.completed | response.incomplete                     (the full response)
  *   on failure: error, then response.failed
  *
@@ -22,6 +32,7 @@
  * delta with all their text, so a client joining deltas always ends with the
  * final text. Keep-alives are SSE comments.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +49,16 @@
 #define FE_SR_MAX_ITEMS 256
 /* Content parts tracked per message item. */
 #define FE_SR_MAX_PARTS 32
+/* Parts whose streamed annotations are counted (a message's annotations
+ * not streamed by then are sent at its end). */
+#define FE_SR_ANN_PARTS 4
 
 typedef struct {
     bool added, done;
     bool args_streamed;
     bool reasoning_opened;
-    unsigned parts_opened; /* bit c: content part c has had content_part.added */
+    unsigned parts_opened;                 /* bit c: content part c has had content_part.added */
+    unsigned annotations[FE_SR_ANN_PARTS]; /* annotation.added sent for part c: indexes below this */
     char type[24];
     char id[SB_ID_MAX];
 } fe_sr_item_t;
@@ -81,13 +96,35 @@ static json_int_t fe_sr_index(const json_t *ev)
     return json_integer_value(json_object_get(ev, "item_index"));
 }
 
-/* The item as output_item.added shows it: in progress, with nothing in it. */
-static json_t *fe_sr_item_started(const json_t *item, const char *id)
+static bool fe_sr_is(const char *type, const char *name)
+{
+    return type && !strcmp(type, name);
+}
+
+/* The item as output_item.added shows it: in progress, with nothing in it
+ * (a built-in tool's item as the worker began it: an mcp_call without its
+ * arguments and output, a tool list without its tools, a web search with at
+ * least its action's type, which openai-python requires). */
+static json_t *fe_sr_item_started(const fe_parsed_t *parsed, const json_t *item, const char *id)
 {
     json_t *it = json_deep_copy(item);
     const char *type = json_string_value(json_object_get(it, "type"));
     json_object_set_new(it, "id", json_string(id));
-    if (type && !strcmp(type, "message")) {
+    if (fe_sr_is(type, "web_search_call")) {
+        json_object_set_new(it, "status", json_string("in_progress"));
+        if (!json_is_object(json_object_get(it, "action")))
+            json_object_set_new(it, "action", json_pack("{s:s}", "type", "search"));
+    } else if (fe_sr_is(type, "mcp_call")) {
+        json_object_set_new(it, "status", json_string("in_progress"));
+        json_object_set_new(it, "arguments", json_string(""));
+        json_object_set_new(it, "output", json_null());
+        json_object_set_new(it, "error", json_null());
+    } else if (fe_sr_is(type, "mcp_list_tools")) {
+        json_object_set_new(it, "tools", json_array());
+        json_object_del(it, "error");
+    } else if (fe_sr_is(type, "mcp_approval_request")) {
+        /* complete from the start: added and done show the same item */
+    } else if (type && !strcmp(type, "message")) {
         json_object_set_new(it, "status", json_string("in_progress"));
         json_object_set_new(it, "content", json_array());
         if (!json_object_get(it, "role"))
@@ -102,12 +139,17 @@ static json_t *fe_sr_item_started(const json_t *item, const char *id)
     } else if (json_object_get(it, "status")) {
         json_object_set_new(it, "status", json_string("in_progress"));
     }
-    /* Private upstream fields never reach a client. */
-    json_object_del(it, "signature");
-    json_object_del(it, "redacted");
-    json_object_del(it, "upstream_encrypted_content");
-    json_object_del(it, "thought_signature");
+    fe_responses_public_item(parsed, it); /* private fields never reach a client */
     return it;
+}
+
+/* The event a built-in tool item's step shows as: {item_id, output_index}. */
+static void fe_sr_tool_event(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, const char *type, const char *step,
+                             struct evbuffer *out)
+{
+    char name[80];
+    snprintf(name, sizeof name, "response.%s.%s", type, step);
+    fe_sr_emit(sc, out, name, json_pack("{s:s, s:I}", "item_id", s->id, "output_index", index));
 }
 
 static void fe_sr_add_item(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, const json_t *item,
@@ -121,9 +163,11 @@ static void fe_sr_add_item(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t inde
         sb_id_new(s->id, sizeof s->id, "item_", 24);
     snprintf(s->type, sizeof s->type, "%s", type ? type : "");
     s->added = true;
-    json_t *started = fe_sr_item_started(item, s->id);
+    json_t *started = fe_sr_item_started(sc->render.parsed, item, s->id);
     fe_responses_split_name(sc->render.parsed, started);
     fe_sr_emit(sc, out, "response.output_item.added", json_pack("{s:I, s:o}", "output_index", index, "item", started));
+    if (fe_sr_is(type, "web_search_call") || fe_sr_is(type, "mcp_list_tools") || fe_sr_is(type, "mcp_call"))
+        fe_sr_tool_event(sc, s, index, type, "in_progress", out);
 }
 
 static void fe_sr_part_added(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, int c, json_t *part,
@@ -153,6 +197,33 @@ static void fe_sr_text_delta(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t 
     fe_sr_emit(sc, out, "response.output_text.delta",
                json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index, "content_index", c,
                          "delta", json_object_get(ev, "delta"), "logprobs"));
+}
+
+/* response.output_text.annotation.added for annotation a of part c. */
+static void fe_sr_annotation(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, int c, json_int_t a,
+                             json_t *annotation, struct evbuffer *out)
+{
+    if (c < FE_SR_ANN_PARTS && a >= (json_int_t)s->annotations[c] && a < (json_int_t)UINT_MAX)
+        s->annotations[c] = (unsigned)a + 1;
+    fe_sr_emit(sc, out, "response.output_text.annotation.added",
+               json_pack("{s:s, s:I, s:i, s:I, s:O}", "item_id", s->id, "output_index", index, "content_index", c,
+                         "annotation_index", a, "annotation", annotation ? annotation : json_null()));
+}
+
+/* A canonical annotation_added: on a message's text part, opened first if
+ * no delta opened it. */
+static void fe_sr_annotation_added(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
+{
+    json_t *ci = json_object_get(ev, "content_index");
+    json_t *ai = json_object_get(ev, "annotation_index");
+    if (!fe_sr_is(s->type, "message") || !json_is_integer(ci) || !json_is_integer(ai) || json_integer_value(ci) < 0 ||
+        json_integer_value(ci) >= FE_SR_MAX_PARTS || json_integer_value(ai) < 0)
+        return;
+    int c = (int)json_integer_value(ci);
+    if (!fe_sr_part_open(s, c))
+        fe_sr_part_added(sc, s, fe_sr_index(ev), c,
+                         json_pack("{s:s, s:s, s:[]}", "type", "output_text", "text", "", "annotations"), out);
+    fe_sr_annotation(sc, s, fe_sr_index(ev), c, json_integer_value(ai), json_object_get(ev, "annotation"), out);
 }
 
 static void fe_sr_reasoning_delta(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
@@ -194,6 +265,11 @@ static void fe_sr_close_message(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t
                                    : json_pack("{s:s, s:I, s:i, s:O, s:[]}", "item_id", s->id, "output_index", index,
                                                "content_index", (int)c, "delta", text, "logprobs"));
         }
+        /* Annotations that were not streamed, in order, before the text is done. */
+        json_t *anns = json_object_get(part, "annotations");
+        for (size_t a = c < FE_SR_ANN_PARTS ? s->annotations[c] : json_array_size(anns);
+             !refusal && a < json_array_size(anns); a++)
+            fe_sr_annotation(sc, s, index, (int)c, (json_int_t)a, json_array_get(anns, a), out);
         if (refusal)
             fe_sr_emit(sc, out, "response.refusal.done",
                        json_pack("{s:s, s:I, s:i, s:O}", "item_id", s->id, "output_index", index, "content_index",
@@ -244,6 +320,14 @@ static void fe_sr_close_reasoning(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int
     free(text);
 }
 
+/* A tool item that did not succeed: it has an error, or says failed. */
+static bool fe_sr_failed(const json_t *item)
+{
+    json_t *error = json_object_get(item, "error");
+    json_t *status = json_object_get(item, "status");
+    return (error && !json_is_null(error)) || (json_is_string(status) && !strcmp(json_string_value(status), "failed"));
+}
+
 static void fe_sr_item_done(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
 {
     json_int_t index = fe_sr_index(ev);
@@ -256,16 +340,25 @@ static void fe_sr_item_done(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *
     const char *type = json_string_value(json_object_get(item, "type"));
     if (type && !strcmp(type, "message")) {
         fe_sr_close_message(sc, s, index, item, out);
-    } else if (type && !strcmp(type, "function_call")) {
+    } else if (fe_sr_is(type, "function_call") || fe_sr_is(type, "mcp_call")) {
+        bool mcp = fe_sr_is(type, "mcp_call");
         json_t *args = json_object_get(item, "arguments");
         if (!s->args_streamed && json_string_length(args) > 0)
-            fe_sr_emit(sc, out, "response.function_call_arguments.delta",
+            fe_sr_emit(sc, out, mcp ? "response.mcp_call_arguments.delta" : "response.function_call_arguments.delta",
                        json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", index, "delta", args));
-        fe_sr_emit(sc, out, "response.function_call_arguments.done",
+        fe_sr_emit(sc, out, mcp ? "response.mcp_call_arguments.done" : "response.function_call_arguments.done",
                    json_pack("{s:s, s:I, s:s}", "item_id", s->id, "output_index", index, "arguments",
                              json_is_string(args) ? json_string_value(args) : ""));
+        if (mcp)
+            fe_sr_tool_event(sc, s, index, type, fe_sr_failed(item) ? "failed" : "completed", out);
     } else if (type && !strcmp(type, "reasoning")) {
         fe_sr_close_reasoning(sc, s, index, item, out);
+    } else if (fe_sr_is(type, "mcp_list_tools")) {
+        fe_sr_tool_event(sc, s, index, type, fe_sr_failed(item) ? "failed" : "completed", out);
+    } else if (fe_sr_is(type, "web_search_call")) {
+        /* OpenAI has no failed event for a search: a failed one completes
+         * too, its item saying "failed". */
+        fe_sr_tool_event(sc, s, index, type, "completed", out);
     }
     /* The item exactly as the final response shows it. */
     json_t *one = json_pack("[O]", item);
@@ -304,10 +397,22 @@ static void fe_sr_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *
     case SB_EV_ARGS_DELTA:
         if (s->added && !s->done) {
             s->args_streamed = true;
-            fe_sr_emit(sc, out, "response.function_call_arguments.delta",
+            fe_sr_emit(sc, out,
+                       fe_sr_is(s->type, "mcp_call") ? "response.mcp_call_arguments.delta"
+                                                     : "response.function_call_arguments.delta",
                        json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", fe_sr_index(ev), "delta",
                                  json_object_get(ev, "delta")));
         }
+        break;
+    case SB_EV_ITEM_PROGRESS:
+        /* Only the steps OpenAI has an event for: a search under way. */
+        if (s->added && !s->done && fe_sr_is(s->type, "web_search_call") &&
+            fe_sr_is(json_string_value(json_object_get(ev, "status")), "searching"))
+            fe_sr_tool_event(sc, s, fe_sr_index(ev), s->type, "searching", out);
+        break;
+    case SB_EV_ANNOTATION_ADDED:
+        if (s->added && !s->done)
+            fe_sr_annotation_added(sc, s, ev, out);
         break;
     case SB_EV_REASONING_DELTA:
         if (s->added && !s->done)
@@ -318,7 +423,7 @@ static void fe_sr_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *
             fe_sr_item_done(sc, s, ev, out);
         break;
     default:
-        break; /* usage and the like show in the final response */
+        break; /* usage and the like show in the final response; tool_log is the frontend's record */
     }
 }
 
