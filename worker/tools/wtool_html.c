@@ -131,16 +131,23 @@ static size_t white(const unsigned char *s)
     return 0;
 }
 
+/* A control byte that says nothing to a reader (line ends and tabs aside). */
+static bool control(unsigned char c)
+{
+    return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
+}
+
 static void text(struct walker *w, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     if (w->pre) {
         /* pre keeps its lines and spaces (CRs go: line ends are "\n"). */
         while (*p && !w->full) {
-            size_t n = strcspn((const char *)p, "\r");
-            put(w, (const char *)p, n);
-            p += n;
-            if (*p == '\r')
+            const unsigned char *start = p;
+            while (*p && *p != '\r' && !control(*p))
+                p++;
+            put(w, (const char *)start, (size_t)(p - start));
+            if (*p)
                 p++;
         }
         return;
@@ -153,8 +160,12 @@ static void text(struct walker *w, const char *s)
             p += ws;
             continue;
         }
+        if (control(*p)) {
+            p++;
+            continue;
+        }
         const unsigned char *start = p;
-        while (*p && !white(p))
+        while (*p && !white(p) && !control(*p))
             p++;
         if (w->space) {
             put(w, " ", 1);
@@ -316,6 +327,10 @@ int sb_web_html_text_enc(const char *html, size_t len, const char *encoding, cha
     while (w.out.len > 0 && (w.out.p[w.out.len - 1] == '\n' || w.out.p[w.out.len - 1] == ' '))
         w.out.len--;
     w.out.p[w.out.len] = '\0';
+    /* pre text may start with a line end. */
+    size_t lead = strspn(w.out.p, "\n");
+    memmove(w.out.p, w.out.p + lead, w.out.len - lead + 1);
+    w.out.len -= lead;
     sb_utf8_fix(w.out.p);
     *text_out = w.out.p;
     return 0;
