@@ -38,6 +38,7 @@
  *   tools: function              -> one {functionDeclarations:[...]} with
  *                                   parametersJsonSchema (strict is the worker's
  *                                   check, strict.c); web_search -> {googleSearch:{}}
+ *                                   when capabilities.web_search is "native"
  *   tool_choice                  -> toolConfig.functionCallingConfig
  *   text.format                  -> responseMimeType (+ responseJsonSchema)
  *   max_output_tokens, temperature, top_p, stop, n, seed, penalties,
@@ -497,9 +498,12 @@ fail:
     return NULL;
 }
 
-/* Function tools -> one {functionDeclarations}; web_search -> {googleSearch}.
+/* Function tools -> one {functionDeclarations}; web_search -> {googleSearch}
+ * when the route's capabilities say "web_search":"native" (docs/tools.md):
+ * otherwise the worker's tool loop runs web search and no web_search tool
+ * should reach this adapter, so one that does is refused like any built-in.
  * *n_functions counts the declarations (toolConfig needs some). */
-static json_t *sb_gem_tools(const json_t *tools, size_t *n_functions, json_t **err)
+static json_t *sb_gem_tools(const json_t *tools, bool native_search, size_t *n_functions, json_t **err)
 {
     json_t *out = json_array();
     json_t *decls = json_array();
@@ -508,7 +512,9 @@ static json_t *sb_gem_tools(const json_t *tools, size_t *n_functions, json_t **e
     const json_t *tool;
     json_array_foreach (tools, i, tool) {
         const char *type = json_string_value(json_object_get(tool, "type"));
-        if (type && (!strcmp(type, "web_search") || !strcmp(type, "web_search_preview"))) {
+        if (native_search && type &&
+            (!strcmp(type, "web_search") || !strcmp(type, "web_search_2025_08_26") ||
+             !strcmp(type, "web_search_preview") || !strcmp(type, "web_search_preview_2025_03_11"))) {
             /* Google Search takes no options; a domain filter it cannot
              * honour is refused rather than ignored. */
             if (json_object_get(tool, "filters")) {
@@ -724,7 +730,9 @@ static int sb_gem_build(const json_t *job, sb_provider_request_t *req, json_t **
 
     const json_t *tools = json_object_get(request, "tools"); /* absent, null or an array: sb_job_check */
     size_t n_functions = 0;
-    json_t *t = sb_gem_tools(tools, &n_functions, err);
+    const char *search =
+        json_string_value(json_object_get(json_object_get(sb_job_route(job), "capabilities"), "web_search"));
+    json_t *t = sb_gem_tools(tools, search && !strcmp(search, "native"), &n_functions, err);
     if (!t)
         goto fail;
     if (json_array_size(t) > 0)

@@ -193,16 +193,38 @@ static void test_request_roles_and_parts(void)
     CHECK_REFUSED("{'input':'hi'}", 400, "request.input must be an array of items");
 }
 
+/* A request refused with route.capabilities caps: status and message. */
+static void check_refused_caps(const char *request, const char *caps, int status, const char *msg, int line)
+{
+    json_t *job = job_with_route(request, NULL);
+    json_object_set_new((json_t *)json_object_get(job, "route"), "capabilities", J(caps));
+    sb_provider_request_t req;
+    json_t *err;
+    json_t *body = build(job, &req, &err);
+    const char *got = json_string_value(json_object_get(err, "message"));
+    CHECK(!body && err && json_integer_value(json_object_get(err, "status")) == status && got && !strcmp(got, msg));
+    if (!got || strcmp(got, msg))
+        fprintf(stderr, "  line %d: got %s\n", line, got ? got : "(no error)");
+    json_decref(body);
+    json_decref(err);
+    sb_provider_request_clear(&req);
+    json_decref(job);
+}
+
 static void test_request_tools(void)
 {
-    CHECK_BODY("{'input':[],'tools':[{'type':'function','name':'get_weather','description':'Weather',"
-               "'parameters':{'type':'object','properties':{'city':{'type':'string'}}},'strict':true},"
-               "{'type':'function','name':'now'},{'type':'web_search'}],"
-               "'tool_choice':{'type':'function','name':'get_weather'},'parallel_tool_calls':false}",
-               "{'contents':[],'tools':[{'functionDeclarations':["
-               "{'name':'get_weather','description':'Weather','parametersJsonSchema':{'type':'object',"
-               "'properties':{'city':{'type':'string'}}}},{'name':'now'}]},{'googleSearch':{}}],"
-               "'toolConfig':{'functionCallingConfig':{'mode':'ANY','allowedFunctionNames':['get_weather']}}}");
+    /* web_search goes to Gemini as googleSearch only when the model says
+     * "native" (docs/tools.md); otherwise the worker's loop runs it, and one
+     * reaching the adapter is refused like any other built-in tool. */
+    CHECK_BODY_CAPS("{'input':[],'tools':[{'type':'function','name':'get_weather','description':'Weather',"
+                    "'parameters':{'type':'object','properties':{'city':{'type':'string'}}},'strict':true},"
+                    "{'type':'function','name':'now'},{'type':'web_search'}],"
+                    "'tool_choice':{'type':'function','name':'get_weather'},'parallel_tool_calls':false}",
+                    "{'web_search':'native'}",
+                    "{'contents':[],'tools':[{'functionDeclarations':["
+                    "{'name':'get_weather','description':'Weather','parametersJsonSchema':{'type':'object',"
+                    "'properties':{'city':{'type':'string'}}}},{'name':'now'}]},{'googleSearch':{}}],"
+                    "'toolConfig':{'functionCallingConfig':{'mode':'ANY','allowedFunctionNames':['get_weather']}}}");
     static const struct {
         const char *choice, *mode;
     } modes[] = {{"auto", "AUTO"}, {"required", "ANY"}, {"none", "NONE"}};
@@ -218,12 +240,20 @@ static void test_request_tools(void)
     }
     /* Without functions, tool_choice means nothing and is not sent. */
     CHECK_BODY("{'input':[],'tools':[],'tool_choice':'required'}", "{'contents':[]}");
-    CHECK_BODY("{'input':[],'tools':[{'type':'web_search_preview'}],'tool_choice':'auto'}",
-               "{'contents':[],'tools':[{'googleSearch':{}}]}");
+    CHECK_BODY_CAPS("{'input':[],'tools':[{'type':'web_search_preview'}],'tool_choice':'auto'}",
+                    "{'web_search':'native'}", "{'contents':[],'tools':[{'googleSearch':{}}]}");
+    CHECK_BODY_CAPS("{'input':[],'tools':[{'type':'web_search_2025_08_26'}]}", "{'web_search':'native'}",
+                    "{'contents':[],'tools':[{'googleSearch':{}}]}");
+    CHECK_REFUSED("{'input':[],'tools':[{'type':'web_search'}]}", 400,
+                  "unsupported parameter: tool type 'web_search' is not supported by provider gemini");
+    check_refused_caps("{'input':[],'tools':[{'type':'web_search_preview'}]}", "{'web_search':true}", 400,
+                       "unsupported parameter: tool type 'web_search_preview' is not supported by provider gemini",
+                       __LINE__);
     CHECK_REFUSED("{'input':[],'tools':[{'type':'file_search','vector_store_ids':['vs_1']}]}", 400,
                   "unsupported parameter: tool type 'file_search' is not supported by provider gemini");
-    CHECK_REFUSED("{'input':[],'tools':[{'type':'web_search','filters':{'allowed_domains':['a.com']}}]}", 400,
-                  "unsupported parameter: web_search filters are not supported by provider gemini");
+    check_refused_caps("{'input':[],'tools':[{'type':'web_search','filters':{'allowed_domains':['a.com']}}]}",
+                       "{'web_search':'native'}", 400,
+                       "unsupported parameter: web_search filters are not supported by provider gemini", __LINE__);
     CHECK_REFUSED("{'input':[],'tools':[{'type':'function','name':'f'}],'tool_choice':{'type':'allowed_tools'}}", 400,
                   "tool_choice 'allowed_tools' is not supported by provider gemini");
     CHECK_REFUSED("{'input':[],'tools':[{'type':'function'}]}", 400, "function tool 0 has no name");
