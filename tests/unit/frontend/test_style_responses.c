@@ -3,7 +3,10 @@
  * -> the canonical request (input, tools and namespace tools, include,
  * reasoning, text, store, previous_response_id, prompt), OpenAI's 400s and
  * 404s, and a result -> the Response object (its echo of the request,
- * usage, incomplete details, namespaced calls, sealed reasoning). */
+ * usage, incomplete details, namespaced calls, sealed reasoning), and the
+ * built-in tools the gateway runs (docs/tools.md): their checks, the
+ * reserved function names, no MCP secret in what a client sees again, and
+ * web search sources shown only when included. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +251,152 @@ static void test_render(void)
     req_free(&r);
 }
 
+#define MCP_TOOL                                                                                                       \
+    "{\"type\":\"mcp\",\"server_label\":\"dice\",\"server_url\":\"https://mcp.example/sse\",\"allowed_tools\":"        \
+    "{\"tool_names\":[\"roll\"],\"read_only\":false},\"headers\":{\"X-Api-Key\":\"hdr-secret-1\"},"                    \
+    "\"authorization\":\"tok-secret-2\",\"require_approval\":{\"never\":{\"tool_names\":[\"roll\"]},\"always\":"       \
+    "{\"tool_names\":[\"wipe\"]}},\"server_description\":\"Dice.\"}"
+
+/* Built-in tools the gateway runs: their shapes as OpenAI takes them, on
+ * to the canonical request unchanged (secrets included, for the worker). */
+static void test_builtin_tools(void)
+{
+    req_t r;
+    fe_error_t err;
+    CHECK_INT(parse(&r,
+                    "{\"model\":\"m\",\"input\":\"x\",\"tools\":[" MCP_TOOL ",{\"type\":\"web_search\",\"filters\":"
+                    "{\"allowed_domains\":[\"example.com\"]},\"user_location\":{\"type\":\"approximate\",\"city\":"
+                    "\"Paris\",\"country\":\"FR\",\"region\":null,\"timezone\":\"Europe/Paris\"},"
+                    "\"search_context_size\":\"low\",\"external_web_access\":false},{\"type\":"
+                    "\"web_search_2025_08_26\"},{\"type\":\"web_search_preview\",\"search_context_size\":\"high\","
+                    "\"user_location\":{\"type\":\"approximate\"}},{\"type\":\"web_search_preview_2025_03_11\"},"
+                    "{\"type\":\"mcp\",\"server_label\":\"two\",\"server_url\":\"http://10.0.0.1/mcp\","
+                    "\"allowed_tools\":[\"a\",\"b\"],\"require_approval\":\"never\"}]}",
+                    &err),
+              0);
+    if (err.status)
+        fprintf(stderr, "  %s\n", err.message);
+    const json_t *tools = json_object_get(r.parsed.canonical, "tools");
+    CHECK_INT(json_array_size(tools), 6);
+    json_t *sent = json_loads(MCP_TOOL, 0, NULL);
+    CHECK(json_equal(json_array_get(tools, 0), sent)); /* unchanged: the worker needs headers and authorization */
+    json_decref(sent);
+    CHECK_STR(str(json_array_get(tools, 2), "type"), "web_search_2025_08_26");
+    req_free(&r);
+
+    const char *body = "{\"model\":\"m\",\"input\":\"x\",\"tools\":[%s]}";
+    struct {
+        const char *tool, *code, *param, *needle;
+    } bad[] = {
+        {"{\"type\":\"mcp\",\"server_url\":\"https://a/\"}", "missing_required_parameter", "tools[0].server_label",
+         "Missing required parameter: 'tools[0].server_label'."},
+        {"{\"type\":\"mcp\",\"server_label\":5,\"server_url\":\"https://a/\"}", "invalid_type", "tools[0].server_label",
+         "expected a string, but got an integer"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\"}", "missing_required_parameter", "tools[0].server_url",
+         "'tools[0].server_url'"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"connector_id\":\"connector_gmail\"}", "unsupported_parameter",
+         "tools[0].connector_id", "connectors are not available"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"tunnel_id\":\"t1\"}", "unsupported_parameter",
+         "tools[0].tunnel_id", "tunnels are not available"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"ftp://a/\"}", "invalid_value",
+         "tools[0].server_url", "http:// or https://"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\",\"headers\":{\"A\":1}}",
+         "invalid_type", "tools[0].headers.A", "expected a string"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\",\"authorization\":[]}", "invalid_type",
+         "tools[0].authorization", "expected a string"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\",\"allowed_tools\":[1]}",
+         "invalid_type", "tools[0].allowed_tools[0]", "expected a string"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\",\"allowed_tools\":{\"names\":[]}}",
+         "unknown_parameter", "tools[0].allowed_tools.names", "Unknown parameter"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\",\"require_approval\":\"sometimes\"}",
+         "invalid_value", "tools[0].require_approval", "'always', 'never'"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\",\"require_approval\":{\"always\":"
+         "{\"tool_names\":\"x\"}}}",
+         "invalid_type", "tools[0].require_approval.always.tool_names", "expected an array"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\",\"defer_loading\":true}",
+         "unsupported_parameter", "tools[0].defer_loading", "tool search"},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\",\"sever_description\":\"x\"}",
+         "unknown_parameter", "tools[0].sever_description", "Unknown parameter: 'tools[0].sever_description'."},
+        {"{\"type\":\"mcp\",\"server_label\":\"s\",\"server_url\":\"https://a/\"},{\"type\":\"mcp\",\"server_label\":"
+         "\"s\",\"server_url\":\"https://b/\"}",
+         "invalid_value", "tools[1].server_label", "used by tools[0] too"},
+        {"{\"type\":\"web_search\",\"search_context_size\":\"huge\"}", "invalid_value", "tools[0].search_context_size",
+         "'low', 'medium', 'high'"},
+        {"{\"type\":\"web_search\",\"filters\":{\"allowed_domains\":\"a.com\"}}", "invalid_type",
+         "tools[0].filters.allowed_domains", "expected an array"},
+        {"{\"type\":\"web_search\",\"filters\":{\"blocked_domains\":[]}}", "unknown_parameter",
+         "tools[0].filters.blocked_domains", "Unknown parameter"},
+        {"{\"type\":\"web_search\",\"user_location\":{\"type\":\"exact\"}}", "invalid_value",
+         "tools[0].user_location.type", "'approximate'"},
+        {"{\"type\":\"web_search\",\"user_location\":{\"city\":3}}", "invalid_type", "tools[0].user_location.city",
+         "expected a string"},
+        {"{\"type\":\"web_search\",\"external_web_access\":\"no\"}", "invalid_type", "tools[0].external_web_access",
+         "expected a boolean"},
+        {"{\"type\":\"web_search_preview\",\"filters\":{}}", "unknown_parameter", "tools[0].filters",
+         "Unknown parameter"},
+        {"{\"type\":\"web_search_preview\",\"user_location\":{\"city\":\"Paris\"}}", "missing_required_parameter",
+         "tools[0].user_location.type", "'tools[0].user_location.type'"},
+        {"{\"type\":\"web_search_preview\",\"search_content_types\":[\"video\"]}", "invalid_value",
+         "tools[0].search_content_types[0]", "'video'"},
+        /* The names the worker offers built-in tools under are the gateway's. */
+        {"{\"type\":\"function\",\"name\":\"sb__web_search\",\"parameters\":{\"type\":\"object\"}}", "invalid_value",
+         "tools[0].name", "function names starting with 'sb__' are reserved by this gateway"},
+        {"{\"type\":\"namespace\",\"name\":\"sb\",\"tools\":[{\"type\":\"function\",\"name\":\"x\"}]}", "invalid_value",
+         "tools[0].name", "reserved by this gateway"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, body, bad[i].tool);
+        parse_fails(text, 400, bad[i].code, bad[i].param, bad[i].needle);
+    }
+    /* A name that merely contains the prefix is the client's. */
+    CHECK_INT(parse(&r,
+                    "{\"model\":\"m\",\"input\":\"x\",\"tools\":[{\"type\":\"function\",\"name\":\"my_sb__f\","
+                    "\"parameters\":{\"type\":\"object\"}}]}",
+                    &err),
+              0);
+    req_free(&r);
+}
+
+/* What a client sees again of a request with MCP secrets (the Response
+ * object, streamed or not, and the body stored for GET) has none of them;
+ * a web search's sources show only when included; sb_output never. */
+static void test_builtin_render(void)
+{
+    for (int include = 0; include < 2; include++) {
+        req_t r;
+        fe_error_t err;
+        char text[1024];
+        snprintf(text, sizeof text, "{\"model\":\"m\",\"input\":\"x\",\"tools\":[" MCP_TOOL "]%s}",
+                 include ? ",\"include\":[\"web_search_call.action.sources\"]" : "");
+        CHECK_INT(parse(&r, text, &err), 0);
+        CHECK(json_is_true(json_object_get(r.parsed.style_state, "include_sources")) == (include == 1));
+        event(&r, "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_1\","
+                  "\"status\":\"completed\",\"action\":{\"type\":\"search\",\"query\":\"q\",\"sources\":[{\"type\":"
+                  "\"url\",\"url\":\"https://a.example/\"}]},\"sb_output\":\"page text\"}}");
+        event(&r, "{\"type\":\"completed\",\"status\":\"completed\"}");
+        json_t *out = render(&r);
+        char *dumped = json_dumps(out, JSON_COMPACT);
+        CHECK(strstr(dumped, "secret") == NULL);
+        CHECK(strstr(dumped, "page text") == NULL);
+        CHECK((strstr(dumped, "\"sources\"") != NULL) == (include == 1));
+        const json_t *t = json_array_get(json_object_get(out, "tools"), 0);
+        CHECK_STR(str(t, "server_label"), "dice");
+        CHECK_STR(str(t, "server_url"), "https://mcp.example/sse");
+        CHECK(!json_object_get(t, "headers") && !json_object_get(t, "authorization"));
+        CHECK(json_is_object(json_object_get(t, "require_approval")));
+        /* The request the worker gets still has them. */
+        const json_t *ct = json_array_get(json_object_get(r.parsed.canonical, "tools"), 0);
+        CHECK_STR(str(ct, "authorization"), "tok-secret-2");
+        CHECK_STR(str(json_object_get(ct, "headers"), "X-Api-Key"), "hdr-secret-1");
+        /* The stored item keeps what the next turn replays. */
+        CHECK_STR(str(json_array_get(r.result.items, 0), "sb_output"), "page text");
+        free(dumped);
+        json_decref(out);
+        req_free(&r);
+    }
+}
+
 static void test_vtable(void)
 {
     CHECK_STR(fe_style_responses.name, "responses");
@@ -282,6 +431,8 @@ int main(void)
     test_parse();
     test_parse_errors();
     test_render();
+    test_builtin_tools();
+    test_builtin_render();
     test_vtable();
     return sb_test_finish("style_responses");
 }
