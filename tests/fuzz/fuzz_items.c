@@ -2,8 +2,10 @@
  * fuzz_items: libFuzzer harness for the request pieces every style shares
  * once a client's JSON body is parsed: fe_items (Responses `input` items
  * normalised into canonical items, ids, call/output matching), fe_structured
- * (text.format and function tools carrying client JSON schemas, tool_choice)
- * and fe_tokens (the input token estimate the limits admit on).
+ * (text.format and function tools carrying client JSON schemas, tool_choice),
+ * fe_responses_tools (the built-in web search and mcp tools' checks, the
+ * reserved function names, the secret-free echo) and fe_tokens (the input
+ * token estimate the limits admit on).
  *
  * Input: one JSON object shaped like a Responses request: "input" (a string
  * or items), "text": {"format": ...}, "tools": [...], "tool_choice", and
@@ -11,8 +13,9 @@
  * Checked besides "no crash, no leak, no UB": each step gives its result or
  * NULL/-1 with a 4xx error and a message; normalised items form an array of
  * objects with a string "type", and after fe_items_assign_ids every item
- * has a string id; the token estimate is not negative and does not
- * shrink when the tools are counted too.
+ * has a string id; a built-in tool that passes its check goes on unchanged
+ * and its echo has no headers or authorization; the token estimate is not
+ * negative and does not shrink when the tools are counted too.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "fe_items.h"
+#include "fe_responses_tools.h"
 #include "fe_structured.h"
 #include "fe_tokens.h"
 #include "fuzz.h"
@@ -89,6 +93,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *t;
     json_array_foreach (json_object_get(body, "tools"), i, t) {
         memset(&err, 0, sizeof err);
+        if (fe_responses_tool_checked(json_string_value(json_object_get(t, "type")))) {
+            json_t *bt = fe_responses_tool_check(t, "tools[0]", &err);
+            if (!bt) {
+                fuzz_items_refused(&err);
+                continue;
+            }
+            FUZZ_REQUIRE(json_equal(bt, t)); /* on to the worker unchanged */
+            json_t *one = json_pack("[o]", bt);
+            json_t *shown = fe_responses_tools_public(one);
+            FUZZ_REQUIRE(json_array_size(shown) == 1);
+            FUZZ_REQUIRE(!json_object_get(json_array_get(shown, 0), "headers"));
+            FUZZ_REQUIRE(!json_object_get(json_array_get(shown, 0), "authorization"));
+            json_decref(shown);
+            json_decref(one);
+            continue;
+        }
+        if (fe_responses_tool_name_check(json_string_value(json_object_get(t, "name")), "tools[0]", &err) < 0) {
+            fuzz_items_refused(&err);
+            continue;
+        }
         json_t *fn = fe_structured_function(t, dflt, "tools", &err);
         if (!fn) {
             fuzz_items_refused(&err);
@@ -97,6 +121,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_REQUIRE(json_is_boolean(json_object_get(fn, "strict")));
         json_array_append_new(tools, fn);
     }
+    memset(&err, 0, sizeof err);
+    if (fe_responses_tools_check_labels(json_object_get(body, "tools"), &err) < 0)
+        fuzz_items_refused(&err);
     memset(&err, 0, sizeof err);
     if (fe_structured_tool_choice(json_object_get(body, "tool_choice"), tools, request, &err) < 0)
         fuzz_items_refused(&err);
