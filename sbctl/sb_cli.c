@@ -14,6 +14,9 @@
 
 #include "sb_ctl.h"
 
+#define SB_CLI_STR_(x) #x
+#define SB_CLI_STR(x) SB_CLI_STR_(x)
+
 struct sb_cli_spec {
     enum sb_cli_cmd cmd;
     const char *group; /* NULL for top-level commands (migrate) */
@@ -110,6 +113,29 @@ static const struct sb_cli_spec sb_cli_specs[] = {
      "--account NAME",
      "set the tokens drawn from the account's quota back to 0 (a new period, or a top-up);\n"
      "      prints the previous value"},
+
+    {SB_CLI_SEARCH_BACKEND_ADD, "search-backend", "add", sb_ctl_search_backend_add, 1, 1,
+     SB_OPT_KIND | SB_OPT_BASE_URL | SB_OPT_CREDENTIAL_REF | SB_OPT_DEFAULT | SB_OPT_IF_NOT_EXISTS,
+     "NAME --kind searxng|brave|tavily --base-url URL [--credential-ref ENVVAR]\n"
+     "        [--default] [--if-not-exists]",
+     "add a search backend for gateway-run web search (--default: the one web search uses;\n"
+     "      --credential-ref: the workers' environment variable holding its API key)"},
+    {SB_CLI_SEARCH_BACKEND_LIST, "search-backend", "list", sb_ctl_search_backend_list, 0, 0, 0, "",
+     "list search backends"},
+    {SB_CLI_SEARCH_BACKEND_REMOVE, "search-backend", "remove", sb_ctl_search_backend_remove, 1, 1, 0, "NAME",
+     "remove a search backend (removing the default turns gateway web search off)"},
+    {SB_CLI_SEARCH_BACKEND_SET_DEFAULT, "search-backend", "set-default", sb_ctl_search_backend_set_default, 1, 1, 0,
+     "NAME", "make NAME the backend gateway-run web search uses"},
+    {SB_CLI_SEARCH_BACKEND_DISABLE, "search-backend", "disable", sb_ctl_search_backend_disable, 1, 1, 0, "NAME",
+     "disable a search backend (a disabled default turns gateway web search off)"},
+    {SB_CLI_SEARCH_BACKEND_ENABLE, "search-backend", "enable", sb_ctl_search_backend_enable, 1, 1, 0, "NAME",
+     "enable a search backend"},
+
+    {SB_CLI_TOOLS_LOG, "tools", "log", sb_ctl_tools_log, 0, 0, SB_OPT_ACCOUNT | SB_OPT_LIMIT,
+     "[--account NAME] [--limit N]",
+     "list the latest gateway-run tool calls, newest first (default " SB_CLI_STR(
+         SB_CLI_LOG_LIMIT_DEFAULT) ", at "
+                                   "most " SB_CLI_STR(SB_CLI_LOG_LIMIT_MAX) ")"},
 };
 
 #define SB_CLI_NSPECS (sizeof sb_cli_specs / sizeof sb_cli_specs[0])
@@ -146,11 +172,15 @@ static const struct sb_cli_opt sb_cli_opts[] = {
     {"--concurrency", SB_OPT_CONCURRENCY, true},
     {"--quota-tokens", SB_OPT_QUOTA_TOKENS, true},
     {"--fallbacks", SB_OPT_FALLBACKS, true},
+    {"--kind", SB_OPT_KIND, true},
+    {"--default", SB_OPT_DEFAULT, false},
+    {"--limit", SB_OPT_LIMIT, true},
 };
 
 #define SB_CLI_NOPTS (sizeof sb_cli_opts / sizeof sb_cli_opts[0])
 
-static const char *const sb_cli_groups[] = {"account", "group", "key", "model", "prompt", "limits"};
+static const char *const sb_cli_groups[] = {"account", "group",          "key",  "model", "prompt",
+                                            "limits",  "search-backend", "tools"};
 
 static bool sb_cli_is_help(const char *s)
 {
@@ -299,6 +329,8 @@ static int sb_cli_set_opt(struct sb_cli *cli, const struct sb_cli_opt *o, const 
     case SB_OPT_CAPABILITIES:
         if (!sb_cli_valid_json_object(val))
             return sb_cli_fail(err, errsz, "--capabilities: expected a JSON object, e.g. '{\"tools\":true}'");
+        if (sb_cli_check_capabilities(val, err, errsz) != 0)
+            return -EINVAL;
         cli->capabilities = val;
         return 0;
     case SB_OPT_INSTRUCTIONS: {
@@ -343,6 +375,22 @@ static int sb_cli_set_opt(struct sb_cli *cli, const struct sb_cli_opt *o, const 
         return sb_cli_limit(o->name, val, 1, INT_MAX, &cli->concurrency, err, errsz);
     case SB_OPT_QUOTA_TOKENS:
         return sb_cli_limit(o->name, val, 0, LLONG_MAX, &cli->quota_tokens, err, errsz);
+    case SB_OPT_KIND:
+        if (!sb_cli_valid_search_kind(val))
+            return sb_cli_fail(err, errsz, "--kind: '%s' is not one of searxng, brave, tavily", val);
+        cli->kind = val;
+        return 0;
+    case SB_OPT_DEFAULT:
+        cli->make_default = true;
+        return 0;
+    case SB_OPT_LIMIT: {
+        long long v;
+        if (sb_cli_parse_int(val, 1, SB_CLI_LOG_LIMIT_MAX, &v) != 0)
+            return sb_cli_fail(err, errsz, "--limit: expected an integer between 1 and %d, got '%s'",
+                               SB_CLI_LOG_LIMIT_MAX, val);
+        cli->limit = (int)v;
+        return 0;
+    }
     case SB_OPT_FALLBACKS: {
         int rc = sb_cli_model_list(o->name, val, err, errsz);
         if (rc == 0)
@@ -485,8 +533,26 @@ static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
         if (!cli->account)
             return sb_cli_fail(err, errsz, "limits reset-usage: --account NAME is required");
         return 0;
+    case SB_CLI_SEARCH_BACKEND_ADD:
+        if (!cli->kind)
+            return sb_cli_fail(err, errsz, "search-backend add: --kind is required");
+        if (!cli->base_url)
+            return sb_cli_fail(err, errsz, "search-backend add: --base-url is required");
+        /* fall through */
+    case SB_CLI_SEARCH_BACKEND_REMOVE:
+    case SB_CLI_SEARCH_BACKEND_SET_DEFAULT:
+    case SB_CLI_SEARCH_BACKEND_DISABLE:
+    case SB_CLI_SEARCH_BACKEND_ENABLE:
+        if (!sb_cli_valid_name(cli->arg[0]))
+            return sb_cli_fail(err, errsz,
+                               "invalid search backend name '%s' (1-%d characters of A-Z a-z 0-9 . _ @ : + -, "
+                               "starting with a letter or digit)",
+                               cli->arg[0], SB_CLI_NAME_MAX);
+        return 0;
     case SB_CLI_HELP:
     case SB_CLI_MIGRATE:
+    case SB_CLI_SEARCH_BACKEND_LIST:
+    case SB_CLI_TOOLS_LOG:
     case SB_CLI_ACCOUNT_LIST:
     case SB_CLI_GROUP_LIST:
     case SB_CLI_KEY_LIST:
@@ -627,6 +693,15 @@ static void sb_cli_usage_limits(FILE *out)
                  "at once.\n");
 }
 
+/* What the default backend is for, after the search-backend commands' usage. */
+static void sb_cli_usage_search(FILE *out)
+{
+    fprintf(out, "\nWeb search run by the gateway (every model whose capabilities do not say\n"
+                 "\"web_search\": false or \"native\") uses the default backend, when it is enabled; with\n"
+                 "none, web search is unavailable (400, or left out when offered beside function tools).\n"
+                 "Changes apply to running frontends at once.\n");
+}
+
 void sb_cli_usage(FILE *out, const char *group, const char *verb)
 {
     if (verb) {
@@ -638,12 +713,14 @@ void sb_cli_usage(FILE *out, const char *group, const char *verb)
                 sb_cli_usage_prompt_body(out);
             if (s->group && !strcmp(s->group, "limits"))
                 sb_cli_usage_limits(out);
+            if (s->group && !strcmp(s->group, "search-backend"))
+                sb_cli_usage_search(out);
             return;
         }
     }
     if (!group) {
         fprintf(out, "sbctl: administer a Switchboard gateway (accounts, token groups, API keys, models,\n"
-                     "prompt templates, rate limits and quotas).\n\n"
+                     "prompt templates, rate limits and quotas, search backends, the tool call log).\n\n"
                      "Connects with the libpq connection string in SB_PG_DSN, or libpq's own PG*\n"
                      "variables when SB_PG_DSN is unset. Exit status: 0 ok, 1 error, 2 usage error.\n\n"
                      "commands:\n");
@@ -660,6 +737,8 @@ void sb_cli_usage(FILE *out, const char *group, const char *verb)
         sb_cli_usage_prompt_body(out);
     if (group && !strcmp(group, "limits"))
         sb_cli_usage_limits(out);
+    if (group && !strcmp(group, "search-backend"))
+        sb_cli_usage_search(out);
     if (!group)
         fprintf(out, "\n'sbctl COMMAND --help' shows one command's usage. migrate finds schema/ via\n"
                      "--dir, then SB_SCHEMA_DIR, then ../../schema from the executable, then the\n"

@@ -54,6 +54,13 @@ enum sb_cli_cmd {
     SB_CLI_LIMITS_SET,
     SB_CLI_LIMITS_SHOW,
     SB_CLI_LIMITS_RESET_USAGE,
+    SB_CLI_SEARCH_BACKEND_ADD,
+    SB_CLI_SEARCH_BACKEND_LIST,
+    SB_CLI_SEARCH_BACKEND_REMOVE,
+    SB_CLI_SEARCH_BACKEND_SET_DEFAULT,
+    SB_CLI_SEARCH_BACKEND_DISABLE,
+    SB_CLI_SEARCH_BACKEND_ENABLE,
+    SB_CLI_TOOLS_LOG,
 };
 
 /* Options a command may accept (bit mask in its spec). */
@@ -83,6 +90,9 @@ enum sb_cli_opt_bit {
     SB_OPT_CONCURRENCY = 1u << 22,
     SB_OPT_QUOTA_TOKENS = 1u << 23,
     SB_OPT_FALLBACKS = 1u << 24,
+    SB_OPT_KIND = 1u << 25,
+    SB_OPT_DEFAULT = 1u << 26,
+    SB_OPT_LIMIT = 1u << 27,
 };
 
 #define SB_CLI_NAME_MAX 128  /* account, group names */
@@ -92,6 +102,8 @@ enum sb_cli_opt_bit {
 #define SB_CLI_PROMPT_ID_MAX 80       /* "pmpt_" + suffix (sbctl makes 32 hex digits) */
 #define SB_CLI_BODY_MAX (1024 * 1024) /* a prompt version's body, in bytes */
 #define SB_CLI_LIMIT_NONE (-1LL)      /* limits set: "none", clear the limit */
+#define SB_CLI_LOG_LIMIT_MAX 10000    /* tools log --limit */
+#define SB_CLI_LOG_LIMIT_DEFAULT 50
 
 #define SB_CLI_FALLBACK_MAX 16                    /* models in one fallback chain */
 #define SB_CLI_MAX_ARGS (1 + SB_CLI_FALLBACK_MAX) /* model fallback ID FALLBACK... */
@@ -136,9 +148,14 @@ struct sb_cli {
     /* model add/set --fallbacks: comma-separated model ids, each checked
      * with sb_cli_valid_model_id, at most SB_CLI_FALLBACK_MAX; "" clears. */
     const char *fallbacks;
+    /* search-backend add --kind: searxng, brave or tavily. */
+    const char *kind;
+    /* tools log --limit: rows to show, 1..SB_CLI_LOG_LIMIT_MAX (0: not given). */
+    int limit;
     bool zdr;
     bool if_not_exists;
     bool no_set_current;
+    bool make_default; /* search-backend add --default */
 };
 
 /*
@@ -180,6 +197,16 @@ bool sb_cli_valid_url(const char *s);
 bool sb_cli_valid_provider(const char *s);
 /* A JSON object (duplicate keys rejected). */
 bool sb_cli_valid_json_object(const char *s);
+/* One of the search backend kinds the search_backends table accepts. */
+bool sb_cli_valid_search_kind(const char *s);
+/*
+ * Checks a --capabilities object's built-in tool keys (docs/tools.md): each of
+ * web_search, mcp, file_search, code_interpreter, image_generation,
+ * computer_use, computer_use_preview and local_shell, when present, is true,
+ * false or "native". Other keys are not looked at. Returns 0, or -EINVAL
+ * with a one-line reason in err.
+ */
+int sb_cli_check_capabilities(const char *json, char *err, size_t errsz) SB_CLI_MUSTCHECK;
 /* A prompt id: "pmpt_" then 1.. of [A-Za-z0-9_-], up to SB_CLI_PROMPT_ID_MAX. */
 bool sb_cli_valid_prompt_id(const char *s);
 

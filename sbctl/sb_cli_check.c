@@ -136,6 +136,34 @@ bool sb_cli_valid_json_object(const char *s)
     return ok;
 }
 
+bool sb_cli_valid_search_kind(const char *s)
+{
+    static const char *const kinds[] = {"searxng", "brave", "tavily"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strcmp(s, kinds[i]))
+            return true;
+    return false;
+}
+
+int sb_cli_check_capabilities(const char *json, char *err, size_t errsz)
+{
+    /* The frontend reads anything but false and "native" as "the gateway
+     * runs it" (web_search, mcp) or as "not offered" (the others), so a typo
+     * such as "Native" would silently change who runs the tool. */
+    static const char *const tools[] = {"web_search",       "mcp",          "file_search",          "code_interpreter",
+                                        "image_generation", "computer_use", "computer_use_preview", "local_shell"};
+    json_t *caps = json_loads(json, JSON_REJECT_DUPLICATES, NULL);
+    int rc = 0;
+    for (size_t i = 0; caps && i < sizeof tools / sizeof tools[0] && rc == 0; i++) {
+        json_t *v = json_object_get(caps, tools[i]);
+        const char *s = json_string_value(v);
+        if (v && !json_is_boolean(v) && !(s && !strcmp(s, "native")))
+            rc = sb_cli_fail(err, errsz, "--capabilities: \"%s\" must be true, false or \"native\"", tools[i]);
+    }
+    json_decref(caps);
+    return rc;
+}
+
 bool sb_cli_valid_prompt_id(const char *s)
 {
     size_t n = strlen(s);

@@ -1,6 +1,7 @@
 /*
  * sb_ctl: sbctl's commands, one sb_ctl_<area>_<verb> function per command
- * (one file per area: migrate, account, group, key, model, prompt, limits),
+ * (one file per area: migrate, account, group, key, model, prompt, limits,
+ * search backends and the tool call log),
  * each named in the command table (sb_cli.c), which is how a parsed command
  * line finds it; what the files share is in sb_ctl_lookup.h. Every function
  * returns 0 or a negative errno-style code after printing the reason to
@@ -56,5 +57,14 @@ int sb_ctl_prompt_show(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUS
 int sb_ctl_limits_set(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_limits_show(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_limits_reset_usage(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+
+int sb_ctl_search_backend_add(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_search_backend_list(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_search_backend_remove(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_search_backend_set_default(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_search_backend_disable(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_search_backend_enable(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+
+int sb_ctl_tools_log(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 
 #endif

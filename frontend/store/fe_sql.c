@@ -20,12 +20,19 @@ static const char fe_sql_limit_admit[] =
 /* $1 request id, $2 tokens used (input + output). */
 static const char fe_sql_limit_release[] = "SELECT sb_limit_release($1, $2::bigint)";
 
-/* $1 model id -> the model and its route as one JSON object. */
+/* $1 model id -> the model and its route as one JSON object, with what its
+ * gateway-run tools use: tools_config.web_search is the deployment's default
+ * search backend {kind, base_url, credential_ref} when it is enabled, else
+ * null (schema/004_tools.sql). It is cached with the model (fe_auth.h) and
+ * dropped with it when sb_config announces a change to either table. */
 static const char fe_sql_model_lookup[] =
     "SELECT json_build_object('id', id, 'enabled', enabled, 'provider', provider, 'base_url', base_url, "
     "  'upstream_model', upstream_model, 'credential_ref', credential_ref, 'capabilities', capabilities, "
     "  'context_length', context_length, 'max_output_tokens', max_output_tokens, 'timeout_ms', timeout_ms, "
-    "  'fallbacks', to_json(fallbacks), 'created', extract(epoch FROM created_at)::bigint) "
+    "  'fallbacks', to_json(fallbacks), 'created', extract(epoch FROM created_at)::bigint, "
+    "  'tools_config', json_build_object('web_search', "
+    "    (SELECT json_build_object('kind', b.kind, 'base_url', b.base_url, 'credential_ref', b.credential_ref) "
+    "     FROM search_backends b WHERE b.is_default AND b.enabled))) "
     "FROM models WHERE id = $1";
 
 static const char fe_sql_model_list[] =
@@ -33,18 +40,33 @@ static const char fe_sql_model_list[] =
     "  ORDER BY id), '[]') FROM models WHERE enabled";
 
 /* $1 JSON array of rows. Idempotent on request_id so a retried batch cannot
- * write a row twice. */
+ * write a row twice. A row's tool_calls (an array, or absent) are its
+ * request's tool_calls rows (fe_reqlog.h): inserted in the same statement,
+ * and only for the request_log rows this statement inserted, so they too
+ * land exactly once. A tool call's model is its own when the request fell
+ * back to another model after it, else the request's. */
 const char fe_sql_reqlog_insert_sql[] =
-    "INSERT INTO request_log (request_id, ts, key_id, account_id, model, requested_model, path, status, latency_ms, "
-    "  upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, tokens_estimated, error, stream, frontend) "
-    "SELECT request_id, to_timestamp(ts_ms / 1000.0), key_id, account_id, model, requested_model, path, status, "
+    "WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(request_id text, ts_ms bigint, key_id bigint, "
+    "  account_id bigint, model text, requested_model text, path text, status int, latency_ms int, "
+    "  upstream_latency_ms int, tokens_in int, tokens_out int, reasoning_tokens int, tokens_estimated int, "
+    "  error text, stream boolean, frontend text, tool_calls jsonb)), "
+    "ins AS (INSERT INTO request_log (request_id, ts, key_id, account_id, model, requested_model, path, status, "
     "  latency_ms, upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, tokens_estimated, error, stream, "
-    "  frontend "
-    "FROM jsonb_to_recordset($1::jsonb) AS x(request_id text, ts_ms bigint, key_id bigint, account_id bigint, "
-    "  model text, requested_model text, path text, status int, latency_ms int, upstream_latency_ms int, "
-    "  tokens_in int, tokens_out int, reasoning_tokens int, tokens_estimated int, error text, stream boolean, "
-    "  frontend text) "
-    "ON CONFLICT (request_id) DO NOTHING";
+    "  frontend) "
+    "  SELECT request_id, to_timestamp(ts_ms / 1000.0), key_id, account_id, model, requested_model, path, status, "
+    "    latency_ms, upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, tokens_estimated, error, stream, "
+    "    frontend FROM x "
+    "  ON CONFLICT (request_id) DO NOTHING RETURNING request_id) "
+    "INSERT INTO tool_calls (created_at, request_id, response_id, account_id, key_id, model, kind, server, name, "
+    "  item_id, duration_ms, outcome, bytes_in, bytes_out, error) "
+    "SELECT COALESCE(to_timestamp(t.ts_ms / 1000.0), to_timestamp(x.ts_ms / 1000.0)), x.request_id, t.response_id, "
+    "  x.account_id, x.key_id, COALESCE(t.model, x.model), t.kind, t.server, t.name, t.item_id, t.duration_ms, "
+    "  t.outcome, t.bytes_in, t.bytes_out, t.error "
+    "FROM x JOIN ins ON ins.request_id = x.request_id "
+    "CROSS JOIN LATERAL jsonb_to_recordset(CASE jsonb_typeof(x.tool_calls) WHEN 'array' THEN x.tool_calls "
+    "  ELSE '[]'::jsonb END) AS t(ts_ms bigint, response_id text, model text, kind text, server text, name text, "
+    "  item_id text, duration_ms int, outcome text, bytes_in bigint, bytes_out bigint, error text) "
+    "WHERE t.kind IS NOT NULL AND t.outcome IS NOT NULL";
 
 /* $1 response id, $2 account id -> what a follow-up request inherits: the
  * response's context, its own input, then its output, as one JSON array; no
