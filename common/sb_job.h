@@ -11,7 +11,16 @@
  *             "upstream_model": "...", "credential_ref": "ENV_VAR_NAME" | null,
  *             "timeout_ms": 60000,
  *             "capabilities": {"n": false, ...} },  the model record's capabilities;
- *                                       may be absent or {}; a missing key means "supported"
+ *                                       may be absent or {}; a missing key means "supported";
+ *                                       web_search and mcp: absent/true the worker's tool loop
+ *                                       runs the tool, "native" the upstream does (docs/tools.md)
+ *   "tools_config": {"web_search": {"kind": "searxng"|"brave"|"tavily", "base_url": "...",
+ *                    "credential_ref": "ENV_VAR_NAME" | null}},
+ *                                       absent unless request.tools holds a web search tool the
+ *                                       gateway runs: the deployment's default search backend
+ *                                       (sbctl search-backend), set by the frontend; its base_url
+ *                                       is the operator's (no SSRF guard), credential_ref names the
+ *                                       worker's environment variable holding its API key
  *   "request": {
  *     "op": "count_tokens",             absent (or "generate"): generate a response
  *     "instructions": "..." | null,

@@ -146,6 +146,7 @@ static void fe_request_log(fe_request_t *r)
         .reasoning_tokens = r->result.reasoning_tokens,
         .error = r->error_text,
         .stream = r->parsed.stream,
+        .tool_calls = r->result.tool_calls,
     };
     fe_reqlog_add(r->srv->reqlog, &row);
 }

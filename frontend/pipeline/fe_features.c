@@ -1,4 +1,5 @@
-/* fe_features: capability rules (see fe_features.h). */
+/* fe_features: capability rules, and who runs each built-in tool (see
+ * fe_features.h). */
 #include "fe_features.h"
 
 #include <string.h>
@@ -7,8 +8,9 @@
 #include "sb_event.h"
 
 static const char *const fe_builtin_tools[] = {
-    "web_search", "web_search_preview", "file_search",          "code_interpreter", "image_generation",
-    "mcp",        "computer_use",       "computer_use_preview", "local_shell",      NULL};
+    "web_search",   "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11",
+    "file_search",  "code_interpreter",      "image_generation",   "mcp",
+    "computer_use", "computer_use_preview",  "local_shell",        NULL};
 
 bool fe_features_builtin_tool(const char *type)
 {
@@ -16,6 +18,66 @@ bool fe_features_builtin_tool(const char *type)
         if (!strcmp(type, fe_builtin_tools[i]))
             return true;
     return false;
+}
+
+bool fe_features_web_search_tool(const char *type)
+{
+    return type && (!strcmp(type, "web_search") || !strcmp(type, "web_search_2025_08_26") ||
+                    !strcmp(type, "web_search_preview") || !strcmp(type, "web_search_preview_2025_03_11"));
+}
+
+/* The deployment's default search backend, as the model record carries it
+ * (fe_sql.c's model lookup); NULL when there is none (or it is disabled). */
+static const json_t *fe_features_search_backend(const json_t *model)
+{
+    const json_t *b = json_object_get(json_object_get(model, "tools_config"), "web_search");
+    return json_is_object(b) && json_is_string(json_object_get(b, "kind")) &&
+                   json_is_string(json_object_get(b, "base_url"))
+               ? b
+               : NULL;
+}
+
+static bool fe_features_is_native(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s && !strcmp(s, "native");
+}
+
+enum fe_tool_runner fe_features_tool_runner(const json_t *model, const char *type)
+{
+    const json_t *caps = json_object_get(model, "capabilities");
+    if (!fe_features_builtin_tool(type))
+        return FE_TOOL_REFUSED;
+    bool search = fe_features_web_search_tool(type);
+    if (search || !strcmp(type, "mcp")) {
+        const json_t *v = json_object_get(caps, search ? "web_search" : "mcp");
+        if (json_is_false(v))
+            return FE_TOOL_REFUSED;
+        if (fe_features_is_native(v))
+            return FE_TOOL_NATIVE;
+        if (search && !fe_features_search_backend(model))
+            return FE_TOOL_REFUSED; /* nowhere to search: as false (docs/tools.md) */
+        return FE_TOOL_GATEWAY;
+    }
+    const json_t *v = json_object_get(caps, type);
+    return json_is_true(v) || fe_features_is_native(v) ? FE_TOOL_NATIVE : FE_TOOL_REFUSED;
+}
+
+json_t *fe_features_tools_config(const json_t *model, const json_t *tools)
+{
+    size_t i;
+    const json_t *t;
+    json_array_foreach (tools, i, t) {
+        const char *type = json_string_value(json_object_get(t, "type"));
+        if (fe_features_web_search_tool(type) && fe_features_tool_runner(model, type) == FE_TOOL_GATEWAY) {
+            const json_t *b = fe_features_search_backend(model);
+            const json_t *cred = json_object_get(b, "credential_ref");
+            return json_pack("{s:{s:O, s:O, s:O}}", "web_search", "kind", json_object_get(b, "kind"), "base_url",
+                             json_object_get(b, "base_url"), "credential_ref",
+                             json_is_string(cred) ? (json_t *)cred : json_null());
+        }
+    }
+    return NULL;
 }
 
 /* Absent or anything but false: allowed. */
@@ -71,7 +133,7 @@ int fe_features_check(const fe_request_t *r, json_t *input, fe_error_t *err)
     for (i = 0; i < json_array_size(tools);) {
         t = json_array_get(tools, i);
         const char *type = json_string_value(json_object_get(t, "type"));
-        if ((type && !strcmp(type, "function")) || json_is_true(json_object_get(caps, type ? type : ""))) {
+        if ((type && !strcmp(type, "function")) || fe_features_tool_runner(r->model, type) != FE_TOOL_REFUSED) {
             i++;
             continue;
         }

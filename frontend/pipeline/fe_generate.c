@@ -97,6 +97,7 @@ void fe_generate_stored(const PGresult *res, const char *err, void *arg)
             fe_request_fail(r, &e);
         return;
     }
+    fe_collect_tool_calls_stored(&r->result, r->parsed.response_id);
     if (r->parsed.stream)
         fe_stream_complete(r, body);
     else
@@ -149,7 +150,7 @@ static void fe_generate_on_event(const json_t *ev, bool final, void *arg)
         return;
     fe_call_ids_seal_event(r, (json_t *)ev); /* the decoded event is this callback's to change */
     if (!fe_collect_event(&r->result, ev) && !final) {
-        if (r->parsed.stream)
+        if (r->parsed.stream && fe_collect_renders(ev)) /* a tool_log is the request log's alone */
             fe_stream_event(r, ev);
         return;
     }
@@ -204,9 +205,15 @@ static void fe_generate_submit(fe_request_t *r)
     int64_t timeout_ms = json_is_integer(timeout) && json_integer_value(timeout) > 0 ? json_integer_value(timeout)
                                                                                      : r->srv->cfg.default_timeout_ms;
     int64_t deadline = sb_now_ms() + timeout_ms;
+    /* What the worker's tool loop needs from the database (docs/tools.md);
+     * from this model's record, so a fallback's job gets its own. */
+    json_t *tools_config = fe_features_tools_config(r->model, json_object_get(request, "tools"));
     json_t *job =
         sb_job_new(r->request_id, r->parsed.model_id,
                    (long long)json_integer_value(json_object_get(r->key, "account_id")), fe_generate_route(r), request);
+    if (job && tools_config)
+        json_object_set(job, "tools_config", tools_config);
+    json_decref(tools_config);
     fe_request_set_state(r, FE_REQ_RUNNING);
     r->submitted = true;
     char client[32] = ""; /* the key, for the broker's per-client circuit breakers */
@@ -416,6 +423,7 @@ static void fe_generate_on_fallback_model(json_t *rec, const char *err, void *ar
     }
     sb_info("request %s: model %s failed (%d %s); falling back to %s", r->request_id, r->parsed.model_id,
             r->result.error.status, r->result.error.code[0] ? r->result.error.code : r->result.error.kind, id);
+    fe_collect_restart(&r->result, r->parsed.model_id); /* tool calls it made keep its name */
     if (!r->requested_model)
         r->requested_model = r->parsed.model_id;
     else
@@ -423,8 +431,6 @@ static void fe_generate_on_fallback_model(json_t *rec, const char *err, void *ar
     r->parsed.model_id = id;
     json_decref(r->model);
     r->model = json_incref(rec);
-    fe_collect_free(&r->result);
-    fe_collect_init(&r->result);
     fe_generate_submit(r);
 }
 

@@ -347,13 +347,8 @@ static json_t *fe_reqlog_id_or_null(long long v)
     return v > 0 ? json_integer(v) : json_null();
 }
 
-void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
+json_t *fe_reqlog_row_json(const fe_reqlog_row_t *r, const char *frontend)
 {
-    if (json_array_size(l->buffer) >= FE_REQLOG_BUFFER_MAX) {
-        sb_error("request log buffer full (%d rows): database unreachable for too long; dropping the oldest row",
-                 FE_REQLOG_BUFFER_MAX);
-        json_array_remove(l->buffer, 0);
-    }
     json_t *row = json_pack(
         "{s:s, s:I, s:o, s:o, s:s?, s:s?, s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:o, s:s?, s:b, s:s}", "request_id",
         r->request_id, "ts_ms", (json_int_t)r->ts_ms, "key_id", fe_reqlog_id_or_null(r->key_id), "account_id",
@@ -362,15 +357,29 @@ void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
         r->upstream_ms >= 0 ? json_integer(r->upstream_ms) : json_null(), "tokens_in", (json_int_t)r->tokens_in,
         "tokens_out", (json_int_t)r->tokens_out, "reasoning_tokens", (json_int_t)r->reasoning_tokens,
         "tokens_estimated", r->tokens_estimated > 0 ? json_integer(r->tokens_estimated) : json_null(), "error",
-        r->error, "stream", r->stream, "frontend", l->frontend);
+        r->error, "stream", r->stream, "frontend", frontend);
     if (!row) {
         /* Only invalid UTF-8 in model/path/error can get here: keep the row, lose the text. */
         row =
             json_pack("{s:s, s:I, s:o, s:o, s:s, s:i, s:i, s:s, s:b, s:s}", "request_id", r->request_id, "ts_ms",
                       (json_int_t)r->ts_ms, "key_id", fe_reqlog_id_or_null(r->key_id), "account_id",
                       fe_reqlog_id_or_null(r->account_id), "path", "(invalid utf-8)", "status", r->status, "latency_ms",
-                      r->latency_ms, "error", "(invalid utf-8)", "stream", r->stream, "frontend", l->frontend);
+                      r->latency_ms, "error", "(invalid utf-8)", "stream", r->stream, "frontend", frontend);
     }
+    /* A copy: the request (and its result) is freed before the batch is written. */
+    if (json_array_size(r->tool_calls) > 0)
+        json_object_set_new(row, "tool_calls", json_deep_copy(r->tool_calls));
+    return row;
+}
+
+void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
+{
+    if (json_array_size(l->buffer) >= FE_REQLOG_BUFFER_MAX) {
+        sb_error("request log buffer full (%d rows): database unreachable for too long; dropping the oldest row",
+                 FE_REQLOG_BUFFER_MAX);
+        json_array_remove(l->buffer, 0);
+    }
+    json_t *row = fe_reqlog_row_json(r, l->frontend);
     json_array_append_new(l->buffer, row);
     /* The database is away: the row goes to disk now, so a frontend that
      * dies during the outage loses none (the fsync follows on the tick). */

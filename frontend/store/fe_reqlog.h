@@ -19,11 +19,17 @@
  * spool is capped at FE_REQLOG_SPOOL_MAX bytes (256 MiB, ~500k rows); rows
  * past the cap are dropped and counted in the log. Without a spool, rows
  * wait in memory (up to 200,000) and a process death loses them all.
+ *
+ * A row carries its request's tool_calls rows (the built-in tool calls the
+ * worker ran, fe_collect.h) along: batched, spooled and replayed with it,
+ * and inserted by the same statement, only when the request's row is new
+ * (fe_sql.c), so they share its loss bound and land exactly once.
  */
 #ifndef FE_REQLOG_H
 #define FE_REQLOG_H
 
 #include <event2/event.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -46,11 +52,15 @@ typedef struct {
     long long tokens_estimated; /* the gateway's input estimate; 0: none made */
     const char *error;          /* NULL on success; never contains secrets */
     bool stream;
+    const json_t *tool_calls; /* the request's tool_calls rows (fe_collect_t's), borrowed; NULL or [] for none */
 } fe_reqlog_row_t;
 
 fe_reqlog_t *fe_reqlog_new(struct event_base *base, fe_db_t *db, const char *frontend_name);
 /* Copies the row into the buffer. */
 void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *row);
+/* The row as it is batched and spooled (what fe_sql.c's insert reads), a
+ * new reference; frontend is the frontend's name. */
+json_t *fe_reqlog_row_json(const fe_reqlog_row_t *row, const char *frontend);
 /* Spools to <dir>/reqlog-<frontend name>.spool (dir created if absent, one
  * frontend per name: a second one is refused by an flock on the spool's
  * .lock file) and schedules what a dead process left there for replay.
