@@ -2,7 +2,8 @@
  * fe_messages_content: a Messages request's conversation as canonical
  * items: messages[] and their content blocks (text, image, document,
  * tool_use, tool_result, thinking and redacted_thinking opened back into the
- * reasoning items the gateway sealed), system messages between turns; and
+ * reasoning items the gateway sealed, server tool blocks through
+ * fe_messages_tools.c), system messages between turns; and
  * the 400s in Anthropic's wording both parse files use. The style's
  * translation table is in fe_messages_parse.c.
  */
@@ -353,6 +354,14 @@ static int fe_messages_block(const fe_sealer_t *seal, fe_messages_out_t *o, cons
             return -1;
         fe_messages_add_item(o, item);
         return 0;
+    }
+    if (fe_messages_server_block(type)) {
+        /* What a server tool did in an earlier assistant turn, sent back as
+         * the response had it: the built-in items, in their order. */
+        if (fe_messages_role_only(type, o->role, true, param, err) < 0)
+            return -1;
+        fe_messages_flush(o);
+        return fe_messages_server_item(seal, o->items, block, type, param, err);
     }
     return fe_messages_fail(err, "unsupported_parameter", param,
                             "unsupported parameter: content block type '%.40s' is not supported on this gateway.",

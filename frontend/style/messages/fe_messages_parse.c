@@ -15,6 +15,8 @@
  *                                          data seals (tokens this gateway issued)
  *   tools (custom), tool_choice         -> function tools (non-strict by default),
  *                                          tool_choice, parallel_tool_calls
+ *   tools web_search_*, mcp_toolset,    -> built-in web_search and mcp tools the gateway
+ *   mcp_servers; server tool blocks        runs, and their items (fe_messages_tools.c)
  *   thinking {enabled, budget_tokens}   -> reasoning {effort, budget_tokens}
  *   output_config.format json_schema    -> text.format (strict)
  * Response side: reasoning -> thinking blocks (signature = the sealed item),
@@ -29,6 +31,7 @@
  *
  * The style's files: this one (headers, the request's top-level fields, the
  * style's vtable), fe_messages_content.c (messages and content blocks),
+ * fe_messages_tools.c (server tools, MCP servers and their blocks),
  * fe_messages_render.c (the message object), fe_stream_messages.c (the
  * event stream).
  */
@@ -117,13 +120,24 @@ static const char *const fe_messages_params[] = {"model",
                                                  "fallbacks",
                                                  "fallback_credit_token",
                                                  "context_management",
+                                                 "mcp_servers",
                                                  NULL};
 
 /* What count_tokens takes: the input and what adds to it, as Anthropic's
  * endpoint does (max_tokens, sampling, stream... are extra inputs there). */
-static const char *const fe_messages_count_params[] = {
-    "model",         "messages",      "system",        "tools",         "tool_choice",        "thinking",
-    "output_config", "output_format", "cache_control", "inference_geo", "context_management", NULL};
+static const char *const fe_messages_count_params[] = {"model",
+                                                       "messages",
+                                                       "system",
+                                                       "tools",
+                                                       "tool_choice",
+                                                       "thinking",
+                                                       "output_config",
+                                                       "output_format",
+                                                       "cache_control",
+                                                       "inference_geo",
+                                                       "context_management",
+                                                       "mcp_servers",
+                                                       NULL};
 
 /* Other styles' fields, and Anthropic features this gateway does not offer,
  * get a 400 that says so rather than the generic one. params: the fields
@@ -144,9 +158,9 @@ static int fe_messages_foreign(const json_t *body, const char *const *params, fe
         if (json_object_get(body, foreign[i].param))
             return fe_messages_fail(err, "unknown_parameter", foreign[i].param, "Extra inputs are not permitted. %s",
                                     foreign[i].why);
-    /* Honouring these needs the upstream (or the gateway) to run code or MCP
-     * servers; ignoring them would change the answer. */
-    static const char *const unsupported[] = {"container", "mcp_servers"};
+    /* Honouring this needs the upstream (or the gateway) to run code;
+     * ignoring it would change the answer. */
+    static const char *const unsupported[] = {"container"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         json_t *v = json_object_get(body, unsupported[i]);
         if (v && !json_is_null(v))
@@ -233,14 +247,18 @@ static int fe_messages_system(const json_t *body, json_t *c, fe_error_t *err)
     return 0;
 }
 
+/* tools[] (custom tools, web search, MCP toolsets) and mcp_servers ->
+ * canonical tools (and max_tool_calls from the web search's max_uses). */
 static int fe_messages_tools(const json_t *body, json_t *c, fe_error_t *err)
 {
     json_t *tools = json_object_get(body, "tools");
     if (!tools || json_is_null(tools))
-        return 0;
-    if (!json_is_array(tools))
+        tools = NULL;
+    else if (!json_is_array(tools))
         return fe_messages_fail(err, "invalid_type", "tools", "Input should be a valid list");
-    json_t *out = json_array();
+    json_t *out = json_array(), *toolsets = json_object();
+    json_int_t max_uses = -1;
+    bool search = false;
     size_t i;
     json_t *t;
     json_array_foreach (tools, i, t) {
@@ -250,9 +268,20 @@ static int fe_messages_tools(const json_t *body, json_t *c, fe_error_t *err)
         json_t *nt = NULL;
         if (!json_is_object(t)) {
             fe_messages_fail(err, "invalid_type", param, "Input should be a valid dictionary or object");
+        } else if (fe_messages_is_web_search_tool(t)) {
+            /* Run by the gateway for every upstream (docs/tools.md). */
+            if (search)
+                fe_messages_fail(err, "invalid_value", param, "Tool names must be unique: 'web_search'");
+            else
+                nt = fe_messages_web_search_tool(t, param, &max_uses, err);
+            search = true;
+        } else if (fe_messages_is(type, "mcp_toolset")) {
+            if (fe_messages_mcp_toolset(t, param, toolsets, err) == 0)
+                continue;
         } else if (type && !json_is_null(type) && !fe_messages_is(type, "custom")) {
-            /* web_search_20250305, bash_20250124, text_editor_..., code_execution_...: the
-             * upstream would have to run them; none of this gateway's upstreams can. */
+            /* bash_20250124, text_editor_..., code_execution_..., web_fetch_...:
+             * the upstream would have to run them; none of this gateway's
+             * upstreams can. */
             fe_messages_fail(err, "unsupported_parameter", param,
                              "unsupported parameter: the Anthropic server tool '%.60s' is not supported on this "
                              "gateway; define a custom tool with 'name' and 'input_schema'.",
@@ -270,14 +299,36 @@ static int fe_messages_tools(const json_t *body, json_t *c, fe_error_t *err)
         }
         if (!nt) {
             json_decref(out);
+            json_decref(toolsets);
             return -1;
         }
         json_array_append_new(out, nt);
     }
-    if (json_array_size(out) > 0)
+    int rc = fe_messages_mcp_servers(body, toolsets, out, err);
+    json_decref(toolsets);
+    if (rc == 0 && json_array_size(out) > 0)
         json_object_set(c, "tools", out);
     json_decref(out);
-    return 0;
+    /* max_uses caps web searches; the job's cap is on every built-in call,
+     * which is the same thing unless MCP servers are offered too. */
+    if (rc == 0 && max_uses > 0)
+        json_object_set_new(c, "max_tool_calls", json_integer(max_uses));
+    return rc;
+}
+
+/* Whether canonical tools hold a built-in tool of type and no function of
+ * that name: tool_choice {"type":"tool","name":"web_search"} forces it. */
+static bool fe_messages_forces_builtin(const json_t *tools, const char *type, const char *name)
+{
+    bool builtin = false;
+    size_t i;
+    json_t *t;
+    json_array_foreach (tools, i, t) {
+        if (fe_messages_is(json_object_get(t, "name"), name))
+            return false;
+        builtin |= fe_messages_is(json_object_get(t, "type"), type);
+    }
+    return builtin;
 }
 
 static int fe_messages_tool_choice(const json_t *body, json_t *c, fe_error_t *err)
@@ -302,6 +353,13 @@ static int fe_messages_tool_choice(const json_t *body, json_t *c, fe_error_t *er
         json_t *name = json_object_get(tc, "name");
         if (!json_is_string(name))
             return fe_messages_fail(err, "missing_required_parameter", "tool_choice.tool.name", "Field required");
+        if (!strcmp(json_string_value(name), "web_search") &&
+            fe_messages_forces_builtin(json_object_get(c, "tools"), "web_search", "web_search")) {
+            json_object_set_new(c, "tool_choice", json_pack("{s:s}", "type", "web_search"));
+            if (json_is_true(dptu))
+                json_object_set_new(c, "parallel_tool_calls", json_false());
+            return 0;
+        }
         json_t *choice = json_pack("{s:s, s:O}", "type", "function", "name", name);
         int rc = fe_structured_tool_choice(choice, json_object_get(c, "tools"), c, err);
         json_decref(choice);

@@ -10,8 +10,12 @@
  *                          | {"type":"tool_use","id","name","input":{}}
  *                          | {"type":"thinking","thinking":"","signature":""}
  *                          | {"type":"redacted_thinking","data"}
- *     content_block_delta  text_delta | input_json_delta | thinking_delta,
- *                          and a thinking block's signature_delta last
+ *                          | {"type":"server_tool_use","id","name":"web_search","input":{}}
+ *                          | {"type":"mcp_tool_use","id","name","server_name","input":{}}
+ *                          | a whole web_search_tool_result or mcp_tool_result
+ *     content_block_delta  text_delta | citations_delta | input_json_delta |
+ *                          thinking_delta, and a thinking block's
+ *                          signature_delta last
  *     content_block_stop
  *   message_delta        stop_reason, stop_sequence and the whole usage
  *   message_stop
@@ -25,6 +29,16 @@
  * thinking block signed with the sealed item (or redacted_thinking; none
  * when sealing is not configured). Text never streamed (a whole item, a
  * reasoning summary) goes out as one delta at the item's end.
+ *
+ * Built-in tools the gateway ran (docs/tools.md): a web search is its
+ * server_tool_use block (input {}, then the query as one input_json_delta)
+ * as soon as its query is known, then its web_search_tool_result block in
+ * one start at the item's end; an MCP call is its mcp_tool_use block, whose
+ * arguments stream as a tool_use's do, then its mcp_tool_result block. A
+ * text part's url_citation annotations are citations_delta events on its
+ * block: as annotation_added brings them once their text went out, and the
+ * rest at the item's end. Other items (mcp_list_tools, progress) show
+ * nothing.
  *
  * Anthropic's blocks never overlap, and the SDK appends a block at each
  * start and reports deltas against the last one, so blocks start strictly in
@@ -51,12 +65,17 @@
  * to the same index; parts past the limit go out whole at the item's end). */
 #define FE_SM_MAX_INDEX 4096
 #define FE_SM_MAX_PARTS 64
+/* Annotations of one message held until their text is out (more go out at
+ * the item's end only). */
+#define FE_SM_MAX_NOTES 256
 
 enum fe_sm_kind {
     FE_SM_UNKNOWN = 0, /* nothing of the item seen yet */
     FE_SM_MESSAGE,     /* text blocks, one per part */
     FE_SM_CALL,        /* a tool_use block */
     FE_SM_REASONING,   /* a thinking or redacted_thinking block */
+    FE_SM_SEARCH,      /* a web_search_call: server_tool_use + web_search_tool_result */
+    FE_SM_MCP,         /* an mcp_call: mcp_tool_use (arguments streamed) + mcp_tool_result */
     FE_SM_OTHER,       /* an item type that makes no block */
 };
 
@@ -74,6 +93,7 @@ typedef struct {
     json_t *item;        /* item_added's partial item, then item_done's; owned */
     fe_sm_text_t *texts; /* by content_index for a message; [0] otherwise */
     size_t n_texts;
+    json_t *notes; /* a message's annotation_added events not yet sent as citations (owned) */
 } fe_sm_item_t;
 
 typedef struct {
@@ -81,6 +101,7 @@ typedef struct {
     size_t n_items;
     size_t front;    /* the earliest unfinished item: the only one whose blocks stream */
     int part;        /* the front item's last part with a block (a call's or reasoning's is 0); -1: none */
+    size_t cited;    /* citations sent on that part's block */
     int blocks;      /* content blocks started */
     bool block_open; /* the last one has had no stop yet */
 } fe_sm_state_t;
@@ -89,6 +110,8 @@ static void fe_sm_item_clear(fe_sm_item_t *it)
 {
     json_decref(it->item);
     it->item = NULL;
+    json_decref(it->notes);
+    it->notes = NULL;
     for (size_t i = 0; i < it->n_texts; i++)
         free(it->texts[i].p);
     free(it->texts);
@@ -183,6 +206,10 @@ static enum fe_sm_kind fe_sm_kind_of(const json_t *item)
         return FE_SM_CALL;
     if (!strcmp(type, "reasoning"))
         return FE_SM_REASONING;
+    if (!strcmp(type, "web_search_call"))
+        return FE_SM_SEARCH;
+    if (!strcmp(type, "mcp_call"))
+        return FE_SM_MCP;
     return FE_SM_OTHER;
 }
 
@@ -241,6 +268,78 @@ static bool fe_sm_has_text(const fe_sm_item_t *it, size_t c)
     return c < it->n_texts && it->texts[c].len > 0;
 }
 
+/* Sends citation (stolen) on the open block. */
+static void fe_sm_cite(fe_sm_state_t *st, json_t *citation, struct evbuffer *out)
+{
+    if (!st->block_open) {
+        json_decref(citation);
+        return;
+    }
+    fe_sm_emit(out, "content_block_delta",
+               json_pack("{s:i, s:{s:s, s:o}}", "index", st->blocks - 1, "delta", "type", "citations_delta", "citation",
+                         citation));
+    st->cited++;
+}
+
+/* The annotations that came for the front message's current part, once the
+ * text they span has gone out; those of other parts wait for the item's
+ * end (fe_sm_finish_message sends what the final part has). */
+static void fe_sm_cite_pending(fe_sm_state_t *st, fe_sm_item_t *it, struct evbuffer *out)
+{
+    if (st->part < 0 || (size_t)st->part >= it->n_texts)
+        return;
+    fe_sm_text_t *t = &it->texts[st->part];
+    json_int_t have = 0; /* code points of the part's text so far */
+    for (size_t i = 0; i < t->sent; i++)
+        have += ((unsigned char)t->p[i] & 0xC0) != 0x80;
+    for (size_t i = 0; i < json_array_size(it->notes);) {
+        json_t *ev = json_array_get(it->notes, i);
+        json_t *a = json_object_get(ev, "annotation");
+        if (json_integer_value(json_object_get(ev, "content_index")) != st->part ||
+            json_integer_value(json_object_get(a, "end_index")) > have) {
+            i++;
+            continue;
+        }
+        json_t *text = json_stringn(t->p, t->sent);
+        json_t *c = text ? fe_messages_citation(a, text) : NULL;
+        json_decref(text);
+        if (c)
+            fe_sm_cite(st, c, out);
+        json_array_remove(it->notes, i);
+    }
+}
+
+/* A call's first block once its id and name are known (new reference), or
+ * NULL: a tool_use block, or an mcp_tool_use block. */
+static json_t *fe_sm_call_block(const fe_sm_item_t *it)
+{
+    json_t *name = json_object_get(it->item, "name");
+    if (it->kind == FE_SM_MCP)
+        return json_is_string(name) && json_is_string(json_object_get(it->item, "id")) &&
+                       json_is_string(json_object_get(it->item, "server_label"))
+                   ? fe_messages_mcp_use(it->item, false)
+                   : NULL;
+    json_t *call_id = json_object_get(it->item, "call_id");
+    if (!json_is_string(call_id) || !json_is_string(name))
+        return NULL;
+    return json_pack("{s:s, s:O, s:O, s:{}}", "type", "tool_use", "id", call_id, "name", name, "input");
+}
+
+/* A web search's server_tool_use block, whole: input {} and the query as one
+ * input_json_delta. */
+static void fe_sm_search_use(fe_sm_state_t *st, const json_t *item, struct evbuffer *out)
+{
+    json_t *use = fe_messages_search_use(item, true);
+    char *input = json_dumps(json_object_get(use, "input"), JSON_COMPACT);
+    json_object_set_new(use, "input", json_object());
+    fe_sm_block_start(st, use, out);
+    if (input)
+        fe_sm_block_delta(st, "input_json_delta", "partial_json", input, strlen(input), out);
+    free(input);
+    fe_sm_block_stop(st, out);
+    st->part = 0;
+}
+
 /* The front item, still in progress: starts the blocks it is known to have
  * and sends the text it brought. A message's next part starts once it has
  * text (which ends the part before); a call's block once its id and name
@@ -251,26 +350,35 @@ static void fe_sm_stream(fe_stream_ctx_t *sc, fe_sm_state_t *st, fe_sm_item_t *i
     switch (it->kind) {
     case FE_SM_MESSAGE:
         for (;;) {
-            if (st->part >= 0)
+            if (st->part >= 0) {
                 fe_sm_send(st, &it->texts[st->part], "text_delta", "text", out);
+                fe_sm_cite_pending(st, it, out);
+            }
             if (!fe_sm_has_text(it, (size_t)(st->part + 1)))
                 break;
             fe_sm_block_start(st, json_pack("{s:s, s:s}", "type", "text", "text", ""), out);
             st->part++;
+            st->cited = 0;
         }
         break;
-    case FE_SM_CALL: {
-        json_t *call_id = json_object_get(it->item, "call_id");
-        json_t *name = json_object_get(it->item, "name");
-        if (st->part < 0 && json_is_string(call_id) && json_is_string(name)) {
-            fe_sm_block_start(
-                st, json_pack("{s:s, s:O, s:O, s:{}}", "type", "tool_use", "id", call_id, "name", name, "input"), out);
+    case FE_SM_CALL:
+    case FE_SM_MCP: {
+        json_t *block = st->part < 0 ? fe_sm_call_block(it) : NULL;
+        if (block) {
+            fe_sm_block_start(st, block, out);
             st->part = 0;
         }
         if (st->part == 0 && it->n_texts > 0)
             fe_sm_send(st, &it->texts[0], "input_json_delta", "partial_json", out);
         break;
     }
+    case FE_SM_SEARCH:
+        /* The query is known once the model asked for the search: its block
+         * need not wait for the results. */
+        if (st->part < 0 && fe_messages_shows_search(it->item) &&
+            json_is_string(json_object_get(json_object_get(it->item, "action"), "query")))
+            fe_sm_search_use(st, it->item, out);
+        break;
     case FE_SM_REASONING:
         if (!sc->render.seal.key)
             break; /* no thinking blocks without a key to sign them */
@@ -310,8 +418,18 @@ static void fe_sm_finish_message(fe_sm_state_t *st, fe_sm_item_t *it, struct evb
                 continue;
             fe_sm_block_start(st, json_pack("{s:s, s:s}", "type", "text", "text", ""), out);
             st->part = (int)j;
+            st->cited = 0;
         }
         fe_sm_send_final(st, fe_sm_text(it, j, &none), text, "text_delta", "text", out);
+        /* The citations annotation_added did not bring, as the final
+         * message's block has them. */
+        json_t *cites = text ? fe_messages_citations(p, text) : json_array();
+        if (st->cited > json_array_size(cites))
+            sb_warn("messages stream: part %zu streamed %zu citations but has %zu", j, st->cited,
+                    json_array_size(cites));
+        for (size_t k = st->cited; k < json_array_size(cites); k++)
+            fe_sm_cite(st, json_incref(json_array_get(cites, k)), out);
+        json_decref(cites);
     }
     if (st->part >= (int)json_array_size(content))
         sb_warn("messages stream: a message streamed %d parts but has %zu", st->part + 1, json_array_size(content));
@@ -325,11 +443,13 @@ static void fe_sm_finish_call(fe_sm_state_t *st, fe_sm_item_t *it, struct evbuff
     fe_sm_text_t *t = fe_sm_text(it, 0, &none);
     json_t *args = json_object_get(it->item, "arguments");
     if (st->part < 0) {
-        fe_sm_block_start(st,
-                          json_pack("{s:s, s:O?, s:O?, s:{}}", "type", "tool_use", "id",
-                                    json_object_get(it->item, "call_id"), "name", json_object_get(it->item, "name"),
-                                    "input"),
-                          out);
+        json_t *block = fe_sm_call_block(it);
+        if (!block && it->kind == FE_SM_MCP)
+            block = fe_messages_mcp_use(it->item, false);
+        else if (!block)
+            block = json_pack("{s:s, s:O?, s:O?, s:{}}", "type", "tool_use", "id", json_object_get(it->item, "call_id"),
+                              "name", json_object_get(it->item, "name"), "input");
+        fe_sm_block_start(st, block, out);
         st->part = 0;
     }
     if (t->sent > 0) {
@@ -392,6 +512,14 @@ static void fe_sm_pump(fe_stream_ctx_t *sc, fe_sm_state_t *st, struct evbuffer *
                 fe_sm_finish_call(st, it, out);
             else if (it->kind == FE_SM_REASONING)
                 fe_sm_finish_reasoning(sc, st, it, out);
+            else if (it->kind == FE_SM_MCP) {
+                fe_sm_finish_call(st, it, out);
+                fe_sm_block_start(st, fe_messages_mcp_result(it->item), out);
+            } else if (it->kind == FE_SM_SEARCH && fe_messages_shows_search(it->item)) {
+                if (st->part < 0)
+                    fe_sm_search_use(st, it->item, out);
+                fe_sm_block_start(st, fe_messages_search_result(&sc->render, it->item), out);
+            }
         } else if (st->part >= 0) {
             sb_warn("messages stream: an item that never completed had a block");
         }
@@ -399,6 +527,7 @@ static void fe_sm_pump(fe_stream_ctx_t *sc, fe_sm_state_t *st, struct evbuffer *
         fe_sm_item_clear(it);
         st->front++;
         st->part = -1;
+        st->cited = 0;
     }
 }
 
@@ -417,8 +546,8 @@ static void fe_sm_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *
     fe_sm_state_t *st = sc->state;
     enum sb_event_type t = sb_event_type_of(ev);
     if (t != SB_EV_ITEM_ADDED && t != SB_EV_TEXT_DELTA && t != SB_EV_ARGS_DELTA && t != SB_EV_REASONING_DELTA &&
-        t != SB_EV_ITEM_DONE)
-        return; /* usage and the outcome show in message_delta */
+        t != SB_EV_ITEM_DONE && t != SB_EV_ANNOTATION_ADDED)
+        return; /* usage and the outcome show in message_delta; progress and tool logs show nothing */
     fe_sm_item_t *it = fe_sm_item(st, ev);
     if (!it || it->done)
         return;
@@ -440,8 +569,18 @@ static void fe_sm_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *
     case SB_EV_ARGS_DELTA:
         if (it->kind == FE_SM_UNKNOWN)
             it->kind = FE_SM_CALL;
-        if (it->kind == FE_SM_CALL)
+        if (it->kind == FE_SM_CALL || it->kind == FE_SM_MCP)
             fe_sm_add_text(it, 0, delta);
+        break;
+    case SB_EV_ANNOTATION_ADDED:
+        if (it->kind == FE_SM_UNKNOWN)
+            it->kind = FE_SM_MESSAGE;
+        if (it->kind == FE_SM_MESSAGE && json_is_object(json_object_get(ev, "annotation")) &&
+            json_array_size(it->notes) < FE_SM_MAX_NOTES) {
+            if (!it->notes)
+                it->notes = json_array();
+            json_array_append(it->notes, (json_t *)ev);
+        }
         break;
     case SB_EV_REASONING_DELTA:
         if (it->kind == FE_SM_UNKNOWN)

@@ -5,12 +5,13 @@
  * their deltas, message_delta with the stop reason and usage, message_stop),
  * deltas of a later item held until the one before is done, thinking blocks
  * signed with the same token as the final message, Anthropic's ping and its
- * error event. */
+ * error event; the built-in tools' blocks and citations. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fe_stream_harness.h"
+#include "sb_alloc.h"
 #include "sb_event.h"
 
 #define MESSAGE_START                                                                                                  \
@@ -231,11 +232,196 @@ static void test_failure_and_ping(void)
     fe_sh_free(&h);
 }
 
+/* What @anthropic-ai/sdk's MessageStream makes of the events in text: the
+ * content blocks started, their text, citations and input deltas applied
+ * (input parsed at the block's stop). New array. */
+static json_t *accumulate(const char *text)
+{
+    json_t *content = json_array(), *ev;
+    json_t *partial = json_object(); /* block index -> input JSON text so far */
+    const char *p = text;
+    char name[64], key[16];
+    while ((ev = fe_sh_next_sse(&p, "\n\n", name, sizeof name))) {
+        json_t *idx = json_object_get(ev, "index");
+        json_t *block = json_array_get(content, (size_t)json_integer_value(idx));
+        snprintf(key, sizeof key, "%lld", (long long)json_integer_value(idx));
+        json_t *delta = json_object_get(ev, "delta");
+        const char *dt = json_string_value(json_object_get(delta, "type"));
+        if (!strcmp(name, "content_block_start")) {
+            json_array_append_new(content, json_deep_copy(json_object_get(ev, "content_block")));
+        } else if (!strcmp(name, "content_block_delta") && dt && !strcmp(dt, "text_delta")) {
+            char *t = sb_xasprintf("%s%s", json_string_value(json_object_get(block, "text")),
+                                   json_string_value(json_object_get(delta, "text")));
+            json_object_set_new(block, "text", json_string(t));
+            free(t);
+        } else if (!strcmp(name, "content_block_delta") && dt && !strcmp(dt, "citations_delta")) {
+            if (!json_object_get(block, "citations"))
+                json_object_set_new(block, "citations", json_array());
+            json_array_append(json_object_get(block, "citations"), json_object_get(delta, "citation"));
+        } else if (!strcmp(name, "content_block_delta") && dt && !strcmp(dt, "input_json_delta")) {
+            const char *was = json_string_value(json_object_get(partial, key));
+            char *t = sb_xasprintf("%s%s", was ? was : "", json_string_value(json_object_get(delta, "partial_json")));
+            json_object_set_new(partial, key, json_string(t));
+            free(t);
+        } else if (!strcmp(name, "content_block_stop") && json_object_get(partial, key)) {
+            const char *js = json_string_value(json_object_get(partial, key));
+            json_object_set_new(block, "input", *js ? json_loads(js, 0, NULL) : json_object());
+        }
+        json_decref(ev);
+    }
+    json_decref(partial);
+    return content;
+}
+
+#define EV_START(i, block)                                                                                             \
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":" #i ",\"content_block\":" block    \
+    "}\n\n"
+#define EV_DELTA(i, delta)                                                                                             \
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":" #i ",\"delta\":" delta "}\n\n"
+#define EV_STOP(i) "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":" #i "}\n\n"
+
+#define CITE_EX                                                                                                        \
+    "{\"type\":\"web_search_result_location\",\"url\":\"https://e.x/\",\"title\":\"Ex\",\"encrypted_index\":"          \
+    "\"aHR0cHM6Ly9lLngv\",\"cited_text\":\"[Ex](https://e.x/)\"}"
+
+/* Built-in tools the gateway ran: a listing shows nothing; a web search is
+ * server_tool_use (once its query is known) + web_search_tool_result; a
+ * message's citations go out as citations_delta, as annotation_added brings
+ * them and the rest at its end; an MCP call's arguments stream into
+ * mcp_tool_use, then mcp_tool_result. What the SDK accumulates is the
+ * non-streamed message. */
+static void test_builtin_tools(void)
+{
+    fe_sh_t h;
+    fe_sh_init(&h, &fe_style_messages, NULL, "msg_1", NULL);
+    fe_sh_feed(&h, "{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"mcp_list_tools\",\"id\":\"mcpl_1\","
+                   "\"server_label\":\"docs\",\"tools\":[]}}");
+    fe_sh_feed(&h, "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"mcp_list_tools\",\"id\":\"mcpl_1\","
+                   "\"server_label\":\"docs\",\"tools\":[]}}");
+    fe_sh_feed(&h, "{\"type\":\"tool_log\",\"kind\":\"mcp_list_tools\",\"server\":\"docs\",\"outcome\":\"ok\"}");
+    fe_sh_feed(&h, "{\"type\":\"item_added\",\"item_index\":1,\"item\":{\"type\":\"web_search_call\",\"id\":"
+                   "\"ws_1\",\"status\":\"in_progress\"}}");
+    fe_sh_feed(&h, "{\"type\":\"item_progress\",\"item_index\":1,\"status\":\"searching\"}");
+    char *got = fe_sh_take(&h);
+    FE_SH_CHECK_BYTES(got, MESSAGE_START);
+    free(got);
+
+    fe_sh_feed(&h, "{\"type\":\"item_done\",\"item_index\":1,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_1\","
+                   "\"status\":\"completed\",\"action\":{\"type\":\"search\",\"query\":\"hours\",\"sources\":[{"
+                   "\"type\":\"url\",\"url\":\"https://e.x/\",\"title\":\"Ex\"}]},\"sb_output\":\"secret text\"}}");
+    got = fe_sh_take(&h);
+    FE_SH_CHECK_BYTES(
+        got, EV_START(0, "{\"type\":\"server_tool_use\",\"id\":\"srvtoolu_1\",\"name\":\"web_search\",\"input\":{}}")
+                 EV_DELTA(0, "{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"query\\\":\\\"hours\\\"}\"}")
+                     EV_STOP(0) EV_START(1, "{\"type\":\"web_search_tool_result\",\"tool_use_id\":\"srvtoolu_1\","
+                                            "\"content\":[{\"type\":\"web_search_result\",\"url\":\"https://e.x/\","
+                                            "\"title\":\"Ex\",\"encrypted_content\":\"aHR0cHM6Ly9lLngv\",\"page_age\":"
+                                            "null}]}") EV_STOP(1));
+    free(got);
+
+    /* The answer: its first citation comes once its text went out. */
+    fe_sh_feed(&h, "{\"type\":\"item_added\",\"item_index\":2,\"item\":{\"type\":\"message\",\"id\":\"msg_a\","
+                   "\"role\":\"assistant\",\"content\":[]}}");
+    fe_sh_feed(&h, "{\"type\":\"text_delta\",\"item_index\":2,\"content_index\":0,\"delta\":\"See [Ex](https://\"}");
+    fe_sh_feed(&h, "{\"type\":\"annotation_added\",\"item_index\":2,\"content_index\":0,\"annotation_index\":0,"
+                   "\"annotation\":{\"type\":\"url_citation\",\"start_index\":4,\"end_index\":22,\"url\":"
+                   "\"https://e.x/\",\"title\":\"Ex\"}}");
+    got = fe_sh_take(&h);
+    FE_SH_CHECK_BYTES(got, EV_START(2, "{\"type\":\"text\",\"text\":\"\"}")
+                               EV_DELTA(2, "{\"type\":\"text_delta\",\"text\":\"See [Ex](https://\"}"));
+    free(got);
+    fe_sh_feed(&h, "{\"type\":\"text_delta\",\"item_index\":2,\"content_index\":0,\"delta\":\"e.x/) and "
+                   "https://e.x/.\"}");
+    got = fe_sh_take(&h);
+    FE_SH_CHECK_BYTES(got, EV_DELTA(2, "{\"type\":\"text_delta\",\"text\":\"e.x/) and https://e.x/.\"}")
+                               EV_DELTA(2, "{\"type\":\"citations_delta\",\"citation\":" CITE_EX "}"));
+    free(got);
+    /* An MCP call held while the message is open. */
+    fe_sh_feed(&h, "{\"type\":\"item_added\",\"item_index\":3,\"item\":{\"type\":\"mcp_call\",\"id\":\"mcp_9\","
+                   "\"server_label\":\"docs\",\"name\":\"lookup\",\"arguments\":\"\"}}");
+    fe_sh_feed(&h, "{\"type\":\"args_delta\",\"item_index\":3,\"delta\":\"{\\\"k\\\":\"}");
+    fe_sh_feed(&h, "{\"type\":\"item_done\",\"item_index\":2,\"item\":{\"type\":\"message\",\"id\":\"msg_a\","
+                   "\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"See [Ex](https://e.x/) "
+                   "and https://e.x/.\",\"annotations\":[{\"type\":\"url_citation\",\"start_index\":4,\"end_index\":"
+                   "22,\"url\":\"https://e.x/\",\"title\":\"Ex\"},{\"type\":\"url_citation\",\"start_index\":27,"
+                   "\"end_index\":39,\"url\":\"https://e.x/\",\"title\":\"Ex\"}]}]}}");
+    got = fe_sh_take(&h);
+    FE_SH_CHECK_BYTES(
+        got, EV_DELTA(2, "{\"type\":\"citations_delta\",\"citation\":{\"type\":\"web_search_result_location\",\"url\":"
+                         "\"https://e.x/\",\"title\":\"Ex\",\"encrypted_index\":\"aHR0cHM6Ly9lLngv\",\"cited_text\":"
+                         "\"https://e.x/\"}}") EV_STOP(2)
+                 EV_START(3, "{\"type\":\"mcp_tool_use\",\"id\":\"mcptoolu_9\",\"name\":\"lookup\",\"server_name\":"
+                             "\"docs\",\"input\":{}}")
+                     EV_DELTA(3, "{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"k\\\":\"}"));
+    free(got);
+    fe_sh_feed(&h, "{\"type\":\"args_delta\",\"item_index\":3,\"delta\":\"1}\"}");
+    fe_sh_feed(&h, "{\"type\":\"item_done\",\"item_index\":3,\"item\":{\"type\":\"mcp_call\",\"id\":\"mcp_9\","
+                   "\"server_label\":\"docs\",\"name\":\"lookup\",\"arguments\":\"{\\\"k\\\":1}\",\"output\":"
+                   "\"found\",\"error\":null,\"status\":\"completed\"}}");
+    fe_sh_feed(&h, "{\"type\":\"usage\",\"input_tokens\":5,\"output_tokens\":7,\"reasoning_tokens\":0}");
+    CHECK(fe_sh_feed(&h, "{\"type\":\"completed\",\"status\":\"completed\"}"));
+    json_t *rendered = fe_sh_complete(&h);
+    got = fe_sh_take(&h);
+    FE_SH_CHECK_BYTES(
+        got,
+        EV_DELTA(3, "{\"type\":\"input_json_delta\",\"partial_json\":\"1}\"}") EV_STOP(3) EV_START(
+            4, "{\"type\":\"mcp_tool_result\",\"tool_use_id\":\"mcptoolu_9\",\"is_error\":false,\"content\":[{"
+               "\"type\":\"text\",\"text\":\"found\"}]}")
+            EV_STOP(
+                4) "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\","
+                   "\"stop_sequence\":null},\"usage\":{\"input_tokens\":5,\"output_tokens\":7,"
+                   "\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"server_tool_use\":{"
+                   "\"web_search_requests\":1}}}\n\n"
+                   "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    free(got);
+    json_decref(rendered);
+
+    /* Everything the stream wrote, accumulated, is the final message. */
+    fe_sh_free(&h);
+    fe_sh_init(&h, &fe_style_messages, NULL, "msg_1", NULL);
+    static const char *const events[] = {
+        "{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_2\",\"status\":"
+        "\"in_progress\",\"action\":{\"type\":\"search\",\"query\":\"q\"}}}",
+        "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_2\",\"status\":"
+        "\"failed\",\"action\":{\"type\":\"search\",\"query\":\"q\",\"sources\":[]}}}",
+        "{\"type\":\"item_done\",\"item_index\":1,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_3\",\"status\":"
+        "\"completed\",\"action\":{\"type\":\"open_page\",\"url\":\"https://e.x/\"}}}",
+        "{\"type\":\"text_delta\",\"item_index\":2,\"content_index\":0,\"delta\":\"See [Ex](https://e.x/)\"}",
+        "{\"type\":\"item_done\",\"item_index\":2,\"item\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":"
+        "[{\"type\":\"output_text\",\"text\":\"See [Ex](https://e.x/)\",\"annotations\":[{\"type\":"
+        "\"url_citation\",\"start_index\":4,\"end_index\":22,\"url\":\"https://e.x/\",\"title\":\"Ex\"}]}]}}",
+        "{\"type\":\"item_done\",\"item_index\":3,\"item\":{\"type\":\"mcp_call\",\"id\":\"mcp_4\",\"server_label\":"
+        "\"docs\",\"name\":\"lookup\",\"arguments\":\"{}\",\"output\":null,\"error\":\"down\",\"status\":"
+        "\"failed\"}}",
+    };
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
+        fe_sh_feed(&h, events[i]);
+    CHECK(fe_sh_feed(&h, "{\"type\":\"completed\",\"status\":\"completed\"}"));
+    rendered = fe_sh_complete(&h);
+    got = fe_sh_take(&h);
+    json_t *joined = accumulate(got);
+    CHECK_INT(json_array_size(joined), 5);
+    CHECK(json_equal(joined, json_object_get(rendered, "content")));
+    if (!json_equal(joined, json_object_get(rendered, "content"))) {
+        char *a = json_dumps(joined, JSON_COMPACT), *b = json_dumps(json_object_get(rendered, "content"), JSON_COMPACT);
+        fprintf(stderr, "  streamed: %s\n  final:    %s\n", a, b);
+        free(a);
+        free(b);
+    }
+    /* The search's block went out at item_added, before its results. */
+    CHECK(strstr(got, "\"srvtoolu_2\"") < strstr(got, "web_search_tool_result_error"));
+    json_decref(joined);
+    json_decref(rendered);
+    free(got);
+    fe_sh_free(&h);
+}
+
 int main(void)
 {
     test_text_then_call();
     test_whole_items();
     test_thinking();
     test_failure_and_ping();
+    test_builtin_tools();
     return sb_test_finish("stream_messages");
 }

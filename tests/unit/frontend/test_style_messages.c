@@ -256,7 +256,7 @@ static void test_parse_errors(void)
     parse_fails("2023-06-01",
                 "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
                 "role 'user' or 'assistant' is required");
-    parse_fails("2023-06-01", "{" MIN ",\"mcp_servers\":[]}", "unsupported parameter");
+    parse_fails("2023-06-01", "{" MIN ",\"mcp_servers\":{}}", "mcp_servers: Input should be a valid list");
     parse_fails("2023-06-01", "{" MIN ",\"context_management\":{\"edits\":[{\"type\":\"x\"}]}}",
                 "context_management.edits.0.type");
     { /* what Claude Code sends: accepted; a system message between turns is a system item */
@@ -283,8 +283,8 @@ static void test_parse_errors(void)
     parse_fails("2023-06-01", "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"\"}]}",
                 "non-empty content");
     parse_fails("2023-06-01", "{" MIN ",\"temperature\":1.5}", "temperature: Input should be less than or equal to 1");
-    parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\"}]}",
-                "unsupported parameter");
+    parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"search\"}]}",
+                "tools.0.name: Input should be 'web_search'");
     parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"type\":\"bash_20250124\",\"name\":\"bash\"}]}",
                 "unsupported parameter");
     parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"name\":\"f\"}]}", "input_schema");
@@ -474,6 +474,360 @@ static void test_count(void)
     }
 }
 
+/* ---- built-in tools (docs/tools.md, "Other styles") ---- */
+
+/* got equals the JSON text expect (printed both when not). */
+static void check_json(const json_t *got, const char *expect)
+{
+    json_error_t jerr;
+    json_t *want = json_loads(expect, 0, &jerr);
+    if (!want) {
+        fprintf(stderr, "bad expected JSON: %s: %s\n", jerr.text, expect);
+        abort();
+    }
+    bool same = json_equal((json_t *)got, want);
+    CHECK(same);
+    if (!same) {
+        char *g = got ? json_dumps(got, JSON_COMPACT) : NULL;
+        fprintf(stderr, "  got:      %s\n  expected: %s\n", g ? g : "(null)", expect);
+        free(g);
+    }
+    json_decref(want);
+}
+
+/* Parses MIN plus extra top-level fields; the canonical tools then. */
+static const json_t *parse_tools(req_t *r, const char *extra)
+{
+    fe_error_t err;
+    char *body = sb_xasprintf("{" MIN ",%s}", extra);
+    int rc = parse(r, "2023-06-01", body, &err);
+    CHECK_INT(rc, 0);
+    if (rc != 0)
+        fprintf(stderr, "  body %s\n  error \"%s\"\n", body, err.message);
+    free(body);
+    return json_object_get(r->parsed.canonical, "tools");
+}
+
+/* Web search server tools -> the canonical web_search tool. */
+static void test_server_tools(void)
+{
+    req_t r;
+    const json_t *tools = parse_tools(
+        &r, "\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\",\"max_uses\":3,\"allowed_domains\":"
+            "[\"a.example\"],\"user_location\":{\"type\":\"approximate\",\"city\":\"Paris\",\"country\":\"FR\","
+            "\"region\":null},\"cache_control\":{\"type\":\"ephemeral\"}},{\"name\":\"f\",\"input_schema\":{\"type\":"
+            "\"object\"}}]");
+    CHECK_INT(json_array_size(tools), 2);
+    check_json(json_array_get(tools, 0), "{\"type\":\"web_search\",\"filters\":{\"allowed_domains\":[\"a.example\"]},"
+                                         "\"user_location\":{\"type\":\"approximate\",\"city\":\"Paris\","
+                                         "\"country\":\"FR\"}}");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(tools, 1), "type")), "function");
+    CHECK_INT(json_integer_value(json_object_get(r.parsed.canonical, "max_tool_calls")), 3);
+    req_free(&r);
+
+    /* The later versions; blocked_domains as the canonical filter the
+     * gateway's search applies; forcing the tool by name. */
+    tools = parse_tools(&r, "\"tools\":[{\"type\":\"web_search_20260209\",\"name\":\"web_search\",\"blocked_domains\":"
+                            "[\"b.example\"]}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"web_search\"}");
+    check_json(tools, "[{\"type\":\"web_search\",\"filters\":{\"blocked_domains\":[\"b.example\"]}}]");
+    check_json(json_object_get(r.parsed.canonical, "tool_choice"), "{\"type\":\"web_search\"}");
+    CHECK(!json_object_get(r.parsed.canonical, "max_tool_calls"));
+    req_free(&r);
+    tools = parse_tools(&r, "\"tools\":[{\"type\":\"web_search_20260318\",\"name\":\"web_search\","
+                            "\"response_inclusion\":\"full\",\"defer_loading\":false}]");
+    check_json(tools, "[{\"type\":\"web_search\"}]");
+    req_free(&r);
+
+    parse_fails("2023-06-01",
+                "{" MIN
+                ",\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\",\"allowed_domains\":[\"a\"],"
+                "\"blocked_domains\":[\"b\"]}]}",
+                "Cannot specify both allowed_domains and blocked_domains");
+    parse_fails("2023-06-01",
+                "{" MIN ",\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\",\"max_uses\":0}]}",
+                "tools.0.max_uses: Input should be greater than 0");
+    parse_fails("2023-06-01",
+                "{" MIN ",\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\",\"depth\":2}]}",
+                "tools.0.depth: Extra inputs are not permitted");
+    parse_fails("2023-06-01",
+                "{" MIN
+                ",\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\",\"user_location\":{\"type\":"
+                "\"exact\"}}]}",
+                "tools.0.user_location");
+    parse_fails("2023-06-01",
+                "{" MIN ",\"tools\":[{\"type\":\"web_search_20250305\",\"name\":\"web_search\"},{\"type\":"
+                "\"web_search_20260209\",\"name\":\"web_search\"}]}",
+                "Tool names must be unique");
+    parse_fails("2023-06-01", "{" MIN ",\"tools\":[{\"type\":\"web_fetch_20250910\",\"name\":\"web_fetch\"}]}",
+                "unsupported parameter");
+}
+
+/* mcp_servers, with mcp-client-2025-04-04's tool_configuration or
+ * mcp-client-2025-11-20's mcp_toolset entries -> canonical mcp tools. */
+static void test_mcp_servers(void)
+{
+    req_t r;
+    const json_t *tools = parse_tools(
+        &r, "\"mcp_servers\":[{\"type\":\"url\",\"url\":\"https://mcp.example/mcp\",\"name\":\"docs\","
+            "\"authorization_token\":\"tok\",\"tool_configuration\":{\"enabled\":true,\"allowed_tools\":[\"search\"]}},"
+            "{\"type\":\"url\",\"url\":\"https://off.example\",\"name\":\"off\",\"tool_configuration\":{\"enabled\":"
+            "false}},{\"type\":\"url\",\"url\":\"https://all.example\",\"name\":\"all\"}]");
+    check_json(tools, "[{\"type\":\"mcp\",\"server_label\":\"docs\",\"server_url\":\"https://mcp.example/mcp\","
+                      "\"authorization\":\"tok\",\"allowed_tools\":[\"search\"],\"require_approval\":\"never\"},"
+                      "{\"type\":\"mcp\",\"server_label\":\"all\",\"server_url\":\"https://all.example\","
+                      "\"require_approval\":\"never\"}]");
+    req_free(&r);
+
+    /* Toolsets: an allowlist, all tools, nothing enabled (the server is not
+     * offered). */
+    tools = parse_tools(
+        &r, "\"mcp_servers\":[{\"type\":\"url\",\"url\":\"https://a.example\",\"name\":\"a\"},{\"type\":\"url\","
+            "\"url\":\"https://b.example\",\"name\":\"b\"},{\"type\":\"url\",\"url\":\"https://c.example\",\"name\":"
+            "\"c\"}],\"tools\":[{\"type\":\"mcp_toolset\",\"mcp_server_name\":\"a\",\"default_config\":{\"enabled\":"
+            "false},\"configs\":{\"x\":{\"enabled\":true},\"y\":{\"enabled\":false}}},{\"type\":\"mcp_toolset\","
+            "\"mcp_server_name\":\"b\",\"configs\":{\"z\":{\"defer_loading\":true}}},{\"type\":\"mcp_toolset\","
+            "\"mcp_server_name\":\"c\",\"default_config\":{\"enabled\":false}}]");
+    check_json(tools, "[{\"type\":\"mcp\",\"server_label\":\"a\",\"server_url\":\"https://a.example\","
+                      "\"allowed_tools\":[\"x\"],\"require_approval\":\"never\"},{\"type\":\"mcp\",\"server_label\":"
+                      "\"b\",\"server_url\":\"https://b.example\",\"require_approval\":\"never\"}]");
+    req_free(&r);
+
+#define SRV "\"mcp_servers\":[{\"type\":\"url\",\"url\":\"https://a.example\",\"name\":\"a\"}]"
+    parse_fails("2023-06-01",
+                "{" MIN "," SRV
+                ",\"tools\":[{\"type\":\"mcp_toolset\",\"mcp_server_name\":\"a\",\"configs\":{\"x\":{\"enabled\":"
+                "false}}}]}",
+                "disabling single tools of an MCP server is not supported");
+    parse_fails("2023-06-01", "{" MIN "," SRV ",\"tools\":[{\"type\":\"mcp_toolset\",\"mcp_server_name\":\"b\"}]}",
+                "references MCP server 'b', which is not in mcp_servers");
+    parse_fails("2023-06-01",
+                "{" MIN "," SRV
+                ",\"tools\":[{\"type\":\"mcp_toolset\",\"mcp_server_name\":\"a\"},{\"type\":\"mcp_toolset\","
+                "\"mcp_server_name\":\"a\"}]}",
+                "referenced by more than one mcp_toolset");
+    parse_fails("2023-06-01",
+                "{" MIN
+                ",\"mcp_servers\":[{\"type\":\"url\",\"url\":\"https://a.example\",\"name\":\"a\"},{\"type\":\"url\","
+                "\"url\":\"https://b.example\",\"name\":\"b\"}],\"tools\":[{\"type\":\"mcp_toolset\","
+                "\"mcp_server_name\":\"a\"}]}",
+                "MCP server 'b' must be referenced by exactly one mcp_toolset");
+    parse_fails("2023-06-01",
+                "{" MIN
+                ",\"mcp_servers\":[{\"type\":\"url\",\"url\":\"https://a.example\",\"name\":\"a\"},{\"type\":\"url\","
+                "\"url\":\"https://b.example\",\"name\":\"a\"}]}",
+                "MCP server names must be unique");
+    parse_fails("2023-06-01", "{" MIN ",\"mcp_servers\":[{\"type\":\"stdio\",\"url\":\"x\",\"name\":\"a\"}]}",
+                "mcp_servers.0.type: Input should be 'url'");
+    parse_fails("2023-06-01", "{" MIN ",\"mcp_servers\":[{\"type\":\"url\",\"name\":\"a\"}]}",
+                "mcp_servers.0.url: Field required");
+    parse_fails("2023-06-01",
+                "{" MIN ",\"mcp_servers\":[{\"type\":\"url\",\"url\":\"https://a.example\",\"name\":\"a\","
+                "\"tool_configuration\":{\"allowed_tools\":\"x\"}}]}",
+                "mcp_servers.0.tool_configuration.allowed_tools");
+#undef SRV
+}
+
+#define TURN_Q "{\"role\":\"user\",\"content\":\"q\"}"
+
+/* Server tool blocks an assistant turn sends back -> the built-in items, in
+ * order. */
+static void test_server_history(void)
+{
+    req_t r;
+    fe_error_t err;
+    CHECK_INT(parse(&r, "2023-06-01",
+                    "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[" TURN_Q ",{\"role\":\"assistant\",\"content\":["
+                    "{\"type\":\"text\",\"text\":\"Let me look.\"},"
+                    "{\"type\":\"server_tool_use\",\"id\":\"srvtoolu_1\",\"name\":\"web_search\",\"input\":{\"query\":"
+                    "\"weather\"},\"caller\":{\"type\":\"direct\"}},"
+                    "{\"type\":\"web_search_tool_result\",\"tool_use_id\":\"srvtoolu_1\",\"content\":[{\"type\":"
+                    "\"web_search_result\",\"url\":\"https://w.example/a\",\"title\":\"A\",\"encrypted_content\":"
+                    "\"opaque\",\"page_age\":null},{\"type\":\"web_search_result\",\"url\":\"https://w.example/b\","
+                    "\"title\":\"B\",\"encrypted_content\":\"x\"}]},"
+                    "{\"type\":\"server_tool_use\",\"id\":\"srvtoolu_2\",\"name\":\"web_search\",\"input\":{\"query\":"
+                    "\"again\"}},"
+                    "{\"type\":\"web_search_tool_result\",\"tool_use_id\":\"srvtoolu_2\",\"content\":{\"type\":"
+                    "\"web_search_tool_result_error\",\"error_code\":\"max_uses_exceeded\"}},"
+                    "{\"type\":\"text\",\"text\":\"Sunny.\",\"citations\":[{\"type\":\"web_search_result_location\","
+                    "\"url\":\"https://w.example/a\",\"title\":\"A\",\"encrypted_index\":\"e\",\"cited_text\":\"s\"}]},"
+                    "{\"type\":\"mcp_tool_use\",\"id\":\"mcptoolu_7\",\"name\":\"lookup\",\"server_name\":\"docs\","
+                    "\"input\":{\"k\":1}},"
+                    "{\"type\":\"mcp_tool_result\",\"tool_use_id\":\"mcptoolu_7\",\"is_error\":false,\"content\":[{"
+                    "\"type\":\"text\",\"text\":\"one\"},{\"type\":\"text\",\"text\":\"two\"}]},"
+                    "{\"type\":\"mcp_tool_use\",\"id\":\"mcptoolu_8\",\"name\":\"lookup\",\"server_name\":\"docs\","
+                    "\"input\":{}},"
+                    "{\"type\":\"mcp_tool_result\",\"tool_use_id\":\"mcptoolu_8\",\"is_error\":true,\"content\":"
+                    "\"boom\"}]}," TURN_Q "]}",
+                    &err),
+              0);
+    check_json(json_object_get(r.parsed.canonical, "input"),
+               "[{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"q\"}]},"
+               "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":"
+               "\"Let me look.\"}]},"
+               "{\"type\":\"web_search_call\",\"id\":\"ws_1\",\"status\":\"completed\",\"action\":{\"type\":"
+               "\"search\",\"query\":\"weather\",\"sources\":[{\"type\":\"url\",\"url\":\"https://w.example/a\","
+               "\"title\":\"A\"},{\"type\":\"url\",\"url\":\"https://w.example/b\",\"title\":\"B\"}]}},"
+               "{\"type\":\"web_search_call\",\"id\":\"ws_2\",\"status\":\"failed\",\"action\":{\"type\":\"search\","
+               "\"query\":\"again\",\"sources\":[]}},"
+               "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":"
+               "\"Sunny.\"}]},"
+               "{\"type\":\"mcp_call\",\"id\":\"mcp_7\",\"server_label\":\"docs\",\"name\":\"lookup\",\"arguments\":"
+               "\"{\\\"k\\\":1}\",\"output\":\"one\\ntwo\",\"error\":null,\"status\":\"completed\"},"
+               "{\"type\":\"mcp_call\",\"id\":\"mcp_8\",\"server_label\":\"docs\",\"name\":\"lookup\",\"arguments\":"
+               "\"{}\",\"output\":null,\"error\":\"boom\",\"status\":\"failed\"},"
+               "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"q\"}]}]");
+    req_free(&r);
+
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+                "\"server_tool_use\",\"id\":\"s\",\"name\":\"web_search\",\"input\":{}}]}]}",
+                "only allowed in assistant messages");
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[" TURN_Q ",{\"role\":\"assistant\",\"content\":[{"
+                "\"type\":\"server_tool_use\",\"id\":\"s\",\"name\":\"web_fetch\",\"input\":{}}]}]}",
+                "the server tool 'web_fetch' is not supported");
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[" TURN_Q ",{\"role\":\"assistant\",\"content\":[{"
+                "\"type\":\"web_search_tool_result\",\"tool_use_id\":\"srvtoolu_9\",\"content\":[]}]}]}",
+                "must follow the server_tool_use block");
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[" TURN_Q ",{\"role\":\"assistant\",\"content\":[{"
+                "\"type\":\"mcp_tool_use\",\"id\":\"mcptoolu_1\",\"name\":\"x\",\"input\":{}}]}]}",
+                "server_name");
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[" TURN_Q ",{\"role\":\"assistant\",\"content\":[{"
+                "\"type\":\"mcp_tool_result\",\"tool_use_id\":\"mcptoolu_1\",\"content\":\"x\"}]}]}",
+                "must follow the mcp_tool_use block");
+}
+
+/* A tool-running result: searches, a cited answer, MCP calls. */
+static void result_tools(req_t *r)
+{
+    json_error_t jerr;
+    json_t *items = json_loads(
+        "[{\"type\":\"mcp_list_tools\",\"id\":\"mcpl_1\",\"server_label\":\"docs\",\"tools\":[]},"
+        "{\"type\":\"web_search_call\",\"id\":\"ws_abc\",\"status\":\"completed\",\"action\":{\"type\":\"search\","
+        "\"query\":\"caf\\u00e9 hours\",\"sources\":[{\"type\":\"url\",\"url\":\"https://e.x/\",\"title\":\"Ex\"},"
+        "{\"type\":\"url\",\"url\":\"https://f.x/\"}]},\"sb_output\":\"1. Ex https://e.x/ Open 8-6\"},"
+        "{\"type\":\"web_search_call\",\"id\":\"ws_open\",\"status\":\"completed\",\"action\":{\"type\":"
+        "\"open_page\",\"url\":\"https://e.x/\"}},"
+        "{\"type\":\"web_search_call\",\"id\":\"ws_bad\",\"status\":\"failed\",\"action\":{\"type\":\"search\","
+        "\"query\":\"x\",\"sources\":[]}},"
+        "{\"type\":\"mcp_call\",\"id\":\"mcp_1\",\"server_label\":\"docs\",\"name\":\"lookup\",\"arguments\":"
+        "\"{\\\"k\\\":1}\",\"output\":\"found\",\"error\":null,\"status\":\"completed\"},"
+        "{\"type\":\"mcp_call\",\"id\":\"mcp_2\",\"server_label\":\"docs\",\"name\":\"lookup\",\"arguments\":\"\","
+        "\"output\":null,\"error\":\"down\",\"status\":\"failed\"},"
+        "{\"type\":\"message\",\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\","
+        "\"text\":\"Voil\\u00e0 [Ex](https://e.x/) fin\",\"annotations\":[{\"type\":\"url_citation\","
+        "\"start_index\":6,\"end_index\":24,\"url\":\"https://e.x/\",\"title\":\"Ex\"},{\"type\":\"url_citation\","
+        "\"start_index\":6,\"end_index\":99,\"url\":\"https://e.x/\",\"title\":\"Ex\"}]}]}]",
+        0, &jerr);
+    if (!items) {
+        fprintf(stderr, "bad result JSON: %s\n", jerr.text);
+        abort();
+    }
+    json_array_extend(r->result.items, items);
+    json_decref(items);
+    snprintf(r->result.status, sizeof r->result.status, "completed");
+}
+
+/* The blocks of built-in items and citations; encrypted_content is the
+ * base64 of the URL without a key, and with one the first result's seals
+ * the item (what the model was given), which a later turn restores. */
+static void test_server_render(void)
+{
+    req_t r;
+    fe_error_t err;
+    seal_ready = false;
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
+    result_tools(&r);
+    json_t *out = render(&r);
+    check_json(
+        json_object_get(out, "content"),
+        "[{\"type\":\"server_tool_use\",\"id\":\"srvtoolu_abc\",\"name\":\"web_search\",\"input\":{\"query\":"
+        "\"caf\\u00e9 hours\"}},"
+        "{\"type\":\"web_search_tool_result\",\"tool_use_id\":\"srvtoolu_abc\",\"content\":[{\"type\":"
+        "\"web_search_result\",\"url\":\"https://e.x/\",\"title\":\"Ex\",\"encrypted_content\":\"aHR0cHM6Ly9lLngv\","
+        "\"page_age\":null},{\"type\":\"web_search_result\",\"url\":\"https://f.x/\",\"title\":\"https://f.x/\","
+        "\"encrypted_content\":\"aHR0cHM6Ly9mLngv\",\"page_age\":null}]},"
+        "{\"type\":\"server_tool_use\",\"id\":\"srvtoolu_bad\",\"name\":\"web_search\",\"input\":{\"query\":\"x\"}},"
+        "{\"type\":\"web_search_tool_result\",\"tool_use_id\":\"srvtoolu_bad\",\"content\":{\"type\":"
+        "\"web_search_tool_result_error\",\"error_code\":\"unavailable\"}},"
+        "{\"type\":\"mcp_tool_use\",\"id\":\"mcptoolu_1\",\"name\":\"lookup\",\"server_name\":\"docs\",\"input\":"
+        "{\"k\":1}},"
+        "{\"type\":\"mcp_tool_result\",\"tool_use_id\":\"mcptoolu_1\",\"is_error\":false,\"content\":[{\"type\":"
+        "\"text\",\"text\":\"found\"}]},"
+        "{\"type\":\"mcp_tool_use\",\"id\":\"mcptoolu_2\",\"name\":\"lookup\",\"server_name\":\"docs\",\"input\":{}},"
+        "{\"type\":\"mcp_tool_result\",\"tool_use_id\":\"mcptoolu_2\",\"is_error\":true,\"content\":[{\"type\":"
+        "\"text\",\"text\":\"down\"}]},"
+        "{\"type\":\"text\",\"text\":\"Voil\\u00e0 [Ex](https://e.x/) fin\",\"citations\":[{\"type\":"
+        "\"web_search_result_location\",\"url\":\"https://e.x/\",\"title\":\"Ex\",\"encrypted_index\":"
+        "\"aHR0cHM6Ly9lLngv\",\"cited_text\":\"[Ex](https://e.x/)\"}]}]");
+    check_json(json_object_get(out, "usage"), "{\"input_tokens\":0,\"output_tokens\":0,\"cache_creation_input_tokens\":"
+                                              "0,\"cache_read_input_tokens\":0,\"server_tool_use\":{"
+                                              "\"web_search_requests\":2}}");
+    CHECK_STR(json_string_value(json_object_get(out, "stop_reason")), "end_turn");
+    char *text = json_dumps(out, 0);
+    CHECK(strstr(text, "sb_output") == NULL && strstr(text, "Open 8-6") == NULL); /* private, never plain */
+    free(text);
+    json_decref(out);
+    req_free(&r);
+
+    /* cited_text is at most 150 characters of the cited span. */
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
+    char long_text[400];
+    memset(long_text, 'a', 300);
+    long_text[300] = '\0';
+    json_array_append_new(r.result.items, json_pack("{s:s, s:s, s:[{s:s, s:s, s:[{s:s, s:i, s:i, s:s}]}]}", "type",
+                                                    "message", "role", "assistant", "content", "type", "output_text",
+                                                    "text", long_text, "annotations", "type", "url_citation",
+                                                    "start_index", 10, "end_index", 290, "url", "https://e.x/"));
+    snprintf(r.result.status, sizeof r.result.status, "completed");
+    out = render(&r);
+    json_t *cite = json_array_get(json_object_get(json_array_get(json_object_get(out, "content"), 0), "citations"), 0);
+    CHECK_INT((long long)json_string_length(json_object_get(cite, "cited_text")), 150);
+    CHECK(json_is_null(json_object_get(cite, "title")));
+    CHECK(!json_object_get(json_object_get(out, "usage"), "server_tool_use"));
+    json_decref(out);
+    req_free(&r);
+
+    /* With a key: the first result seals the item; sent back, it restores
+     * the item with what the model was given (sb_output). */
+    seal_ready = true;
+    CHECK_INT(parse(&r, "2023-06-01", "{" MIN "}", &err), 0);
+    result_tools(&r);
+    out = render(&r);
+    json_t *content = json_object_get(out, "content");
+    json_t *first = json_array_get(json_object_get(json_array_get(content, 1), "content"), 0);
+    CHECK(json_string_length(json_object_get(first, "encrypted_content")) > 40);
+    json_t *turn = json_pack("{s:s, s:[O, O]}", "role", "assistant", "content", json_array_get(content, 0),
+                             json_array_get(content, 1));
+    char *turn_text = json_dumps(turn, JSON_COMPACT);
+    char *body = sb_xasprintf("{\"model\":\"m\",\"max_tokens\":5,\"messages\":[" TURN_Q ",%s," TURN_Q "]}", turn_text);
+    json_decref(turn);
+    free(turn_text);
+    json_decref(out);
+    req_free(&r);
+    CHECK_INT(parse(&r, "2023-06-01", body, &err), 0);
+    CHECK_STR(item_str(&r, 1, "type"), "web_search_call");
+    CHECK_STR(item_str(&r, 1, "id"), "ws_abc");
+    CHECK_STR(item_str(&r, 1, "sb_output"), "1. Ex https://e.x/ Open 8-6");
+    req_free(&r);
+    /* Another account's request cannot open it: the blocks are read as
+     * they are. */
+    req_init(&r, "2023-06-01");
+    r.in.seal.account_id = 8;
+    json_t *jb = json_loads(body, 0, NULL);
+    memset(&err, 0, sizeof err);
+    CHECK_INT(fe_style_messages.parse(&r.in, jb, &r.parsed, &err), 0);
+    CHECK_STR(item_str(&r, 1, "id"), "ws_abc");
+    CHECK(!json_object_get(item(&r, 1), "sb_output"));
+    CHECK_INT(json_array_size(json_object_get(json_object_get(item(&r, 1), "action"), "sources")), 2);
+    json_decref(jb);
+    req_free(&r);
+    free(body);
+}
+
 int main(void)
 {
     if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key) != 0)
@@ -484,5 +838,9 @@ int main(void)
     test_parse_errors();
     test_render();
     test_count();
+    test_server_tools();
+    test_mcp_servers();
+    test_server_history();
+    test_server_render();
     return sb_test_finish("test_style_messages");
 }
