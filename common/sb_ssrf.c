@@ -59,6 +59,11 @@ void sb_ssrf_allow_http(sb_ssrf_t *g, bool allow)
     g->allow_http = allow;
 }
 
+bool sb_ssrf_http_allowed(const sb_ssrf_t *g)
+{
+    return g && g->allow_http;
+}
+
 /* Whether the first `prefix` bits of a and b agree. */
 static bool sb_ssrf_prefix_eq(const unsigned char *a, const unsigned char *b, int prefix)
 {

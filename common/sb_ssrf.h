@@ -37,14 +37,24 @@ int sb_ssrf_allow_cidr(sb_ssrf_t *g, const char *cidr) __attribute__((warn_unuse
 int sb_ssrf_allow_list(sb_ssrf_t *g, const char *list) __attribute__((warn_unused_result));
 /* Allows plain http as well as https. */
 void sb_ssrf_allow_http(sb_ssrf_t *g, bool allow);
+/* Whether plain http is allowed (false for NULL, the default guard). */
+bool sb_ssrf_http_allowed(const sb_ssrf_t *g);
 
 /* The URL check before a fetch: the scheme, the syntax, and the host when it
- * is an address literal in any spelling. 0, or -EACCES with `why` (a short
- * reason without the URL, for errors and logs). */
+ * is an address literal in any spelling (or a name that always means this
+ * machine or a metadata service: localhost, *.localhost,
+ * metadata.google.internal). Any other name passes: what it resolves to is
+ * judged at connect time. URLs with credentials (userinfo), backslashes,
+ * spaces or control characters, and anything else two URL parsers could read
+ * differently, are refused outright. g NULL: the default guard. 0, or
+ * -EACCES with `why` (a short reason without the URL, for errors and logs;
+ * may be NULL). */
 int sb_ssrf_check_url(const sb_ssrf_t *g, const char *url, char *why, size_t why_len)
     __attribute__((warn_unused_result));
 
-/* The check at connect time: true when the address may be connected to. */
+/* The check at connect time: true when the address may be connected to
+ * (an allowlisted one, or one outside every refused range). An IPv4-mapped
+ * IPv6 address is covered by the IPv4 networks of the allowlist. */
 bool sb_ssrf_addr_allowed(const sb_ssrf_t *g, const struct sockaddr *sa, socklen_t len);
 
 #endif

@@ -72,21 +72,33 @@ int sb_upstream_start(sb_upstream_t *up, const sb_provider_request_t *req, int64
  * pass) and on every redirect it follows.
  */
 typedef struct sb_fetch_req {
-    const char *method;               /* "GET", "POST", "DELETE" */
-    const char *url;                  /* borrowed */
-    const char *const *headers;       /* "Name: value"; may carry secrets: never logged */
+    const char *method;         /* "GET" (also NULL), "POST", "DELETE", "HEAD"...: upper-case */
+    const char *url;            /* borrowed */
+    const char *const *headers; /* "Name: value"; may carry secrets: never logged */
     size_t n_headers;
-    const char *body;                 /* NULL: none */
+    const char *body; /* NULL: none (a GET or HEAD has none) */
     size_t body_len;
-    size_t max_bytes;                 /* body bytes accepted; more aborts the transfer (ABORTED) */
-    int max_redirects;                /* 0: a 3xx is the answer */
-    const struct sb_ssrf *guard;      /* borrowed; NULL: no guard (operator-configured URLs only) */
+    size_t max_bytes;            /* body bytes accepted; more aborts the transfer (ABORTED); 0: no cap */
+    int max_redirects;           /* 0: a 3xx is the answer */
+    const struct sb_ssrf *guard; /* borrowed; NULL: no guard (operator-configured URLs only) */
 } sb_fetch_req_t;
 
 /* Starts a fetch (req and everything it points to are copied). As
  * sb_upstream_start otherwise; a URL the guard refuses fails at once with
  * -EACCES (nothing starts, no callback); an address or redirect it refuses
- * later ends the transfer with outcome SB_UPSTREAM_BLOCKED. */
+ * later ends the transfer with outcome SB_UPSTREAM_BLOCKED (detail "blocked
+ * by the outbound address policy"; status the refused redirect's 3xx, or 0).
+ *
+ * Redirects (301, 302, 303, 307, 308 with a Location) are followed by the
+ * gateway, not by curl, up to max_redirects: each target is checked with the
+ * guard before anything is sent to it; a redirect leaving the origin (scheme,
+ * host, port) drops every header of req (any may be a secret, an MCP
+ * server's Authorization say); 303, and 301/302 after a POST, become a GET.
+ * A followed redirect's body is never passed to on_data; its headers are
+ * passed to on_header, after a NULL name, as the doc of on_header says.
+ * Guarded fetches use only https (and http when the guard allows it), never
+ * a proxy from the environment, and never a connection an unguarded
+ * transfer (or one under another guard) opened. */
 int sb_upstream_fetch(sb_upstream_t *up, const sb_fetch_req_t *req, int64_t timeout_ms, int64_t connect_timeout_ms,
                       const sb_upstream_cbs_t *cbs, void *arg, sb_upstream_xfer_t **out)
     __attribute__((warn_unused_result));

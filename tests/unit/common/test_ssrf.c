@@ -272,7 +272,10 @@ static void test_http(void)
 {
     sb_ssrf_t *g = sb_ssrf_new();
     CHECK_INT(sb_ssrf_check_url(g, "http://example.com/", NULL, 0), -EACCES);
+    CHECK(!sb_ssrf_http_allowed(g));
+    CHECK(!sb_ssrf_http_allowed(NULL));
     sb_ssrf_allow_http(g, true);
+    CHECK(sb_ssrf_http_allowed(g));
     CHECK_INT(sb_ssrf_check_url(g, "http://example.com/", NULL, 0), 0);
     CHECK_INT(sb_ssrf_check_url(g, "HTTP://example.com/", NULL, 0), 0);
     CHECK_INT(sb_ssrf_check_url(g, "https://example.com/", NULL, 0), 0);
