@@ -229,8 +229,8 @@ int sb_emu_answer_make(struct sb_emu_call *call, const struct sb_emu_ask *ask, s
     } else {
         char *scene_text = NULL;
         struct sb_emu_tool_call scene_call;
-        enum sb_emu_scene scene =
-            sb_emu_scenarios_decide(sb_emu_scenarios_of(call->emu), call->model, ask, &scene_text, &scene_call);
+        enum sb_emu_scene scene = sb_emu_scenarios_decide(sb_emu_scenarios_of(call->emu), call->model, ask, call->json,
+                                                          &scene_text, &scene_call);
         int calls = 0;
         if (scene == SB_EMU_SCENE_CALL) {
             a->calls = sb_xcalloc(1, sizeof *a->calls);

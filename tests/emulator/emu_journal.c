@@ -85,8 +85,8 @@ size_t sb_emu_journal_size(const struct sb_emu_journal *j)
  * (Anthropic takes x-api-key over a bearer token): the journal keeps their
  * names, never their values.
  */
-static const char *const credential_headers[] = {"x-api-key", "x-goog-api-key",      "authorization",
-                                                 "api-key",   "proxy-authorization", NULL};
+static const char *const credential_headers[] = {
+    "x-api-key", "x-goog-api-key", "authorization", "api-key", "proxy-authorization", "x-subscription-token", NULL};
 
 /* Rank of a credential header (lower wins), or -1 if lower is not one. */
 static int credential_rank(const char *lower)

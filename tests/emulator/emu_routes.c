@@ -4,7 +4,8 @@
  * behaviour: Gemini's paths come first (its v1 model methods
  * "/v1/models/<m>:<method>" share OpenAI's prefix), and the two
  * GET /v1/models rows go Anthropic's first, for a request that looks like an
- * Anthropic client's.
+ * Anthropic client's. /_search/... and /_pages/... (the emulator's web for
+ * the web search tool, emu_search.c) share no prefix with the protocols.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "emu_internal.h"
 #include "emu_routes.h"
+#include "emu_search.h"
 #include "sb_alloc.h"
 
 struct emu_route {
@@ -36,6 +38,12 @@ static bool looks_anthropic(const struct sb_emu_call *call)
            (sb_emu_call_header(call, "x-api-key") || sb_emu_call_header(call, "anthropic-version"));
 }
 
+/* The emulator's web: its search backends and their pages (emu_search.c). */
+static bool is_search(const struct sb_emu_call *call)
+{
+    return !strncmp(call->path, "/_search/", 9) || !strncmp(call->path, "/_pages/", 8);
+}
+
 /* Gemini routes its own paths and methods (emu_gemini.c). */
 static void gemini(struct sb_emu_call *call)
 {
@@ -43,6 +51,7 @@ static void gemini(struct sb_emu_call *call)
 }
 
 static const struct emu_route routes[] = {
+    {NULL, NULL, is_search, sb_emu_search_handle},
     {NULL, NULL, is_gemini, gemini},
     {"POST", "/v1/chat/completions", NULL, sb_emu_openai_chat_handle},
     {"POST", "/v1/responses", NULL, sb_emu_openai_responses_handle},

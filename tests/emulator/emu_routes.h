@@ -1,6 +1,6 @@
 /*
  * emu_routes: which protocol handler answers a /v1/... or /v1beta/...
- * request. emu_server.c calls it once per request; the handlers never call
+ * request (or a /_search/... or /_pages/... one: the emulator's web). emu_server.c calls it once per request; the handlers never call
  * back into it (they reach the request through emu_call.c and describe
  * their reply through emu_reply.c).
  */

@@ -4,9 +4,12 @@
  *
  * A scenario is {"tool": <POSIX extended regex on a tool name>, "arguments":
  * {...}, "after_result": "<text, {{result}} = the tool's result>", "answer":
- * "<text>"}, each field optional. For a request to its model:
+ * "<text>", "repeat": N}, each field optional. For a request to its model:
  *   1. the last turn is a tool result for a call of a matching tool ->
- *      after_result (absent: the usual "Tool result: ..." answer);
+ *      with repeat N, while the conversation holds at most N results of
+ *      matching tools (counted over its whole history), another call as in
+ *      2 (so the model calls N + 1 times in all); then after_result
+ *      (absent: the usual "Tool result: ..." answer);
  *   2. else a matching tool is offered (and tool_choice allows a call) ->
  *      one call of the first matching tool with the arguments;
  *   3. else answer (absent: the usual behaviour).
@@ -36,6 +39,8 @@ struct scenario {
     char *args_text;    /* owned: its compact JSON text */
     char *after_result; /* owned, or NULL */
     char *answer;       /* owned, or NULL */
+    long repeat;        /* calls made again after a result (0: none) */
+    bool has_repeat;    /* "repeat" was given (GET shows null otherwise) */
 };
 
 struct sb_emu_scenarios {
@@ -98,8 +103,9 @@ static void remove_at(struct sb_emu_scenarios *s, struct scenario *sc)
 
 static json_t *scenario_json(const struct scenario *sc)
 {
-    return json_pack("{s:s?, s:O, s:s?, s:s?}", "tool", sc->tool, "arguments", sc->arguments, "after_result",
-                     sc->after_result, "answer", sc->answer);
+    return json_pack("{s:s?, s:O, s:s?, s:s?, s:o}", "tool", sc->tool, "arguments", sc->arguments, "after_result",
+                     sc->after_result, "answer", sc->answer, "repeat",
+                     sc->has_repeat ? json_integer(sc->repeat) : json_null());
 }
 
 static json_t *error_json(int *status, int code, const char *msg)
@@ -134,9 +140,10 @@ static json_t *put_scenario(struct sb_emu_scenarios *s, const char *model, const
     const char *key;
     json_t *v;
     json_object_foreach (req, key, v) {
-        if (strcmp(key, "tool") && strcmp(key, "arguments") && strcmp(key, "after_result") && strcmp(key, "answer")) {
-            snprintf(err, sizeof err, "unknown scenario field '%.64s' (known: tool, arguments, after_result, answer)",
-                     key);
+        if (strcmp(key, "tool") && strcmp(key, "arguments") && strcmp(key, "after_result") && strcmp(key, "answer") &&
+            strcmp(key, "repeat")) {
+            snprintf(err, sizeof err,
+                     "unknown scenario field '%.64s' (known: tool, arguments, after_result, answer, repeat)", key);
             out = error_json(status, 400, err);
             goto done;
         }
@@ -155,6 +162,16 @@ static json_t *put_scenario(struct sb_emu_scenarios *s, const char *model, const
         out = error_json(status, 400, "\"arguments\" must be a JSON object");
         goto done;
     }
+    json_t *repeat = json_object_get(req, "repeat");
+    if (repeat && !json_is_null(repeat) &&
+        (!json_is_integer(repeat) || json_integer_value(repeat) < 0 ||
+         json_integer_value(repeat) > SB_EMU_SCENARIO_REPEAT_MAX)) {
+        snprintf(err, sizeof err, "\"repeat\" must be an integer from 0 to %d", SB_EMU_SCENARIO_REPEAT_MAX);
+        out = error_json(status, 400, err);
+        goto done;
+    }
+    next.has_repeat = json_is_integer(repeat);
+    next.repeat = next.has_repeat ? (long)json_integer_value(repeat) : 0;
     if (tool) {
         int rc = regcomp(&next.re, tool, REG_EXTENDED | REG_NOSUB);
         if (rc != 0) {
@@ -237,7 +254,7 @@ json_t *sb_emu_scenarios_control(struct sb_emu_scenarios *s, const char *method,
                       "method not allowed: GET|DELETE /_emu/scenarios, GET|PUT|DELETE /_emu/scenarios/{model}");
 }
 
-/* ---- the decision ------------------------------------------------------------------ */
+/* ---- matching and calls ------------------------------------------------------------ */
 
 static bool matches(const struct scenario *sc, const char *name)
 {
@@ -284,8 +301,134 @@ static void make_call(const struct scenario *sc, const struct sb_emu_fn *fn, str
         call->arguments = sb_xstrdup(sc->args_text);
 }
 
+/* ---- the history (repeat) --------------------------------------------------------- */
+
+/* The name of the call whose id (idkey) is id among calls (array of objects with namekey), or NULL. */
+static const char *call_name(const json_t *calls, const char *idkey, const char *id,
+                             const char *(*name_of)(const json_t *))
+{
+    size_t i;
+    const json_t *c;
+    json_array_foreach (calls, i, c) {
+        const char *cid = json_string_value(json_object_get(c, idkey));
+        if (cid && id && !strcmp(cid, id))
+            return name_of(c);
+    }
+    return NULL;
+}
+
+static const char *chat_name(const json_t *tc)
+{
+    return json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+}
+
+static const char *plain_name(const json_t *c)
+{
+    return json_string_value(json_object_get(c, "name"));
+}
+
+/* Chat: role "tool" messages, named by the tool_calls entry with their tool_call_id.
+ * Messages: tool_result blocks, named by the tool_use block with their tool_use_id. */
+static size_t count_in_messages(const struct scenario *sc, const json_t *messages)
+{
+    size_t n = 0, i, k;
+    const json_t *m, *block;
+    json_array_foreach (messages, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role && !strcmp(role, "tool")) {
+            const char *id = json_string_value(json_object_get(m, "tool_call_id"));
+            for (size_t j = 0; j < i; j++) {
+                const char *name =
+                    call_name(json_object_get(json_array_get(messages, j), "tool_calls"), "id", id, chat_name);
+                if (name) {
+                    n += matches(sc, name);
+                    break;
+                }
+            }
+        }
+        json_array_foreach (json_object_get(m, "content"), k, block) {
+            const char *type = json_string_value(json_object_get(block, "type"));
+            if (!type || strcmp(type, "tool_result"))
+                continue;
+            const char *id = json_string_value(json_object_get(block, "tool_use_id"));
+            for (size_t j = 0; j < i; j++) {
+                const char *name =
+                    call_name(json_object_get(json_array_get(messages, j), "content"), "id", id, plain_name);
+                if (name) {
+                    n += matches(sc, name);
+                    break;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+/* Responses: function_call_output / custom_tool_call_output items, named by the call item with their call_id. */
+static size_t count_in_input(const struct scenario *sc, const json_t *input)
+{
+    size_t n = 0, i;
+    const json_t *item;
+    json_array_foreach (input, i, item) {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        if (!type || (strcmp(type, "function_call_output") && strcmp(type, "custom_tool_call_output")))
+            continue;
+        const char *id = json_string_value(json_object_get(item, "call_id"));
+        for (size_t j = 0; j < i; j++) {
+            const json_t *c = json_array_get(input, j);
+            const char *ct = json_string_value(json_object_get(c, "type"));
+            const char *cid = json_string_value(json_object_get(c, "call_id"));
+            if (ct && (!strcmp(ct, "function_call") || !strcmp(ct, "custom_tool_call")) && cid && id &&
+                !strcmp(cid, id)) {
+                n += matches(sc, plain_name(c));
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+/* Gemini: functionResponse parts, which carry their name. */
+static size_t count_in_contents(const struct scenario *sc, const json_t *contents)
+{
+    size_t n = 0, i, k;
+    const json_t *c, *part;
+    json_array_foreach (contents, i, c)
+        json_array_foreach (json_object_get(c, "parts"), k, part)
+            n += matches(sc, plain_name(json_object_get(part, "functionResponse")));
+    return n;
+}
+
+/* The results of calls of the scenario's tools in the whole conversation of body, whatever its protocol. */
+static size_t count_results(const struct scenario *sc, const json_t *body)
+{
+    const json_t *input = json_object_get(body, "input");
+    return count_in_messages(sc, json_object_get(body, "messages")) +
+           (json_is_array(input) ? count_in_input(sc, input) : 0) +
+           count_in_contents(sc, json_object_get(body, "contents"));
+}
+
+/* ---- the decision ------------------------------------------------------------------ */
+
+/* Rule 2: the first matching tool the request offers and tool_choice lets the model call. */
+static bool offered_call(const struct scenario *sc, const struct sb_emu_ask *ask, struct sb_emu_tool_call *call)
+{
+    for (size_t i = 0; sc->tool && !ask->no_calls && i < ask->nfns; i++) {
+        const struct sb_emu_fn *fn = &ask->fns[i];
+        /* A forced function is the only one the model may call. */
+        if (ask->forced && (fn->custom || !fn->name || strcmp(fn->name, ask->forced)))
+            continue;
+        if (matches(sc, fn->name)) {
+            make_call(sc, fn, call);
+            return true;
+        }
+    }
+    return false;
+}
+
 enum sb_emu_scene sb_emu_scenarios_decide(const struct sb_emu_scenarios *s, const char *model,
-                                          const struct sb_emu_ask *ask, char **text, struct sb_emu_tool_call *call)
+                                          const struct sb_emu_ask *ask, const json_t *body, char **text,
+                                          struct sb_emu_tool_call *call)
 {
     const struct scenario *sc = s && model ? find(s, model) : NULL;
     if (!sc)
@@ -295,6 +438,9 @@ enum sb_emu_scene sb_emu_scenarios_decide(const struct sb_emu_scenarios *s, cons
     for (size_t i = 0; i < ask->nresults; i++) {
         if (!matches(sc, ask->results[i].name))
             continue;
+        /* repeat: call again while the conversation holds at most that many results. */
+        if (sc->repeat > 0 && count_results(sc, body) <= (size_t)sc->repeat && offered_call(sc, ask, call))
+            return SB_EMU_SCENE_CALL;
         if (!sc->after_result)
             return SB_EMU_SCENE_NONE;
         *text = substitute(sc->after_result, ask->results[i].text ? ask->results[i].text : "");
@@ -302,16 +448,8 @@ enum sb_emu_scene sb_emu_scenarios_decide(const struct sb_emu_scenarios *s, cons
     }
 
     /* 2. A matching tool is offered and tool_choice lets the model call it. */
-    for (size_t i = 0; sc->tool && !ask->no_calls && i < ask->nfns; i++) {
-        const struct sb_emu_fn *fn = &ask->fns[i];
-        /* A forced function is the only one the model may call. */
-        if (ask->forced && (fn->custom || !fn->name || strcmp(fn->name, ask->forced)))
-            continue;
-        if (matches(sc, fn->name)) {
-            make_call(sc, fn, call);
-            return SB_EMU_SCENE_CALL;
-        }
-    }
+    if (offered_call(sc, ask, call))
+        return SB_EMU_SCENE_CALL;
     /* A forced call the scenario does not cover is made as usual: the model cannot answer text instead. */
     if (ask->forced)
         return SB_EMU_SCENE_NONE;

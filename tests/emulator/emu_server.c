@@ -716,7 +716,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (!strncmp(path, "/_emu/", 6))
         handle_control(emu, req, cmd, path, query);
     else if (!strcmp(path, "/v1") || !strncmp(path, "/v1/", 4) || !strcmp(path, "/v1beta") ||
-             !strncmp(path, "/v1beta/", 8))
+             !strncmp(path, "/v1beta/", 8) || !strncmp(path, "/_search/", 9) || !strncmp(path, "/_pages/", 8))
         handle_v1(emu, req, cmd, path, query);
     else
         send_json_now(req, 404,

@@ -13,7 +13,7 @@
  *                    [--max-body BYTES] [--journal N] [--idle-timeout S]
  *   --listen        default 127.0.0.1:18080 (port 0 = ephemeral; the bound
  *                   address is logged as "listening on HOST:PORT")
- *   --latency-ms    delay before every /v1 and /v1beta reply (event timer, never sleeps)
+ *   --latency-ms    delay before every /v1, /v1beta, /_search and /_pages reply (event timer, never sleeps)
  *   --require-key   or env SB_EMU_KEY: the one upstream key of every protocol, each carried
  *                   the provider's way (without it no credential is checked):
  *                   OpenAI    "Authorization: Bearer KEY", else 401
@@ -57,20 +57,45 @@
  *                               for generateContent. ..."
  *   other /v1/...               404 {"error":{"message":"Invalid URL (METHOD PATH)",...}}; other /v1beta/...
  *                               404 {"error":{"code":404,"message":"Method not found.","status":"NOT_FOUND"}}
+ *   GET    /_search/search?q=Q&format=json   a SearXNG-compatible search backend over the emulator's
+ *                               web (see "Web" below): {"query","number_of_results","results":[{"url",
+ *                               "title","content","engine":"emulator","engines":["emulator"],"parsed_url",
+ *                               "positions","score","category":"general"}],"answers":[],"corrections":[],
+ *                               "infoboxes":[],"suggestions":[],"unresponsive_engines":[]}. format
+ *                               absent or not json -> 403 "403 Forbidden" (text/html; as a SearXNG
+ *                               whose settings list only json); q absent or empty -> 400. No key needed.
+ *   GET    /_search/brave/res/v1/web/search?q=Q[&count=N][&country=CC]   Brave Search's web search
+ *                               (base URL for a gateway: http://HOST:PORT/_search/brave):
+ *                               {"type":"search","query":{"original","more_results_available":false},
+ *                               "web":{"type":"search","results":[{"type":"search_result","title","url",
+ *                               "description" (query words in <strong>),"is_source_local",
+ *                               "is_source_both","language","family_friendly","meta_url"}],
+ *                               "family_friendly":true}} ("web" left out when nothing matched).
+ *                               Needs "X-Subscription-Token": equal to --require-key when set, any
+ *                               non-empty value otherwise; absent or wrong -> 422 {"type":"ErrorResponse",
+ *                               "error":{"id","status":422,"code":"SUBSCRIPTION_TOKEN_INVALID","detail":
+ *                               "The provided subscription token is invalid.","meta":{...}},"time"}.
+ *                               q missing, count not 1..20, country not 2 letters or ALL -> 422
+ *                               code "VALIDATION" with meta.errors [{"type","loc":["query",param],"msg"}].
+ *   GET    /_pages/<name>.html  the web's pages (text/html; charset=utf-8); also /_pages/notes.txt
+ *                               (text/plain), /_pages/image.png (image/png: not text),
+ *                               /_pages/moved.html (302 to zorblax.html); anything else 404 (HTML)
  *   GET    /_emu/health         200 {"ok":true}
  *   GET    /_emu/requests?limit=N  {"requests":[entry...]}, newest last (default: all kept)
  *                               entry = {"seq","time" (epoch ms),"method","path","query" (or null; the
  *                                        value of key= replaced by "[redacted]"),
  *                                        "headers" {lower-case name: value; repeats joined by ", ";
- *                                        authorization, x-api-key, x-goog-api-key, api-key and
- *                                        proxy-authorization keep their NAME with the value
+ *                                        authorization, x-api-key, x-goog-api-key, api-key,
+ *                                        proxy-authorization and x-subscription-token keep their NAME with the value
  *                                        "[redacted]": credentials never reach the journal},
  *                                        "auth_header" (the credential carrier: "x-api-key" over
- *                                        "x-goog-api-key" over "authorization" over "api-key", then
+ *                                        "x-goog-api-key" over "authorization" over "api-key" over
+ *                                        "x-subscription-token", then
  *                                        "?key" for Gemini's query key, or null),
  *                                        "body" (parsed JSON or null),"body_bytes","request_id",
  *                                        "protocol" ("openai-chat","openai-responses","anthropic",
- *                                        "gemini","openai" for the model list, or null),
+ *                                        "gemini","openai" for the model list, "searxng", "brave" and
+ *                                        "pages" for the web, or null),
  *                                        "status" (reply status; null for hang/drop),
  *                                        "model" (the upstream model asked for, or null),
  *                                        "fault" (true when a fault was injected, see below)}
@@ -83,12 +108,15 @@
  *                               streaming); closed_by_client: /v1 requests whose client closed
  *                               the connection before the reply was complete. by_model: see
  *                               "Fault injection" below.
+ *                               The web's requests (/_search, /_pages) are journaled and counted in
+ *                               requests_total and open_requests like /v1 ones (never in by_model).
  *   DELETE /_emu/stats          zeroes requests_total, closed_by_client, connections_total and
  *                               forgets by_model
  *   PUT    /_emu/faults/{model} {"directives":"status=503 retry_after=2","count":3}: route faults
  *   GET    /_emu/faults         DELETE /_emu/faults, GET|DELETE /_emu/faults/{model}: see "Fault
  *                               injection" below
- *   PUT    /_emu/scenarios/{model} {"tool":"^shell$","arguments":{...},"after_result":"...","answer":"..."}
+ *   PUT    /_emu/scenarios/{model} {"tool":"^shell$","arguments":{...},"after_result":"...","answer":"...",
+ *                               "repeat":N}
  *   GET    /_emu/scenarios      DELETE /_emu/scenarios, GET|DELETE /_emu/scenarios/{model}: see
  *                               "Scenarios" below
  * Every /v1 and /v1beta reply carries "x-request-id: req_<hex>" (also in the journal entry);
@@ -652,7 +680,8 @@
  * (Codex CLI, Claude Code, Gemini CLI, the OpenAI Agents SDK), whose prompts start with the
  * client's own text (<environment_context>, <system-reminder>), so a CALL line cannot be used.
  *   PUT /_emu/scenarios/{model}  {"tool":"<POSIX extended regex on a tool name>","arguments":{...},
- *                           "after_result":"<text>","answer":"<text>"}, every field optional (null =
+ *                           "after_result":"<text>","answer":"<text>","repeat":<integer 0..10000>},
+ *                           every field optional (null =
  *                           absent), no other field. Installs (replaces) the scenario of the
  *                           upstream model {model} (as for route faults: the body's "model";
  *                           Gemini: the {model} of models/{model}:generateContent or
@@ -661,7 +690,8 @@
  *                           type or an unknown field -> 400 {"error":"..."}, nothing installed.
  *                           The regex searches the name (as grep -E does): anchor it ("^shell$")
  *                           for a whole name.
- *     GET /_emu/scenarios       {"scenarios":{"<model>":{"tool","arguments","after_result","answer"},...}}
+ *     GET /_emu/scenarios       {"scenarios":{"<model>":{"tool","arguments","after_result","answer",
+ *                           "repeat"},...}}
  *     GET /_emu/scenarios/{model}  that entry (absent fields null), or 404
  *     DELETE /_emu/scenarios/{model}  {"ok":true,"removed":1|0};  DELETE /_emu/scenarios: all,
  *                           {"ok":true,"removed":N}. Other methods: 405.
@@ -677,7 +707,12 @@
  *      after_result with every "{{result}}" replaced by the result's text (as "Tool result:"
  *      reads it; Gemini: a response holding one string value is that string, else its compact
  *      JSON), cut to its first 200 bytes without splitting a UTF-8 sequence. Without
- *      after_result: the usual answer ("Tool result: <text>").
+ *      after_result: the usual answer ("Tool result: <text>"). With "repeat": N, before that:
+ *      while the whole conversation holds at most N results of calls of matching tools (the
+ *      same messages, items, blocks and parts counted anywhere in it, not only at the end),
+ *      the model calls again as in rule 2 (when the request still offers a matching tool and
+ *      tool_choice allows it), so it calls N + 1 times in all before it says after_result: a
+ *      model that keeps calling, for a tool loop's limits.
  *   2. Else, when the request offers a tool whose name matches (function tools in every
  *      protocol, Responses custom tools too, Anthropic tools, Gemini functionDeclarations) and
  *      tool_choice allows a call (not none / NONE), the model calls the first matching tool
@@ -695,6 +730,19 @@
  *   ([[emu:length]]), usage counts and streaming events are as for any answer; n choices all
  *   say the same text (no " #k"). Rules 1-3 take precedence over CALL lines; other models are
  *   not affected.
+ *
+ * Web (emu_search.c, emu_search_pages.c): a small fixed web for the gateway's web search tool.
+ *   Eight pages about made-up topics (zorblax (a fruit), quintar (a river), helix-cafe (opening
+ *   hours), vantor-lamp, glimmer-moss, orrin-festival, brask-language, tessel-bridge), each a full
+ *   HTML document (head with title, style and script, nav, main, noscript, footer, a trailing
+ *   script), served at /_pages/<name>.html, plus two results that exist only in search answers
+ *   (https://wiki.example.org/wiki/Zorblax, https://news.example.net/2029/quintar-flood).
+ *   A query's words (letters and digits, lower-cased; one-letter and common English words
+ *   ignored) score 2 each for a word of an entry's title, 1 for one of its snippet or keywords;
+ *   the entries that score are the results, best first, ties in corpus order. Every entry
+ *   matches "fictional" (ten results). A "site:DOMAIN" term keeps only results on DOMAIN or its
+ *   subdomains. A page's URL in a result is absolute on the request's Host header:
+ *   http://<Host>/_pages/<name>.html.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -738,6 +786,8 @@ static void help(void)
         "  (required intact on later turns), Gemini thought part + thoughtSignature base64(\"emu-ts:<fn>\") on\n"
         "  function calls (required back while thinking).\n"
         "Forced tool choice (required / any / tool / ANY): a call with arguments generated from the schema.\n"
+        "Web: GET /_search/search?q=Q&format=json (SearXNG), GET /_search/brave/res/v1/web/search?q=Q\n"
+        "  (Brave; X-Subscription-Token), GET /_pages/<name>.html (the pages they find).\n"
         "Built-in web search tools (Responses web_search, Messages web_search_*, Gemini googleSearch):\n"
         "  a search item/block, then \"Searched: <text>\".\n"
         "Directives in the last user message:\n"
@@ -764,11 +814,12 @@ static void help(void)
         "  GET|DELETE /_emu/faults/{model}.\n"
         "Scenarios (play the model for a real client whose prompts start with its own text):\n"
         "  PUT /_emu/scenarios/{model} {\"tool\":\"^shell$\",\"arguments\":{...},\n"
-        "  \"after_result\":\"Done: {{result}}\",\"answer\":\"...\"} (every field optional; tool: a POSIX\n"
-        "  extended regex on tool names):\n"
+        "  \"after_result\":\"Done: {{result}}\",\"answer\":\"...\",\"repeat\":N} (every field optional;\n"
+        "  tool: a POSIX extended regex on tool names):\n"
         "  for requests to that model, 1. a last turn that is the result of a matching tool's call ->\n"
         "  after_result ({{result}} = its first 200 bytes); 2. else a matching tool offered -> one call of\n"
-        "  the first with arguments; 3. else answer (absent: the usual answer). Precedes CALL lines;\n"
+        "  the first with arguments; 3. else answer (absent: the usual answer). repeat N: calls again after\n"
+        "  each result while the conversation holds <= N of them. Precedes CALL lines;\n"
         "  validation and faults unchanged. GET|DELETE /_emu/scenarios, GET|DELETE /_emu/scenarios/{model}.\n"
         "Full reference: the comment at the top of tests/emulator/main.c.\n");
 }

@@ -9,7 +9,9 @@
  * deleted the usual echo comes back. Also the control endpoint (list, get,
  * delete, 400 on a bad regex or arguments), precedence over CALL lines,
  * tool_choice, the 200-byte cut of {{result}}, requests the real API refuses
- * (still refused), and the decision for Responses custom tools. The emulator
+ * (still refused), the decision for Responses custom tools, and "repeat"
+ * (a model that calls again after each result, counted over the whole
+ * conversation, in every protocol). The emulator
  * runs in-process (sb_emu_test.h).
  */
 #include "sb_emu_test.h"
@@ -565,6 +567,11 @@ static void test_control(struct sb_emu *emu)
                                       "{'tool':5}",
                                       "{'answer':true}",
                                       "{'after_results':'x'}",
+                                      "{'repeat':-1}",
+                                      "{'repeat':'2'}",
+                                      "{'repeat':1.5}",
+                                      "{'repeat':10001}",
+                                      "{'repeat':true}",
                                       "[1]",
                                       "not json",
                                       NULL};
@@ -598,10 +605,12 @@ static void test_control(struct sb_emu *emu)
     CHECK_STR(jstr(j, "tool"), "^a");
     CHECK_STR(jstr(j, "answer"), "hi");
     CHECK(json_is_null(json_object_get(j, "after_result")));
+    CHECK(json_is_null(json_object_get(j, "repeat")));
     CHECK_INT(json_array_size(json_object_get(json_object_get(j, "arguments"), "x")), 2);
     json_decref(j);
     resp_free(&r);
-    r = put_scenario(emu, "org/m2", "{'after_result':'r'}");
+    r = put_scenario(emu, "org/m2", "{'after_result':'r','repeat':7}");
+    CHECK_INT(r.status, 200);
     resp_free(&r);
     r = send_sq(emu, "GET", "/_emu/scenarios", NULL, NULL);
     j = json_loads(r.body, 0, NULL);
@@ -609,6 +618,7 @@ static void test_control(struct sb_emu *emu)
     CHECK_INT(json_object_size(list), 2);
     CHECK_STR(jstr(json_object_get(list, "org/m2"), "after_result"), "r");
     CHECK(json_is_null(json_object_get(json_object_get(list, "org/m2"), "tool")));
+    CHECK_INT(json_integer_value(json_object_get(json_object_get(list, "org/m2"), "repeat")), 7);
     CHECK_INT(json_object_size(json_object_get(json_object_get(list, "m1"), "arguments")), 0);
     json_decref(j);
     resp_free(&r);
@@ -745,7 +755,7 @@ static void test_custom_tools(void)
     struct sb_emu_ask ask = {.user_text = "", .fns = fns, .nfns = 2, .n = 1};
     char *text = NULL;
     struct sb_emu_tool_call call;
-    CHECK_INT(sb_emu_scenarios_decide(t, "m", &ask, &text, &call), SB_EMU_SCENE_CALL);
+    CHECK_INT(sb_emu_scenarios_decide(t, "m", &ask, NULL, &text, &call), SB_EMU_SCENE_CALL);
     CHECK_STR(call.name, "apply_patch");
     CHECK(call.custom);
     CHECK_STR(call.arguments, "*** Begin Patch\n");
@@ -754,13 +764,13 @@ static void test_custom_tools(void)
     /* Without arguments.input, the custom call's input is the JSON text of the arguments. */
     body = "{\"tool\":\"^apply_patch$\",\"arguments\":{\"path\":\"a\"}}";
     json_decref(sb_emu_scenarios_control(t, "PUT", "m", body, strlen(body), &status));
-    CHECK_INT(sb_emu_scenarios_decide(t, "m", &ask, &text, &call), SB_EMU_SCENE_CALL);
+    CHECK_INT(sb_emu_scenarios_decide(t, "m", &ask, NULL, &text, &call), SB_EMU_SCENE_CALL);
     CHECK_STR(call.arguments, "{\"path\":\"a\"}");
     free(call.name);
     free(call.arguments);
     /* A custom tool is never what tool_choice forces: a forced function is called as usual. */
     ask.forced = "shell";
-    CHECK_INT(sb_emu_scenarios_decide(t, "m", &ask, &text, &call), SB_EMU_SCENE_NONE);
+    CHECK_INT(sb_emu_scenarios_decide(t, "m", &ask, NULL, &text, &call), SB_EMU_SCENE_NONE);
     ask.forced = NULL;
     /* Its result (custom_tool_call_output) comes back under its name. */
     body = "{\"tool\":\"^apply_patch$\",\"after_result\":\"patched: {{result}}\"}";
@@ -769,13 +779,144 @@ static void test_custom_tools(void)
     struct sb_emu_tool_result res = {.name = "apply_patch", .text = rtext};
     ask.results = &res;
     ask.nresults = 1;
-    CHECK_INT(sb_emu_scenarios_decide(t, "m", &ask, &text, &call), SB_EMU_SCENE_TEXT);
+    CHECK_INT(sb_emu_scenarios_decide(t, "m", &ask, NULL, &text, &call), SB_EMU_SCENE_TEXT);
     CHECK_STR(text, "patched: Success. Updated a.txt");
     free(text);
     /* No scenario for the model: nothing decided. */
-    CHECK_INT(sb_emu_scenarios_decide(t, "other", &ask, &text, &call), SB_EMU_SCENE_NONE);
+    CHECK_INT(sb_emu_scenarios_decide(t, "other", &ask, NULL, &text, &call), SB_EMU_SCENE_NONE);
     sb_emu_scenarios_destroy(&t);
     CHECK(t == NULL);
+}
+
+/* ---- repeat --------------------------------------------------------------------------------- */
+
+/* One past call and its result of protocol p, appended to the conversation in sq (i: the call's number). */
+static void add_round(enum proto p, const char *tool, int i, char *sq, size_t cap)
+{
+    size_t n = strlen(sq);
+    switch (p) {
+    case CHAT:
+        snprintf(sq + n, cap - n,
+                 ",{'role':'assistant','content':null,'tool_calls':[{'id':'call_%d','type':'function','function':"
+                 "{'name':'%s','arguments':'{}'}}]},{'role':'tool','tool_call_id':'call_%d','content':'r%d'}",
+                 i, tool, i, i);
+        break;
+    case RESPONSES:
+        snprintf(sq + n, cap - n,
+                 ",{'type':'function_call','call_id':'call_%d','name':'%s','arguments':'{}'},"
+                 "{'type':'function_call_output','call_id':'call_%d','output':'r%d'}",
+                 i, tool, i, i);
+        break;
+    case MESSAGES:
+        snprintf(sq + n, cap - n,
+                 ",{'role':'assistant','content':[{'type':'tool_use','id':'toolu_%d','name':'%s','input':{}}]},"
+                 "{'role':'user','content':[{'type':'tool_result','tool_use_id':'toolu_%d','content':'r%d'}]}",
+                 i, tool, i, i);
+        break;
+    case GEMINI:
+        snprintf(sq + n, cap - n,
+                 ",{'role':'model','parts':[{'functionCall':{'name':'%s','args':{}}}]},"
+                 "{'role':'user','parts':[{'functionResponse':{'name':'%s','response':{'output':'r%d'}}}]}",
+                 tool, tool, i);
+        break;
+    }
+}
+
+/* A conversation of `others` other_tool rounds then `shells` shell rounds, offering both tools (or
+ * other_tool and helper_tool when !offer_shell). */
+static void history(enum proto p, int others, int shells, bool offer_shell, char *sq, size_t cap)
+{
+    static const char *const open[] = {"'messages':[{'role':'user','content':'" PROMPT "'}",
+                                       "'input':[{'role':'user','content':'" PROMPT "'}",
+                                       "'messages':[{'role':'user','content':'" PROMPT "'}",
+                                       "'contents':[{'role':'user','parts':[{'text':'" PROMPT "'}]}"};
+    snprintf(sq, cap, "%s", open[p]);
+    for (int i = 1; i <= others; i++)
+        add_round(p, "other_tool", i, sq, cap);
+    for (int i = 1; i <= shells; i++)
+        add_round(p, "shell", others + i, sq, cap);
+    size_t n = strlen(sq);
+    const char *shell = offer_shell ? "shell" : "helper_tool";
+    switch (p) {
+    case CHAT:
+        snprintf(sq + n, cap - n,
+                 "],'tools':[{'type':'function','function':{'name':'other_tool'}},"
+                 "{'type':'function','function':{'name':'%s'}}]",
+                 shell);
+        break;
+    case RESPONSES:
+        snprintf(sq + n, cap - n,
+                 "],'tools':[{'type':'function','name':'other_tool','parameters':" PARAMS
+                 "},{'type':'function','name':'%s','parameters':" PARAMS "}]",
+                 shell);
+        break;
+    case MESSAGES:
+        snprintf(sq + n, cap - n,
+                 "],'tools':[{'name':'other_tool','input_schema':" PARAMS "},{'name':'%s','input_schema':" PARAMS "}]",
+                 shell);
+        break;
+    case GEMINI:
+        snprintf(sq + n, cap - n,
+                 "],'tools':[{'functionDeclarations':[{'name':'other_tool','parametersJsonSchema':" PARAMS
+                 "},{'name':'%s','parametersJsonSchema':" PARAMS "}]}]",
+                 shell);
+        break;
+    }
+}
+
+/* repeat 2: the model calls shell after its first and second results, then says after_result; other
+ * tools' results do not count; no shell offered, no call. */
+static void test_repeat(struct sb_emu *emu, enum proto p, bool stream)
+{
+    fprintf(stderr, "repeat: %s%s\n", proto_names[p], stream ? " (stream)" : "");
+    struct resp r = put_scenario(emu, models[p],
+                                 "{'tool':'^shell$','arguments':{'n':1},'after_result':'finished after {{result}}',"
+                                 "'repeat':2}");
+    CHECK_INT(r.status, 200);
+    resp_free(&r);
+    char sq[8192];
+    /* No result yet: the first call (rule 2, as without repeat). */
+    history(p, 0, 0, true, sq, sizeof sq);
+    struct said s = ask_model(emu, p, stream, sq);
+    CHECK_INT(s.ncalls, 1);
+    CHECK_STR(s.name, "shell");
+    CHECK_STR(s.args, "{\"n\":1}");
+    for (int k = 1; k <= 3; k++) {
+        history(p, 0, k, true, sq, sizeof sq);
+        s = ask_model(emu, p, stream, sq);
+        CHECK_INT(s.status, 200);
+        if (k <= 2) {
+            /* At most 2 results so far: another call. */
+            CHECK_INT(s.ncalls, 1);
+            CHECK_STR(s.name, "shell");
+            CHECK_STR(s.finish, finish_call[p]);
+        } else {
+            char want[64];
+            snprintf(want, sizeof want, "finished after r%d", k);
+            CHECK_INT(s.ncalls, 0);
+            CHECK_STR(s.text, want);
+            CHECK_STR(s.finish, finish_text[p]);
+        }
+    }
+    /* Two results of another tool before one of shell: only shell's count (1 <= 2: a call). */
+    history(p, 2, 1, true, sq, sizeof sq);
+    s = ask_model(emu, p, stream, sq);
+    CHECK_INT(s.ncalls, 1);
+    CHECK_STR(s.name, "shell");
+    /* shell no longer offered: nothing to call again, so after_result. */
+    history(p, 0, 1, false, sq, sizeof sq);
+    s = ask_model(emu, p, stream, sq);
+    CHECK_INT(s.ncalls, 0);
+    CHECK_STR(s.text, "finished after r1");
+    /* repeat 0 is no repeat. */
+    r = put_scenario(emu, models[p], "{'tool':'^shell$','after_result':'done {{result}}','repeat':0}");
+    resp_free(&r);
+    history(p, 0, 1, true, sq, sizeof sq);
+    s = ask_model(emu, p, stream, sq);
+    CHECK_INT(s.ncalls, 0);
+    CHECK_STR(s.text, "done r1");
+    r = send_sq(emu, "DELETE", "/_emu/scenarios", NULL, NULL);
+    resp_free(&r);
 }
 
 int main(void)
@@ -793,6 +934,10 @@ int main(void)
         test_round_trip(s.open_emu, (enum proto)p, true);
     }
     test_rules(s.open_emu);
+    for (int p = CHAT; p <= GEMINI; p++) {
+        test_repeat(s.open_emu, (enum proto)p, false);
+        test_repeat(s.open_emu, (enum proto)p, true);
+    }
     test_still_validated(s.open_emu);
     test_custom_tools();
     server_stop(&s);
