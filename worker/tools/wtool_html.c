@@ -266,13 +266,15 @@ static char *find_title(xmlDoc *doc)
             for (xmlNode *c = n->children; c; c = c->next)
                 if ((c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE) && c->content)
                     text(&w, (const char *)c->content);
+            if (w.out.p) {
+                w.out.len = whole_chars(w.out.p, w.out.len);
+                w.out.p[w.out.len] = '\0';
+                sb_utf8_fix(w.out.p);
+            }
             if (!w.out.p || !*w.out.p) {
                 sb_buf_free(&w.out);
                 return NULL;
             }
-            w.out.len = whole_chars(w.out.p, w.out.len);
-            w.out.p[w.out.len] = '\0';
-            sb_utf8_fix(w.out.p);
             return w.out.p;
         }
         if (n->children && n->type == XML_ELEMENT_NODE) {
