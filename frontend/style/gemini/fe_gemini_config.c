@@ -1,7 +1,9 @@
 /*
  * fe_gemini_config: the parts of a GenerateContentRequest that configure the
  * answer rather than say what the conversation is: tools
- * (functionDeclarations -> non-strict function tools), toolConfig
+ * (functionDeclarations -> non-strict function tools; googleSearch and the
+ * older googleSearchRetrieval -> the web_search tool the gateway runs,
+ * docs/tools.md), toolConfig
  * (functionCallingConfig -> tool_choice) and generationConfig (sampling,
  * stop, candidateCount -> n, response schema -> text.format, thinkingConfig
  * -> reasoning.effort). The style's translation table is in
@@ -21,6 +23,87 @@
 #define FE_GEMINI_MAX_STOP 5
 
 /* ---- tools and toolConfig ------------------------------------------------ */
+
+/* googleSearch {excludeDomains?, searchTypes?, timeRangeFilter?,
+ * blockingConfidence?} of tool t (at its path): its excluded domains are
+ * added to *blocked (created on first use). Only what the gateway's search
+ * can honour is taken; the rest changes the answer if ignored: a 400. */
+static int fe_gemini_google_search(fe_gemini_ctx_t *c, const json_t *gs, const char *at, json_t **blocked)
+{
+    static const char *const fields[] = {"excludeDomains", "searchTypes", "timeRangeFilter", "blockingConfidence",
+                                         NULL};
+    static const char *const type_fields[] = {"webSearch", "imageSearch", NULL};
+    char gat[FE_GEMINI_AT + 16];
+    fe_gemini_path(gat, sizeof gat, "%s.google_search", at);
+    if (fe_gemini_known(gs, fields, gat, c->err) < 0)
+        return -1;
+    json_t *types = fe_gemini_get(gs, "searchTypes");
+    if (types) {
+        char tat[FE_GEMINI_AT + 32];
+        fe_gemini_path(tat, sizeof tat, "%s.search_types", gat);
+        if (fe_gemini_known(types, type_fields, tat, c->err) < 0)
+            return -1;
+        if (fe_gemini_get(types, "imageSearch"))
+            return fe_gemini_unsupported(c->err,
+                                         "image search ('%s.image_search') is not supported on this gateway; "
+                                         "only web search is.",
+                                         tat);
+    }
+    if (fe_gemini_get(gs, "timeRangeFilter"))
+        return fe_gemini_unsupported(c->err, "time_range_filter ('%s') is not supported by this gateway's web search.",
+                                     gat);
+    if (fe_gemini_get(gs, "blockingConfidence"))
+        return fe_gemini_unsupported(c->err,
+                                     "blocking_confidence ('%s') is not supported by this gateway's web "
+                                     "search.",
+                                     gat);
+    json_t *ex = fe_gemini_array(gs, "excludeDomains", gat, c->err);
+    if (c->err->status)
+        return -1;
+    size_t i;
+    json_t *d;
+    json_array_foreach (ex, i, d) {
+        if (!json_is_string(d) || json_string_length(d) == 0)
+            return fe_gemini_fail(c->err, "Invalid value at '%s.exclude_domains[%zu]': expected a domain name.", gat,
+                                  i);
+        if (!*blocked)
+            *blocked = json_array();
+        json_array_append(*blocked, d);
+    }
+    return 0;
+}
+
+/* googleSearchRetrieval {dynamicRetrievalConfig {mode, dynamicThreshold}}:
+ * the older form of the same search. Dynamic mode lets the model decide
+ * whether to search, which it does with any tool: accepted, and the
+ * threshold has nothing to apply to. */
+static int fe_gemini_search_retrieval(fe_gemini_ctx_t *c, const json_t *gsr, const char *at)
+{
+    static const char *const fields[] = {"dynamicRetrievalConfig", NULL};
+    static const char *const drc_fields[] = {"mode", "dynamicThreshold", NULL};
+    char gat[FE_GEMINI_AT + 32];
+    fe_gemini_path(gat, sizeof gat, "%s.google_search_retrieval", at);
+    if (fe_gemini_known(gsr, fields, gat, c->err) < 0)
+        return -1;
+    json_t *drc = fe_gemini_get(gsr, "dynamicRetrievalConfig");
+    if (!drc)
+        return 0;
+    char dat[FE_GEMINI_AT + 64];
+    fe_gemini_path(dat, sizeof dat, "%s.dynamic_retrieval_config", gat);
+    const char *mode = NULL;
+    double threshold;
+    if (fe_gemini_known(drc, drc_fields, dat, c->err) < 0 || fe_gemini_string(drc, "mode", dat, &mode, c->err) < 0 ||
+        fe_gemini_number(drc, "dynamicThreshold", dat, -1e9, 1e9, &threshold, c->err) < 0)
+        return -1;
+    if (mode && !fe_gemini_ieq(mode, "MODE_UNSPECIFIED") && !fe_gemini_ieq(mode, "MODE_DYNAMIC")) {
+        char mat[FE_GEMINI_AT + 80];
+        fe_gemini_path(mat, sizeof mat, "%s.mode", dat);
+        return fe_gemini_bad_value(
+            c->err, mat, "type.googleapis.com/google.ai.generativelanguage.v1beta.DynamicRetrievalConfig.Mode",
+            fe_gemini_get(drc, "mode"));
+    }
+    return 0;
+}
 
 int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical)
 {
@@ -42,6 +125,7 @@ int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical)
     if (c->err->status)
         return -1;
     json_t *out = json_array();
+    json_t *search = NULL, *blocked = NULL; /* the one web_search tool (in out), its excluded domains */
     size_t i;
     json_t *t;
     json_array_foreach (tools, i, t) {
@@ -49,11 +133,21 @@ int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical)
         fe_gemini_path(at, sizeof at, "tools[%zu]", i);
         if (fe_gemini_known(t, tool_fields, at, c->err) < 0)
             goto fail;
-        for (const char *const *f = tool_fields + 1; *f; f++) {
+        json_t *gs = fe_gemini_get(t, "googleSearch"), *gsr = fe_gemini_get(t, "googleSearchRetrieval");
+        if ((gs && fe_gemini_google_search(c, gs, at, &blocked) < 0) ||
+            (gsr && fe_gemini_search_retrieval(c, gsr, at) < 0))
+            goto fail;
+        if ((gs || gsr) && !search) {
+            /* Run by the gateway for every upstream (docs/tools.md); several
+             * search tools are one search. */
+            search = json_pack("{s:s}", "type", "web_search");
+            json_array_append(out, search);
+        }
+        for (const char *const *f = tool_fields + 3; *f; f++) {
             if (fe_gemini_get(t, *f)) {
                 fe_gemini_unsupported(c->err,
                                       "the '%s' tool ('%s') is not supported on this gateway; only "
-                                      "functionDeclarations are.",
+                                      "functionDeclarations and googleSearch are.",
                                       *f, at);
                 goto fail;
             }
@@ -102,21 +196,40 @@ int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical)
             json_array_append_new(out, nt);
         }
     }
+    if (search && blocked)
+        json_object_set_new(search, "filters", json_pack("{s:O}", "blocked_domains", blocked));
+    json_decref(search);
+    json_decref(blocked);
     if (json_array_size(out) > 0)
         json_object_set(canonical, "tools", out);
     json_decref(out);
     return 0;
 fail:
+    json_decref(search);
+    json_decref(blocked);
     json_decref(out);
     return -1;
 }
 
+/* Whether tools declare a function named name (built-in tools have none). */
 static bool fe_gemini_has_tool(const json_t *tools, const char *name)
 {
     size_t i;
     json_t *t;
+    json_array_foreach (tools, i, t) {
+        const char *n = json_string_value(json_object_get(t, "name"));
+        if (n && !strcmp(n, name))
+            return true;
+    }
+    return false;
+}
+
+static bool fe_gemini_has_functions(const json_t *tools)
+{
+    size_t i;
+    json_t *t;
     json_array_foreach (tools, i, t)
-        if (!strcmp(json_string_value(json_object_get(t, "name")), name))
+        if (json_is_string(json_object_get(t, "name")))
             return true;
     return false;
 }
@@ -162,7 +275,7 @@ int fe_gemini_tool_config(fe_gemini_ctx_t *c, const json_t *body, json_t *canoni
         if (tools)
             json_object_set_new(canonical, "tool_choice", json_string("none"));
     } else if (fe_gemini_ieq(mode, "ANY")) {
-        if (!tools)
+        if (!fe_gemini_has_functions(tools))
             return fe_gemini_fail(c->err, "Invalid value at '%s.mode': ANY needs function declarations in tools.", at);
         if (json_array_size(allowed) == 1) {
             json_object_set_new(canonical, "tool_choice",
@@ -175,6 +288,10 @@ int fe_gemini_tool_config(fe_gemini_ctx_t *c, const json_t *body, json_t *canoni
             json_array_foreach (tools, i, t) {
                 size_t k;
                 json_t *a;
+                if (!json_is_string(json_object_get(t, "name"))) { /* a built-in tool: not a function choice */
+                    json_array_append(kept, t);
+                    continue;
+                }
                 json_array_foreach (allowed, k, a)
                     if (json_equal(a, json_object_get(t, "name"))) {
                         json_array_append(kept, t);

@@ -5,7 +5,9 @@
  * the non-streamed one cut in pieces. Reasoning -> {text, thought:true,
  * thoughtSignature} when includeThoughts, else only its signature, carried
  * on the next part; message text and refusals -> {text}; function_call ->
- * {functionCall:{name, args, id}}. Also the countTokens reply.
+ * {functionCall:{name, args, id}}; web_search_call items and url_citation
+ * annotations -> the candidate's groundingMetadata. Also the countTokens
+ * reply.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -113,9 +115,148 @@ json_t *fe_gemini_response(const fe_render_ctx_t *ctx, json_t *candidates, json_
                      ctx->parsed->model_id, "responseId", ctx->parsed->response_id);
 }
 
+/* ---- groundingMetadata ----------------------------------------------------- */
+
+/* The host of url, Google's title for a web chunk it has no title for. */
+static json_t *fe_gemini_host(const char *url)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    size_t n = strcspn(h, "/?#:");
+    json_t *s = json_stringn(h, n);
+    return s ? s : json_string(url);
+}
+
+/* The index of url's chunk in chunks, added (with title, or the host) when
+ * it is not there yet; by_url maps URLs to indexes. */
+static json_int_t fe_gemini_chunk(json_t *chunks, json_t *by_url, const char *url, const json_t *title)
+{
+    json_t *at = json_object_get(by_url, url);
+    if (at)
+        return json_integer_value(at);
+    json_int_t i = (json_int_t)json_array_size(chunks);
+    json_array_append_new(chunks,
+                          json_pack("{s:{s:s, s:o}}", "web", "uri", url, "title",
+                                    json_is_string(title) ? json_incref((json_t *)title) : fe_gemini_host(url)));
+    json_object_set_new(by_url, url, json_integer(i));
+    return i;
+}
+
+/* Byte offset of code point cp in s (n bytes), or -1 past its end: Google's
+ * segment indexes count bytes of the part's UTF-8 text, canonical
+ * annotations code points. */
+static long fe_gemini_byte_at(const char *s, size_t n, json_int_t cp)
+{
+    size_t i = 0;
+    for (json_int_t k = 0; k < cp; k++) {
+        if (i >= n)
+            return -1;
+        i++;
+        while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
+            i++;
+    }
+    return (long)i;
+}
+
+static bool fe_gemini_is(const json_t *v, const char *s)
+{
+    return json_is_string(v) && !strcmp(json_string_value(v), s);
+}
+
+/* A text part's url_citation annotations as groundingSupports (one per
+ * span; the chunks of the same span together). part_index: the part's
+ * index in the candidate's parts. */
+static void fe_gemini_supports(json_t *supports, json_t *chunks, json_t *by_url, const json_t *part, size_t part_index)
+{
+    const json_t *text = fe_gemini_part_text(part);
+    const char *s = json_string_value(text);
+    size_t n = json_string_length(text);
+    size_t first = json_array_size(supports);
+    size_t i;
+    json_t *a;
+    json_array_foreach (json_object_get(part, "annotations"), i, a) {
+        const char *url = json_string_value(json_object_get(a, "url"));
+        json_t *start = json_object_get(a, "start_index"), *end = json_object_get(a, "end_index");
+        if (!s || !url || !fe_gemini_is(json_object_get(a, "type"), "url_citation") || !json_is_integer(start) ||
+            !json_is_integer(end) || json_integer_value(start) < 0)
+            continue;
+        long from = fe_gemini_byte_at(s, n, json_integer_value(start));
+        long to = fe_gemini_byte_at(s, n, json_integer_value(end));
+        if (from < 0 || to <= from)
+            continue;
+        json_int_t chunk = fe_gemini_chunk(chunks, by_url, url, json_object_get(a, "title"));
+        json_t *same = NULL;
+        for (size_t k = first; k < json_array_size(supports) && !same; k++) {
+            json_t *seg = json_object_get(json_array_get(supports, k), "segment");
+            if (json_integer_value(json_object_get(seg, "startIndex")) == from &&
+                json_integer_value(json_object_get(seg, "endIndex")) == to)
+                same = json_array_get(supports, k);
+        }
+        if (same) {
+            json_array_append_new(json_object_get(same, "groundingChunkIndices"), json_integer(chunk));
+            continue;
+        }
+        /* proto3 JSON leaves zero values out, as Google's answers do. */
+        json_t *seg = json_object();
+        if (part_index > 0)
+            json_object_set_new(seg, "partIndex", json_integer((json_int_t)part_index));
+        if (from > 0)
+            json_object_set_new(seg, "startIndex", json_integer(from));
+        json_object_set_new(seg, "endIndex", json_integer(to));
+        json_object_set_new(seg, "text", json_stringn(s + from, (size_t)(to - from)));
+        json_array_append_new(supports, json_pack("{s:o, s:[I]}", "segment", seg, "groundingChunkIndices", chunk));
+    }
+}
+
+/* groundingMetadata for a candidate: its web searches' queries and sources
+ * and its text's citations (cited: [{"part": index in parts, "src": the
+ * canonical part}]). New reference, or NULL when there is none. */
+static json_t *fe_gemini_grounding(const json_t *items, const json_t *cited)
+{
+    json_t *queries = json_array(), *chunks = json_array(), *supports = json_array(), *by_url = json_object();
+    size_t i;
+    json_t *it;
+    json_array_foreach (items, i, it) {
+        json_t *action = json_object_get(it, "action");
+        if (!fe_gemini_is(json_object_get(it, "type"), "web_search_call") ||
+            !fe_gemini_is(json_object_get(action, "type"), "search"))
+            continue;
+        json_t *q = json_object_get(action, "query");
+        if (json_string_length(q) > 0)
+            json_array_append(queries, q);
+        size_t j;
+        json_t *src;
+        json_array_foreach (json_object_get(action, "sources"), j, src) {
+            const char *url = json_string_value(json_object_get(src, "url"));
+            if (url)
+                fe_gemini_chunk(chunks, by_url, url, json_object_get(src, "title"));
+        }
+    }
+    json_t *c;
+    json_array_foreach (cited, i, c)
+        fe_gemini_supports(supports, chunks, by_url, json_object_get(c, "src"),
+                           (size_t)json_integer_value(json_object_get(c, "part")));
+    json_decref(by_url);
+    json_t *gm = json_object();
+    if (json_array_size(chunks) > 0)
+        json_object_set(gm, "groundingChunks", chunks);
+    if (json_array_size(supports) > 0)
+        json_object_set(gm, "groundingSupports", supports);
+    if (json_array_size(queries) > 0)
+        json_object_set(gm, "webSearchQueries", queries);
+    json_decref(queries);
+    json_decref(chunks);
+    json_decref(supports);
+    if (json_object_size(gm) == 0) {
+        json_decref(gm);
+        return NULL;
+    }
+    return gm;
+}
+
 static json_t *fe_gemini_candidate(const fe_collect_t *res, const fe_render_ctx_t *ctx, int k, bool include_thoughts)
 {
-    json_t *parts = json_array(), *pending = json_array();
+    json_t *parts = json_array(), *pending = json_array(), *cited = json_array();
     size_t i;
     json_t *it;
     json_array_foreach (fe_collect_choice_items(res, k), i, it) {
@@ -139,8 +280,12 @@ static json_t *fe_gemini_candidate(const fe_collect_t *res, const fe_render_ctx_
             json_t *p;
             json_array_foreach (json_object_get(it, "content"), j, p) {
                 const json_t *text = fe_gemini_part_text(p);
-                if (text)
-                    fe_gemini_emit(ctx, parts, json_pack("{s:O}", "text", text), pending, NULL);
+                if (!text)
+                    continue;
+                if (json_array_size(json_object_get(p, "annotations")) > 0)
+                    json_array_append_new(
+                        cited, json_pack("{s:I, s:O}", "part", (json_int_t)json_array_size(parts), "src", p));
+                fe_gemini_emit(ctx, parts, json_pack("{s:O}", "text", text), pending, NULL);
             }
         } else if (!strcmp(type, "function_call")) {
             json_t *part = fe_gemini_call_part(it);
@@ -156,8 +301,13 @@ static json_t *fe_gemini_candidate(const fe_collect_t *res, const fe_render_ctx_
         json_object_set(content, "parts", parts);
     json_object_set_new(content, "role", json_string("model"));
     json_decref(parts);
-    return json_pack("{s:o, s:s, s:i}", "content", content, "finishReason", fe_gemini_finish_reason(res, k), "index",
-                     k);
+    /* Search runs silently in Google's answers: no part shows a web search,
+     * its queries, sources and citations are the candidate's
+     * groundingMetadata. */
+    json_t *grounding = fe_gemini_grounding(fe_collect_choice_items(res, k), cited);
+    json_decref(cited);
+    return json_pack("{s:o, s:s, s:o*, s:i}", "content", content, "finishReason", fe_gemini_finish_reason(res, k),
+                     "groundingMetadata", grounding, "index", k);
 }
 
 json_t *fe_gemini_render(const fe_collect_t *res, const fe_render_ctx_t *ctx)

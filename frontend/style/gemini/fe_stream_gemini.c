@@ -20,8 +20,10 @@
  * signature of reasoning not shown rides on the candidate's next part, as in
  * the non-streamed response (fe_gemini_render.c). The last chunk has every
  * candidate with its finishReason and an empty text part (carrying the
- * signature of reasoning that had nothing after it), and the final
- * usageMetadata, both taken from the non-streamed response; earlier chunks
+ * signature of reasoning that had nothing after it), its groundingMetadata
+ * (web searches and citations, as Google sends it on the last chunk; its
+ * segments' partIndex counts the non-streamed response's parts), and the
+ * final usageMetadata, all taken from the non-streamed response; earlier chunks
  * carry the usage known so far (zero until the upstream reports it).
  *
  * A failure after the stream started is Google's error object: "data:
@@ -282,11 +284,12 @@ static void fe_sg_close(fe_stream_ctx_t *sc, const json_t *rendered, struct evbu
         fe_sg_cand_t *c = fe_sg_cand(sc, k);
         json_t *parts = json_array();
         fe_gemini_emit(&sc->render, parts, json_pack("{s:s}", "text", ""), c->pending, NULL);
-        const char *finish = json_string_value(json_object_get(json_array_get(shown, (size_t)k), "finishReason"));
+        const json_t *cand = json_array_get(shown, (size_t)k);
+        const char *finish = json_string_value(json_object_get(cand, "finishReason"));
         json_array_append_new(candidates,
-                              json_pack("{s:{s:o, s:s}, s:s, s:i}", "content", "parts", parts, "role", "model",
+                              json_pack("{s:{s:o, s:s}, s:s, s:O*, s:i}", "content", "parts", parts, "role", "model",
                                         "finishReason", finish ? finish : fe_gemini_finish_reason(sc->result, k),
-                                        "index", k));
+                                        "groundingMetadata", json_object_get(cand, "groundingMetadata"), "index", k));
     }
     json_t *usage = json_object_get(rendered, "usageMetadata");
     fe_sg_write(sc, out,

@@ -4,7 +4,8 @@
  * GenerateContentResponse with the candidates it updates and their new
  * parts, as server-sent events (?alt=sse, "\r\n\r\n" between them) or as one
  * streamed JSON array; the last chunk with finishReason and the usage;
- * thought parts and signatures; several candidates; Google's error object. */
+ * thought parts and signatures; several candidates; Google's error object;
+ * groundingMetadata on the last chunk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,11 +220,58 @@ static void test_failure_and_keepalive(void)
     }
 }
 
+/* Built-in tools the gateway ran make no part (Google searches silently):
+ * the text streams as usual and the last chunk carries the candidate's
+ * groundingMetadata, the non-streamed response's. */
+static void test_grounding(void)
+{
+    fe_sh_t h;
+    fe_sh_init(&h, &fe_style_gemini, &fe_stream_gemini, "r1", NULL);
+    fe_sh_feed(&h, "{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_1\","
+                   "\"status\":\"in_progress\"}}");
+    fe_sh_feed(&h, "{\"type\":\"item_progress\",\"item_index\":0,\"status\":\"searching\"}");
+    fe_sh_feed(&h, "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_1\","
+                   "\"status\":\"completed\",\"action\":{\"type\":\"search\",\"query\":\"q\",\"sources\":[{\"type\":"
+                   "\"url\",\"url\":\"https://e.x/\",\"title\":\"Ex\"}]}}}");
+    fe_sh_feed(&h, "{\"type\":\"tool_log\",\"kind\":\"web_search\",\"server\":\"searxng\",\"outcome\":\"ok\"}");
+    char *got = fe_sh_take(&h);
+    CHECK_STR(got, "");
+    free(got);
+    fe_sh_feed(&h,
+               "{\"type\":\"text_delta\",\"item_index\":1,\"content_index\":0,\"delta\":\"See [Ex](https://e.x/)\"}");
+    fe_sh_feed(&h, "{\"type\":\"annotation_added\",\"item_index\":1,\"content_index\":0,\"annotation_index\":0,"
+                   "\"annotation\":{\"type\":\"url_citation\",\"start_index\":4,\"end_index\":22,\"url\":"
+                   "\"https://e.x/\",\"title\":\"Ex\"}}");
+    fe_sh_feed(&h, "{\"type\":\"item_done\",\"item_index\":1,\"item\":{\"type\":\"message\",\"role\":\"assistant\","
+                   "\"content\":[{\"type\":\"output_text\",\"text\":\"See [Ex](https://e.x/)\",\"annotations\":[{"
+                   "\"type\":\"url_citation\",\"start_index\":4,\"end_index\":22,\"url\":\"https://e.x/\",\"title\":"
+                   "\"Ex\"}]}]}}");
+    CHECK(fe_sh_feed(&h, "{\"type\":\"completed\",\"status\":\"completed\"}"));
+    json_t *rendered = fe_sh_complete(&h);
+    got = fe_sh_take(&h);
+    char expect[4096] = "";
+    add(expect, sizeof expect, true, true, chunk(cand(0, "{\"text\":\"See [Ex](https://e.x/)\"}"), 0, 0, 0));
+    add(expect, sizeof expect, true, false,
+        chunk(sb_xasprintf("{\"content\":{\"parts\":[{\"text\":\"\"}],\"role\":\"model\"},\"finishReason\":\"STOP\","
+                           "\"groundingMetadata\":{\"groundingChunks\":[{\"web\":{\"uri\":\"https://e.x/\",\"title\":"
+                           "\"Ex\"}}],\"groundingSupports\":[{\"segment\":{\"startIndex\":4,\"endIndex\":22,\"text\":"
+                           "\"[Ex](https://e.x/)\"},\"groundingChunkIndices\":[0]}],\"webSearchQueries\":[\"q\"]},"
+                           "\"index\":0}"),
+              0, 0, 0));
+    FE_SH_CHECK_BYTES(got, expect);
+    json_t *gm = json_object_get(json_array_get(json_object_get(rendered, "candidates"), 0), "groundingMetadata");
+    CHECK(gm && strstr(got, "\"groundingSupports\"") != NULL);
+    json_decref(rendered);
+    free(got);
+    fe_sh_free(&h);
+}
+
 int main(void)
 {
     test_text_and_call();
     test_rest_and_candidates();
     test_thoughts();
     test_failure_and_keepalive();
+    test_grounding();
     return sb_test_finish("stream_gemini");
 }

@@ -2,11 +2,13 @@
  * (style/gemini/fe_gemini_*.c) through its narrow hooks (fe_style.h), with
  * no request or server: request bodies -> canonical request, Google's Schema
  * -> JSON Schema, error texts, and results -> candidates, with thought
- * signatures that must come back intact. */
+ * signatures that must come back intact; googleSearch -> the gateway's web
+ * search, and its items and citations -> groundingMetadata. */
 #include <jansson.h>
 #include <stdlib.h>
 
 #include "fe_style.h"
+#include "sb_alloc.h"
 #include "sb_test.h"
 
 static sb_seal_key_t key;
@@ -156,7 +158,7 @@ static void test_errors(void)
         "{\"contents\":[{\"parts\":[{\"text\":\"x\",\"thoughtSignature\":\"abc\"}]}]}",
         "{\"contents\":[{\"role\":\"model\",\"parts\":[{\"text\":\"x\",\"thoughtSignature\":\"abc\"}]}]}",
         "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"cachedContent\":\"cachedContents/1\"}",
-        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"googleSearch\":{}}]}",
+        "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"googleMaps\":{}}]}",
         "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"candidateCount\":9}}",
         "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"responseMimeType\":\"text/csv\"}}",
         "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"generationConfig\":{\"responseSchema\":{\"type\":\"STRING\"}}"
@@ -501,6 +503,165 @@ static void test_count(void)
     req_free(r);
 }
 
+/* got equals the JSON text expect (printed both when not). */
+static void check_json(const json_t *got, const char *expect)
+{
+    json_error_t jerr;
+    json_t *want = json_loads(expect, 0, &jerr);
+    if (!want) {
+        fprintf(stderr, "bad expected JSON: %s: %s\n", jerr.text, expect);
+        abort();
+    }
+    bool same = json_equal((json_t *)got, want);
+    CHECK(same);
+    if (!same) {
+        char *g = got ? json_dumps(got, JSON_COMPACT) : NULL;
+        fprintf(stderr, "  got:      %s\n  expected: %s\n", g ? g : "(null)", expect);
+        free(g);
+    }
+    json_decref(want);
+}
+
+/* googleSearch (and googleSearchRetrieval) -> the canonical web_search tool
+ * the gateway runs, excludeDomains as its blocked_domains; what the search
+ * cannot honour is a 400. */
+static void test_google_search(void)
+{
+    req_t *r = req_new(7);
+    fe_error_t err;
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"googleSearch\":{\"excludeDomains\":"
+                    "[\"a.example\"],\"searchTypes\":{\"webSearch\":{}}},\"functionDeclarations\":[{\"name\":\"f\"}]},"
+                    "{\"google_search_retrieval\":{\"dynamic_retrieval_config\":{\"mode\":\"MODE_DYNAMIC\","
+                    "\"dynamicThreshold\":0.3}}},{\"googleSearch\":{\"excludeDomains\":[\"b.example\"]}}],"
+                    "\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\",\"allowedFunctionNames\":[\"f\"]}}}",
+                    &err),
+              0);
+    json_t *tools = json_object_get(r->parsed.canonical, "tools");
+    CHECK_INT(json_array_size(tools), 2);
+    check_json(json_array_get(tools, 0),
+               "{\"type\":\"web_search\",\"filters\":{\"blocked_domains\":[\"a.example\",\"b.example\"]}}");
+    CHECK_STR(str(json_array_get(tools, 1), "name"), "f");
+    check_json(json_object_get(r->parsed.canonical, "tool_choice"), "{\"type\":\"function\",\"name\":\"f\"}");
+    CHECK_INT(
+        parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"googleSearchRetrieval\":{}}]}", &err),
+        0);
+    check_json(json_object_get(r->parsed.canonical, "tools"), "[{\"type\":\"web_search\"}]");
+    /* ANY with several names keeps the search beside the functions it names. */
+    CHECK_INT(parse(r,
+                    "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"googleSearch\":{},"
+                    "\"functionDeclarations\":[{\"name\":\"f\"},{\"name\":\"g\"},{\"name\":\"h\"}]}],\"toolConfig\":{"
+                    "\"functionCallingConfig\":{\"mode\":\"ANY\",\"allowedFunctionNames\":[\"f\",\"h\"]}}}",
+                    &err),
+              0);
+    tools = json_object_get(r->parsed.canonical, "tools");
+    CHECK_INT(json_array_size(tools), 3);
+    CHECK_STR(str(json_array_get(tools, 0), "type"), "web_search");
+    CHECK_STR(str(json_array_get(tools, 2), "name"), "h");
+
+    static const struct {
+        const char *body, *needle;
+    } bad[] = {
+        {"\"tools\":[{\"googleSearch\":{\"timeRangeFilter\":{\"startTime\":\"2024-01-01T00:00:00Z\"}}}]",
+         "time_range_filter"},
+        {"\"tools\":[{\"googleSearch\":{\"searchTypes\":{\"imageSearch\":{}}}}]", "image search"},
+        {"\"tools\":[{\"googleSearch\":{\"blockingConfidence\":\"BLOCK_LOW_AND_ABOVE\"}}]", "blocking_confidence"},
+        {"\"tools\":[{\"googleSearch\":{\"excludeDomains\":[3]}}]", "exclude_domains[0]"},
+        {"\"tools\":[{\"googleSearch\":{\"depth\":1}}]", "Unknown name \"depth\" at 'tools[0].google_search'"},
+        {"\"tools\":[{\"googleSearchRetrieval\":{\"dynamicRetrievalConfig\":{\"mode\":\"ALWAYS\"}}}]", "mode"},
+        {"\"tools\":[{\"googleSearch\":{}}],\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\"}}",
+         "ANY needs function declarations"},
+        {"\"tools\":[{\"googleSearch\":{}}],\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\","
+         "\"allowedFunctionNames\":[\"web_search\"]}}",
+         "is not declared in tools"},
+        {"\"tools\":[{\"codeExecution\":{}}]", "only functionDeclarations and googleSearch are"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *body = sb_xasprintf("{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],%s}", bad[i].body);
+        int rc = parse(r, body, &err);
+        CHECK_INT(rc, -1);
+        CHECK_INT(err.status, 400);
+        CHECK(strstr(err.message, bad[i].needle) != NULL);
+        if (rc != -1 || !strstr(err.message, bad[i].needle))
+            fprintf(stderr, "  body %s\n  message \"%s\" lacks \"%s\"\n", body, err.message, bad[i].needle);
+        free(body);
+    }
+    req_free(r);
+}
+
+/* Web searches and citations -> the candidate's groundingMetadata; the tool
+ * items make no part. Segment indexes are UTF-8 bytes of the part's text. */
+static void test_grounding(void)
+{
+    req_t *r = req_new(7);
+    fe_error_t err;
+    CHECK_INT(parse(r, "{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],\"tools\":[{\"googleSearch\":{}}]}", &err), 0);
+    json_error_t jerr;
+    json_t *items = json_loads(
+        "[{\"type\":\"web_search_call\",\"id\":\"ws_1\",\"status\":\"completed\",\"action\":{\"type\":\"search\","
+        "\"query\":\"caf\\u00e9 hours\",\"sources\":[{\"type\":\"url\",\"url\":\"https://e.x/a\",\"title\":\"Ex A\"},"
+        "{\"type\":\"url\",\"url\":\"https://f.x/b\"}]},\"sb_output\":\"private\"},"
+        "{\"type\":\"web_search_call\",\"id\":\"ws_2\",\"status\":\"completed\",\"action\":{\"type\":\"open_page\","
+        "\"url\":\"https://e.x/a\"}},"
+        "{\"type\":\"mcp_call\",\"id\":\"mcp_1\",\"server_label\":\"d\",\"name\":\"n\",\"arguments\":\"{}\","
+        "\"output\":\"o\",\"error\":null,\"status\":\"completed\"},"
+        "{\"type\":\"message\",\"id\":\"m\",\"role\":\"assistant\",\"content\":["
+        "{\"type\":\"output_text\",\"text\":\"Intro.\",\"annotations\":[]},"
+        "{\"type\":\"output_text\",\"text\":\"Caf\\u00e9 [A](https://e.x/a) and https://g.x/.\",\"annotations\":["
+        "{\"type\":\"url_citation\",\"start_index\":5,\"end_index\":23,\"url\":\"https://e.x/a\",\"title\":\"Ex A\"},"
+        "{\"type\":\"url_citation\",\"start_index\":5,\"end_index\":23,\"url\":\"https://f.x/b\",\"title\":\"F\"},"
+        "{\"type\":\"url_citation\",\"start_index\":28,\"end_index\":40,\"url\":\"https://g.x/\",\"title\":\"G\"},"
+        "{\"type\":\"url_citation\",\"start_index\":40,\"end_index\":99,\"url\":\"https://g.x/\",\"title\":\"G\"}]}"
+        "]}]",
+        0, &jerr);
+    if (!items)
+        abort();
+    json_array_extend(r->result.items, items);
+    json_decref(items);
+    snprintf(r->result.status, sizeof r->result.status, "completed");
+    json_t *out = render(r);
+    json_t *cand = json_array_get(json_object_get(out, "candidates"), 0);
+    check_json(json_object_get(cand, "content"),
+               "{\"parts\":[{\"text\":\"Intro.\"},{\"text\":\"Caf\\u00e9 [A](https://e.x/a) and https://g.x/.\"}],"
+               "\"role\":\"model\"}");
+    /* "Café " is 6 bytes for 5 code points. */
+    check_json(json_object_get(cand, "groundingMetadata"),
+               "{\"webSearchQueries\":[\"caf\\u00e9 hours\"],\"groundingChunks\":[{\"web\":{\"uri\":\"https://e.x/a\","
+               "\"title\":\"Ex A\"}},{\"web\":{\"uri\":\"https://f.x/b\",\"title\":\"f.x\"}},{\"web\":{\"uri\":"
+               "\"https://g.x/\",\"title\":\"G\"}}],\"groundingSupports\":[{\"segment\":{\"partIndex\":1,"
+               "\"startIndex\":6,\"endIndex\":24,\"text\":\"[A](https://e.x/a)\"},\"groundingChunkIndices\":[0,1]},"
+               "{\"segment\":{\"partIndex\":1,\"startIndex\":29,\"endIndex\":41,\"text\":\"https://g.x/\"},"
+               "\"groundingChunkIndices\":[2]}]}");
+    char *text = json_dumps(out, 0);
+    CHECK(strstr(text, "private") == NULL);
+    free(text);
+    json_decref(out);
+
+    /* A search without citations: queries and chunks only; nothing at all
+     * without web search. */
+    fe_collect_free(&r->result);
+    fe_collect_init(&r->result);
+    json_array_append_new(r->result.items,
+                          json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s}]}}", "type", "web_search_call", "status",
+                                    "completed", "action", "type", "search", "query", "q", "sources", "type", "url",
+                                    "url", "http://h.x:8080/p"));
+    json_array_append_new(r->result.items, json_pack("{s:s, s:s, s:[{s:s, s:s}]}", "type", "message", "role",
+                                                     "assistant", "content", "type", "output_text", "text", "ok"));
+    out = render(r);
+    check_json(json_object_get(json_array_get(json_object_get(out, "candidates"), 0), "groundingMetadata"),
+               "{\"webSearchQueries\":[\"q\"],\"groundingChunks\":[{\"web\":{\"uri\":\"http://h.x:8080/p\",\"title\":"
+               "\"h.x\"}}]}");
+    json_decref(out);
+    fe_collect_free(&r->result);
+    fe_collect_init(&r->result);
+    json_array_append_new(r->result.items, json_pack("{s:s, s:s, s:[{s:s, s:s}]}", "type", "message", "role",
+                                                     "assistant", "content", "type", "output_text", "text", "ok"));
+    out = render(r);
+    CHECK(!json_object_get(json_array_get(json_object_get(out, "candidates"), 0), "groundingMetadata"));
+    json_decref(out);
+    req_free(r);
+}
+
 int main(void)
 {
     if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key) != 0) {
@@ -513,5 +674,7 @@ int main(void)
     test_calls();
     test_render();
     test_count();
+    test_google_search();
+    test_grounding();
     return sb_test_finish("style_gemini");
 }
