@@ -60,11 +60,17 @@ static void mcp_rpc_error(sb_mcp_reader_t *r, const json_t *error)
     char msg[SB_MCP_MESSAGE_MAX + 1];
     const json_t *code = json_object_get(error, "code");
     const char *text = json_string_value(json_object_get(error, "message"));
+    long long c = json_is_integer(code) ? json_integer_value(code) : 0LL;
+    /* The TypeScript SDK's McpError already says "MCP error <code>: " in its
+     * message: said once is enough. */
+    char prefix[48];
+    int k = snprintf(prefix, sizeof prefix, "MCP error %lld: ", c);
+    if (text && k > 0 && strncmp(text, prefix, (size_t)k) == 0)
+        text += k;
     mcp_clean_message(msg, sizeof msg, text && *text ? text : "(no message)");
     r->done = true;
     r->rc = -EPROTO;
-    snprintf(r->error, sizeof r->error, "MCP error %lld: %s", json_is_integer(code) ? json_integer_value(code) : 0LL,
-             msg);
+    snprintf(r->error, sizeof r->error, "MCP error %lld: %s", c, msg);
 }
 
 /* One JSON-RPC message: the answer (r->done set) or something to skip. */
