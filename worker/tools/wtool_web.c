@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,10 @@
 #define BRAVE_COUNT_MAX 20
 /* Bytes of an answer or page read when the configuration gives no bound. */
 #define DEFAULT_MAX_BYTES (2 * 1024 * 1024)
+/* A page's Content-Length may pass max_bytes this many times over before the fetch refuses it outright. */
+#define PAGE_CAP_FACTOR 4
+#define DEFAULT_TIMEOUT_MS 15000
+#define DEFAULT_CONNECT_MS 5000
 
 #define ERR_CREDENTIAL "search backend credential is not set"
 
@@ -265,9 +270,14 @@ static int start(sb_upstream_t *up, const sb_web_cfg_t *cfg, sb_web_op_t *op, co
     op->up = up;
     op->max_bytes = cfg->max_bytes ? cfg->max_bytes : DEFAULT_MAX_BYTES;
     sb_fetch_req_t r = *req;
-    /* One byte over the limit reaches on_data, which ends the transfer itself (a page keeps what it has). */
-    r.max_bytes = op->max_bytes + 1;
-    int rc = sb_upstream_fetch(up, &r, cfg->timeout_ms, cfg->connect_timeout_ms, &cbs, op, &op->xfer);
+    /* on_data ends the transfer itself one byte over the limit, keeping what a page has; the fetch's own
+     * cap, which refuses an answer whose Content-Length passes it before any byte arrives, is set above
+     * that for a page (one a little too long is still read, cut) and also bounds a redirect's body. */
+    r.max_bytes =
+        op->page && op->max_bytes < SIZE_MAX / PAGE_CAP_FACTOR ? op->max_bytes * PAGE_CAP_FACTOR : op->max_bytes + 1;
+    int64_t timeout = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
+    int64_t connect = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : DEFAULT_CONNECT_MS;
+    int rc = sb_upstream_fetch(up, &r, timeout, connect, &cbs, op, &op->xfer);
     if (rc < 0)
         return rc;
     *out = op;
