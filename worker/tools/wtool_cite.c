@@ -10,14 +10,20 @@
 
 #include "wtool.h"
 
-/* Code points before byte offset `off` of UTF-8 text. */
-static long sb_tool_cp(const char *text, size_t off)
+/* Code points before byte offsets of UTF-8 text, asked in rising order:
+ * counted on from the last answer, so a text with many citations is read
+ * once, not once per citation. */
+typedef struct sb_tool_cp {
+    size_t off; /* bytes counted */
+    long n;     /* code points among them */
+} sb_tool_cp_t;
+
+static long sb_tool_cp(sb_tool_cp_t *c, const char *text, size_t off)
 {
-    long n = 0;
-    for (size_t i = 0; i < off; i++)
-        if (((unsigned char)text[i] & 0xC0) != 0x80)
-            n++;
-    return n;
+    for (; c->off < off; c->off++)
+        if (((unsigned char)text[c->off] & 0xC0) != 0x80)
+            c->n++;
+    return c->n;
 }
 
 /* The source whose URL is url[0..len) (a trailing slash aside), or NULL. */
@@ -41,13 +47,34 @@ static const json_t *sb_tool_source(const json_t *sources, const char *url, size
     return NULL;
 }
 
-static void sb_tool_cite(json_t *out, const char *text, size_t start, size_t end, const json_t *src)
+static void sb_tool_cite(json_t *out, sb_tool_cp_t *cp, const char *text, size_t start, size_t end, const json_t *src)
 {
     const json_t *title = json_object_get(src, "title");
-    json_array_append_new(out, json_pack("{s:s, s:I, s:I, s:O, s:O}", "type", "url_citation", "start_index",
-                                         (json_int_t)sb_tool_cp(text, start), "end_index",
-                                         (json_int_t)sb_tool_cp(text, end), "url", json_object_get(src, "url"), "title",
+    json_int_t a = sb_tool_cp(cp, text, start), b = sb_tool_cp(cp, text, end);
+    json_array_append_new(out, json_pack("{s:s, s:I, s:I, s:O, s:O}", "type", "url_citation", "start_index", a,
+                                         "end_index", b, "url", json_object_get(src, "url"), "title",
                                          json_is_string(title) ? title : json_object_get(src, "url")));
+}
+
+/* The end of a URL starting at u: before whitespace, or before a ')' that
+ * closes no '(' of the URL (a Wikipedia URL has its parentheses; the
+ * markdown link's closing one is not the URL's), stop characters aside.
+ * Past `max` bytes no source can match: the scan ends there, which keeps
+ * the whole text's scan linear whatever the model wrote. */
+static size_t sb_tool_url_end(const char *text, size_t n, size_t u, size_t max, const char *stop)
+{
+    size_t e = u;
+    size_t depth = 0;
+    for (; e < n && e - u <= max && !isspace((unsigned char)text[e]) && !strchr(stop, text[e]); e++) {
+        if (text[e] == '(') {
+            depth++;
+        } else if (text[e] == ')') {
+            if (depth == 0)
+                break;
+            depth--;
+        }
+    }
+    return e;
 }
 
 json_t *sb_tool_citations(const char *text, const json_t *sources)
@@ -55,38 +82,40 @@ json_t *sb_tool_citations(const char *text, const json_t *sources)
     json_t *out = json_array();
     if (!text || json_array_size(sources) == 0)
         return out;
+    size_t max = 0, i;
+    const json_t *s;
+    json_array_foreach (sources, i, s)
+        if (json_is_string(json_object_get(s, "url")) && json_string_length(json_object_get(s, "url")) + 1 > max)
+            max = json_string_length(json_object_get(s, "url")) + 1; /* + a trailing slash */
+    sb_tool_cp_t cp = {0, 0};
     size_t n = strlen(text);
-    for (size_t i = 0; i < n; i++) {
+    for (i = 0; i < n; i++) {
         if (text[i] == '[') {
             /* [label](url): the label has no newline and no nested bracket. */
             size_t j = i + 1;
             while (j < n && text[j] != ']' && text[j] != '[' && text[j] != '\n')
                 j++;
             if (j + 1 < n && text[j] == ']' && text[j + 1] == '(') {
-                size_t u = j + 2, e = u;
-                while (e < n && text[e] != ')' && !isspace((unsigned char)text[e]))
-                    e++;
+                size_t u = j + 2, e = sb_tool_url_end(text, n, u, max, "");
                 if (e < n && text[e] == ')') {
                     const json_t *src = sb_tool_source(sources, text + u, e - u);
                     if (src) {
-                        sb_tool_cite(out, text, i, e + 1, src);
+                        sb_tool_cite(out, &cp, text, i, e + 1, src);
                         i = e;
                     }
                     continue;
                 }
             }
         } else if ((!strncmp(text + i, "https://", 8) || !strncmp(text + i, "http://", 7)) &&
-                   (i == 0 || (text[i - 1] != '(' && text[i - 1] != '/'))) {
-            size_t e = i;
-            while (e < n && !isspace((unsigned char)text[e]) && text[e] != ')' && text[e] != ']' && text[e] != '>' &&
-                   text[e] != '"')
-                e++;
+                   (i == 0 || text[i - 1] != '/') && (i < 2 || text[i - 1] != '(' || text[i - 2] != ']')) {
+            /* A bare URL (one in a link's parentheses was the link's). */
+            size_t e = sb_tool_url_end(text, n, i, n, "]>\"");
             size_t end = e;
             while (end > i && strchr(".,;:!?", text[end - 1])) /* sentence punctuation is not the URL's */
                 end--;
             const json_t *src = sb_tool_source(sources, text + i, end - i);
             if (src)
-                sb_tool_cite(out, text, i, end, src);
+                sb_tool_cite(out, &cp, text, i, end, src);
             i = e > i ? e - 1 : i;
         }
     }
