@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sb_alloc.h"
 #include "sb_job.h"
@@ -869,7 +870,7 @@ static void test_citations(void)
     check_cites("See [Z](https://b.test/z).", SRC_Z, "[]");
     check_cites("See [Z](https://a.test/zz) and https://a.test/z/more and https://a.test", SRC_Z, "[]");
     check_cites("See [Z](https://a.test/z.).", SRC_Z, "[]");
-    check_cites("See [Z] (https://a.test/z x) [Z](https://a.test/z", SRC_Z, "[]");
+    check_cites("See [Z](https://a.test/z x) [Z](https://a.test/z", SRC_Z, "[]");
     /* two citations, in order; a source without a title is titled by its URL */
     check_cites(
         "[A](https://a.test/a) and [B](http://b.test/b)",
@@ -879,6 +880,17 @@ static void test_citations(void)
     /* a label cannot span lines or hold a bracket; the link after one still counts */
     check_cites("[a\n[Z](https://a.test/z)", SRC_Z,
                 "[{'type':'url_citation','start_index':3,'end_index':24,'url':'https://a.test/z','title':'Zed'}]");
+    /* parentheses: a URL keeps its balanced ones (Wikipedia's), a bare URL
+     * in parentheses is cited without them, a link's own are not the URL's */
+    check_cites(
+        "[Foo](https://w.test/wiki/Foo_(bar)) and (https://w.test/wiki/Foo_(bar)).",
+        "[{'url':'https://w.test/wiki/Foo_(bar)','title':'Foo'}]",
+        "[{'type':'url_citation','start_index':0,'end_index':36,'url':'https://w.test/wiki/Foo_(bar)','title':'Foo'},"
+        "{'type':'url_citation','start_index':42,'end_index':71,'url':'https://w.test/wiki/Foo_(bar)','title':'Foo'}]");
+    check_cites("Blue (https://a.test/z). Or (see https://a.test/z)", SRC_Z,
+                "[{'type':'url_citation','start_index':6,'end_index':22,'url':'https://a.test/z','title':'Zed'},"
+                "{'type':'url_citation','start_index':33,'end_index':49,'url':'https://a.test/z','title':'Zed'}]");
+    check_cites("[Z](https://a.test/z.) [Z](https://a.test/z(x)", SRC_Z, "[]");
     /* empty sources, no text, no sources */
     check_cites("See [Z](https://a.test/z).", "[]", "[]");
     check_cites("", SRC_Z, "[]");
@@ -893,6 +905,42 @@ static void test_citations(void)
     CHECK(json_is_array(c) && json_array_size(c) == 0);
     json_decref(c);
     json_decref(src);
+}
+
+/* Texts a model could write to stall the worker's loop (each used to take
+ * time quadratic in its length): many citations, and many links left open
+ * with no ')' after them. Half a megabyte each, well within a second. */
+static void test_citations_linear(void)
+{
+    size_t n = 512 * 1024;
+    char *text = sb_xmalloc(n + 1);
+    const char *pats[] = {"[Z](https://a.test/z) ", "[a](", "(https://a.test/z(", "[a](https://a.test/z("};
+    json_t *src = J(SRC_Z);
+    for (size_t k = 0; k < sizeof pats / sizeof *pats; k++) {
+        size_t pl = strlen(pats[k]), l = 0;
+        for (; l + pl <= n; l += pl)
+            memcpy(text + l, pats[k], pl);
+        text[l] = '\0';
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        json_t *c = sb_tool_citations(text, src);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+        if (secs >= 2.0)
+            fprintf(stderr, "citations of pattern %zu took %.2f s\n", k, secs);
+        CHECK(secs < 2.0);
+        if (k == 0) {
+            CHECK_INT(json_array_size(c), l / pl);
+            /* the last one still counted from the start */
+            const json_t *last = json_array_get(c, json_array_size(c) - 1);
+            CHECK_INT(json_integer_value(json_object_get(last, "start_index")), l - pl);
+        } else {
+            CHECK_INT(json_array_size(c), 0);
+        }
+        json_decref(c);
+    }
+    json_decref(src);
+    free(text);
 }
 
 int main(void)
@@ -910,5 +958,6 @@ int main(void)
     test_rewrite_approvals();
     test_rewrite_native();
     test_citations();
+    test_citations_linear();
     return sb_test_finish("test_wtool");
 }
