@@ -25,7 +25,9 @@
  *                                   upstream's private thought_signature)
  *   systemInstruction -> instructions; generationConfig -> sampling, stop, n,
  *   text.format, reasoning.effort; tools.functionDeclarations -> non-strict
- *   function tools; toolConfig.functionCallingConfig -> tool_choice.
+ *   function tools; tools.googleSearch (googleSearchRetrieval) -> the
+ *   web_search tool the gateway runs; toolConfig.functionCallingConfig ->
+ *   tool_choice.
  * Field names are accepted in proto3 JSON's two spellings (lowerCamelCase and
  * snake_case); an unknown field is a 400 in Google's words, as the real API
  * answers, so a request that works here also works against Google.
@@ -34,7 +36,8 @@
  * {text, thought:true, thoughtSignature} when includeThoughts, else only its
  * signature, carried on the next part; message text and refusals -> {text}
  * (a refusal is the model's answer, not a safety block: finishReason stays
- * STOP); function_call -> {functionCall:{name, args, id}}. Nothing is stored:
+ * STOP); function_call -> {functionCall:{name, args, id}}; web searches and
+ * url_citation annotations -> groundingMetadata. Nothing is stored:
  * the Generate Content API keeps no state between requests.
  *
  * POST /v1beta/models/{model}:countTokens takes {contents} or

@@ -378,19 +378,27 @@ static void test_builtin_tools(void)
 
     /* Everything the stream wrote, accumulated, is the final message. */
     fe_sh_free(&h);
-    fe_sh_init(&h, &fe_style_messages, NULL, "msg_1", NULL);
+    /* With a key, the first result's encrypted_content seals the item once:
+     * the stream's block and the final message's carry the same token. */
+    sb_seal_key_t key;
+    if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key) != 0)
+        abort();
+    fe_sh_init(&h, &fe_style_messages, NULL, "msg_1", &key);
     static const char *const events[] = {
-        "{\"type\":\"item_added\",\"item_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_2\",\"status\":"
+        "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_5\",\"status\":"
+        "\"completed\",\"action\":{\"type\":\"search\",\"query\":\"p\",\"sources\":[{\"type\":\"url\",\"url\":"
+        "\"https://e.x/\"}]},\"sb_output\":\"text\"}}",
+        "{\"type\":\"item_added\",\"item_index\":1,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_2\",\"status\":"
         "\"in_progress\",\"action\":{\"type\":\"search\",\"query\":\"q\"}}}",
-        "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_2\",\"status\":"
+        "{\"type\":\"item_done\",\"item_index\":1,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_2\",\"status\":"
         "\"failed\",\"action\":{\"type\":\"search\",\"query\":\"q\",\"sources\":[]}}}",
-        "{\"type\":\"item_done\",\"item_index\":1,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_3\",\"status\":"
+        "{\"type\":\"item_done\",\"item_index\":2,\"item\":{\"type\":\"web_search_call\",\"id\":\"ws_3\",\"status\":"
         "\"completed\",\"action\":{\"type\":\"open_page\",\"url\":\"https://e.x/\"}}}",
-        "{\"type\":\"text_delta\",\"item_index\":2,\"content_index\":0,\"delta\":\"See [Ex](https://e.x/)\"}",
-        "{\"type\":\"item_done\",\"item_index\":2,\"item\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":"
+        "{\"type\":\"text_delta\",\"item_index\":3,\"content_index\":0,\"delta\":\"See [Ex](https://e.x/)\"}",
+        "{\"type\":\"item_done\",\"item_index\":3,\"item\":{\"type\":\"message\",\"role\":\"assistant\",\"content\":"
         "[{\"type\":\"output_text\",\"text\":\"See [Ex](https://e.x/)\",\"annotations\":[{\"type\":"
         "\"url_citation\",\"start_index\":4,\"end_index\":22,\"url\":\"https://e.x/\",\"title\":\"Ex\"}]}]}}",
-        "{\"type\":\"item_done\",\"item_index\":3,\"item\":{\"type\":\"mcp_call\",\"id\":\"mcp_4\",\"server_label\":"
+        "{\"type\":\"item_done\",\"item_index\":4,\"item\":{\"type\":\"mcp_call\",\"id\":\"mcp_4\",\"server_label\":"
         "\"docs\",\"name\":\"lookup\",\"arguments\":\"{}\",\"output\":null,\"error\":\"down\",\"status\":"
         "\"failed\"}}",
     };
@@ -400,7 +408,7 @@ static void test_builtin_tools(void)
     rendered = fe_sh_complete(&h);
     got = fe_sh_take(&h);
     json_t *joined = accumulate(got);
-    CHECK_INT(json_array_size(joined), 5);
+    CHECK_INT(json_array_size(joined), 7);
     CHECK(json_equal(joined, json_object_get(rendered, "content")));
     if (!json_equal(joined, json_object_get(rendered, "content"))) {
         char *a = json_dumps(joined, JSON_COMPACT), *b = json_dumps(json_object_get(rendered, "content"), JSON_COMPACT);
@@ -408,6 +416,11 @@ static void test_builtin_tools(void)
         free(a);
         free(b);
     }
+    const char *token = json_string_value(json_object_get(
+        json_array_get(json_object_get(json_array_get(json_object_get(rendered, "content"), 1), "content"), 0),
+        "encrypted_content"));
+    CHECK(token && strlen(token) > 40 && strstr(got, token) != NULL);
+    CHECK(strstr(got, "sb_output") == NULL);
     /* The search's block went out at item_added, before its results. */
     CHECK(strstr(got, "\"srvtoolu_2\"") < strstr(got, "web_search_tool_result_error"));
     json_decref(joined);
