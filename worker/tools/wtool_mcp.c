@@ -58,6 +58,7 @@ struct mcp_op {
     int pages;       /* tools/list: pages asked for */
     bool retried;    /* already sent again after an expired session */
     bool waiting;    /* waits for the session to be ready */
+    bool doomed;     /* waited for a session that failed: its callback is due */
     size_t bytes_in; /* answer bytes over all its transfers */
     /* the transfer in flight */
     sb_upstream_xfer_t *xfer;
@@ -200,8 +201,8 @@ sb_mcp_t *sb_mcp_new(sb_upstream_t *up, const sb_mcp_cfg_t *cfg, char *why, size
     m->up = up;
     m->url = sb_xstrdup(url);
     m->guard = cfg->guard;
-    m->timeout_ms = cfg->timeout_ms;
-    m->connect_timeout_ms = cfg->connect_timeout_ms;
+    m->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 30000;
+    m->connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 10000;
     m->max_bytes = cfg->max_bytes ? cfg->max_bytes : 4u * 1024u * 1024u;
     m->next_id = 1;
     return m;
@@ -359,9 +360,14 @@ static bool mcp_session_fail(sb_mcp_t *m, const char *err)
     free(m->sid);
     m->sid = NULL;
     m->version = NULL;
+    /* Marked first: a callback may make a new request, which waits for a
+     * new session and must not get this one's error. */
+    for (struct mcp_op *op = m->ops; op; op = op->next)
+        if (op->waiting)
+            op->doomed = true;
     for (;;) {
         struct mcp_op *op = m->ops;
-        while (op && !op->waiting)
+        while (op && !op->doomed)
             op = op->next;
         if (!op)
             return true;
@@ -704,8 +710,7 @@ static void mcp_delete_session(sb_mcp_t *m)
         .guard = m->guard,
     };
     sb_upstream_cbs_t cbs = {.on_data = mcp_ignore_data, .on_done = mcp_ignore_done};
-    int64_t timeout =
-        m->timeout_ms > 0 && m->timeout_ms < MCP_DELETE_TIMEOUT_MS ? m->timeout_ms : MCP_DELETE_TIMEOUT_MS;
+    int64_t timeout = m->timeout_ms < MCP_DELETE_TIMEOUT_MS ? m->timeout_ms : MCP_DELETE_TIMEOUT_MS;
     sb_upstream_xfer_t *x = NULL;
     if (sb_upstream_fetch(m->up, &req, timeout, m->connect_timeout_ms, &cbs, NULL, &x) != 0)
         x = NULL; /* best effort: the server ends an idle session by itself */

@@ -33,9 +33,9 @@ typedef struct sb_mcp_cfg {
     const json_t *headers;       /* borrowed object name -> string value, or NULL */
     const char *authorization;   /* borrowed bearer token (sent as "Authorization: Bearer ..."), or NULL */
     const struct sb_ssrf *guard; /* borrowed */
-    int64_t timeout_ms;          /* per JSON-RPC request */
-    int64_t connect_timeout_ms;
-    size_t max_bytes; /* most bytes of one answer */
+    int64_t timeout_ms;          /* per JSON-RPC request (<= 0: 30 s) */
+    int64_t connect_timeout_ms;  /* <= 0: 10 s */
+    size_t max_bytes;            /* most bytes of one answer (0: 4 MiB) */
 } sb_mcp_cfg_t;
 
 /* tools: new reference to an array of {"name","input_schema","description"?,"annotations"?}

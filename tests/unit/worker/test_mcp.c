@@ -588,14 +588,22 @@ struct got {
     char error[300];
     size_t bytes_in;
     sb_mcp_t **destroy; /* frees this client in the callback */
+    sb_mcp_t *relist;   /* lists again on this client in the callback, into *next */
+    struct got *next;
+    int init_seen; /* initialize requests the server had seen when the callback ran */
 };
+
+static void start_list(sb_mcp_t *m, struct got *g);
 
 static void got_done(struct got *g)
 {
     g->calls++;
     g->inside = g->inside || in_api;
+    g->init_seen = st.init;
     if (g->destroy)
         sb_mcp_destroy(g->destroy);
+    if (g->relist)
+        start_list(g->relist, g->next);
     if (--pending == 0)
         event_base_loopbreak(base);
 }
@@ -787,22 +795,30 @@ static void test_session_failures(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memset(&st, 0, sizeof st);
         sb_mcp_t *m = mcp_at(cases[i].path, NULL, NULL, 0, 0);
-        struct got a = {0}, b = {0};
+        struct got a = {0}, b = {0}, c = {0};
         start_list(m, &a);
         start_call(m, "echo", "x", &b);
+        /* a request made in a failure's callback waits for a new session of its own */
+        a.relist = m;
+        a.next = &c;
         run();
         CHECK_STR(a.error, cases[i].err);
         CHECK_STR(b.error, cases[i].err);
+        CHECK_STR(c.error, cases[i].err);
+        CHECK(!c.inside);
+        CHECK_INT(c.init_seen, 2); /* failed by its own session, not by the first one's error */
         CHECK(a.tools == NULL && b.output == NULL);
-        CHECK_INT(st.notify, cases[i].notify);
+        CHECK_INT(st.notify, 2 * cases[i].notify);
         CHECK_INT(st.list + st.call, 0);
+        CHECK_INT(st.init, 2);
         got_free(&a);
         got_free(&b);
-        /* the next request tries a new session */
+        got_free(&c);
+        /* and so does the next request */
         start_list(m, &a);
         run();
         CHECK_STR(a.error, cases[i].err);
-        CHECK_INT(st.init, 2);
+        CHECK_INT(st.init, 3);
         got_free(&a);
         sb_mcp_destroy(&m);
     }
