@@ -13,12 +13,17 @@
  */
 #include "emu_search.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "emu_internal.h"
@@ -124,10 +129,21 @@ static void request_host(const struct sb_emu_call *call, char host[HOST_MAX])
     bool ok = h && *h && strlen(h) < HOST_MAX;
     for (const char *p = h; ok && *p; p++)
         ok = isalnum((unsigned char)*p) || strchr(".-:[]", *p);
-    if (ok)
+    if (ok) {
         snprintf(host, HOST_MAX, "%s", h);
-    else
-        snprintf(host, HOST_MAX, "127.0.0.1:%d", sb_emu_port(call->emu));
+        return;
+    }
+    /* No usable Host: the address this connection reached (read from the socket, so this file needs
+     * nothing of the server's). */
+    struct evhttp_connection *conn = evhttp_request_get_connection(call->req);
+    struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    struct sockaddr_in sin;
+    socklen_t len = sizeof sin;
+    int port = 0;
+    if (fd >= 0 && getsockname(fd, (struct sockaddr *)&sin, &len) == 0 && sin.sin_family == AF_INET)
+        port = ntohs(sin.sin_port);
+    snprintf(host, HOST_MAX, "127.0.0.1:%d", port);
 }
 
 static char *doc_url(const struct sb_emu_doc *d, const char *host)

@@ -92,6 +92,11 @@ static void test_searxng(struct sb_emu *emu)
     j = get_json(emu, "/_search/search?q=helix&format=json", "Host: web.test:8080", 200);
     CHECK_STR(result_url(json_object_get(j, "results"), 0), "http://web.test:8080/_pages/helix-cafe.html");
     json_decref(j);
+    /* Without a Host header: the address the connection reached. */
+    j = get_json(emu, "/_search/search?q=helix&format=json", "Host:", 200);
+    snprintf(want, sizeof want, "http://127.0.0.1:%d/_pages/helix-cafe.html", port_of(emu));
+    CHECK_STR(result_url(json_object_get(j, "results"), 0), want);
+    json_decref(j);
 
     /* Format other than json (or none): 403; no query: 400; not GET: 405. */
     static const struct {
