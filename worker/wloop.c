@@ -45,14 +45,6 @@ static void sb_wloop_set_state(sb_wloop_t *l, enum sb_wloop_state state)
     l->state = state;
 }
 
-void sb_wloop_emit(sb_wloop_t *l, json_t *ev)
-{
-    json_array_append_new(l->j->events, ev);
-    if (l->iter)
-        json_array_append(l->iter, ev);
-    l->ops->flush(l->j);
-}
-
 /* Ends the job: the summed usage, then `final` (stolen; a completed event
  * when NULL). */
 static void sb_wloop_end(sb_wloop_t *l, json_t *final)
@@ -72,13 +64,6 @@ static void sb_wloop_end(sb_wloop_t *l, json_t *final)
             json_object_set_new(final, "upstream_ms", json_integer(l->upstream_ms));
     }
     l->ops->finish(l->j, final);
-}
-
-/* A zero-delay wake-up: the next step runs from the loop, never inside the
- * callback that made it due. */
-static void sb_wloop_kick(sb_wloop_t *l)
-{
-    event_active(l->kick, EV_TIMEOUT, 0);
 }
 
 /*
@@ -176,14 +161,10 @@ static void sb_wloop_on_kick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    sb_wloop_decide(arg);
-}
-
-void sb_wloop_tool_done(sb_wloop_t *l)
-{
-    l->pending--;
-    if (l->pending == 0)
-        sb_wloop_kick(l);
+    sb_wloop_t *l = arg;
+    sb_wloop_start_due(l);
+    if (l->state != SB_WLOOP_DONE)
+        sb_wloop_decide(l);
 }
 
 /*

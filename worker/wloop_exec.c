@@ -5,7 +5,9 @@
  * other item is renumbered into the response), and the built-in steps run:
  * MCP listings, MCP calls, web searches and page opens. Each step ends with
  * its item's item_done and one tool_log event (the frontend's tool_calls
- * row); what goes back to the model is its function_call_output.
+ * row); what goes back to the model is its function_call_output. The
+ * few things the loop (wloop.c) and the steps both use live here too
+ * (emit, kick, tool_done), so the loop calls down and never back.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,9 +27,30 @@
 /* Most bytes of a step's error kept in tool_log. */
 #define SB_WLOOP_LOG_ERROR_MAX 300
 
+void sb_wloop_emit(sb_wloop_t *l, json_t *ev)
+{
+    json_array_append_new(l->j->events, ev);
+    if (l->iter)
+        json_array_append(l->iter, ev);
+    l->ops->flush(l->j);
+}
+
+void sb_wloop_kick(sb_wloop_t *l)
+{
+    event_active(l->kick, EV_TIMEOUT, 0);
+}
+
+void sb_wloop_tool_done(sb_wloop_t *l)
+{
+    l->pending--;
+    if (l->pending == 0)
+        sb_wloop_kick(l);
+}
+
 void sb_wexec_free(sb_wexec_t *e)
 {
     sb_web_cancel(&e->web);
+    json_decref(e->args);
     json_decref(e->item);
     json_decref(e->call);
     json_decref(e->output_item);
@@ -209,8 +232,10 @@ static void sb_wexec_mcp(sb_wexec_t *e, const json_t *args)
     sb_wloop_t *l = e->l;
     char why[256] = "";
     sb_mcp_t *m = sb_wloop_mcp(l, e->server, why, sizeof why);
-    e->running = true;
-    l->pending++;
+    if (!e->running) { /* an approved call from the input starts at once */
+        e->running = true;
+        l->pending++;
+    }
     if (!m || sb_mcp_call(m, e->tool, args, sb_wloop_on_mcp_call, e) < 0)
         sb_wloop_on_mcp_call(e, NULL, false, *why ? why : "the MCP call could not be started", 0);
 }
@@ -280,8 +305,6 @@ static void sb_wexec_web(sb_wexec_t *e, const json_t *args)
     const char *pattern = json_string_value(json_object_get(args, "pattern"));
     char why[256] = "";
     int rc = -EINVAL;
-    e->running = true;
-    l->pending++;
     sb_wloop_emit(l, sb_event_item_progress(e->index, "searching"));
     if (e->kind == SB_TOOL_WEB_SEARCH) {
         json_object_set_new(action, "query", json_string(query ? query : ""));
@@ -390,13 +413,32 @@ static void sb_wloop_run(sb_wloop_t *l, sb_wexec_t *e, const json_t *call)
                                  l->max_tool_calls);
         sb_wexec_finish(e, msg);
         free(msg);
-    } else if (e->kind == SB_TOOL_MCP) {
-        json_object_set_new(e->item, "arguments", json_string(args_text));
-        sb_wexec_mcp(e, args);
     } else {
-        sb_wexec_web(e, args);
+        /* Its I/O starts from the loop's kick: this runs inside the model
+         * call's transfer callback. */
+        if (e->kind == SB_TOOL_MCP)
+            json_object_set_new(e->item, "arguments", json_string(args_text));
+        e->args = json_incref(args);
+        e->running = true;
+        l->pending++;
+        sb_wloop_kick(l);
     }
     json_decref(args);
+}
+
+void sb_wloop_start_due(sb_wloop_t *l)
+{
+    for (sb_wexec_t *e = l->execs; e && l->state != SB_WLOOP_DONE; e = e->next) {
+        if (!e->args)
+            continue;
+        json_t *args = e->args;
+        e->args = NULL;
+        if (e->kind == SB_TOOL_MCP)
+            sb_wexec_mcp(e, args);
+        else
+            sb_wexec_web(e, args);
+        json_decref(args);
+    }
 }
 
 /* The slot of upstream item u (made on first sight, from its item). */

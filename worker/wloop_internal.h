@@ -29,7 +29,8 @@ typedef struct sb_wexec {
     enum sb_tool_kind kind; /* SB_TOOL_NONE: a reserved name that names nothing (the model is told) */
     bool list;              /* an MCP server's listing (kind NONE) */
     bool approval;          /* shown as an mcp_approval_request, not run */
-    bool running;           /* its I/O is in flight (counted in l->pending) */
+    bool running;           /* its I/O is in flight or due to start (counted in l->pending) */
+    json_t *args;           /* owned while its I/O is due to start: the call's arguments (an object) */
     int iteration;          /* the model call it belongs to (0: before the first) */
     int index;              /* output index of its item; -1 while it has none */
     size_t server;          /* MCP: which server */
@@ -81,16 +82,21 @@ struct sb_wloop {
 
 extern const sb_wcall_ops_t sb_wloop_call_ops;
 
-/* wloop.c */
+/* wloop_exec.c: what the steps and the loop both use */
 /* Appends an event to the job's pending events (and the running call's),
  * and sends them when the job streams. Steals ev. */
 void sb_wloop_emit(sb_wloop_t *l, json_t *ev);
+/* A zero-delay wake-up: the next step (due I/O, the next call, the end)
+ * runs from the loop, never inside the callback that made it due. */
+void sb_wloop_kick(sb_wloop_t *l);
 /* A listing or tool call is over (pending goes down; the loop may move on). */
 void sb_wloop_tool_done(sb_wloop_t *l);
 
-/* wloop_exec.c */
 /* The listings and approved calls of PREPARE, started. */
 void sb_wloop_prepare(sb_wloop_t *l);
+/* Starts the I/O of the steps due to start: never from inside a transfer's
+ * callback (curl is not re-entrant there), so from the loop's kick. */
+void sb_wloop_start_due(sb_wloop_t *l);
 /* One non-final event of the running model call. */
 void sb_wloop_translate(sb_wloop_t *l, json_t *ev);
 /* Forgets the running call's items (a new call, or a strict retry). */

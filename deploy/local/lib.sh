@@ -441,7 +441,9 @@ sb_seed() {
             sb_sbctl model enable emu-chat &&
             sb_seed_model emu-responses openai-responses "http://127.0.0.1:$SB_EMU_PORT/v1" &&
             sb_seed_model emu-claude anthropic "http://127.0.0.1:$SB_EMU_PORT" &&
-            sb_seed_model emu-gemini gemini "http://127.0.0.1:$SB_EMU_PORT/v1beta"
+            sb_seed_model emu-gemini gemini "http://127.0.0.1:$SB_EMU_PORT/v1beta" &&
+            { sb_sbctl search-backend remove emu >/dev/null 2>&1 || true; } &&
+            sb_sbctl search-backend add emu --kind searxng --base-url "http://127.0.0.1:$SB_EMU_PORT/_search" --default
     } >>"$log" || { sb_die "seeding failed (see above and $log)"; return 1; }
 
     # The dev key is kept across runs; it is re-created only when the database

@@ -274,3 +274,134 @@ test('the reserved calls never reach the client as function calls, streamed or n
   assert.equal(r.raw.includes('sb__mcp0__add'), false);
   assert.equal(r.raw.includes('function_call'), false);
 });
+
+// ---- Web search, run by the gateway against the emulator's SearXNG-compatible backend ----------------
+
+import Anthropic from '@anthropic-ai/sdk';
+import { sbctl } from './harness.mjs';
+
+const PAGE = () => `${cfg.emu}/_pages/zorblax.html`;
+let searchReady = false;
+async function searchBackend() {
+  if (searchReady) return;
+  sbctl('search-backend', 'add', 'emu-search', '--kind', 'searxng', '--base-url', `${cfg.emu}/_search`, '--default', '--if-not-exists');
+  // Frontends learn it through NOTIFY sb_config: wait until a request takes the tool.
+  for (let i = 0; i < 100; i++) {
+    const r = await http('POST', '/v1/responses', { body: { model: 'emu-chat', store: false, input: 'x', tools: [{ type: 'web_search' }] } });
+    const r2 = await http('POST', '/v1/responses', { base: cfg.frontendB, body: { model: 'emu-chat', store: false, input: 'x', tools: [{ type: 'web_search' }] } });
+    if (r.status === 200 && r2.status === 200) { searchReady = true; return; }
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+  throw new Error('web search never became available');
+}
+
+// Every url_citation's span is the cited URL (or its markdown link) in the text.
+function checkCitations(msg, sources) {
+  const part = msg.content[0];
+  assert.ok(part.annotations.length > 0, JSON.stringify(part));
+  for (const a of part.annotations) {
+    assert.equal(a.type, 'url_citation');
+    assert.ok(sources.some((s) => s.url === a.url), a.url);
+    const span = [...part.text].slice(a.start_index, a.end_index).join('');
+    assert.ok(span === a.url || span.endsWith(`(${a.url})`), `span ${JSON.stringify(span)} cites ${a.url}`);
+  }
+}
+
+for (const [kind, model] of Object.entries(MODELS)) {
+  test(`web search ← ${kind}: searched by the gateway, cited; streamed the same`, async () => {
+    await searchBackend();
+    const m = unique('ws');
+    const body = { model, store: false, include: ['web_search_call.action.sources'], tools: [{ type: 'web_search' }],
+      input: `CALL sb__web_search {"query":"zorblax fruit"}\n${m}` };
+    const res = await oai.responses.create(body);
+    assert.deepEqual(types(res), ['web_search_call', 'message']);
+    const call = res.output[0];
+    assert.equal(call.status, 'completed');
+    assert.deepEqual(call.action.type, 'search');
+    assert.equal(call.action.query, 'zorblax fruit');
+    assert.ok(call.action.sources.some((s) => s.url === PAGE()), JSON.stringify(call.action));
+    assert.equal('sb_output' in call, false);
+    assert.match(res.output_text, /blue-skinned fruit/);
+    checkCitations(res.output[1], call.action.sources);
+
+    // Without the include, no sources on the item.
+    const plain = await oai.responses.create({ ...body, include: undefined });
+    assert.equal(plain.output[0].action.sources, undefined);
+
+    const r = await sse('/v1/responses', { body: { ...body, stream: true } });
+    const final = checkStream(r);
+    const names = r.events.map((e) => e.event);
+    for (const n of ['response.web_search_call.in_progress', 'response.web_search_call.searching',
+      'response.web_search_call.completed', 'response.output_text.annotation.added']) assert.ok(names.includes(n), n);
+    assert.ok(names.indexOf('response.web_search_call.completed') < names.indexOf('response.output_text.delta'));
+    assert.deepEqual(types(final), types(res));
+    assert.deepEqual(final.output[1].content[0].annotations, res.output[1].content[0].annotations);
+  });
+}
+
+test('web search: filters.allowed_domains keeps only those domains; open_page reads a page through the guard', async () => {
+  await searchBackend();
+  const res = await oai.responses.create({ model: 'emu-claude', store: false, include: ['web_search_call.action.sources'],
+    tools: [{ type: 'web_search', filters: { allowed_domains: ['example.org'] } }],
+    input: 'CALL sb__web_search {"query":"zorblax"}\nhi' });
+  const sources = res.output[0].action.sources;
+  assert.ok(sources.length > 0);
+  assert.ok(sources.every((s) => new URL(s.url).hostname.endsWith('example.org')), JSON.stringify(sources));
+  const page = await oai.responses.create({ model: 'emu-gemini', store: false, tools: [{ type: 'web_search' }],
+    input: `CALL sb__open_page {"url":"${PAGE()}"}\nhi` });
+  assert.equal(page.output[0].type, 'web_search_call');
+  assert.deepEqual(page.output[0].action, { type: 'open_page', url: PAGE() });
+  assert.match(page.output_text, /Zorblax fruit/);
+  assert.equal(page.output_text.includes('<script'), false);
+  // A page at a refused address is never fetched: the model is told.
+  const bad = await oai.responses.create({ model: 'emu-gemini', store: false, tools: [{ type: 'web_search' }],
+    input: 'CALL sb__open_page {"url":"http://169.254.169.254/latest/meta-data/"}\nhi' });
+  assert.equal(bad.output[0].status, 'failed');
+  assert.match(bad.output_text, /Error/);
+});
+
+test('web search: a stored chain sends the search back to the model, and the next turn answers from it', async () => {
+  await searchBackend();
+  const first = await oai.responses.create({ model: 'emu-claude', tools: [{ type: 'web_search' }],
+    input: 'CALL sb__web_search {"query":"quintar river"}\nhi' });
+  assert.equal(first.output[0].type, 'web_search_call');
+  const next = await oai.responses.create({ model: 'emu-chat', previous_response_id: first.id, input: 'and now?',
+    tools: [{ type: 'web_search' }] });
+  assert.equal(next.status, 'completed');
+  assert.deepEqual(types(next), ['message']);
+});
+
+test('Messages: web_search_20250305 runs on the same engine, as server_tool_use + web_search_tool_result with citations', async () => {
+  await searchBackend();
+  const anthropic = new Anthropic({ apiKey: cfg.key, baseURL: cfg.frontendA, maxRetries: 0, timeout: 30000 });
+  const msg = await anthropic.messages.create({ model: 'emu-chat', max_tokens: 300,
+    tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }],
+    messages: [{ role: 'user', content: 'CALL sb__web_search {"query":"zorblax"}\nhi' }] });
+  const blockTypes = msg.content.map((b) => b.type);
+  assert.deepEqual(blockTypes.slice(0, 2), ['server_tool_use', 'web_search_tool_result'], JSON.stringify(blockTypes));
+  assert.equal(msg.content[0].name, 'web_search');
+  assert.deepEqual(msg.content[0].input, { query: 'zorblax' });
+  assert.equal(msg.content[1].tool_use_id, msg.content[0].id);
+  assert.ok(msg.content[1].content.some((r) => r.type === 'web_search_result' && r.url === PAGE()));
+  assert.equal(msg.usage.server_tool_use?.web_search_requests, 1);
+  // Streamed: the SDK's accumulator ends with the same blocks.
+  const streamed = await anthropic.messages.stream({ model: 'emu-chat', max_tokens: 300,
+    tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+    messages: [{ role: 'user', content: 'CALL sb__web_search {"query":"zorblax"}\nhi' }] }).finalMessage();
+  assert.deepEqual(streamed.content.map((b) => b.type), blockTypes);
+});
+
+test('Messages: mcp_servers run on the same engine, as mcp_tool_use + mcp_tool_result', async () => {
+  const anthropic = new Anthropic({ apiKey: cfg.key, baseURL: cfg.frontendA, maxRetries: 0, timeout: 30000,
+    defaultHeaders: { 'anthropic-beta': 'mcp-client-2025-04-04' } });
+  const msg = await anthropic.messages.create({ model: 'emu-gemini', max_tokens: 300,
+    mcp_servers: [{ type: 'url', url: mcp.urls.stateless, name: 'calc' }],
+    messages: [{ role: 'user', content: 'CALL sb__mcp0__add {"a":2,"b":3}\nhi' }] });
+  const uses = msg.content.filter((b) => b.type === 'mcp_tool_use');
+  const results = msg.content.filter((b) => b.type === 'mcp_tool_result');
+  assert.equal(uses.length, 1, JSON.stringify(msg.content));
+  assert.equal(uses[0].name, 'add');
+  assert.equal(uses[0].server_name, 'calc');
+  assert.equal(results[0].tool_use_id, uses[0].id);
+  assert.equal(results[0].content[0].text, '5');
+});
