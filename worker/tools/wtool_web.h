@@ -80,8 +80,9 @@ int sb_web_html_text_enc(const char *html, size_t len, const char *encoding, cha
  * empty pattern. */
 int sb_web_find_in_text(const char *text, const char *pattern, size_t max_bytes, char **out)
     __attribute__((warn_unused_result));
-/* Whether url's host is one of the tool's filters.allowed_domains or a
- * subdomain of one (true when the tool has none). */
+/* Whether url's host passes the tool's filters: not one of
+ * filters.blocked_domains (or a subdomain of one), and one of
+ * filters.allowed_domains or a subdomain of one (when it has any). */
 bool sb_web_url_allowed(const json_t *tool, const char *url);
 
 #endif

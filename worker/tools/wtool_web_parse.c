@@ -10,7 +10,8 @@
  *   brave    {"web":{"results":[{"url","title","description"}]}} (no "web": no results)
  *   tavily   {"results":[{"url","title","content"}...]}       (results required)
  * A result without an http(s) URL is skipped, as is one off the tool's
- * filters.allowed_domains (a domain and its subdomains) and a repeated URL.
+ * filters.allowed_domains (a domain and its subdomains; the Messages and
+ * Generate Content styles' blocked_domains drop theirs) and a repeated URL.
  * Snippets lose HTML tags (Brave marks matches with <strong>) and the common
  * entities, whitespace is collapsed, and each is cut on a UTF-8 boundary at
  * the search_context_size's length.
@@ -156,14 +157,9 @@ static size_t domain_of(const char *entry, char *d, size_t dlen)
     return n;
 }
 
-bool sb_web_url_allowed(const json_t *tool, const char *url)
+/* Whether host is one of list's domains or a subdomain of one. */
+static bool sb_web_host_in(const json_t *list, const char *host)
 {
-    const json_t *list = json_object_get(json_object_get(tool, "filters"), "allowed_domains");
-    if (!json_is_array(list) || json_array_size(list) == 0)
-        return true;
-    char host[HOST_MAX];
-    if (!url || sb_web_url_host(url, host, sizeof host) < 0)
-        return false;
     size_t hlen = strlen(host);
     size_t i;
     const json_t *v;
@@ -178,6 +174,23 @@ bool sb_web_url_allowed(const json_t *tool, const char *url)
             return true;
     }
     return false;
+}
+
+bool sb_web_url_allowed(const json_t *tool, const char *url)
+{
+    const json_t *filters = json_object_get(tool, "filters");
+    const json_t *allowed = json_object_get(filters, "allowed_domains");
+    const json_t *blocked = json_object_get(filters, "blocked_domains");
+    bool any_allowed = json_is_array(allowed) && json_array_size(allowed) > 0;
+    bool any_blocked = json_is_array(blocked) && json_array_size(blocked) > 0;
+    if (!any_allowed && !any_blocked)
+        return true;
+    char host[HOST_MAX];
+    if (!url || sb_web_url_host(url, host, sizeof host) < 0)
+        return false;
+    if (any_blocked && sb_web_host_in(blocked, host))
+        return false;
+    return !any_allowed || sb_web_host_in(allowed, host);
 }
 
 /* ---- text cleanup --------------------------------------------------------------- */

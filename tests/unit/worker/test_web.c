@@ -160,6 +160,19 @@ static void test_allowed_domains(void)
     CHECK(sb_web_url_allowed(t, "http://[::1]:8080/"));
     CHECK(!sb_web_url_allowed(t, "http://127.0.0.10/"));
     json_decref(t);
+    /* blocked_domains (Messages, Generate Content): the domain and its
+     * subdomains are dropped, lookalikes are not; both lists together. */
+    CHECK_INT(parse("searxng", body, "{\"filters\":{\"blocked_domains\":[\"example.com\"]}}", &sources, &text), 0);
+    CHECK_INT(json_array_size(sources), 4);
+    CHECK_STR(src_url(sources, 0), "https://evilexample.com/c");
+    json_decref(sources);
+    free(text);
+    t = tool_of("{\"filters\":{\"allowed_domains\":[\"example.com\"],\"blocked_domains\":[\"docs.example.com\"]}}");
+    CHECK(sb_web_url_allowed(t, "https://example.com/x"));
+    CHECK(!sb_web_url_allowed(t, "https://docs.example.com/x"));
+    CHECK(!sb_web_url_allowed(t, "https://a.docs.example.com/x"));
+    CHECK(!sb_web_url_allowed(t, "https://other.org/"));
+    json_decref(t);
     /* No filter, or an empty list: everything. */
     CHECK(sb_web_url_allowed(NULL, "https://any.example/"));
     t = tool_of("{\"filters\":{\"allowed_domains\":[]}}");
