@@ -126,6 +126,12 @@ static void sb_wloop_call_model(sb_wloop_t *l)
     l->iter = json_array();
     sb_wloop_set_state(l, SB_WLOOP_MODEL);
     if (sb_wcall_start(c, &err) < 0) {
+        if (l->iterations > 1 && sb_event_type_of(err) == SB_EV_ERROR &&
+            json_integer_value(json_object_get(err, "status")) == 504) {
+            json_decref(err);
+            err = sb_event_error(504, SB_ERR_TIMEOUT, NULL,
+                                 "timeout: the response's deadline passed during its built-in tool calls");
+        }
         sb_wloop_end(l, err);
         return;
     }

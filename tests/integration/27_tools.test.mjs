@@ -405,3 +405,104 @@ test('Messages: mcp_servers run on the same engine, as mcp_tool_use + mcp_tool_r
   assert.equal(results[0].tool_use_id, uses[0].id);
   assert.equal(results[0].content[0].text, '5');
 });
+
+// ---- Every kind of MCP server × every upstream kind × streamed or not ---------------------------------
+
+import { GoogleGenAI } from '@google/genai';
+import { ensureModel } from './harness.mjs';
+
+// The response a request makes, streamed (its response.completed) or not.
+async function respond(body, stream) {
+  if (!stream) {
+    const r = await http('POST', '/v1/responses', { body });
+    assert.equal(r.status, 200, r.text);
+    return r.json;
+  }
+  return checkStream(await sse('/v1/responses', { body: { ...body, stream: true } }));
+}
+
+for (const [kind, model] of Object.entries(MODELS)) {
+  for (const stream of [false, true]) {
+    test(`MCP servers ← ${kind}${stream ? ', streamed' : ''}: stateless, stateful (one session per response), bearer, erroring`, async () => {
+      const cases = [
+        [{ server_url: mcp.urls.stateless }, 'CALL sb__mcp0__roll_dice {}', (c) => assert.equal(c.output, '4')],
+        [{ server_url: mcp.urls.stateful }, 'CALL sb__mcp0__counter {}\nCALL sb__mcp0__counter {}',
+          (c, all) => assert.deepEqual(all.map((x) => x.output).sort(), ['1', '2'])],
+        [{ server_url: mcp.urls.bearer, authorization: mcp.token, headers: { 'X-Tenant': mcp.tenant } }, 'CALL sb__mcp0__whoami {}',
+          (c) => { assert.equal(c.error, null); assert.match(c.output, /t1/); }],
+        [{ server_url: mcp.urls.erroring }, 'CALL sb__mcp0__fail {}', (c) => assert.equal(c.error, 'the tool failed')],
+      ];
+      for (const [server, calls, check] of cases) {
+        const m = unique('srv');
+        const r = await respond({ model, store: false, input: `${calls}\n${m}`,
+          tools: [{ type: 'mcp', server_label: 's', require_approval: 'never', ...server }] }, stream);
+        assert.equal(r.status, 'completed');
+        const mcpCalls = r.output.filter((i) => i.type === 'mcp_call');
+        assert.ok(mcpCalls.length >= 1, JSON.stringify(r.output));
+        check(mcpCalls[0], mcpCalls);
+        assert.equal(r.output.at(-1).type, 'message');
+      }
+    });
+  }
+}
+
+// ---- The loop's limits, each hit exactly ---------------------------------------------------------------
+
+async function setScenario(upstream, scenario) {
+  const res = await fetch(`${cfg.emu}/_emu/scenarios/${upstream}`, { method: 'PUT', body: JSON.stringify(scenario) });
+  assert.equal(res.status, 200, await res.text());
+}
+
+test('limits: a model that keeps calling is stopped by the iteration limit (16 model calls) and max_tool_calls, and answers', async () => {
+  const up = unique('loopup');
+  const model = ensureModel(unique('loop'), { upstream: up });
+  await setScenario(up, { tool: '^sb__mcp0__echo$', arguments: { text: 'again' }, repeat: 1000, after_result: 'done looping' });
+  const res = await oai.responses.create({ model, store: false, input: 'loop', tools: [calc()] });
+  const reqs = (await (await fetch(`${cfg.emu}/_emu/requests?limit=1000`)).json()).requests.filter((r) => r.body?.model === up);
+  // 16 model calls; the last is offered no built-in tool, so it answers.
+  assert.equal(reqs.length, 16);
+  assert.equal(res.output.filter((i) => i.type === 'mcp_call').length, 15);
+  assert.equal(res.output.at(-1).type, 'message');
+  assert.equal(res.output_text, 'done looping');
+  assert.equal((reqs.at(-1).body.tools ?? []).some((t) => (t.function?.name ?? t.name ?? '').startsWith('sb__')), false);
+  assert.ok(res.usage.input_tokens > 0);
+
+  const capped = await oai.responses.create({ model, store: false, input: 'loop', tools: [calc()], max_tool_calls: 3 });
+  assert.equal(capped.output.filter((i) => i.type === 'mcp_call').length, 3);
+  assert.equal(capped.output_text, 'done looping');
+});
+
+test('limits: the response deadline ends a slow tool step and the response with a timeout, never a hang', async () => {
+  const id = unique('deadline');
+  sbctl('model', 'add', id, '--provider', 'openai-chat', '--base-url', `${cfg.emu}/v1`, '--upstream-model', 'emu-model',
+    '--credential-ref', 'SB_EMU_UPSTREAM_KEY', '--timeout-ms', '1500');
+  const t0 = Date.now();
+  const r = await http('POST', '/v1/responses', { body: { model: id, store: false, input: 'CALL sb__mcp0__sleep {}\nhi',
+    tools: [{ type: 'mcp', server_label: 'slow', server_url: mcp.urls.slow, require_approval: 'never' }] } });
+  const took = Date.now() - t0;
+  assert.ok(took < 5000, `${took} ms`);
+  assert.equal(r.status, 504, r.text);
+  assert.equal(r.json.error.type, 'timeout_error');
+  assert.match(r.json.error.message, /deadline passed during its built-in tool calls/);
+  // The tool step was cut to the deadline (1.5 s), not the tool timeout (3 s) or the server's 6 s.
+  assert.ok(took >= 1400, `${took} ms`);
+});
+
+test('Generate Content: googleSearch runs on the same engine, with groundingMetadata', async () => {
+  await searchBackend();
+  const ai = new GoogleGenAI({ apiKey: cfg.key, httpOptions: { baseUrl: cfg.frontendA } });
+  const r = await ai.models.generateContent({ model: 'emu-claude', contents: 'CALL sb__web_search {"query":"zorblax"}\nhi',
+    config: { tools: [{ googleSearch: {} }] } });
+  const g = r.candidates[0].groundingMetadata;
+  assert.ok(g, JSON.stringify(r.candidates[0]));
+  assert.deepEqual(g.webSearchQueries, ['zorblax']);
+  assert.ok(g.groundingChunks.some((c) => c.web.uri === PAGE()));
+  for (const s of g.groundingSupports ?? []) {
+    const bytes = Buffer.from(r.text, 'utf8');
+    const span = bytes.subarray(s.segment.startIndex ?? 0, s.segment.endIndex).toString('utf8');
+    assert.equal(span, s.segment.text);
+  }
+  assert.ok((g.groundingSupports ?? []).length > 0);
+  // No reserved function call shows.
+  assert.equal((r.functionCalls ?? []).length, 0);
+});
