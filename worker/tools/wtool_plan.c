@@ -275,38 +275,32 @@ static void sb_tool_replay_web(const json_t *item, json_t *input)
     free(summary);
 }
 
-static const json_t *sb_tool_find_response(const json_t *input, const char *request_id)
+/* The approval answers (mcp_approval_response, the first for each) and the
+ * settled requests (an mcp_call that ran with the request's id) of the
+ * input, by approval_request_id: one pass, where a scan per request would
+ * be quadratic in an input the client writes. */
+static void sb_tool_approval_index(const json_t *input, json_t *answers, json_t *settled)
 {
     size_t i;
     const json_t *it;
     json_array_foreach (input, i, it) {
         const char *type = json_string_value(json_object_get(it, "type"));
         const char *rid = json_string_value(json_object_get(it, "approval_request_id"));
-        if (type && rid && !strcmp(rid, request_id) && !strcmp(type, "mcp_approval_response"))
-            return it;
+        if (!type || !rid)
+            continue;
+        if (!strcmp(type, "mcp_approval_response") && !json_object_get(answers, rid))
+            json_object_set(answers, rid, (json_t *)it);
+        else if (!strcmp(type, "mcp_call"))
+            json_object_set_new(settled, rid, json_true());
     }
-    return NULL;
-}
-
-/* An approval request already settled in the chain: an mcp_call that ran
- * with its id. */
-static bool sb_tool_settled(const json_t *input, const char *request_id)
-{
-    size_t i;
-    const json_t *it;
-    json_array_foreach (input, i, it) {
-        const char *type = json_string_value(json_object_get(it, "type"));
-        const char *rid = json_string_value(json_object_get(it, "approval_request_id"));
-        if (type && rid && !strcmp(rid, request_id) && !strcmp(type, "mcp_call"))
-            return true;
-    }
-    return false;
 }
 
 /* The input, with the built-in items the gateway ran (kinds not native)
  * rewritten for the model. */
 static void sb_tool_rewrite(sb_tool_plan_t *p, const json_t *input, bool web_native, bool mcp_native)
 {
+    json_t *answers = json_object(), *settled = json_object(), *seen = json_object();
+    sb_tool_approval_index(input, answers, settled);
     size_t i;
     const json_t *it;
     json_array_foreach (input, i, it) {
@@ -336,13 +330,14 @@ static void sb_tool_rewrite(sb_tool_plan_t *p, const json_t *input, bool web_nat
             json_array_append_new(p->input, sb_tool_output_item(call_id, text ? text : out ? out : ""));
             free(text);
         } else if (!strcmp(type, "mcp_approval_request") && !mcp_native) {
-            if (!id || sb_tool_settled(input, id))
-                continue; /* its mcp_call tells the model what happened */
+            if (!id || json_object_get(settled, id) || json_object_get(seen, id))
+                continue; /* its mcp_call tells the model what happened; a request replayed twice runs once */
+            json_object_set_new(seen, id, json_true());
             char fn[SB_TOOL_NAME_MAX + 32];
             sb_tool_replay_name(p, it, fn, sizeof fn);
             json_array_append_new(p->input,
                                   sb_tool_call_item(id, fn, json_string_value(json_object_get(it, "arguments")), it));
-            const json_t *resp = sb_tool_find_response(input, id);
+            const json_t *resp = json_object_get(answers, id);
             size_t k = sb_tool_server_of(p, json_string_value(json_object_get(it, "server_label")));
             bool approve = resp && json_is_true(json_object_get(resp, "approve"));
             const char *reason = json_string_value(json_object_get(resp, "reason"));
@@ -370,6 +365,9 @@ static void sb_tool_rewrite(sb_tool_plan_t *p, const json_t *input, bool web_nat
             json_array_append(p->input, (json_t *)it);
         }
     }
+    json_decref(answers);
+    json_decref(settled);
+    json_decref(seen);
 }
 
 /* Does the input hold built-in items of a kind the gateway runs? */
