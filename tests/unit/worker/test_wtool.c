@@ -774,6 +774,73 @@ static void test_rewrite_approvals(void)
     json_decref(job);
 }
 
+/* A request replayed twice (a chain and the client's own copy) runs once:
+ * one call, one output, one approval. */
+static void test_rewrite_approval_twice(void)
+{
+    json_t *job;
+    sb_tool_plan_t *p =
+        rewrite_plan(&job, NULL,
+                     SRV_LIST "," APPROVAL_REQ("mcpr_1") "," APPROVAL_REQ(
+                         "mcpr_1") ","
+                                   "{'type':'mcp_approval_response','approval_request_id':'mcpr_1','approve':true},"
+                                   "{'type':'mcp_approval_response','approval_request_id':'mcpr_1','approve':false}");
+    if (p) {
+        CHECK_INT(p->n_approvals, 1);
+        CHECK_INT(json_array_size(p->input), 2);
+        CHECK(p->n_approvals == 1 && p->approvals[0].output == json_array_get(p->input, 1));
+    }
+    sb_tool_plan_destroy(&p);
+    json_decref(job);
+}
+
+/* 40000 approval requests (what a client's body may hold), each answered
+ * or settled: the rewrite looks answers up, it does not rescan the input
+ * per request (which took minutes). */
+static void test_rewrite_linear(void)
+{
+    size_t n = 40000;
+    json_t *input = json_array();
+    for (size_t i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "mcpr_%zu", i);
+        json_array_append_new(input, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "mcp_approval_request", "id", id,
+                                               "server_label", "srv", "name", "t", "arguments", "{}"));
+    }
+    for (size_t i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "mcpr_%zu", i);
+        if (i % 2)
+            json_array_append_new(input, json_pack("{s:s, s:s, s:b}", "type", "mcp_approval_response",
+                                                   "approval_request_id", id, "approve", 0));
+        else
+            json_array_append_new(input,
+                                  json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "mcp_call", "approval_request_id", id,
+                                            "server_label", "srv", "name", "t", "output", "ok"));
+    }
+    json_t *job = job_of(NULL, "{'tools':[{'type':'mcp','server_label':'srv','server_url':'https://srv.test/mcp'}]}");
+    json_object_set_new(json_object_get(job, "request"), "input", input);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    sb_tool_plan_t *p = NULL;
+    json_t *err;
+    CHECK_INT(plan_of(job, &p, &err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    if (secs >= 2.0)
+        fprintf(stderr, "rewrite of %zu approvals took %.2f s\n", n, secs);
+    CHECK(secs < 2.0);
+    /* the denied half as calls and outputs, the settled half as their mcp_calls */
+    CHECK(p && json_array_size(p->input) == 2 * n);
+    CHECK(p && p->n_approvals == 0);
+    if (p) {
+        CHECK_STR(str_at(p->input, 0, "call_id"), "mcpr_1");
+        CHECK_STR(str_at(p->input, 1, "output"), "The user denied this tool call.");
+    }
+    sb_tool_plan_destroy(&p);
+    json_decref(job);
+}
+
 static void test_rewrite_native(void)
 {
     const char *items =
@@ -956,6 +1023,8 @@ int main(void)
     test_rewrite_web();
     test_rewrite_mcp();
     test_rewrite_approvals();
+    test_rewrite_approval_twice();
+    test_rewrite_linear();
     test_rewrite_native();
     test_citations();
     test_citations_linear();
