@@ -47,6 +47,15 @@ test('PostgreSQL down, fe1 SIGKILLed: after both come back every request has exa
   const spoolDir = fe1Argv[fe1Argv.indexOf('--spool-dir') + 1];
   const spool1 = `${spoolDir}/reqlog-fe1.spool`;
 
+  // The requests below need the frontends' caches warm (a key lookup cannot
+  // reach the stopped database). 24 restarted PostgreSQL just before, and a
+  // frontend's LISTEN connection that reconnects (every second while down)
+  // drops its caches, having maybe missed notifications: wait past that, then
+  // warm both frontends.
+  await new Promise((ok) => setTimeout(ok, 1500));
+  for (const base of [cfg.frontendA, cfg.frontendB]) {
+    for (const [path, body, headers] of bodies(unique('warm'), 0)) await http('POST', path, { base, body, headers });
+  }
   pgCtl('stop');
   pgDown = true;
   const m = unique('spool');
