@@ -1,8 +1,8 @@
 /*
  * emu_routes: which protocol handler answers a /v1/... or /v1beta/...
- * request (or a /_search/... or /_pages/... one: the emulator's web). emu_server.c calls it once per request; the handlers never call
- * back into it (they reach the request through emu_call.c and describe
- * their reply through emu_reply.c).
+ * request (or a /_search/... or /_pages/... one: the emulator's web). emu_server.c calls it once per request; the
+ * handlers never call back into it (they reach the request through emu_call.c and describe their reply through
+ * emu_reply.c).
  */
 #ifndef SB_EMU_ROUTES_H
 #define SB_EMU_ROUTES_H
