@@ -78,6 +78,7 @@ static void sb_wloop_call_model(sb_wloop_t *l)
     bool builtins = l->iterations + 1 < w->tool_max_iterations && !sb_wloop_calls_spent(l);
     l->iterations++;
     l->iter_builtin = false;
+    l->iter_calls = 0;
     /* The request the model sees: the input (rewritten), its own output so
      * far and the tool results, and the tools it may call now. */
     json_t *request = json_deep_copy(sb_job_request(j->job));

@@ -24,6 +24,9 @@
 #define SB_WLOOP_MAX_ITEMS 4096
 /* Most bytes of one MCP answer or fetched page read. */
 #define SB_WLOOP_ANSWER_MIN_BYTES (1024 * 1024)
+/* Most built-in calls one model turn runs: the rest are told they were not
+ * run (so one request cannot make a worker open hundreds of fetches at once). */
+#define SB_WLOOP_MAX_TURN_CALLS 32
 /* Most bytes of a step's error kept in tool_log. */
 #define SB_WLOOP_LOG_ERROR_MAX 300
 
@@ -356,9 +359,10 @@ static sb_wexec_t *sb_wloop_reserved(sb_wloop_t *l, const json_t *call)
         l->stop = true;
         return e;
     }
-    if (sb_wloop_calls_spent(l))
-        return e; /* over max_tool_calls: not run, not shown */
+    if (sb_wloop_calls_spent(l) || l->iter_calls >= SB_WLOOP_MAX_TURN_CALLS)
+        return e; /* over max_tool_calls or the turn's bound: not run, not shown */
     l->tool_calls++;
+    l->iter_calls++;
     char id[SB_ID_MAX];
     e->index = l->next_index++;
     if (kind == SB_TOOL_MCP) {
@@ -409,8 +413,11 @@ static void sb_wloop_run(sb_wloop_t *l, sb_wexec_t *e, const json_t *call)
         sb_wexec_finish(e, msg);
         free(msg);
     } else if (!e->item) {
-        char *msg = sb_xasprintf("Not run: this response has reached its limit of %lld built-in tool calls.",
-                                 l->max_tool_calls);
+        char *msg =
+            sb_wloop_calls_spent(l)
+                ? sb_xasprintf("Not run: this response has reached its limit of %lld built-in tool calls.",
+                               l->max_tool_calls)
+                : sb_xasprintf("Not run: at most %d built-in tool calls run in one turn.", SB_WLOOP_MAX_TURN_CALLS);
         sb_wexec_finish(e, msg);
         free(msg);
     } else {

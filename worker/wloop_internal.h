@@ -74,6 +74,7 @@ struct sb_wloop {
     int pending;              /* listings and tool calls in flight */
     long long tool_calls;     /* built-in calls run (max_tool_calls) */
     long long max_tool_calls; /* -1: none */
+    int iter_calls;           /* built-in calls the running model call started (SB_WLOOP_MAX_TURN_CALLS) */
     bool have_usage;
     int64_t usage_in, usage_out, usage_reasoning, upstream_ms;
     bool incomplete;

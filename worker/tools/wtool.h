@@ -19,6 +19,8 @@
 #define SB_TOOL_WEB_SEARCH_FN "sb__web_search"
 #define SB_TOOL_OPEN_PAGE_FN "sb__open_page"
 #define SB_TOOL_FIND_IN_PAGE_FN "sb__find_in_page"
+/* Most gateway-run MCP servers in one request (each is listed at once). */
+#define SB_TOOL_MAX_SERVERS 32
 /* Longest function name every upstream kind takes. */
 #define SB_TOOL_NAME_MAX 64
 

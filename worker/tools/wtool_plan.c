@@ -445,6 +445,11 @@ int sb_tool_plan_new(const json_t *job, sb_tool_plan_t **out, json_t **err)
                         sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, "two mcp tools have the same server_label");
                     goto fail;
                 }
+            if (p->n_servers >= SB_TOOL_MAX_SERVERS) {
+                *err = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL,
+                                      "at most 32 mcp tools (servers) may be given in one request");
+                goto fail;
+            }
             p->servers = sb_xrealloc(p->servers, (p->n_servers + 1) * sizeof *p->servers);
             p->servers[p->n_servers++] = (sb_tool_server_t){.tool = t, .label = label};
             continue;

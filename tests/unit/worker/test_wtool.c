@@ -796,7 +796,9 @@ static void test_rewrite_approval_twice(void)
 
 /* 40000 approval requests (what a client's body may hold), each answered
  * or settled: the rewrite looks answers up, it does not rescan the input
- * per request (which took minutes). */
+ * per request (which took minutes). What is checked is the result; time is
+ * not asserted here (the standards: speed is a benchmark's), but a quadratic
+ * rewrite makes this test run for minutes, which ctest's timeout ends. */
 static void test_rewrite_linear(void)
 {
     size_t n = 40000;
@@ -820,16 +822,9 @@ static void test_rewrite_linear(void)
     }
     json_t *job = job_of(NULL, "{'tools':[{'type':'mcp','server_label':'srv','server_url':'https://srv.test/mcp'}]}");
     json_object_set_new(json_object_get(job, "request"), "input", input);
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
     sb_tool_plan_t *p = NULL;
     json_t *err;
     CHECK_INT(plan_of(job, &p, &err), 0);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
-    if (secs >= 2.0)
-        fprintf(stderr, "rewrite of %zu approvals took %.2f s\n", n, secs);
-    CHECK(secs < 2.0);
     /* the denied half as calls and outputs, the settled half as their mcp_calls */
     CHECK(p && json_array_size(p->input) == 2 * n);
     CHECK(p && p->n_approvals == 0);
@@ -976,7 +971,8 @@ static void test_citations(void)
 
 /* Texts a model could write to stall the worker's loop (each used to take
  * time quadratic in its length): many citations, and many links left open
- * with no ')' after them. Half a megabyte each, well within a second. */
+ * with no ')' after them. Half a megabyte each; the results are checked, and
+ * a quadratic scan would run past ctest's timeout. */
 static void test_citations_linear(void)
 {
     size_t n = 512 * 1024;
@@ -988,14 +984,7 @@ static void test_citations_linear(void)
         for (; l + pl <= n; l += pl)
             memcpy(text + l, pats[k], pl);
         text[l] = '\0';
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
         json_t *c = sb_tool_citations(text, src);
-        clock_gettime(CLOCK_MONOTONIC, &b);
-        double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
-        if (secs >= 2.0)
-            fprintf(stderr, "citations of pattern %zu took %.2f s\n", k, secs);
-        CHECK(secs < 2.0);
         if (k == 0) {
             CHECK_INT(json_array_size(c), l / pl);
             /* the last one still counted from the start */
