@@ -96,17 +96,20 @@ int sb_web_url_host(const char *url, char *host, size_t host_len)
     for (size_t i = 0; i < auth_len; i++)
         if (p[i] == '@')
             at = p + i;
-    const char *h = at ? at + 1 : p;
     const char *end = p + auth_len;
+    /* The host starts after the last '@' of the authority (at most its end). */
+    size_t host_off = at ? (size_t)(at - p) + 1 : 0;
+    const char *h = p + host_off;
+    size_t rest = auth_len - host_off;
     const char *hend;
-    if (h < end && *h == '[') {
-        const char *close = memchr(h, ']', (size_t)(end - h));
+    if (rest > 0 && *h == '[') {
+        const char *close = memchr(h, ']', rest);
         if (!close)
             return -EINVAL;
         h++;
         hend = close;
     } else {
-        hend = memchr(h, ':', (size_t)(end - h));
+        hend = memchr(h, ':', rest);
         if (!hend)
             hend = end;
     }
