@@ -383,7 +383,7 @@ static void test_guard(void)
     CHECK_INT(fetch(&req, &f), -EACCES);
     req.url = "http://localhost/";
     CHECK_INT(fetch(&req, &f), -EACCES);
-    char u[128];
+    char u[512];
     snprintf(u, sizeof u, "http://2130706433:%d/hello", srv_a.port);
     req.url = u;
     CHECK_INT(fetch(&req, &f), -EACCES);
