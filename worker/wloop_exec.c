@@ -258,8 +258,7 @@ static void sb_wloop_on_search(void *arg, json_t *sources, char *text, const cha
     json_object_set_new(e->item, "status", json_string(error ? "failed" : "completed"));
     char *out = error ? sb_xasprintf("Error: the web search failed: %s", error) : sb_wloop_cap(l, text ? text : "");
     json_object_set_new(e->item, "sb_output", json_string(out));
-    sb_wloop_log(l, e, "web_search", SB_TOOL_WEB_SEARCH_FN + strlen(SB_TOOL_PREFIX), sb_web_outcome(error), bytes_in,
-                 error);
+    sb_wloop_log(l, e, "web_search", "web_search", sb_web_outcome(error), bytes_in, error);
     json_decref(sources);
     free(text);
     sb_wexec_finish(e, out);
@@ -586,12 +585,16 @@ static void sb_wloop_approved(sb_wloop_t *l, const sb_tool_approval_t *a)
         json_decref(args);
         args = json_object();
     }
-    if (e->tool) {
+    /* The tools this request allows now (a list known from the chain): an
+     * approval does not widen them. */
+    if (e->tool && sb_tool_may_call(l->plan, a->server, e->tool)) {
         sb_wexec_mcp(e, args);
     } else {
         e->running = true;
         l->pending++;
-        sb_wloop_on_mcp_call(e, NULL, false, "the approval request names no tool", 0);
+        sb_wloop_on_mcp_call(
+            e, NULL, false,
+            e->tool ? "the tool is not among this request's allowed_tools" : "the approval request names no tool", 0);
     }
     json_decref(args);
 }

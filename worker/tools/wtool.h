@@ -87,7 +87,12 @@ void sb_tool_mcp_name(const sb_tool_plan_t *p, size_t k, const char *tool, char 
  * (require_approval; OpenAI's default is "always"). */
 bool sb_tool_needs_approval(const sb_tool_plan_t *p, size_t k, const char *tool);
 
-/* Filters a server's listed tools by its allowed_tools (new reference). */
+/* Whether the request lets server k's tool be called (allowed_tools, on the
+ * server's list when it is known, else on the names it gives). */
+bool sb_tool_may_call(const sb_tool_plan_t *p, size_t k, const char *tool);
+
+/* Filters a server's listed tools by its allowed_tools, each name once (new
+ * reference). */
 json_t *sb_tool_allowed(const json_t *mcp_tool, const json_t *tools);
 
 /*

@@ -65,6 +65,19 @@ static bool sb_tool_in_names(const json_t *names, const char *name)
     return false;
 }
 
+/* The tool named `name` in a list of tools, or NULL. */
+static const json_t *sb_tool_listed(const json_t *tools, const char *name)
+{
+    size_t i;
+    const json_t *t;
+    json_array_foreach (tools, i, t) {
+        const char *n = json_string_value(json_object_get(t, "name"));
+        if (n && !strcmp(n, name))
+            return t;
+    }
+    return NULL;
+}
+
 json_t *sb_tool_allowed(const json_t *mcp_tool, const json_t *tools)
 {
     const json_t *allowed = json_object_get(mcp_tool, "allowed_tools");
@@ -79,9 +92,28 @@ json_t *sb_tool_allowed(const json_t *mcp_tool, const json_t *tools)
             continue;
         if (read_only && !json_is_true(json_object_get(json_object_get(t, "annotations"), "readOnlyHint")))
             continue;
+        if (sb_tool_listed(out, name))
+            continue; /* a server that lists a name twice: offered once */
         json_array_append(out, (json_t *)t);
     }
     return out;
+}
+
+bool sb_tool_may_call(const sb_tool_plan_t *p, size_t k, const char *tool)
+{
+    if (k >= p->n_servers || !tool)
+        return false;
+    const sb_tool_server_t *s = &p->servers[k];
+    if (s->tools) {
+        json_t *allowed = sb_tool_allowed(s->tool, s->tools);
+        bool ok = sb_tool_listed(allowed, tool) != NULL;
+        json_decref(allowed);
+        return ok;
+    }
+    /* No list known yet: the names allowed_tools gives, if it gives any. */
+    const json_t *allowed = json_object_get(s->tool, "allowed_tools");
+    const json_t *names = json_is_array(allowed) ? allowed : json_object_get(allowed, "tool_names");
+    return !names || sb_tool_in_names(names, tool);
 }
 
 bool sb_tool_needs_approval(const sb_tool_plan_t *p, size_t k, const char *tool)
@@ -92,7 +124,14 @@ bool sb_tool_needs_approval(const sb_tool_plan_t *p, size_t k, const char *tool)
     if (json_is_string(ra))
         return strcmp(json_string_value(ra), "never") != 0;
     if (json_is_object(ra)) {
-        if (sb_tool_in_names(json_object_get(json_object_get(ra, "never"), "tool_names"), tool))
+        const json_t *never = json_object_get(ra, "never");
+        if (sb_tool_in_names(json_object_get(never, "tool_names"), tool))
+            return false;
+        /* {never:{read_only:true}}: the tools the server marks read-only. */
+        const json_t *t = json_is_true(json_object_get(never, "read_only"))
+                              ? sb_tool_listed(p->servers[k].tools, tool ? tool : "")
+                              : NULL;
+        if (json_is_true(json_object_get(json_object_get(t, "annotations"), "readOnlyHint")))
             return false;
         return true; /* listed under always, or not listed: OpenAI's default */
     }

@@ -3,11 +3,10 @@
  * items: messages[] and their content blocks (text, image, document,
  * tool_use, tool_result, thinking and redacted_thinking opened back into the
  * reasoning items the gateway sealed, server tool blocks through
- * fe_messages_tools.c), system messages between turns; and
- * the 400s in Anthropic's wording both parse files use. The style's
- * translation table is in fe_messages_parse.c.
+ * fe_messages_tools.c), system messages between turns. The 400s in
+ * Anthropic's wording are fe_messages_fail.c's; the style's translation
+ * table is in fe_messages_parse.c.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,44 +17,6 @@
 #include "sb_alloc.h"
 #include "sb_base64.h"
 #include "sb_event.h"
-
-/* ---- errors in Anthropic's wording (fe_messages_parse.h) ----------------------- */
-
-/* A 400 in Anthropic's wording, "<param>: <text>" (param may be NULL). */
-static void fe_messages_vfail(fe_error_t *err, const char *code, const char *param, const char *fmt, va_list ap)
-{
-    char text[sizeof err->message];
-    vsnprintf(text, sizeof text, fmt, ap);
-    if (param)
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, code, param, "%s: %s", param, text);
-    else
-        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, code, NULL, "%s", text);
-}
-
-/* fe_messages_vfail for functions returning int: always -1. */
-int fe_messages_fail(fe_error_t *err, const char *code, const char *param, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fe_messages_vfail(err, code, param, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-/* The same, for functions returning a new value: always NULL. */
-json_t *fe_messages_fail_null(fe_error_t *err, const char *code, const char *param, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fe_messages_vfail(err, code, param, fmt, ap);
-    va_end(ap);
-    return NULL;
-}
-
-bool fe_messages_is(const json_t *v, const char *s)
-{
-    return json_is_string(v) && !strcmp(json_string_value(v), s);
-}
 
 /* ---- content blocks ------------------------------------------------------------ */
 

@@ -999,6 +999,53 @@ static void test_citations_linear(void)
     free(text);
 }
 
+/* Server k's tools as if listed (the plan takes ownership). */
+static void list_tools(sb_tool_plan_t *p, size_t k, const char *tools)
+{
+    json_decref(p->servers[k].tools);
+    p->servers[k].tools = J(tools);
+    p->servers[k].listed = true;
+}
+
+/* A name listed twice is offered once; {never:{read_only:true}} spares the
+ * read-only tools approval; sb_tool_may_call follows allowed_tools on the
+ * list when known, on the names otherwise. */
+static void test_approval_read_only_and_may_call(void)
+{
+    json_t *job = job_of(NULL, "{'tools':[{'type':'mcp','server_label':'s','server_url':'https://s.test/mcp',"
+                               "'require_approval':{'never':{'read_only':true}},'allowed_tools':['ro','rw','dup']}]}");
+    sb_tool_plan_t *p = NULL;
+    json_t *err;
+    CHECK_INT(plan_of(job, &p, &err), 0);
+    CHECK(p != NULL);
+    if (!p) {
+        json_decref(job);
+        return;
+    }
+    /* Before the list is known: the names allowed_tools gives. */
+    CHECK(sb_tool_may_call(p, 0, "rw"));
+    CHECK(!sb_tool_may_call(p, 0, "other"));
+    CHECK(!sb_tool_may_call(p, 1, "rw"));
+    list_tools(p, 0,
+               "[{'name':'ro','annotations':{'readOnlyHint':true}},{'name':'rw'},{'name':'dup'},{'name':'dup'},"
+               "{'name':'other'}]");
+    CHECK(!sb_tool_needs_approval(p, 0, "ro"));
+    CHECK(sb_tool_needs_approval(p, 0, "rw"));
+    CHECK(sb_tool_may_call(p, 0, "dup"));
+    CHECK(!sb_tool_may_call(p, 0, "other"));
+    json_t *allowed = sb_tool_allowed(p->servers[0].tool, p->servers[0].tools);
+    CHECK_INT(json_array_size(allowed), 3);
+    json_decref(allowed);
+    json_t *offer = sb_tool_plan_offer(p, true);
+    size_t dups = 0;
+    for (size_t i = 0; i < json_array_size(offer); i++)
+        dups += !strcmp(str_at(offer, i, "name"), "sb__mcp0__dup");
+    CHECK_INT(dups, 1);
+    json_decref(offer);
+    sb_tool_plan_destroy(&p);
+    json_decref(job);
+}
+
 int main(void)
 {
     test_plan_none();
@@ -1017,5 +1064,6 @@ int main(void)
     test_rewrite_native();
     test_citations();
     test_citations_linear();
+    test_approval_read_only_and_may_call();
     return sb_test_finish("test_wtool");
 }
