@@ -16,7 +16,8 @@
 //                   leaves a call open for long; counted in timed_out)
 // Control (for the bench, same port):
 //   GET  /_stats    {"holding", "timed_out", "counts": {JSON-RPC method: n},
-//                    "calls": {tool: n}, "bad": n}
+//                    "calls": {tool: n}, "bad": n, "connections": TCP
+//                    connections accepted (the control ones included)}
 //   POST /_release  answers every held call now: {"released": n}
 // Prints one JSON line {"url", "control"} when listening on 127.0.0.1;
 // exits on SIGINT/SIGTERM or when stdin closes (the bench holds it open, so
@@ -58,6 +59,7 @@ const counts = {};
 const calls = {};
 let bad = 0;
 let timedOut = 0;
+let connections = 0;
 const held = new Set(); // {res, id, timer}
 
 function send(res, status, text) {
@@ -135,7 +137,7 @@ function rpc(req, res, body) {
 
 const server = http.createServer((req, res) => {
   if (req.url === '/_stats' && req.method === 'GET') {
-    send(res, 200, JSON.stringify({ holding: held.size, timed_out: timedOut, counts, calls, bad }));
+    send(res, 200, JSON.stringify({ holding: held.size, timed_out: timedOut, counts, calls, bad, connections }));
     return;
   }
   if (req.url === '/_release' && req.method === 'POST') {
@@ -170,6 +172,7 @@ server.keepAliveTimeout = 120000;
 server.headersTimeout = 125000;
 server.requestTimeout = 0;
 server.on('clientError', (err, sock) => sock.destroy());
+server.on('connection', () => connections++);
 
 server.listen(port, '127.0.0.1', () => {
   const p = server.address().port;
