@@ -5,19 +5,24 @@
 // SDK's default transport: the Responses API over HTTP).
 //
 //   node agents.mjs --base http://127.0.0.1:8080/v1 --model M --workdir DIR
-//                   [--session FILE] PROMPT
+//                   [--session FILE] [--web-search] PROMPT
 // The key comes from OPENAI_API_KEY. The tool, create_file, writes a file
 // under --workdir and returns what it did, so a tool round trip leaves a
 // file a test can look for. --session FILE keeps the conversation between
 // two runs, as a CLI keeps its session: the history of the previous run is
 // read from FILE (when it exists) and sent before PROMPT, and this run's
 // history is written back. Prints the streamed text, then the final output
-// on its own line; exits 0 when the run completed.
+// on its own line; exits 0 when the run completed. --web-search also gives the
+// agent the SDK's hosted web search tool (webSearchTool(): {"type":"web_search"}
+// in the request, run by whoever serves the Responses API, here the gateway);
+// each hosted call the run reports is written to stderr as "[hosted TYPE] ...".
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { dirname, join, resolve, relative, isAbsolute } from 'node:path';
 import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
-import { Agent, Runner, tool, user, setDefaultOpenAIClient, setTracingDisabled, OpenAIProvider } from '@openai/agents';
+import {
+  Agent, Runner, tool, user, webSearchTool, setDefaultOpenAIClient, setTracingDisabled, OpenAIProvider,
+} from '@openai/agents';
 
 const { values: opt, positionals } = parseArgs({
   options: {
@@ -25,12 +30,13 @@ const { values: opt, positionals } = parseArgs({
     model: { type: 'string' },
     workdir: { type: 'string', default: process.cwd() },
     session: { type: 'string' },
+    'web-search': { type: 'boolean', default: false },
   },
   allowPositionals: true,
 });
 const prompt = positionals.join(' ');
 if (!opt.base || !opt.model || !prompt) {
-  process.stderr.write('usage: agents.mjs --base URL --model M [--workdir DIR] [--session FILE] PROMPT\n');
+  process.stderr.write('usage: agents.mjs --base URL --model M [--workdir DIR] [--session FILE] [--web-search] PROMPT\n');
   process.exit(2);
 }
 const workdir = resolve(opt.workdir);
@@ -67,7 +73,7 @@ const agent = new Agent({
   name: 'matrix',
   instructions: 'You are a helpful assistant. Use create_file when asked to create a file.',
   model: opt.model,
-  tools: [createFile],
+  tools: opt['web-search'] ? [createFile, webSearchTool()] : [createFile],
 });
 
 const history = opt.session && existsSync(opt.session) ? JSON.parse(readFileSync(opt.session, 'utf8')) : [];
@@ -77,6 +83,9 @@ for await (const ev of result) {
   if (ev.type === 'raw_model_stream_event' && ev.data.type === 'output_text_delta') process.stdout.write(ev.data.delta);
   else if (ev.type === 'run_item_stream_event' && ev.name === 'tool_output') {
     process.stderr.write(`[tool ${ev.item.rawItem.name ?? ''}] ${JSON.stringify(ev.item.output)}\n`);
+  } else if (ev.type === 'run_item_stream_event' && ev.item.rawItem?.type === 'hosted_tool_call') {
+    const raw = ev.item.rawItem;
+    process.stderr.write(`[hosted ${raw.providerData?.type ?? raw.name}] ${JSON.stringify(raw.providerData?.action ?? raw.arguments ?? null)}\n`);
   }
 }
 await result.completed;

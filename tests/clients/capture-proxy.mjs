@@ -10,6 +10,11 @@
 // a request for any other host (CONNECT host:port, or an absolute URI) is
 // refused with 403 and recorded with external: true, so a client that tries
 // to leave loopback is seen, and goes nowhere.
+// A check may set a hook (setHook(fn)) that sees each request (the recorded
+// entry, body parsed) before it is forwarded, and is awaited: the matrix uses
+// it to change the emulator's scenario between two requests of one client
+// run, for a model that must take steps the scenario API cannot chain (Claude
+// Code's ToolSearch before WebSearch).
 import http from 'node:http';
 import net from 'node:net';
 
@@ -31,12 +36,15 @@ function bodyOf(text) {
   try { return JSON.parse(text); } catch { return text; }
 }
 
-// Starts the proxy for target (an http:// origin). Resolves {origin, take(), close()}:
-// take() returns the exchanges recorded since the last take() and forgets them.
+// Starts the proxy for target (an http:// origin). Resolves {origin, take(), setHook(fn),
+// close()}: take() returns the exchanges recorded since the last take() and forgets
+// them; setHook(fn or null): fn(entry) is awaited before each request goes on (an
+// error it throws is recorded in the entry, and the request still goes on).
 export function startCaptureProxy(target) {
   const t = new URL(target);
   let log = [];
   let n = 0;
+  let hook = null;
   const server = http.createServer((req, res) => {
     if (/^[a-z]+:\/\//i.test(req.url)) {
       log.push({ id: ++n, at: new Date().toISOString(), method: req.method, url: req.url, external: true, status: 403 });
@@ -49,13 +57,16 @@ export function startCaptureProxy(target) {
     const started = Date.now();
     const reqChunks = [];
     req.on('data', (c) => reqChunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const body = Buffer.concat(reqChunks);
       const entry = {
         id, at: new Date(started).toISOString(), method: req.method, url: req.url,
         request_headers: redact(req.headers), request_body: bodyOf(clip(body)),
       };
       log.push(entry);
+      if (hook) {
+        try { await hook(entry); } catch (e) { entry.hook_error = String(e.stack || e); }
+      }
       const up = http.request({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
         entry.status = r.statusCode;
         entry.response_headers = r.headers;
@@ -131,6 +142,9 @@ export function startCaptureProxy(target) {
           const out = log;
           log = [];
           return out;
+        },
+        setHook(fn) {
+          hook = fn || null;
         },
         close() {
           server.closeAllConnections?.();

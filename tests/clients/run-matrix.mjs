@@ -17,6 +17,41 @@
 //                        resume); the emulator's journal shows that the
 //                        second turn's upstream request carries the first
 //                        turn's marker
+//              web-search  the client's own web search, run by the gateway
+//                        (docs/tools.md): the model calls the reserved
+//                        sb__web_search with a query about a page of the
+//                        emulator's web (zorblax), then answers citing it;
+//                        exit 0 and that answer printed; the client received
+//                        the built-in item its style defines (Responses:
+//                        web_search_call + url_citation; Messages:
+//                        server_tool_use + web_search_tool_result + a
+//                        web_search_result_location citation; Generate
+//                        Content: groundingMetadata with the page among its
+//                        chunks and a grounding support); nothing the client
+//                        sent or got names sb__*; the emulator's journal
+//                        shows the gateway's search for this check's query.
+//                        Codex: the web_search tool it sends on every request
+//                        (external_web_access:false). Claude Code: its
+//                        WebSearch tool, deferred behind ToolSearch with a
+//                        custom base URL, so the model first calls ToolSearch
+//                        (select:WebSearch), then WebSearch, which Claude Code
+//                        runs as a side request to the same model with the
+//                        web_search_20250305 server tool. Gemini CLI: its
+//                        google_web_search tool, a side request with
+//                        googleSearch to the "web-search" model alias, which
+//                        the settings point at the pair's gateway model (the
+//                        alias names gemini-3-flash-preview). Agents SDK: its
+//                        hosted webSearchTool() (agents.mjs --web-search).
+//                        Codex and the Agents SDK keep the web_search_call in
+//                        their session: a second turn (resume) sends it back,
+//                        and the model's request must carry the search. (Claude
+//                        Code's and Gemini CLI's sessions hold only their own
+//                        tool's call and result, no built-in item; and Gemini
+//                        CLI 0.61.0 resumes a session holding any tool call with
+//                        each function response twice, which the Gemini API
+//                        refuses: a bug of the client, not of the gateway.)
+//                        Needs a default searxng search backend on the
+//                        emulator (deploy/local and tests/run seed one).
 //
 // The emulator plays the model through its scenario API (PUT
 // /_emu/scenarios/{upstream model}): each (client, upstream) pair gets its
@@ -55,7 +90,7 @@ const { values: opt } = parseArgs({
   options: {
     clients: { type: 'string', default: 'codex,claude,gemini,agents' },
     upstreams: { type: 'string', default: 'chat,responses,claude,gemini' },
-    checks: { type: 'string', default: 'one-turn,tool,resume' },
+    checks: { type: 'string', default: 'one-turn,tool,resume,web-search' },
     timeout: { type: 'string', default: '120' },
     concurrency: { type: 'string', default: '2' },
     'log-dir': { type: 'string' },
@@ -86,7 +121,7 @@ const UPSTREAMS = {
   claude: { provider: 'anthropic', base: emu },
   gemini: { provider: 'gemini', base: `${emu}/v1beta` },
 };
-const CHECKS = ['one-turn', 'tool', 'resume'];
+const CHECKS = ['one-turn', 'tool', 'resume', 'web-search'];
 
 // What no client may do: reach anything but loopback. The proxy variables point
 // to the pair's capture proxy, which refuses (403) and records every request
@@ -104,14 +139,21 @@ function offlineEnv(proxyOrigin) {
 //
 // Each client: prefix (of its gateway models), tool (regex on the tool name the
 // scenario makes the model call), toolArgs(file, content) (the call's arguments:
-// create file in the work dir with content), prepare(home) (its isolated config)
-// and command({home, work, base, model, prompt, resume}) -> {cmd, args, env}.
+// create file in the work dir with content), webSearch (the web-search check:
+// style, the Responses, Messages or Generate Content shapes the client gets; tool,
+// regex on the tools the model calls with {query}; pre, a step the model takes
+// first while pre.until(request body) is false; replay, the client keeps the
+// built-in item in its session and sends it back on the next turn, which the
+// check then runs too), prepare(home, model) (its isolated config) and
+// command({home, work, base, model, prompt, resume, check}) -> {cmd, args, env}.
 // base is the capture proxy's origin.
 const CLIENTS = {
   codex: {
     prefix: 'cx',
     tool: '^exec_command$',
     toolArgs: (file, content) => ({ cmd: `printf '%s\\n' '${content}' > ${file}` }),
+    // Codex sends {"type":"web_search","external_web_access":false} on every request.
+    webSearch: { style: 'responses', tool: '^sb__web_search$', replay: true },
     prepare(home) {
       mkdirSync(join(home, '.codex'), { recursive: true });
       // Telemetry and the update check are config keys, not env vars, in Codex.
@@ -134,11 +176,29 @@ const CLIENTS = {
     prefix: 'cc',
     tool: '^Bash$',
     toolArgs: (file, content) => ({ command: `printf '%s\\n' '${content}' > ${file}`, description: 'Create the file' }),
+    webSearch: {
+      style: 'messages',
+      // WebSearch on the main turn; sb__web_search in the side request WebSearch
+      // makes (the gateway's form of its web_search_20250305 server tool).
+      tool: '^(WebSearch|sb__web_search)$',
+      // With a custom base URL WebSearch is a deferred tool, named in the system
+      // prompt but not in tools until ToolSearch loads it (the gateway refuses the
+      // tool_reference blocks of that result, and Claude Code then declares every
+      // deferred tool in full). Either way WebSearch, or the side request's server
+      // tool, is in tools once the model may search.
+      pre: {
+        tool: '^ToolSearch$',
+        arguments: { query: 'select:WebSearch', max_results: 5 },
+        until: (body) => (body?.tools ?? []).some((t) => t.name === 'WebSearch' || /^web_search_/.test(t.type ?? '')),
+      },
+    },
     prepare(home) {
       mkdirSync(join(home, '.claude'), { recursive: true });
     },
-    command({ home, base, model, prompt, resume }) {
-      const args = ['-p', prompt, '--model', model, '--allowedTools', 'Bash'];
+    command({ home, base, model, prompt, resume, check }) {
+      // -p runs only the tools it is allowed: WebSearch asks for permission.
+      const tools = check === 'web-search' ? 'Bash,WebSearch' : 'Bash';
+      const args = ['-p', prompt, '--model', model, '--allowedTools', tools];
       if (resume) args.push('--continue');
       return {
         cmd: bin('claude'),
@@ -155,14 +215,20 @@ const CLIENTS = {
     prefix: 'gm',
     tool: '^run_shell_command$',
     toolArgs: (file, content) => ({ command: `printf '%s\\n' '${content}' > ${file}`, description: 'Create the file' }),
-    prepare(home) {
+    // google_web_search on the main turn; sb__web_search in its side request (googleSearch).
+    webSearch: { style: 'gemini', tool: '^(google_web_search|sb__web_search)$' },
+    prepare(home, model) {
       mkdirSync(join(home, '.gemini'), { recursive: true });
       // With GOOGLE_GEMINI_BASE_URL set, the CLI derives the auth type "gateway" from the
       // environment, which its own headless check refuses ("Invalid auth method
       // selected."); the documented API-key type in the user settings takes precedence
-      // and still honours the base URL.
+      // and still honours the base URL. google_web_search asks the model alias
+      // "web-search" (gemini-3-flash-preview with googleSearch): an override (the
+      // CLI's documented modelConfigs) sends it to the pair's gateway model instead,
+      // as a gateway user whose models have other names would.
       writeFileSync(join(home, '.gemini', 'settings.json'), JSON.stringify({
         security: { auth: { selectedType: 'gemini-api-key' } },
+        modelConfigs: { overrides: [{ match: { model: 'web-search' }, modelConfig: { model } }] },
         general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
         privacy: { usageStatisticsEnabled: false },
         telemetry: { enabled: false },
@@ -182,12 +248,13 @@ const CLIENTS = {
     prefix: 'ag',
     tool: '^create_file$',
     toolArgs: (file, content) => ({ path: file, content: `${content}\n` }),
+    webSearch: { style: 'responses', tool: '^sb__web_search$', replay: true },
     prepare() {},
-    command({ home, work, base, model, prompt }) {
+    command({ home, work, base, model, prompt, check }) {
       return {
         cmd: process.execPath,
         args: [join(here, 'agents.mjs'), '--base', `${base}/v1`, '--model', model, '--workdir', work,
-          '--session', join(home, 'session.json'), prompt],
+          '--session', join(home, 'session.json'), ...(check === 'web-search' ? ['--web-search'] : []), prompt],
         env: { HOME: home, OPENAI_API_KEY: key, OPENAI_AGENTS_DISABLE_TRACING: '1' },
       };
     },
@@ -222,15 +289,16 @@ async function journalSeq() {
   return j.requests.length ? j.requests[j.requests.length - 1].seq : 0;
 }
 
-// The upstream requests for upModel since seq, oldest first. The journal is read in
-// growing windows until it reaches seq (it is a ring: entries this old may be gone).
+// The upstream requests for upModel (null: all requests) since seq, oldest first. The
+// journal is read in growing windows until it reaches seq (it is a ring: entries this
+// old may be gone).
 async function journalSince(seq, upModel) {
   let limit = 100;
   for (;;) {
     const j = await emuFetch('GET', `/_emu/requests?limit=${limit}`);
     const reqs = j.requests;
     if (reqs.length < limit || reqs[0].seq <= seq + 1 || limit >= 1000) {
-      return reqs.filter((r) => r.seq > seq && r.model === upModel);
+      return reqs.filter((r) => r.seq > seq && (upModel === null || r.model === upModel));
     }
     limit *= 3;
   }
@@ -341,7 +409,164 @@ async function checkResume(ctx) {
   return { ok: true, why: null, runs: [run1, run2] };
 }
 
-const CHECK_FNS = { 'one-turn': checkOneTurn, tool: checkTool, resume: checkResume };
+// The page the web-search check's model cites: the emulator's zorblax page, as the
+// gateway's search backend finds it (its URL names the Host the backend was reached
+// on). Set up by findWebPage: {url, title} or {error}.
+let webPage = { error: 'not looked up' };
+
+async function findWebPage() {
+  try {
+    const rows = sbctl('search-backend', 'list').split('\n').slice(1).map((l) => l.trim().split(/\s+/));
+    // id name kind base_url credential default enabled created
+    const def = rows.find((r) => r[5] === 'true' && r[6] === 'true');
+    if (!def) return { error: 'no enabled default search backend (sbctl search-backend add ... --default)' };
+    if (def[2] !== 'searxng') return { error: `the default search backend ${def[1]} is ${def[2]}: the check needs the emulator's searxng one` };
+    const res = await fetch(`${def[3]}/search?q=zorblax&format=json`);
+    const body = res.ok ? await res.json() : null;
+    const hit = body?.results?.find((r) => /\/_pages\/zorblax\.html$/.test(r.url));
+    if (!hit) return { error: `the default search backend ${def[1]} (${def[3]}) is not the emulator's: no zorblax page` };
+    return { url: hit.url, title: hit.title };
+  } catch (e) {
+    return { error: `looking up the search backend: ${e.stderr || e.message || e}` };
+  }
+}
+
+// Every JSON object of a recorded answer: an SSE stream's data lines, a JSON body (a
+// streamed Generate Content array too), and everything nested in them.
+function answerObjects(entry) {
+  const tops = [];
+  const b = entry.response_body;
+  if (typeof b === 'string') {
+    for (const line of b.split('\n')) {
+      if (!line.startsWith('data:')) continue;
+      try { tops.push(JSON.parse(line.slice(5))); } catch { /* [DONE], a cut record */ }
+    }
+  } else if (b && typeof b === 'object') tops.push(b);
+  const out = [];
+  const walk = (v) => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') {
+      out.push(v);
+      Object.values(v).forEach(walk);
+    }
+  };
+  walk(tops);
+  return out;
+}
+
+// What a client must have received, per style: the built-in item (or blocks, or
+// metadata) of the search and a citation of the page. Returns the reason it is
+// missing, or null.
+const WEB_EVIDENCE = {
+  responses(objs, page, query) {
+    const call = objs.some((o) => o.type === 'web_search_call' && o.status === 'completed' &&
+      o.action?.type === 'search' && String(o.action.query ?? '').includes(query));
+    if (!call) return `no completed web_search_call searching "${query}"`;
+    if (!objs.some((o) => o.type === 'url_citation' && o.url === page.url)) return `no url_citation of ${page.url}`;
+    return null;
+  },
+  messages(objs, page) {
+    if (!objs.some((o) => o.type === 'server_tool_use' && o.name === 'web_search')) return 'no server_tool_use block (web_search)';
+    if (!objs.some((o) => o.type === 'web_search_tool_result' && Array.isArray(o.content) && o.content.some((r) => r.url === page.url))) {
+      return `no web_search_tool_result block holding ${page.url}`;
+    }
+    if (!objs.some((o) => o.type === 'web_search_result_location' && o.url === page.url)) return `no web_search_result_location citation of ${page.url}`;
+    return null;
+  },
+  gemini(objs, page, query) {
+    const gm = objs.filter((o) => o.groundingMetadata).map((o) => o.groundingMetadata);
+    if (!gm.length) return 'no groundingMetadata';
+    const m = gm.find((g) => (g.groundingChunks ?? []).some((c) => c.web?.uri === page.url));
+    if (!m) return `no groundingMetadata with ${page.url} among its groundingChunks`;
+    if (!(m.webSearchQueries ?? []).some((q) => String(q).includes(query))) return `groundingMetadata.webSearchQueries lacks "${query}"`;
+    if (!(m.groundingSupports ?? []).length) return 'groundingMetadata has no groundingSupports (the answer cites nothing)';
+    return null;
+  },
+};
+
+// The reserved names (sb__*) are the gateway's: a client must never see one, nor send
+// one back. The first exchange naming one, with where, or null.
+function reservedNameLeak(log) {
+  for (const e of log) {
+    const text = `${JSON.stringify(e.request_body ?? '')}${JSON.stringify(e.response_body ?? '')}`;
+    const at = text.indexOf('sb__');
+    if (at >= 0) return `exchange ${e.id} (${e.method} ${e.url}) names sb__*: …${text.slice(Math.max(0, at - 120), at + 80)}…`;
+  }
+  return null;
+}
+
+async function checkWebSearch(ctx) {
+  if (webPage.error) return { ok: false, why: webPage.error, runs: [] };
+  const spec = ctx.client.webSearch;
+  // Lower case: the query goes through the model, the gateway and the backend's URL.
+  const query = `zorblax ${marker('zq').toLowerCase()}`;
+  const done = marker('Searched-');
+  const search = {
+    tool: spec.tool,
+    arguments: { query },
+    after_result: `${done} The [${webPage.title}](${webPage.url}) is a blue-skinned fruit.`,
+    answer: `No web search was offered (${marker('x')})`,
+  };
+  if (spec.pre) {
+    const pre = {
+      tool: spec.pre.tool,
+      arguments: spec.pre.arguments,
+      after_result: `The model could not search (${marker('x')}): {{result}}`,
+      answer: `No ${spec.pre.tool} was offered (${marker('x')})`,
+    };
+    // The scenario follows the requests: the first step until the client's request
+    // shows that it is done. Set before the request goes on, so never late.
+    let current = pre;
+    await setScenario(ctx.upModel, pre);
+    ctx.setHook(async (entry) => {
+      const b = entry.request_body;
+      if (!b || typeof b !== 'object' || b.model !== ctx.model) return;
+      const want = spec.pre.until(b) ? search : pre;
+      if (want !== current) {
+        current = want;
+        await setScenario(ctx.upModel, want);
+      }
+    });
+  } else {
+    await setScenario(ctx.upModel, search);
+  }
+  const run = await ctx.invoke({ prompt: 'Search the web for zorblax and tell me what it is, with a link.' });
+  ctx.setHook(null);
+  const log = ctx.proxyLog();
+  let why = exitedOk(run);
+  if (!why && !run.stdout.includes(done)) why = `the model's final text "${done}" is not in stdout`;
+  if (!why) {
+    const objs = log.filter((e) => !e.external && !e.upgrade).flatMap(answerObjects);
+    why = WEB_EVIDENCE[spec.style](objs, webPage, query);
+    if (why) why = `the client never got it: ${why}`;
+  }
+  if (!why) why = reservedNameLeak(log);
+  if (!why) {
+    const searched = (await journalSince(ctx.seq, null)).some((r) => r.protocol === 'searxng' &&
+      new URLSearchParams(r.query ?? '').get('q')?.includes(query));
+    if (!searched) why = `the emulator's journal shows no search for "${query}" (the gateway did not search)`;
+  }
+  if (why || !spec.replay) return { ok: !why, why, runs: [run] };
+  // A next turn of the session: the client sends its history back with the
+  // web_search_call item in it, and the model's next request carries the search.
+  const again = marker('Next-turn-');
+  const answer2 = marker('Second-answer-');
+  await setScenario(ctx.upModel, { answer: answer2 });
+  const seq2 = await journalSeq();
+  const run2 = await ctx.invoke({ prompt: `Thanks. ${again}`, resume: true });
+  const runs = [run, run2];
+  why = exitedOk(run2);
+  if (!why && !run2.stdout.includes(answer2)) why = `"${answer2}" not in stdout`;
+  if (!why) {
+    const reqs = (await journalSince(seq2, ctx.upModel)).filter((r) => JSON.stringify(r.body ?? null).includes(again));
+    if (!reqs.length) why = `no upstream request carries the marker ${again}`;
+    else if (!reqs.some((r) => JSON.stringify(r.body).includes(query))) why = `the upstream request does not carry the first turn's search for "${query}"`;
+  }
+  if (!why) why = reservedNameLeak(ctx.proxyLog());
+  return { ok: !why, why: why && `second turn: ${why}`, runs };
+}
+
+const CHECK_FNS = { 'one-turn': checkOneTurn, tool: checkTool, resume: checkResume, 'web-search': checkWebSearch };
 
 // ---- running -----------------------------------------------------------------------------
 
@@ -380,8 +605,9 @@ function ensureModels() {
     for (const u of upstreams) {
       const id = `${CLIENTS[c].prefix}-${u}`;
       const { provider, base } = UPSTREAMS[u];
+      // Default capabilities: built-in tools (web search) run by the gateway.
       const common = ['--provider', provider, '--base-url', base, '--upstream-model', `${id}-up`,
-        '--credential-ref', 'SB_EMU_UPSTREAM_KEY', '--max-output-tokens', '65536'];
+        '--credential-ref', 'SB_EMU_UPSTREAM_KEY', '--max-output-tokens', '65536', '--capabilities', '{}'];
       sbctl('model', 'add', id, '--if-not-exists', ...common);
       sbctl('model', 'set', id, ...common);
       sbctl('model', 'enable', id);
@@ -417,12 +643,19 @@ async function runPair(c, u) {
       const work = join(tmpRoot, name, 'work');
       mkdirSync(home, { recursive: true });
       mkdirSync(work, { recursive: true });
-      client.prepare(home);
+      client.prepare(home, model);
       const deadline = Date.now() + checkTimeoutMs;
+      // The exchanges of this check so far (kept for its log too).
+      const seen = [];
       const ctx = {
         client, model, upModel, work, deadline, seq: await journalSeq(),
         invoke: ({ prompt, resume = false }) =>
-          runClient(client.command({ home, work, base: proxy.origin, model, prompt, resume }), work, deadline, proxy.origin),
+          runClient(client.command({ home, work, base: proxy.origin, model, prompt, resume, check }), work, deadline, proxy.origin),
+        setHook: (fn) => proxy.setHook(fn),
+        proxyLog: () => {
+          seen.push(...proxy.take());
+          return seen;
+        },
       };
       proxy.take();
       const t0 = Date.now();
@@ -432,10 +665,11 @@ async function runPair(c, u) {
       } catch (e) {
         res = { ok: false, why: `harness error: ${e.stack || e}`, runs: [] };
       }
+      proxy.setHook(null);
       try { await clearScenario(upModel); } catch { /* reported by the next PUT */ }
       const ms = Date.now() - t0;
       results[check] = { ...res, ms };
-      const log = proxy.take();
+      const log = ctx.proxyLog();
       if (!res.ok || opt['log-all']) {
         let journal = [];
         try { journal = await journalSince(ctx.seq, upModel); } catch (e) { journal = [{ error: String(e) }]; }
@@ -473,6 +707,8 @@ async function main() {
     // The checks need the emulator's scenario API (an emulator older than it answers 404).
     await setScenario('matrix-probe', { answer: 'probe' });
     await clearScenario('matrix-probe');
+    // A missing search backend fails the web-search checks (with the reason), not the setup.
+    if (checks.includes('web-search')) webPage = await findWebPage();
   } catch (e) {
     console.error(`client matrix: setup failed: ${e.stderr || e.message || e}`);
     process.exit(2);
