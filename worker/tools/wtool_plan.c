@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sb_alloc.h"
+#include "sb_buf.h"
 #include "sb_event.h"
 #include "sb_job.h"
 #include "wtool.h"
@@ -272,6 +273,44 @@ static json_t *sb_tool_output_item(const char *call_id, const char *output)
     return json_pack("{s:s, s:s, s:s}", "type", "function_call_output", "call_id", call_id, "output", output);
 }
 
+/* What a web_search_call replayed without the gateway's record of it
+ * (sb_output: a client's own replay, store:false) tells the model: the
+ * action and the sources it names, and that the results themselves are
+ * gone (malloc'd). */
+static char *sb_tool_replay_summary(const json_t *action, bool failed)
+{
+    const char *type = json_string_value(json_object_get(action, "type"));
+    const char *query = json_string_value(json_object_get(action, "query"));
+    const char *url = json_string_value(json_object_get(action, "url"));
+    char *what = type && !strcmp(type, "open_page")      ? sb_xasprintf("Opened the page %.500s", url ? url : "")
+                 : type && !strcmp(type, "find_in_page") ? sb_xasprintf("Searched the page %.500s", url ? url : "")
+                 : query                                 ? sb_xasprintf("Searched the web for \"%.500s\"", query)
+                                                         : sb_xstrdup("Searched the web");
+    sb_buf_t b = {0};
+    sb_buf_add(&b, what, strlen(what));
+    free(what);
+    const char *tail = failed ? ", which failed." : ".";
+    sb_buf_add(&b, tail, strlen(tail));
+    size_t i;
+    const json_t *src;
+    size_t listed = 0;
+    json_array_foreach (json_object_get(action, "sources"), i, src) {
+        const char *u = json_string_value(json_object_get(src, "url"));
+        if (!u || listed >= 20)
+            continue;
+        const char *sep = listed++ ? ", " : " Sources: ";
+        sb_buf_add(&b, sep, strlen(sep));
+        sb_buf_add(&b, u, strnlen(u, 500));
+    }
+    if (listed)
+        sb_buf_add(&b, ".", 1);
+    if (!failed) {
+        static const char gone[] = " The results themselves are not kept in this conversation.";
+        sb_buf_add(&b, gone, sizeof gone - 1);
+    }
+    return b.p; /* owned by the caller now */
+}
+
 /* A web_search_call of an earlier turn, as the call the model made and the
  * text it was given. */
 static void sb_tool_replay_web(const json_t *item, json_t *input)
@@ -303,11 +342,7 @@ static void sb_tool_replay_web(const json_t *item, json_t *input)
         /* A replay without the gateway's own record (store:false): what the
          * item itself says. */
         const char *st = json_string_value(json_object_get(item, "status"));
-        json_t *sources = json_object_get(action, "sources");
-        char *list = json_dumps(sources ? sources : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
-        summary = sb_xasprintf("%s. Sources: %s", st && !strcmp(st, "failed") ? "The web search failed" : "Done",
-                               list ? list : "[]");
-        free(list);
+        summary = sb_tool_replay_summary(action, st && !strcmp(st, "failed"));
         text = summary;
     }
     json_array_append_new(input, sb_tool_output_item(id, text));
