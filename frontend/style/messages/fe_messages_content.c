@@ -183,8 +183,17 @@ static json_t *fe_messages_tool_output(const json_t *block, const char *param, f
         } else if (fe_messages_is(type, "document")) {
             part = fe_messages_document(b, bp, err);
             media = true;
+        } else if (fe_messages_is(type, "tool_reference") && json_is_string(json_object_get(b, "tool_name"))) {
+            /* A client's tool search loading a deferred tool (Claude Code's
+             * ToolSearch). Deferred tools are offered in full here
+             * (defer_loading is a hint), so the model is told it is there. */
+            char *text = sb_xasprintf("Tool '%.200s' is loaded and can be called.",
+                                      json_string_value(json_object_get(b, "tool_name")));
+            part = json_pack("{s:s, s:s}", "type", "input_text", "text", text);
+            free(text);
         } else {
-            fe_messages_fail(err, "invalid_value", bp, "tool_result content blocks must be text, image or document");
+            fe_messages_fail(err, "invalid_value", bp,
+                             "tool_result content blocks must be text, image, document or tool_reference");
         }
         if (!part) {
             json_decref(parts);

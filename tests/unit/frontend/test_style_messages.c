@@ -232,6 +232,23 @@ static void test_parse(void)
     CHECK_INT(json_array_size(json_object_get(item(&r, 1), "output")), 2);
     CHECK_STR(item_str(&r, 0, "arguments"), "{}");
     req_free(&r);
+    /* a tool_reference (Claude Code's ToolSearch loading a deferred tool):
+     * the tool is offered in full here, so the model is told it is loaded */
+    CHECK_INT(
+        parse(&r, "2023-06-01",
+              "{\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
+              "\"tool_use\",\"id\":\"t1\",\"name\":\"ToolSearch\",\"input\":{}}]},{\"role\":\"user\",\"content\":[{"
+              "\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":[{\"type\":\"tool_reference\","
+              "\"tool_name\":\"WebSearch\"}]}]}]}",
+              &err),
+        0);
+    CHECK_STR(item_str(&r, 1, "output"), "Tool 'WebSearch' is loaded and can be called.");
+    req_free(&r);
+    parse_fails("2023-06-01",
+                "{\"model\":\"m\",\"max_tokens\":10,\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":"
+                "\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}]},{\"role\":\"user\",\"content\":[{"
+                "\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":[{\"type\":\"tool_reference\"}]}]}]}",
+                "must be text, image, document or tool_reference");
 }
 
 static void test_parse_errors(void)
