@@ -77,7 +77,7 @@ const char *fe_params_required_string(const json_t *body, const char *key, fe_er
     return json_string_value(v);
 }
 
-static bool fe_params_is(const json_t *v, int types)
+bool fe_params_is(const json_t *v, int types)
 {
     return ((types & FE_P_STRING) && json_is_string(v)) || ((types & FE_P_BOOL) && json_is_boolean(v)) ||
            ((types & FE_P_INT) && json_is_integer(v)) || ((types & FE_P_NUMBER) && json_is_number(v)) ||
@@ -100,8 +100,7 @@ static const char *fe_params_type_name(int types)
     return "a number";
 }
 
-/* What a JSON value is, in OpenAI's words ("but got an object instead"). */
-static const char *fe_params_got(const json_t *v)
+const char *fe_params_got(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:

@@ -34,6 +34,11 @@ enum fe_param_type {
     FE_P_NULL = 64
 };
 
+/* Whether v is of one of types (FE_P_*). */
+bool fe_params_is(const json_t *v, int types);
+/* What a JSON value is, in OpenAI's words ("but got an object instead"). */
+const char *fe_params_got(const json_t *v);
+
 /* When key is present it must match one of the types; returns it (borrowed) or NULL. On a type
  * mismatch returns NULL and fills err. */
 json_t *fe_params_typed(const json_t *body, const char *key, int types, fe_error_t *err);

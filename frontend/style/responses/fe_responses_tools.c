@@ -30,36 +30,6 @@ bool fe_responses_tool_checked(const char *type)
            (type && !strcmp(type, "mcp"));
 }
 
-/* What a JSON value is, in OpenAI's words ("but got an integer instead"). */
-static const char *fe_rt_got(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a decimal";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "an unknown type";
-}
-
-static bool fe_rt_is(const json_t *v, int types)
-{
-    return ((types & FE_P_STRING) && json_is_string(v)) || ((types & FE_P_BOOL) && json_is_boolean(v)) ||
-           ((types & FE_P_OBJECT) && json_is_object(v)) || ((types & FE_P_ARRAY) && json_is_array(v)) ||
-           ((types & FE_P_NULL) && json_is_null(v));
-}
-
 static const char *fe_rt_expected(int types)
 {
     if ((types & FE_P_ARRAY) && (types & FE_P_OBJECT))
@@ -89,9 +59,10 @@ static json_t *fe_rt_field(const json_t *obj, const char *param, const char *key
                      "Missing required parameter: '%s'.", p);
         return NULL;
     }
-    if (v && !fe_rt_is(v, types)) {
+    if (v && !fe_params_is(v, types)) {
         fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_type", p,
-                     "Invalid type for '%s': expected %s, but got %s instead.", p, fe_rt_expected(types), fe_rt_got(v));
+                     "Invalid type for '%s': expected %s, but got %s instead.", p, fe_rt_expected(types),
+                     fe_params_got(v));
         return NULL;
     }
     return v;
@@ -139,7 +110,7 @@ static int fe_rt_strings(const json_t *obj, const char *param, const char *key, 
                                   json_string_value(v));
             else
                 fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_type", p,
-                             "Invalid type for '%s': expected a string, but got %s instead.", p, fe_rt_got(v));
+                             "Invalid type for '%s': expected a string, but got %s instead.", p, fe_params_got(v));
             return -1;
         }
     }
@@ -317,7 +288,7 @@ static int fe_rt_mcp_check(const json_t *tool, const char *param, fe_error_t *er
         if (!json_is_string(v)) {
             snprintf(p, sizeof p, "%s.headers.%.40s", param, k);
             fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_type", p,
-                         "Invalid type for '%s': expected a string, but got %s instead.", p, fe_rt_got(v));
+                         "Invalid type for '%s': expected a string, but got %s instead.", p, fe_params_got(v));
             return -1;
         }
     }
