@@ -46,3 +46,16 @@ size_t sb_utf8_fix(char *s)
     }
     return fixed;
 }
+
+long sb_utf8_offset(const char *s, size_t n, long long cp)
+{
+    size_t i = 0;
+    for (long long k = 0; k < cp; k++) {
+        if (i >= n)
+            return -1;
+        i++;
+        while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
+            i++;
+    }
+    return (long)i;
+}

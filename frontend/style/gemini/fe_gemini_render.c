@@ -15,6 +15,7 @@
 #include "fe_gemini_render.h"
 #include "fe_reasoning.h"
 #include "sb_alloc.h"
+#include "sb_utf8.h"
 
 bool fe_gemini_include_thoughts(const fe_parsed_t *parsed)
 {
@@ -142,22 +143,6 @@ static json_int_t fe_gemini_chunk(json_t *chunks, json_t *by_url, const char *ur
     return i;
 }
 
-/* Byte offset of code point cp in s (n bytes), or -1 past its end: Google's
- * segment indexes count bytes of the part's UTF-8 text, canonical
- * annotations code points. */
-static long fe_gemini_byte_at(const char *s, size_t n, json_int_t cp)
-{
-    size_t i = 0;
-    for (json_int_t k = 0; k < cp; k++) {
-        if (i >= n)
-            return -1;
-        i++;
-        while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
-            i++;
-    }
-    return (long)i;
-}
-
 static bool fe_gemini_is(const json_t *v, const char *s)
 {
     return json_is_string(v) && !strcmp(json_string_value(v), s);
@@ -180,8 +165,8 @@ static void fe_gemini_supports(json_t *supports, json_t *chunks, json_t *by_url,
         if (!s || !url || !fe_gemini_is(json_object_get(a, "type"), "url_citation") || !json_is_integer(start) ||
             !json_is_integer(end) || json_integer_value(start) < 0)
             continue;
-        long from = fe_gemini_byte_at(s, n, json_integer_value(start));
-        long to = fe_gemini_byte_at(s, n, json_integer_value(end));
+        long from = sb_utf8_offset(s, n, json_integer_value(start));
+        long to = sb_utf8_offset(s, n, json_integer_value(end));
         if (from < 0 || to <= from)
             continue;
         json_int_t chunk = fe_gemini_chunk(chunks, by_url, url, json_object_get(a, "title"));

@@ -16,6 +16,7 @@
 #include "sb_alloc.h"
 #include "sb_base64.h"
 #include "sb_log.h"
+#include "sb_utf8.h"
 
 static bool fe_mr_is(const json_t *v, const char *s)
 {
@@ -209,20 +210,6 @@ json_t *fe_messages_mcp_result(const json_t *item)
                      content);
 }
 
-/* Byte offset of code point cp in s (n bytes), or -1 past its end. */
-static long fe_mr_cp_offset(const char *s, size_t n, json_int_t cp)
-{
-    size_t i = 0;
-    for (json_int_t k = 0; k < cp; k++) {
-        if (i >= n)
-            return -1;
-        i++;
-        while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
-            i++;
-    }
-    return (long)i;
-}
-
 /* Anthropic's cited_text is at most 150 characters. */
 #define FE_MR_CITED_MAX 150
 
@@ -238,9 +225,9 @@ json_t *fe_messages_citation(const json_t *a, const json_t *text)
     json_int_t last = json_integer_value(end);
     if (last - json_integer_value(start) > FE_MR_CITED_MAX)
         last = json_integer_value(start) + FE_MR_CITED_MAX;
-    long from = fe_mr_cp_offset(s, n, json_integer_value(start));
-    long to = fe_mr_cp_offset(s, n, last);
-    if (from < 0 || to < 0 || fe_mr_cp_offset(s, n, json_integer_value(end)) < 0)
+    long from = sb_utf8_offset(s, n, json_integer_value(start));
+    long to = sb_utf8_offset(s, n, last);
+    if (from < 0 || to < 0 || sb_utf8_offset(s, n, json_integer_value(end)) < 0)
         return NULL;
     return json_pack("{s:s, s:O, s:O?, s:o, s:s%}", "type", "web_search_result_location", "url", url, "title",
                      json_is_string(title) ? title : NULL, "encrypted_index", fe_mr_opaque(json_string_value(url)),

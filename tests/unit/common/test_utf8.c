@@ -27,5 +27,17 @@ int main(void)
     expect_fix("\xc0\xaf", "??", 2);            /* overlong '/' */
     expect_fix("\xed\xa0\x80", "???", 3);       /* a surrogate */
     expect_fix("\xf4\x90\x80\x80", "????", 4);  /* above U+10FFFF */
+
+    /* Code point indexes to byte offsets: "Zoë — 😀x" */
+    const char *t = "Zo\xc3\xab \xe2\x80\x94 \xf0\x9f\x98\x80x";
+    size_t n = strlen(t);
+    CHECK_INT(sb_utf8_offset(t, n, 0), 0);
+    CHECK_INT(sb_utf8_offset(t, n, 2), 2);  /* ë starts at byte 2 */
+    CHECK_INT(sb_utf8_offset(t, n, 3), 4);  /* after ë (2 bytes) */
+    CHECK_INT(sb_utf8_offset(t, n, 5), 8);  /* after — (3 bytes) */
+    CHECK_INT(sb_utf8_offset(t, n, 7), 13); /* after 😀 (4 bytes) */
+    CHECK_INT(sb_utf8_offset(t, n, 8), 14); /* the end */
+    CHECK_INT(sb_utf8_offset(t, n, 9), -1); /* past it */
+    CHECK_INT(sb_utf8_offset("", 0, 0), 0);
     return sb_test_finish("utf8");
 }
