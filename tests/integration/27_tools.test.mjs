@@ -233,6 +233,11 @@ test('MCP: max_tool_calls is hit exactly; the rest are not run', async () => {
 });
 
 test('MCP: server URLs the outbound guard refuses are never fetched', async () => {
+  // A server that is down: its listing fails, the model goes on.
+  const down = await oai.responses.create({ model: 'emu-claude', store: false, input: 'hi',
+    tools: [{ type: 'mcp', server_label: 'down', server_url: 'http://127.0.0.1:1/mcp', require_approval: 'never' }] });
+  assert.equal(down.status, 'completed');
+  assert.ok(down.output[0].error, JSON.stringify(down.output[0]));
   for (const url of ['http://169.254.169.254/mcp', 'http://10.0.0.1/mcp', 'http://[::ffff:192.168.0.1]/mcp',
     'http://0xa9fea9fe/mcp', 'http://[fd00:ec2::254]/mcp', 'http://100.64.0.1/mcp', 'http://localhost./mcp']) {
     const res = await oai.responses.create({ model: 'emu-chat', store: false, input: 'hi',
@@ -353,6 +358,11 @@ test('web search: filters.allowed_domains keeps only those domains; open_page re
   assert.deepEqual(page.output[0].action, { type: 'open_page', url: PAGE() });
   assert.match(page.output_text, /Zorblax fruit/);
   assert.equal(page.output_text.includes('<script'), false);
+  const find = await oai.responses.create({ model: 'emu-responses', store: false, tools: [{ type: 'web_search' }],
+    input: `CALL sb__find_in_page {"url":"${PAGE()}","pattern":"CINNAMON"}\nhi` });
+  assert.deepEqual(find.output[0].action, { type: 'find_in_page', url: PAGE(), pattern: 'CINNAMON' });
+  assert.match(find.output_text, /pear and cinnamon/);
+  assert.equal(find.output_text.includes('Mount Terrel'), true);
   // A page at a refused address is never fetched: the model is told.
   const bad = await oai.responses.create({ model: 'emu-gemini', store: false, tools: [{ type: 'web_search' }],
     input: 'CALL sb__open_page {"url":"http://169.254.169.254/latest/meta-data/"}\nhi' });
