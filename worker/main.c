@@ -46,7 +46,7 @@ static void sb_usage(FILE *f)
             "  --tool-timeout-ms MS  one step of a built-in tool (an MCP request, a search, a\n"
             "                     page), cut to the job's deadline (default 30000)\n"
             "  --tool-max-iterations N  model calls one tool loop may make (default 16)\n"
-            "  --tool-output-max-bytes N  bytes of one tool output the model gets (default 65536)\n"
+            "  --tool-output-max-bytes N  bytes of one tool output given to the model (default 65536)\n"
             "  --tool-allow-cidr LIST  addresses (CIDRs, comma-separated) tools may reach although\n"
             "                     the outbound guard refuses them (default none: tests only)\n"
             "  --tool-allow-http  tools may fetch http:// URLs, not only https://\n",
