@@ -386,16 +386,25 @@ static json_t *fe_mt_open_search(const fe_sealer_t *seal, const json_t *result)
     return item;
 }
 
+/* The item a result block answers: the one its tool_use_id names (the
+ * block id with block_prefix, the item id with item_prefix), of this type,
+ * already among items; *at is its index. NULL when none. */
+static json_t *fe_mt_answered(json_t *items, const json_t *block, const char *block_prefix, const char *item_prefix,
+                              const char *type, size_t *at)
+{
+    json_t *use = json_object_get(block, "tool_use_id");
+    char *item_id = json_is_string(use) ? fe_mt_swap_prefix(json_string_value(use), block_prefix, item_prefix) : NULL;
+    json_t *item = item_id ? fe_mt_find(items, type, item_id, at) : NULL;
+    free(item_id);
+    return item;
+}
+
 static int fe_mt_search_result(const fe_sealer_t *seal, json_t *items, const json_t *block, const char *param,
                                fe_error_t *err)
 {
-    json_t *use = json_object_get(block, "tool_use_id");
     json_t *content = json_object_get(block, "content");
     size_t at = 0;
-    char *item_id =
-        json_is_string(use) ? fe_mt_swap_prefix(json_string_value(use), FE_MESSAGES_SEARCH_PREFIX, "ws_") : NULL;
-    json_t *item = item_id ? fe_mt_find(items, "web_search_call", item_id, &at) : NULL;
-    free(item_id);
+    json_t *item = fe_mt_answered(items, block, FE_MESSAGES_SEARCH_PREFIX, "ws_", "web_search_call", &at);
     if (!item)
         return fe_messages_fail(err, "invalid_value", param,
                                 "web_search_tool_result block must follow the server_tool_use block with id "
@@ -434,14 +443,10 @@ static int fe_mt_search_result(const fe_sealer_t *seal, json_t *items, const jso
 
 static int fe_mt_mcp_result(json_t *items, const json_t *block, const char *param, fe_error_t *err)
 {
-    json_t *use = json_object_get(block, "tool_use_id");
     json_t *content = json_object_get(block, "content");
     json_t *is_error = json_object_get(block, "is_error");
     size_t at = 0;
-    char *item_id =
-        json_is_string(use) ? fe_mt_swap_prefix(json_string_value(use), FE_MESSAGES_MCP_PREFIX, "mcp_") : NULL;
-    json_t *item = item_id ? fe_mt_find(items, "mcp_call", item_id, &at) : NULL;
-    free(item_id);
+    json_t *item = fe_mt_answered(items, block, FE_MESSAGES_MCP_PREFIX, "mcp_", "mcp_call", &at);
     if (!item)
         return fe_messages_fail(err, "invalid_value", param,
                                 "mcp_tool_result block must follow the mcp_tool_use block with id 'tool_use_id'");

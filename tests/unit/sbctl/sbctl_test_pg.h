@@ -451,6 +451,22 @@ static __attribute__((unused)) bool table_aligned(const char *table)
         free(e_);                                                                                                      \
     } while (0)
 
+/* The cluster up and migrated: 1, or 0 when no PostgreSQL server binaries
+ * are installed (the database tests are skipped). A failure fails the test. */
+static __attribute__((unused)) int pg_setup_migrated(void)
+{
+    int up = pg_setup();
+    CHECK(up >= 0);
+    if (up <= 0)
+        return 0;
+    char *e = NULL;
+    CHECK_INT(SBCTL(NULL, &e, "migrate", "--dir", SB_TEST_SCHEMA_DIR), 0);
+    if (e && *e)
+        fprintf(stderr, "%s", e);
+    free(e);
+    return 1;
+}
+
 /* A model routed nowhere (its upstream is never called). */
 static __attribute__((unused)) void add_model(const char *id)
 {

@@ -1206,14 +1206,7 @@ int main(void)
     test_prompts_cli();
     test_limits_cli();
     test_migrations();
-    int up = pg_setup();
-    CHECK(up >= 0);
-    if (up > 0) {
-        char *e = NULL;
-        CHECK_INT(SBCTL(NULL, &e, "migrate", "--dir", SB_TEST_SCHEMA_DIR), 0);
-        if (e && *e)
-            fprintf(stderr, "%s", e);
-        free(e);
+    if (pg_setup_migrated()) {
         test_prompts_db();
         test_limits_db();
         test_fallbacks_db();

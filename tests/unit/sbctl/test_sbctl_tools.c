@@ -347,14 +347,7 @@ static void test_tool_rows_db(void)
 int main(void)
 {
     test_search_cli();
-    int up = pg_setup();
-    CHECK(up >= 0);
-    if (up > 0) {
-        char *e = NULL;
-        CHECK_INT(SBCTL(NULL, &e, "migrate", "--dir", SB_TEST_SCHEMA_DIR), 0);
-        if (e && *e)
-            fprintf(stderr, "%s", e);
-        free(e);
+    if (pg_setup_migrated()) {
         test_search_db();
         test_tool_rows_db();
     }
