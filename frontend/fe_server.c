@@ -74,11 +74,11 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
         }
         s->seal_ready = true;
     }
-    s->db = fe_db_new(base, cfg->pg_dsn, cfg->db_conns, fe_sql_statements, fe_sql_statement_count, err, errlen);
+    s->db = sb_db_new(base, cfg->pg_dsn, cfg->db_conns, fe_sql_statements, fe_sql_statement_count, err, errlen);
     if (!s->db)
         goto fail;
     s->auth = fe_auth_new(s->db);
-    if (fe_db_listen(s->db, "sb_config", fe_server_on_notify, s) < 0) {
+    if (sb_db_listen(s->db, "sb_config", fe_server_on_notify, s) < 0) {
         snprintf(err, errlen, "cannot LISTEN for configuration changes");
         goto fail;
     }
@@ -139,7 +139,7 @@ void fe_server_destroy(fe_server_t **ps)
         if (left)
             sb_error("%zu request log rows could not be written at shutdown", left);
     }
-    fe_db_destroy(&s->db);
+    sb_db_destroy(&s->db);
     fe_reqlog_destroy(&s->reqlog);
     fe_auth_destroy(&s->auth);
     /* The loop has stopped: requests that ended above (their connections

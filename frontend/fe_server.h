@@ -11,7 +11,7 @@
 
 #include "fe_auth.h"
 #include "fe_broker.h"
-#include "fe_db.h"
+#include "sb_db.h"
 #include "fe_http.h"
 #include "fe_reqlog.h"
 #include "sb_seal.h"
@@ -44,7 +44,7 @@ typedef struct fe_server {
     struct event_base *base;
     fe_config_t cfg;
     fe_http_t *http; /* listener and client connections: framing, caps, deadlines */
-    fe_db_t *db;
+    sb_db_t *db;
     fe_auth_t *auth;
     fe_broker_t *broker;
     fe_reqlog_t *reqlog;

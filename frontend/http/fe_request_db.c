@@ -3,11 +3,11 @@
 
 #include <stdlib.h>
 
-#include "fe_db.h"
+#include "sb_db.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 
-/* What the answer needs besides r: fe_db_query carries one pointer. */
+/* What the answer needs besides r: sb_db_query carries one pointer. */
 struct fe_request_db_wait {
     fe_request_t *r;
     const char *unavailable;
@@ -35,5 +35,5 @@ void fe_request_db_query(fe_request_t *r, const char *stmt, int n, const char *c
     w->unavailable = unavailable;
     w->cb = cb;
     fe_request_hold(r);
-    fe_db_query(r->srv->db, stmt, n, params, fe_request_db_on_answer, w);
+    sb_db_query(r->srv->db, stmt, n, params, fe_request_db_on_answer, w);
 }

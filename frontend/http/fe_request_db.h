@@ -1,7 +1,7 @@
 /*
  * fe_request_db: a request's database query in its bracket. Every endpoint
  * and preparation step that asks PostgreSQL something does the same three
- * things around fe_db_query: hold the request while the query is out,
+ * things around sb_db_query: hold the request while the query is out,
  * release it when the answer comes (and stop if the request has ended
  * meanwhile, its client gone), and answer a database error with a 503 in
  * the request's style. This is that bracket, once.

@@ -317,13 +317,13 @@ static void fe_generate_check(fe_request_t *r, fe_request_then_fn done)
 /* A request that will be stored checks that it can be before it spends an
  * upstream call: with the database unreachable it would be generated (and
  * paid for) and then fail at the store. It gets a fast, retryable 503 in
- * its style's body instead; store:false requests go on. fe_db_available
+ * its style's body instead; store:false requests go on. sb_db_available
  * reads the pool's connection states, no round trip. Returns true when the
  * request was answered. */
 static bool fe_generate_store_blocked(fe_request_t *r)
 {
     if (!r->parsed.store || !r->parsed.response_id[0] || !r->style->store || r->count_tokens ||
-        fe_db_available(r->srv->db))
+        sb_db_available(r->srv->db))
         return false;
     fe_error_t e;
     fe_error_set(&e, 503, SB_ERR_SERVER, "store_unavailable", NULL,

@@ -18,7 +18,7 @@
 #define FE_AUTH_CACHE_MAX 100000
 
 struct fe_auth {
-    fe_db_t *db;
+    sb_db_t *db;
     sb_map_t *keys;   /* key hash -> json_t* record (owned) */
     sb_map_t *models; /* model id -> json_t* record (owned) */
     unsigned long generation;
@@ -47,7 +47,7 @@ static void fe_auth_cache_put(sb_map_t *m, const char *k, json_t *rec)
     json_decref(old);
 }
 
-fe_auth_t *fe_auth_new(fe_db_t *db)
+fe_auth_t *fe_auth_new(sb_db_t *db)
 {
     fe_auth_t *a = sb_xcalloc(1, sizeof *a);
     a->db = db;
@@ -127,7 +127,7 @@ static void fe_auth_lookup(fe_auth_t *a, bool is_key, const char *cache_key, fe_
     p->cb = cb;
     p->arg = arg;
     const char *params[1] = {cache_key};
-    fe_db_query(a->db, is_key ? FE_SQL_KEY_LOOKUP : FE_SQL_MODEL_LOOKUP, 1, params, fe_auth_on_result, p);
+    sb_db_query(a->db, is_key ? FE_SQL_KEY_LOOKUP : FE_SQL_MODEL_LOOKUP, 1, params, fe_auth_on_result, p);
 }
 
 void fe_auth_lookup_key(fe_auth_t *a, const char *key, size_t len, fe_auth_cb cb, void *arg)

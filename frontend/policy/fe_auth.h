@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fe_db.h"
+#include "sb_db.h"
 
 typedef struct fe_auth fe_auth_t;
 
@@ -21,7 +21,7 @@ typedef struct fe_auth fe_auth_t;
  * object (fe_sql.c) or {"missing":true}. */
 typedef void (*fe_auth_cb)(json_t *record, const char *err, void *arg); /* record borrowed; NULL on err */
 
-fe_auth_t *fe_auth_new(fe_db_t *db);
+fe_auth_t *fe_auth_new(sb_db_t *db);
 void fe_auth_destroy(fe_auth_t **a);
 
 /* key is the presented secret (not NUL-terminated necessarily). cb may run

@@ -89,7 +89,7 @@ void fe_limits_admit(fe_request_t *r, fe_request_then_fn done)
     const char *params[4] = {r->request_id, key, tokens, ttl};
     r->prep_done = done;
     fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_LIMIT_ADMIT, 4, params, fe_limits_on_admit, r);
+    sb_db_query(r->srv->db, FE_SQL_LIMIT_ADMIT, 4, params, fe_limits_on_admit, r);
 }
 
 void fe_limits_usage(const fe_request_t *r, int64_t *in, int64_t *out)
@@ -144,5 +144,5 @@ void fe_limits_release(fe_request_t *r, fe_request_then_fn then)
     w->r = r;
     w->then = then;
     fe_request_hold(r);
-    fe_db_query(r->srv->db, FE_SQL_LIMIT_RELEASE, 2, params, fe_limits_on_release, w);
+    sb_db_query(r->srv->db, FE_SQL_LIMIT_RELEASE, 2, params, fe_limits_on_release, w);
 }

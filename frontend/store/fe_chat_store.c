@@ -9,7 +9,7 @@
 
 #include "fe_sql.h"
 
-void fe_chat_store_save(fe_request_t *r, const json_t *rendered, fe_db_cb done)
+void fe_chat_store_save(fe_request_t *r, const json_t *rendered, sb_db_cb done)
 {
     /* The ids as SQL parameters, read here: a store module calls nothing of
      * the request's layer (the route table reaches it through the styles). */
@@ -21,7 +21,7 @@ void fe_chat_store_save(fe_request_t *r, const json_t *rendered, fe_db_cb done)
     json_t *md = json_object_get(r->parsed.canonical, "metadata");
     char *metadata = md ? json_dumps(md, JSON_COMPACT) : NULL;
     const char *params[7] = {r->parsed.response_id, account, key_id, r->parsed.model_id, body, messages, metadata};
-    fe_db_query(r->srv->db, FE_SQL_CHAT_SAVE, 7, params, done, r);
+    sb_db_query(r->srv->db, FE_SQL_CHAT_SAVE, 7, params, done, r);
     free(body);
     free(messages);
     free(metadata);

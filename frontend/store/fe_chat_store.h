@@ -8,12 +8,12 @@
 
 #include <jansson.h>
 
-#include "fe_db.h"
+#include "sb_db.h"
 #include "fe_request.h"
 
 /* Stores r's completion (the Chat Completions style's fe_style_t.store):
  * rendered (the chat.completion the client gets), the request's messages as
  * sent, its metadata. One statement; done(res, err, r) when it is over. */
-void fe_chat_store_save(fe_request_t *r, const json_t *rendered, fe_db_cb done);
+void fe_chat_store_save(fe_request_t *r, const json_t *rendered, sb_db_cb done);
 
 #endif

@@ -35,7 +35,7 @@
 #define FE_REQLOG_SPOOL_MAX (256LL * 1024 * 1024) /* bytes in the spool files, both together */
 
 struct fe_reqlog {
-    fe_db_t *db;
+    sb_db_t *db;
     char *frontend;
     json_t *buffer;   /* rows waiting */
     json_t *inflight; /* batch being written, NULL if none */
@@ -186,7 +186,7 @@ static void fe_reqlog_replay_next(fe_reqlog_t *l)
     l->replaying = batch;
     char *text = json_dumps(batch, JSON_COMPACT);
     const char *params[1] = {text};
-    fe_db_query(l->db, FE_SQL_REQLOG_INSERT, 1, params, fe_reqlog_on_replayed, l);
+    sb_db_query(l->db, FE_SQL_REQLOG_INSERT, 1, params, fe_reqlog_on_replayed, l);
     free(text);
 }
 
@@ -195,7 +195,7 @@ static void fe_reqlog_replay_next(fe_reqlog_t *l)
  * (new rows then go to a fresh spool). */
 static void fe_reqlog_replay_start(fe_reqlog_t *l)
 {
-    if (!l->spool_path || l->replay || l->replaying || !fe_db_available(l->db))
+    if (!l->spool_path || l->replay || l->replaying || !sb_db_available(l->db))
         return;
     if (access(l->replay_path, F_OK) != 0) {
         struct stat st;
@@ -296,7 +296,7 @@ static void fe_reqlog_tick(evutil_socket_t fd, short what, void *arg)
 {
     fe_reqlog_t *l = arg;
     if (l->spool_path) {
-        if (!fe_db_available(l->db))
+        if (!sb_db_available(l->db))
             fe_reqlog_spool_buffer(l); /* rows that came before the pool noticed the outage */
         if (l->spool_dirty) {
             /* The fsync policy: once per tick while rows are being spooled. */
@@ -324,11 +324,11 @@ static void fe_reqlog_tick(evutil_socket_t fd, short what, void *arg)
     }
     char *text = json_dumps(l->inflight, JSON_COMPACT);
     const char *params[1] = {text};
-    fe_db_query(l->db, FE_SQL_REQLOG_INSERT, 1, params, fe_reqlog_on_written, l);
+    sb_db_query(l->db, FE_SQL_REQLOG_INSERT, 1, params, fe_reqlog_on_written, l);
     free(text);
 }
 
-fe_reqlog_t *fe_reqlog_new(struct event_base *base, fe_db_t *db, const char *frontend_name)
+fe_reqlog_t *fe_reqlog_new(struct event_base *base, sb_db_t *db, const char *frontend_name)
 {
     fe_reqlog_t *l = sb_xcalloc(1, sizeof *l);
     l->db = db;
@@ -383,7 +383,7 @@ void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
     json_array_append_new(l->buffer, row);
     /* The database is away: the row goes to disk now, so a frontend that
      * dies during the outage loses none (the fsync follows on the tick). */
-    if (l->spool_path && !fe_db_available(l->db)) {
+    if (l->spool_path && !sb_db_available(l->db)) {
         fe_reqlog_spool_buffer(l);
         return;
     }
@@ -404,7 +404,7 @@ size_t fe_reqlog_flush_blocking(fe_reqlog_t *l)
         return 0;
     char *text = json_dumps(l->buffer, JSON_COMPACT);
     const char *params[1] = {text};
-    int rc = fe_db_exec_blocking(l->db, fe_sql_reqlog_insert_sql, 1, params);
+    int rc = sb_db_exec_blocking(l->db, fe_sql_reqlog_insert_sql, 1, params);
     free(text);
     if (rc == 0) {
         json_array_clear(l->buffer);

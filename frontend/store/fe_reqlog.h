@@ -33,7 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fe_db.h"
+#include "sb_db.h"
 
 typedef struct fe_reqlog fe_reqlog_t;
 
@@ -55,7 +55,7 @@ typedef struct {
     const json_t *tool_calls; /* the request's tool_calls rows (fe_collect_t's), borrowed; NULL or [] for none */
 } fe_reqlog_row_t;
 
-fe_reqlog_t *fe_reqlog_new(struct event_base *base, fe_db_t *db, const char *frontend_name);
+fe_reqlog_t *fe_reqlog_new(struct event_base *base, sb_db_t *db, const char *frontend_name);
 /* Copies the row into the buffer. */
 void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *row);
 /* The row as it is batched and spooled (what fe_sql.c's insert reads), a

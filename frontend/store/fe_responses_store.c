@@ -32,7 +32,7 @@ static json_t *fe_responses_store_body(const json_t *rendered)
     return body;
 }
 
-void fe_responses_store_save(fe_request_t *r, const json_t *rendered, fe_db_cb done)
+void fe_responses_store_save(fe_request_t *r, const json_t *rendered, sb_db_cb done)
 {
     /* The ids as SQL parameters, read here: a store module calls nothing of
      * the request's layer (the route table reaches it through the styles). */
@@ -55,7 +55,7 @@ void fe_responses_store_save(fe_request_t *r, const json_t *rendered, fe_db_cb d
                               context ? context : "[]",
                               input,
                               output};
-    fe_db_query(r->srv->db, FE_SQL_RESPONSE_SAVE, 10, params, done, r);
+    sb_db_query(r->srv->db, FE_SQL_RESPONSE_SAVE, 10, params, done, r);
     free(body);
     free(context);
     free(input);

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "fe_db.h"
+#include "sb_db.h"
 #include "fe_request.h"
 
 /* Stores r's response (the Responses style's fe_style_t.store): rendered
@@ -16,6 +16,6 @@
  * the output with reasoning in plain form (the stored copy is what
  * previous_response_id chains from; sealing is only for what the client
  * holds). One statement; done(res, err, r) when it is over. */
-void fe_responses_store_save(fe_request_t *r, const json_t *rendered, fe_db_cb done);
+void fe_responses_store_save(fe_request_t *r, const json_t *rendered, sb_db_cb done);
 
 #endif

@@ -170,7 +170,7 @@ static const char fe_sql_response_get[] = "SELECT body FROM responses WHERE id =
 
 static const char fe_sql_response_delete[] = "DELETE FROM responses WHERE id = $1 AND account_id = $2 RETURNING id";
 
-const fe_db_stmt_t fe_sql_statements[] = {
+const sb_db_stmt_t fe_sql_statements[] = {
     {FE_SQL_KEY_LOOKUP, fe_sql_key_lookup},
     {FE_SQL_LIMIT_ADMIT, fe_sql_limit_admit},
     {FE_SQL_LIMIT_RELEASE, fe_sql_limit_release},

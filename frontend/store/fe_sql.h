@@ -5,7 +5,7 @@
 #ifndef FE_SQL_H
 #define FE_SQL_H
 
-#include "fe_db.h"
+#include "sb_db.h"
 
 #define FE_SQL_KEY_LOOKUP "key_lookup"
 #define FE_SQL_LIMIT_ADMIT "limit_admit"
@@ -32,7 +32,7 @@
 #define FE_SQL_CHAT_UPDATE "chat_update"
 #define FE_SQL_CHAT_LIST "chat_list"
 
-extern const fe_db_stmt_t fe_sql_statements[];
+extern const sb_db_stmt_t fe_sql_statements[];
 extern const int fe_sql_statement_count;
 
 /* The request-log insert as plain SQL, for the blocking shutdown flush. */

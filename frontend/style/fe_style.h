@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "fe_collect.h"
-#include "fe_db.h"
+#include "sb_db.h"
 #include "fe_error.h"
 #include "fe_http.h"
 #include "sb_id.h"
@@ -112,7 +112,7 @@ typedef struct fe_stream_style {
  * issues one database write and calls done(res, err, r) when it is over. A
  * store module reads the request (its key, context, the raw body); the
  * style only names which one keeps its results. */
-typedef void (*fe_store_fn)(struct fe_request *r, const json_t *rendered, fe_db_cb done);
+typedef void (*fe_store_fn)(struct fe_request *r, const json_t *rendered, sb_db_cb done);
 
 /* An inbound API style. */
 typedef struct fe_style {

@@ -1,48 +1,49 @@
 /*
- * fe_db: the frontend's only owner of PGconns. A small pool of non-blocking
+ * sb_db: the only owner of PGconns (the frontend's pool, the worker's tool data).
+ * One pool per process. A small pool of non-blocking
  * connections driven by the libevent loop; statements are prepared at
  * connect and run by name with parameters (no SQL is ever built from input).
  * A separate connection LISTENs for cache invalidations.
  */
-#ifndef FE_DB_H
-#define FE_DB_H
+#ifndef SB_DB_H
+#define SB_DB_H
 
 #include <event2/event.h>
 #include <libpq-fe.h>
 #include <stdbool.h>
 
-typedef struct fe_db fe_db_t;
+typedef struct sb_db sb_db_t;
 
 typedef struct {
     const char *name;
     const char *sql;
-} fe_db_stmt_t;
+} sb_db_stmt_t;
 
 /* res is borrowed (cleared after the call); NULL with err set when the query
  * failed or its connection broke. */
-typedef void (*fe_db_cb)(const PGresult *res, const char *err, void *arg);
+typedef void (*sb_db_cb)(const PGresult *res, const char *err, void *arg);
 
 /* Called with the NOTIFY payload; payload NULL means the listen connection
  * was re-established and notifications may have been missed. */
-typedef void (*fe_db_notify_cb)(const char *payload, void *arg);
+typedef void (*sb_db_notify_cb)(const char *payload, void *arg);
 
 /* Connects nconns connections (blocking once, at start-up, so a bad DSN fails
  * fast) and prepares stmts (borrowed; must outlive the pool). Returns NULL on
  * failure with a message in err. */
-fe_db_t *fe_db_new(struct event_base *base, const char *dsn, int nconns, const fe_db_stmt_t *stmts, int nstmts,
+sb_db_t *sb_db_new(struct event_base *base, const char *dsn, int nconns, const sb_db_stmt_t *stmts, int nstmts,
                    char *err, size_t errlen);
-void fe_db_destroy(fe_db_t **db);
+void sb_db_destroy(sb_db_t **db);
 
 /* Queues a prepared statement. params are copied. cb runs from the loop,
  * never from inside this call. */
-void fe_db_query(fe_db_t *db, const char *stmt, int nparams, const char *const *params, fe_db_cb cb, void *arg);
+void sb_db_query(sb_db_t *db, const char *stmt, int nparams, const char *const *params, sb_db_cb cb, void *arg);
 
 /* LISTEN on channel (a constant identifier) over a dedicated connection. */
-int fe_db_listen(fe_db_t *db, const char *channel, fe_db_notify_cb cb, void *arg) __attribute__((warn_unused_result));
+int sb_db_listen(sb_db_t *db, const char *channel, sb_db_notify_cb cb, void *arg) __attribute__((warn_unused_result));
 
 /* Runs a prepared statement synchronously on a fresh blocking connection
  * (used at shutdown to flush what is left). Returns 0 or -EIO. */
-int fe_db_exec_blocking(fe_db_t *db, const char *sql, int nparams, const char *const *params)
+int sb_db_exec_blocking(sb_db_t *db, const char *sql, int nparams, const char *const *params)
     __attribute__((warn_unused_result));
 
 /* Whether a query queued now can run: at least one pool connection is
@@ -50,9 +51,9 @@ int fe_db_exec_blocking(fe_db_t *db, const char *sql, int nparams, const char *c
  * connections' states, which a lost server moves to DOWN as soon as its
  * socket closes (and the reconnect loop moves back once it answers). A
  * request that will be stored asks this before it spends an upstream call. */
-bool fe_db_available(const fe_db_t *db);
+bool sb_db_available(const sb_db_t *db);
 
 /* Queries waiting or running; used by shutdown to drain. */
-int fe_db_pending(const fe_db_t *db);
+int sb_db_pending(const sb_db_t *db);
 
 #endif

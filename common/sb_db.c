@@ -1,5 +1,5 @@
 /*
- * fe_db: non-blocking libpq pool.
+ * sb_db: non-blocking libpq pool.
  *
  * Each connection is a small state machine (fe_conn_state). Queries wait in
  * one FIFO and go to the first idle connection; a connection runs one query
@@ -7,7 +7,7 @@
  * connection fails its query and reconnects asynchronously (PQconnectStart)
  * after a back-off, so the loop never blocks after start-up.
  */
-#include "fe_db.h"
+#include "sb_db.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,12 +31,12 @@ typedef struct fe_query {
     char *stmt;
     int nparams;
     char **params;
-    fe_db_cb cb;
+    sb_db_cb cb;
     void *arg;
 } fe_query_t;
 
 typedef struct fe_conn {
-    fe_db_t *db;
+    sb_db_t *db;
     PGconn *pg;
     enum fe_conn_state state;
     struct event *io;    /* socket readiness; recreated per connection */
@@ -48,10 +48,10 @@ typedef struct fe_conn {
     char *error;       /* first error of the running query */
 } fe_conn_t;
 
-struct fe_db {
+struct sb_db {
     struct event_base *base;
     char *dsn;
-    const fe_db_stmt_t *stmts;
+    const sb_db_stmt_t *stmts;
     int nstmts;
     fe_conn_t *conns;
     int nconns;
@@ -59,14 +59,14 @@ struct fe_db {
     int queued;
     fe_conn_t *listener;
     const char *channel;
-    fe_db_notify_cb notify_cb;
+    sb_db_notify_cb notify_cb;
     void *notify_arg;
     struct event *kick; /* runs dispatch from the loop */
 };
 
 static void fe_conn_io(evutil_socket_t fd, short what, void *arg);
 static void fe_conn_start(fe_conn_t *c);
-static void fe_db_dispatch(fe_db_t *db);
+static void sb_db_dispatch(sb_db_t *db);
 
 static void fe_conn_set_state(fe_conn_t *c, enum fe_conn_state s)
 {
@@ -142,7 +142,7 @@ static int fe_conn_flush(fe_conn_t *c)
 
 static void fe_conn_prepare_next(fe_conn_t *c)
 {
-    fe_db_t *db = c->db;
+    sb_db_t *db = c->db;
     if (c->is_listener) {
         char sql[128];
         snprintf(sql, sizeof sql, "LISTEN %s", db->channel);
@@ -157,10 +157,10 @@ static void fe_conn_prepare_next(fe_conn_t *c)
     if (c->prep_next >= db->nstmts) {
         fe_conn_set_state(c, FE_CONN_IDLE);
         fe_conn_watch(c, EV_READ);
-        fe_db_dispatch(db);
+        sb_db_dispatch(db);
         return;
     }
-    const fe_db_stmt_t *s = &db->stmts[c->prep_next++];
+    const sb_db_stmt_t *s = &db->stmts[c->prep_next++];
     if (!PQsendPrepare(c->pg, s->name, s->sql, 0, NULL) || fe_conn_flush(c) < 0)
         fe_conn_fail(c, PQerrorMessage(c->pg));
     else
@@ -270,7 +270,7 @@ static void fe_conn_io(evutil_socket_t fd, short what, void *arg)
         if (fe_conn_drain(c, &failed)) {
             fe_conn_finish_query(c);
             fe_conn_set_state(c, FE_CONN_IDLE);
-            fe_db_dispatch(c->db);
+            sb_db_dispatch(c->db);
         }
         break;
     case FE_CONN_IDLE:
@@ -291,7 +291,7 @@ static void fe_conn_io(evutil_socket_t fd, short what, void *arg)
         fe_conn_fail(c, c->pg ? PQerrorMessage(c->pg) : "connection closed");
 }
 
-static void fe_db_dispatch(fe_db_t *db)
+static void sb_db_dispatch(sb_db_t *db)
 {
     for (int i = 0; i < db->nconns && db->head; i++) {
         fe_conn_t *c = &db->conns[i];
@@ -312,11 +312,11 @@ static void fe_db_dispatch(fe_db_t *db)
     }
 }
 
-/* Runs from the loop after fe_db_query: dispatch, or fail at once when every
+/* Runs from the loop after sb_db_query: dispatch, or fail at once when every
  * connection is down (callers must not wait for a reconnect that may be far). */
-static void fe_db_kick_cb(evutil_socket_t fd, short what, void *arg)
+static void sb_db_kick_cb(evutil_socket_t fd, short what, void *arg)
 {
-    fe_db_t *db = arg;
+    sb_db_t *db = arg;
     bool any_up = false;
     for (int i = 0; i < db->nconns; i++)
         if (db->conns[i].state != FE_CONN_DOWN)
@@ -332,17 +332,17 @@ static void fe_db_kick_cb(evutil_socket_t fd, short what, void *arg)
         db->tail = NULL;
         return;
     }
-    fe_db_dispatch(db);
+    sb_db_dispatch(db);
 }
 
-static void fe_conn_init(fe_db_t *db, fe_conn_t *c, bool listener)
+static void fe_conn_init(sb_db_t *db, fe_conn_t *c, bool listener)
 {
     c->db = db;
     c->is_listener = listener;
     c->timer = evtimer_new(db->base, fe_conn_reconnect_cb, c);
 }
 
-fe_db_t *fe_db_new(struct event_base *base, const char *dsn, int nconns, const fe_db_stmt_t *stmts, int nstmts,
+sb_db_t *sb_db_new(struct event_base *base, const char *dsn, int nconns, const sb_db_stmt_t *stmts, int nstmts,
                    char *err, size_t errlen)
 {
     /* Fail fast on a bad DSN or unreachable server before going asynchronous. */
@@ -354,14 +354,14 @@ fe_db_t *fe_db_new(struct event_base *base, const char *dsn, int nconns, const f
     }
     PQfinish(probe);
 
-    fe_db_t *db = sb_xcalloc(1, sizeof *db);
+    sb_db_t *db = sb_xcalloc(1, sizeof *db);
     db->base = base;
     db->dsn = sb_xstrdup(dsn);
     db->stmts = stmts;
     db->nstmts = nstmts;
     db->nconns = nconns;
     db->conns = sb_xcalloc((size_t)nconns, sizeof *db->conns);
-    db->kick = event_new(base, -1, 0, fe_db_kick_cb, db);
+    db->kick = event_new(base, -1, 0, sb_db_kick_cb, db);
     for (int i = 0; i < nconns; i++) {
         fe_conn_init(db, &db->conns[i], false);
         fe_conn_start(&db->conns[i]);
@@ -382,11 +382,11 @@ static void fe_conn_close(fe_conn_t *c)
     PQfinish(c->pg);
 }
 
-void fe_db_destroy(fe_db_t **pdb)
+void sb_db_destroy(sb_db_t **pdb)
 {
     if (!pdb || !*pdb)
         return;
-    fe_db_t *db = *pdb;
+    sb_db_t *db = *pdb;
     for (int i = 0; i < db->nconns; i++)
         fe_conn_close(&db->conns[i]);
     while (db->head) {
@@ -406,7 +406,7 @@ void fe_db_destroy(fe_db_t **pdb)
     *pdb = NULL;
 }
 
-void fe_db_query(fe_db_t *db, const char *stmt, int nparams, const char *const *params, fe_db_cb cb, void *arg)
+void sb_db_query(sb_db_t *db, const char *stmt, int nparams, const char *const *params, sb_db_cb cb, void *arg)
 {
     fe_query_t *q = sb_xcalloc(1, sizeof *q);
     q->stmt = sb_xstrdup(stmt);
@@ -425,7 +425,7 @@ void fe_db_query(fe_db_t *db, const char *stmt, int nparams, const char *const *
     event_active(db->kick, 0, 0);
 }
 
-int fe_db_listen(fe_db_t *db, const char *channel, fe_db_notify_cb cb, void *arg)
+int sb_db_listen(sb_db_t *db, const char *channel, sb_db_notify_cb cb, void *arg)
 {
     if (db->listener)
         return -EEXIST;
@@ -438,7 +438,7 @@ int fe_db_listen(fe_db_t *db, const char *channel, fe_db_notify_cb cb, void *arg
     return 0;
 }
 
-int fe_db_exec_blocking(fe_db_t *db, const char *sql, int nparams, const char *const *params)
+int sb_db_exec_blocking(sb_db_t *db, const char *sql, int nparams, const char *const *params)
 {
     PGconn *pg = PQconnectdb(db->dsn);
     int rc = -EIO;
@@ -457,7 +457,7 @@ int fe_db_exec_blocking(fe_db_t *db, const char *sql, int nparams, const char *c
     return rc;
 }
 
-bool fe_db_available(const fe_db_t *db)
+bool sb_db_available(const sb_db_t *db)
 {
     for (int i = 0; i < db->nconns; i++) {
         enum fe_conn_state s = db->conns[i].state;
@@ -467,7 +467,7 @@ bool fe_db_available(const fe_db_t *db)
     return false;
 }
 
-int fe_db_pending(const fe_db_t *db)
+int sb_db_pending(const sb_db_t *db)
 {
     int n = db->queued;
     for (int i = 0; i < db->nconns; i++)
