@@ -74,7 +74,9 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
         }
         s->seal_ready = true;
     }
-    s->db = sb_db_new(base, cfg->pg_dsn, cfg->db_conns, fe_sql_statements, fe_sql_statement_count, err, errlen);
+    int nstmts = 0;
+    const sb_db_stmt_t *stmts = fe_sql_all(&nstmts);
+    s->db = sb_db_new(base, cfg->pg_dsn, cfg->db_conns, stmts, nstmts, err, errlen);
     if (!s->db)
         goto fail;
     s->auth = fe_auth_new(s->db);

@@ -1,6 +1,11 @@
 /* fe_sql: the frontend's prepared statements. */
 #include "fe_sql.h"
 
+#include <string.h>
+
+#include "fe_sql_containers.h"
+#include "fe_sql_vstores.h"
+
 /* $1 key hash -> one row: key id, account id, usable (key and account enabled),
  * zero-data-retention flag, allowed model ids as a JSON array. */
 static const char fe_sql_key_lookup[] =
@@ -170,7 +175,7 @@ static const char fe_sql_response_get[] = "SELECT body FROM responses WHERE id =
 
 static const char fe_sql_response_delete[] = "DELETE FROM responses WHERE id = $1 AND account_id = $2 RETURNING id";
 
-const sb_db_stmt_t fe_sql_statements[] = {
+static const sb_db_stmt_t fe_sql_statements[] = {
     {FE_SQL_KEY_LOOKUP, fe_sql_key_lookup},
     {FE_SQL_LIMIT_ADMIT, fe_sql_limit_admit},
     {FE_SQL_LIMIT_RELEASE, fe_sql_limit_release},
@@ -196,4 +201,27 @@ const sb_db_stmt_t fe_sql_statements[] = {
     {FE_SQL_CHAT_UPDATE, fe_sql_chat_update},
     {FE_SQL_CHAT_LIST, fe_sql_chat_list},
 };
-const int fe_sql_statement_count = (int)(sizeof fe_sql_statements / sizeof fe_sql_statements[0]);
+static const int fe_sql_statement_count = (int)(sizeof fe_sql_statements / sizeof fe_sql_statements[0]);
+
+/* The concatenation is built once, at the first call (start-up, before any
+ * connection is made), and never freed: it lives as long as the process. */
+const sb_db_stmt_t *fe_sql_all(int *count)
+{
+    static sb_db_stmt_t all[FE_SQL_MAX_STATEMENTS];
+    static int n;
+    if (n == 0) {
+        const struct {
+            const sb_db_stmt_t *stmts;
+            int count;
+        } sets[] = {
+            {fe_sql_statements, fe_sql_statement_count},
+            {fe_sql_container_statements, fe_sql_container_statement_count},
+            {fe_sql_vstore_statements, fe_sql_vstore_statement_count},
+        };
+        for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+            for (int k = 0; k < sets[i].count && n < FE_SQL_MAX_STATEMENTS; k++)
+                all[n++] = sets[i].stmts[k];
+    }
+    *count = n;
+    return all;
+}

@@ -1,5 +1,6 @@
 /*
- * fe_sql: every SQL statement the frontend runs, prepared on each pooled
+ * fe_sql: the SQL statements the frontend runs (with fe_sql_containers and
+ * fe_sql_vstores, one file per API that has many), prepared on each pooled
  * connection at connect. All values travel as parameters.
  */
 #ifndef FE_SQL_H
@@ -32,8 +33,13 @@
 #define FE_SQL_CHAT_UPDATE "chat_update"
 #define FE_SQL_CHAT_LIST "chat_list"
 
-extern const sb_db_stmt_t fe_sql_statements[];
-extern const int fe_sql_statement_count;
+/* Most statements the frontend prepares (every set together). */
+#define FE_SQL_MAX_STATEMENTS 128
+
+/* Every statement the frontend prepares at connect: this file's, then the
+ * Containers API's (fe_sql_containers.h) and the Vector Stores API's
+ * (fe_sql_vstores.h). Static storage; *count is set. */
+const sb_db_stmt_t *fe_sql_all(int *count);
 
 /* The request-log insert as plain SQL, for the blocking shutdown flush. */
 extern const char fe_sql_reqlog_insert_sql[];

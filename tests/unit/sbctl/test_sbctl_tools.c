@@ -122,9 +122,11 @@ static void test_search_cli(void)
 /* The frontend's prepared statement of this name (fe_sql.c). */
 static const char *fe_statement(const char *name)
 {
-    for (int i = 0; i < fe_sql_statement_count; i++)
-        if (!strcmp(fe_sql_statements[i].name, name))
-            return fe_sql_statements[i].sql;
+    int n = 0;
+    const sb_db_stmt_t *all = fe_sql_all(&n);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(all[i].name, name))
+            return all[i].sql;
     return NULL;
 }
 
@@ -152,11 +154,14 @@ static void test_search_db(void)
 {
     char *out = NULL, *e = NULL;
     /* Every statement the frontend prepares at connect fits the migrated schema. */
-    for (int i = 0; i < fe_sql_statement_count; i++) {
-        PGresult *res = PQprepare(pg.conn, fe_sql_statements[i].name, fe_sql_statements[i].sql, 0, NULL);
+    int nstmts = 0;
+    const sb_db_stmt_t *stmts = fe_sql_all(&nstmts);
+    CHECK(nstmts > 24 && nstmts < FE_SQL_MAX_STATEMENTS);
+    for (int i = 0; i < nstmts; i++) {
+        PGresult *res = PQprepare(pg.conn, stmts[i].name, stmts[i].sql, 0, NULL);
         CHECK(PQresultStatus(res) == PGRES_COMMAND_OK);
         if (PQresultStatus(res) != PGRES_COMMAND_OK)
-            fprintf(stderr, "test_sbctl: %s: %s", fe_sql_statements[i].name, PQerrorMessage(pg.conn));
+            fprintf(stderr, "test_sbctl: %s: %s", stmts[i].name, PQerrorMessage(pg.conn));
         PQclear(res);
     }
     CHECK(exec_sql("DEALLOCATE ALL", 0, NULL));
