@@ -49,7 +49,9 @@ static void sb_usage(FILE *f)
             "  --tool-output-max-bytes N  bytes of one tool output given to the model (default 65536)\n"
             "  --tool-allow-cidr LIST  addresses (CIDRs, comma-separated) tools may reach although\n"
             "                     the outbound guard refuses them (default none: tests only)\n"
-            "  --tool-allow-http  tools may fetch http:// URLs, not only https://\n",
+            "  --tool-allow-http  tools may fetch http:// URLs, not only https://\n"
+            "  --database DSN     the tool data plane's PostgreSQL (containers, vector stores;\n"
+            "                     env SB_PG_DSN); without it those tools' calls fail\n",
             SB_BROKER_WORKER_ENDPOINT_DEFAULT);
 }
 
@@ -106,11 +108,13 @@ int main(int argc, char **argv)
         {"tool-output-max-bytes", required_argument, NULL, 'X'},
         {"tool-allow-cidr", required_argument, NULL, 'A'},
         {"tool-allow-http", no_argument, NULL, 'H'},
+        {"database", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     sb_log_init("worker");
-    sb_worker_config_t cfg = {.endpoint = getenv("SB_BROKER_WORKER_ENDPOINT"), .models = "*"};
+    sb_worker_config_t cfg = {
+        .endpoint = getenv("SB_BROKER_WORKER_ENDPOINT"), .models = "*", .pg_dsn = getenv("SB_PG_DSN")};
     int c, v;
     double ratio;
     while ((c = getopt_long(argc, argv, "b:m:c:n:i:h", opts, NULL)) != -1) {
@@ -188,6 +192,9 @@ int main(int argc, char **argv)
             break;
         case 'H':
             cfg.tool_allow_http = true;
+            break;
+        case 'D':
+            cfg.pg_dsn = optarg;
             break;
         case 'h':
             sb_usage(stdout);

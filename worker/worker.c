@@ -26,10 +26,12 @@
 #include <unistd.h>
 
 #include "sb_alloc.h"
+#include "sb_db.h"
 #include "sb_log.h"
 #include "sb_ssrf.h"
 #include "sb_time.h"
 #include "worker_internal.h"
+#include "wsql.h"
 
 #define SB_WORKER_DEFAULT_CREDITS 64
 #define SB_WORKER_DEFAULT_CONNECT_TIMEOUT_MS 5000
@@ -310,6 +312,16 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
         sb_error("worker: --tool-allow-cidr: not a list of CIDRs");
         goto fail;
     }
+    if (cfg->pg_dsn && *cfg->pg_dsn) {
+        char err[256];
+        int nstmts = 0;
+        const sb_db_stmt_t *stmts = sb_wsql_all(&nstmts);
+        w->db = sb_db_new(base, cfg->pg_dsn, cfg->db_conns > 0 ? cfg->db_conns : 2, stmts, nstmts, err, sizeof err);
+        if (!w->db) {
+            sb_error("worker: --database: %s", err);
+            goto fail;
+        }
+    }
     w->on_stopped = cfg->on_stopped;
     w->arg = cfg->arg;
     w->jobs = sb_map_new();
@@ -347,6 +359,7 @@ void sb_worker_destroy(sb_worker_t **pw)
     }
     sb_worker_close_socket(w, SB_WORKER_CLOSE_LINGER_MS);
     sb_upstream_destroy(&w->upstream);
+    sb_db_destroy(&w->db);
     if (w->heartbeat)
         event_free(w->heartbeat);
     if (w->drain_timer)

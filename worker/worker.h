@@ -53,6 +53,9 @@ typedef struct sb_worker_config {
     int64_t tool_output_max_bytes; /* bytes of one tool output given to the model; <= 0: 65536 */
     const char *tool_allow_cidrs;  /* CIDRs the outbound guard lets through (tests); NULL: none */
     bool tool_allow_http;          /* tools may fetch http:// as well as https:// */
+    const char *pg_dsn;            /* the tool data plane's database (containers, vector stores); NULL: none,
+                                      and the tools that need it fail their calls */
+    int db_conns;                  /* its pool size; <= 0: 2 */
     /* Called once, at a safe point of the loop, when the worker reaches
      * STOPPED (typically: event_base_loopexit). May not destroy the worker. */
     void (*on_stopped)(void *arg);

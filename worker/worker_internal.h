@@ -73,6 +73,7 @@ struct sb_worker {
     int64_t tool_timeout_ms;       /* one tool step (an MCP request, a search, a page) */
     int tool_max_iterations;       /* model calls one tool loop may make */
     size_t tool_output_max;        /* bytes of one tool output the model (and the item) gets */
+    struct sb_db *db;              /* owned; the tool data plane (wsql.h), NULL without --database */
     void (*on_stopped)(void *arg); /* the caller's, from the config */
     void *arg;
 

@@ -1,0 +1,25 @@
+/* wsql: the worker's statement sets, concatenated (wsql.h). */
+#include "wsql.h"
+
+#include "wsql_containers.h"
+
+/* Built once, at the first call (start-up, before any connection is made),
+ * and never freed: it lives as long as the process. */
+const sb_db_stmt_t *sb_wsql_all(int *count)
+{
+    static sb_db_stmt_t all[SB_WSQL_MAX_STATEMENTS];
+    static int n;
+    if (n == 0) {
+        const struct {
+            const sb_db_stmt_t *stmts;
+            int count;
+        } sets[] = {
+            {sb_wsql_container_statements, sb_wsql_container_statement_count},
+        };
+        for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+            for (int k = 0; k < sets[i].count && n < SB_WSQL_MAX_STATEMENTS; k++)
+                all[n++] = sets[i].stmts[k];
+    }
+    *count = n;
+    return all;
+}
