@@ -20,23 +20,59 @@ static size_t fe_router_arg_len(const char *s)
     return n <= 128 ? n : 0;
 }
 
-/* Matches path against pattern; on a match with "{}" sets *arg_at and *arg_len. */
+/* Matches path against pattern, whose every "{}" takes one id segment; on
+ * a match sets *arg_at and *arg_len to the first hole's segment (NULL, 0
+ * when the pattern has none). A pattern may have several holes
+ * (/v1/vector_stores/{}/files/{}): the later ones are read with
+ * fe_router_path_arg. */
 static bool fe_router_hit(const char *pattern, const char *path, const char **arg_at, size_t *arg_len)
 {
-    const char *hole = strstr(pattern, "{}");
-    if (!hole)
-        return strcmp(pattern, path) == 0;
-    size_t head = (size_t)(hole - pattern);
-    if (strncmp(pattern, path, head) != 0)
-        return false;
-    size_t n = fe_router_arg_len(path + head);
-    if (n == 0)
-        return false;
-    if (strcmp(hole + 2, path + head + n) != 0)
-        return false;
-    *arg_at = path + head;
-    *arg_len = n;
-    return true;
+    *arg_at = NULL;
+    *arg_len = 0;
+    for (;;) {
+        const char *hole = strstr(pattern, "{}");
+        if (!hole)
+            return strcmp(pattern, path) == 0;
+        size_t head = (size_t)(hole - pattern);
+        if (strncmp(pattern, path, head) != 0)
+            return false;
+        size_t n = fe_router_arg_len(path + head);
+        if (n == 0)
+            return false;
+        if (!*arg_at) {
+            *arg_at = path + head;
+            *arg_len = n;
+        }
+        pattern = hole + 2;
+        path += head + n;
+    }
+}
+
+int fe_router_path_arg(const fe_route_t *rt, const char *path, int k, char *buf, size_t len)
+{
+    const char *pattern = rt ? rt->pattern : NULL;
+    if (!pattern || !path || k < 0 || len == 0)
+        return -1;
+    for (int i = 0;; i++) {
+        const char *hole = strstr(pattern, "{}");
+        if (!hole)
+            return -1;
+        size_t head = (size_t)(hole - pattern);
+        if (strncmp(pattern, path, head) != 0)
+            return -1;
+        size_t n = fe_router_arg_len(path + head);
+        if (n == 0)
+            return -1;
+        if (i == k) {
+            if (n >= len)
+                return -1;
+            memcpy(buf, path + head, n);
+            buf[n] = '\0';
+            return 0;
+        }
+        pattern = hole + 2;
+        path += head + n;
+    }
 }
 
 enum fe_route_match fe_router_match(const fe_route_table_t *t, const char *method, const char *path,

@@ -16,7 +16,7 @@
 
 typedef struct fe_route {
     const char *method;      /* "GET", "POST", "DELETE" */
-    const char *pattern;     /* exact path; "{}" stands for one id segment */
+    const char *pattern;     /* exact path; each "{}" stands for one id segment */
     const fe_style_t *style; /* its errors' and its reply's style */
     fe_endpoint_fn fn;
     /* For a path two APIs share (/v1/models): the style of this request
@@ -45,6 +45,12 @@ enum fe_route_match { FE_ROUTE_OK, FE_ROUTE_NO_PATH, FE_ROUTE_BAD_METHOD };
  * NULL). */
 enum fe_route_match fe_router_match(const fe_route_table_t *t, const char *method, const char *path,
                                     const fe_route_t **route, char **arg);
+
+/* The k-th (0-based) "{}" segment of path, which rt matched, into buf: 0,
+ * or -1 when there is none or it does not fit. Routes with two ids
+ * (/v1/vector_stores/{}/files/{}) read the second this way; the first is
+ * also the request's path_arg. */
+int fe_router_path_arg(const fe_route_t *rt, const char *path, int k, char *buf, size_t len);
 
 /* The style whose error body a path gets when no route matched. */
 const fe_style_t *fe_router_style_for_path(const fe_route_table_t *t, const char *path);

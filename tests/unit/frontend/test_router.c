@@ -89,11 +89,51 @@ static void test_style_for_path(void)
     CHECK(fe_router_style_for_path(&fe_routes, "/") == &fe_style_responses);
 }
 
+/* A pattern with two ids (/v1/vector_stores/{}/files/{}): each hole takes
+ * one segment; the first is the request's arg, the later ones are read
+ * with fe_router_path_arg. */
+static void fe_test_endpoint(fe_request_t *r)
+{
+    (void)r;
+}
+
+static void test_two_ids(void)
+{
+    static const fe_route_t routes[] = {
+        {"GET", "/v1/s/{}/files/{}", &fe_style_responses, fe_test_endpoint, NULL, false},
+        {"GET", "/v1/s/{}/files/{}/content", &fe_style_responses, fe_test_endpoint, NULL, false},
+    };
+    const fe_route_table_t t = {.routes = routes, .n_routes = 2};
+    const fe_route_t *rt;
+    char *arg;
+    char buf[16];
+    CHECK_INT(fe_router_match(&t, "GET", "/v1/s/vs_1/files/file-2", &rt, &arg), FE_ROUTE_OK);
+    CHECK(rt == &routes[0]);
+    CHECK_STR(arg, "vs_1");
+    free(arg);
+    CHECK_INT(fe_router_path_arg(rt, "/v1/s/vs_1/files/file-2", 0, buf, sizeof buf), 0);
+    CHECK_STR(buf, "vs_1");
+    CHECK_INT(fe_router_path_arg(rt, "/v1/s/vs_1/files/file-2", 1, buf, sizeof buf), 0);
+    CHECK_STR(buf, "file-2");
+    CHECK_INT(fe_router_path_arg(rt, "/v1/s/vs_1/files/file-2", 2, buf, sizeof buf), -1);
+    CHECK_INT(fe_router_path_arg(rt, "/v1/s/vs_1/files/a-very-long-file-id", 1, buf, sizeof buf), -1);
+    CHECK_INT(fe_router_match(&t, "GET", "/v1/s/vs_1/files/file-2/content", &rt, &arg), FE_ROUTE_OK);
+    CHECK(rt == &routes[1]);
+    free(arg);
+    CHECK_INT(fe_router_path_arg(rt, "/v1/s/vs_1/files/file-2/content", 1, buf, sizeof buf), 0);
+    CHECK_STR(buf, "file-2");
+    CHECK_INT(fe_router_match(&t, "GET", "/v1/s/vs_1/files/", &rt, &arg), FE_ROUTE_NO_PATH);
+    CHECK_INT(fe_router_match(&t, "GET", "/v1/s/vs_1/files/a/b", &rt, &arg), FE_ROUTE_NO_PATH);
+    CHECK_INT(fe_router_match(&t, "GET", "/v1/s/vs_1/other/file-2", &rt, &arg), FE_ROUTE_NO_PATH);
+    CHECK_INT(fe_router_match(&t, "POST", "/v1/s/vs_1/files/file-2", &rt, &arg), FE_ROUTE_BAD_METHOD);
+}
+
 int main(void)
 {
     test_match();
     test_custom_methods();
     test_flags();
     test_style_for_path();
+    test_two_ids();
     return sb_test_finish("router");
 }
