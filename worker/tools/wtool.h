@@ -19,6 +19,9 @@
 #define SB_TOOL_WEB_SEARCH_FN "sb__web_search"
 #define SB_TOOL_OPEN_PAGE_FN "sb__open_page"
 #define SB_TOOL_FIND_IN_PAGE_FN "sb__find_in_page"
+#define SB_TOOL_PYTHON_FN "sb__python"
+#define SB_TOOL_FILE_SEARCH_FN "sb__file_search"
+#define SB_TOOL_IMAGE_FN "sb__image_generation"
 /* Most gateway-run MCP servers in one request (each is listed at once). */
 #define SB_TOOL_MAX_SERVERS 32
 /* Longest function name every upstream kind takes. */
@@ -30,6 +33,9 @@ enum sb_tool_kind {
     SB_TOOL_OPEN_PAGE,    /* sb__open_page {url} */
     SB_TOOL_FIND_IN_PAGE, /* sb__find_in_page {url, pattern} */
     SB_TOOL_MCP,          /* sb__mcp<k>__<tool> */
+    SB_TOOL_CODE,         /* sb__python {code} */
+    SB_TOOL_FILE_SEARCH,  /* sb__file_search {queries} */
+    SB_TOOL_IMAGE,        /* sb__image_generation {prompt, edit} */
 };
 
 /* One gateway-run MCP server of the job (the k-th "mcp" tool). */
@@ -59,6 +65,11 @@ typedef struct sb_tool_plan {
     sb_tool_approval_t *approvals;
     size_t n_approvals;
     json_t *forced; /* owned: tool_choice for the first model call when the client forced a built-in, or NULL */
+    const json_t *code_interpreter; /* borrowed: the gateway-run code_interpreter tool, or NULL */
+    const json_t *file_search;      /* borrowed: the gateway-run file_search tool, or NULL */
+    const json_t *image_generation; /* borrowed: the gateway-run image_generation tool, or NULL */
+    json_t *last_image;             /* owned: base64 of the chain's newest image (for an edit), or NULL */
+    json_t *containers;             /* owned: the container ids the chain's code_interpreter_calls used */
 } sb_tool_plan_t;
 
 /*
@@ -94,6 +105,44 @@ bool sb_tool_may_call(const sb_tool_plan_t *p, size_t k, const char *tool);
 /* Filters a server's listed tools by its allowed_tools, each name once (new
  * reference). */
 json_t *sb_tool_allowed(const json_t *mcp_tool, const json_t *tools);
+
+/*
+ * The code interpreter, file search and image generation (wtool_builtin.c).
+ */
+
+/* Takes a tool of the request for the plan when it is one of the three and
+ * the gateway runs it (not "native"); true when taken. */
+bool sb_tool_builtin_take(sb_tool_plan_t *p, const json_t *job, const json_t *tool);
+/* Appends the reserved functions of the plan's three tools to `tools`. */
+void sb_tool_builtin_offer(const sb_tool_plan_t *p, json_t *tools);
+/* The kind of a reserved name among the three, or SB_TOOL_NONE. */
+enum sb_tool_kind sb_tool_builtin_resolve(const sb_tool_plan_t *p, const char *name);
+/* An earlier turn's item of the three kinds, rewritten into the call the
+ * model made and what it was given (appended to input); false when the
+ * item is of none of them, or its kind is native. */
+bool sb_tool_builtin_replay(sb_tool_plan_t *p, const json_t *job, const json_t *item, json_t *input);
+/* Is `type` one of the three item types the gateway runs for this job? */
+bool sb_tool_builtin_item(const json_t *job, const char *type);
+
+/* A replayed call: {type:function_call, call_id, name, arguments}, with the
+ * Gemini thought_signature of `from` when it has one (new reference). */
+json_t *sb_tool_call_item(const char *call_id, const char *name, const char *arguments, const json_t *from);
+/* A replayed call's output (new reference). */
+json_t *sb_tool_output_item(const char *call_id, const char *output);
+
+/*
+ * The code of a sb__python call from the arguments written so far (the
+ * model streams them): the decoded prefix of the "code" string, up to the
+ * last whole character (malloc'd; "" when none yet).
+ */
+char *sb_tool_code_partial(const char *args, size_t len);
+
+/*
+ * file_citation annotations of a message text (new reference, an array):
+ * every "[filename]" (not a markdown link) naming one of files
+ * ([{file_id, filename}]); index is the code point offset of the marker.
+ */
+json_t *sb_tool_file_citations(const char *text, const json_t *files);
 
 /*
  * Citations: the url_citation annotations of a message text (new

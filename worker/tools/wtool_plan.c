@@ -150,6 +150,7 @@ json_t *sb_tool_plan_offer(const sb_tool_plan_t *p, bool builtins)
     json_t *out = json_deep_copy(p->other_tools);
     if (!builtins)
         return out;
+    sb_tool_builtin_offer(p, out);
     if (p->web_search) {
         json_array_append_new(
             out, sb_tool_function(SB_TOOL_WEB_SEARCH_FN,
@@ -200,6 +201,9 @@ enum sb_tool_kind sb_tool_plan_resolve(const sb_tool_plan_t *p, const char *name
 {
     if (!name || strncmp(name, SB_TOOL_PREFIX, strlen(SB_TOOL_PREFIX)) != 0)
         return SB_TOOL_NONE;
+    enum sb_tool_kind builtin = sb_tool_builtin_resolve(p, name);
+    if (builtin != SB_TOOL_NONE)
+        return builtin;
     if (p->web_search && !strcmp(name, SB_TOOL_WEB_SEARCH_FN))
         return SB_TOOL_WEB_SEARCH;
     if (p->web_search && p->pages && !strcmp(name, SB_TOOL_OPEN_PAGE_FN))
@@ -257,7 +261,7 @@ static void sb_tool_replay_name(const sb_tool_plan_t *p, const json_t *item, cha
     snprintf(out, out_len, SB_TOOL_PREFIX "mcp__%.50s", sb_tool_name_ok(name) ? name : "tool");
 }
 
-static json_t *sb_tool_call_item(const char *call_id, const char *name, const char *arguments, const json_t *from)
+json_t *sb_tool_call_item(const char *call_id, const char *name, const char *arguments, const json_t *from)
 {
     json_t *fc = json_pack("{s:s, s:s, s:s, s:s}", "type", "function_call", "call_id", call_id, "name", name,
                            "arguments", arguments ? arguments : "{}");
@@ -268,7 +272,7 @@ static json_t *sb_tool_call_item(const char *call_id, const char *name, const ch
     return fc;
 }
 
-static json_t *sb_tool_output_item(const char *call_id, const char *output)
+json_t *sb_tool_output_item(const char *call_id, const char *output)
 {
     return json_pack("{s:s, s:s, s:s}", "type", "function_call_output", "call_id", call_id, "output", output);
 }
@@ -371,7 +375,7 @@ static void sb_tool_approval_index(const json_t *input, json_t *answers, json_t 
 
 /* The input, with the built-in items the gateway ran (kinds not native)
  * rewritten for the model. */
-static void sb_tool_rewrite(sb_tool_plan_t *p, const json_t *input, bool web_native, bool mcp_native)
+static void sb_tool_rewrite(sb_tool_plan_t *p, const json_t *job, const json_t *input, bool web_native, bool mcp_native)
 {
     json_t *answers = json_object(), *settled = json_object(), *seen = json_object();
     sb_tool_approval_index(input, answers, settled);
@@ -382,6 +386,8 @@ static void sb_tool_rewrite(sb_tool_plan_t *p, const json_t *input, bool web_nat
         const char *id = json_string_value(json_object_get(it, "id"));
         if (!type) {
             json_array_append(p->input, (json_t *)it);
+        } else if (sb_tool_builtin_replay(p, job, it, p->input)) {
+            continue;
         } else if (!strcmp(type, "web_search_call") && !web_native) {
             sb_tool_replay_web(it, p->input);
         } else if (!strcmp(type, "mcp_list_tools") && !mcp_native) {
@@ -445,7 +451,7 @@ static void sb_tool_rewrite(sb_tool_plan_t *p, const json_t *input, bool web_nat
 }
 
 /* Does the input hold built-in items of a kind the gateway runs? */
-static bool sb_tool_input_has(const json_t *input, bool web_native, bool mcp_native)
+static bool sb_tool_input_has(const json_t *job, const json_t *input, bool web_native, bool mcp_native)
 {
     size_t i;
     const json_t *it;
@@ -456,6 +462,8 @@ static bool sb_tool_input_has(const json_t *input, bool web_native, bool mcp_nat
         if (!web_native && !strcmp(type, "web_search_call"))
             return true;
         if (!mcp_native && !strncmp(type, "mcp_", 4))
+            return true;
+        if (sb_tool_builtin_item(job, type))
             return true;
     }
     return false;
@@ -475,6 +483,8 @@ void sb_tool_plan_destroy(sb_tool_plan_t **pp)
     json_decref(p->other_tools);
     json_decref(p->input);
     json_decref(p->forced);
+    json_decref(p->last_image);
+    json_decref(p->containers);
     free(p);
     *pp = NULL;
 }
@@ -499,6 +509,8 @@ int sb_tool_plan_new(const json_t *job, sb_tool_plan_t **out, json_t **err)
                                   "function names starting with '" SB_TOOL_PREFIX "' are reserved by this gateway");
             goto fail;
         }
+        if (sb_tool_builtin_take(p, job, t))
+            continue;
         if (sb_tool_is_web_search(type) && !web_native) {
             if (!p->web_search) {
                 p->web_search = t;
@@ -530,17 +542,24 @@ int sb_tool_plan_new(const json_t *job, sb_tool_plan_t **out, json_t **err)
         }
         json_array_append(p->other_tools, (json_t *)t);
     }
-    if (!p->web_search && p->n_servers == 0 && !sb_tool_input_has(input, web_native, mcp_native)) {
+    if (!p->web_search && p->n_servers == 0 && !p->code_interpreter && !p->file_search && !p->image_generation &&
+        !sb_tool_input_has(job, input, web_native, mcp_native)) {
         sb_tool_plan_destroy(&p);
         return 0;
     }
-    sb_tool_rewrite(p, input, web_native, mcp_native);
+    sb_tool_rewrite(p, job, input, web_native, mcp_native);
     const json_t *choice = json_object_get(request, "tool_choice");
     const char *forced = json_string_value(json_object_get(choice, "type"));
     if (forced && sb_tool_is_web_search(forced) && p->web_search)
         p->forced = json_pack("{s:s, s:s}", "type", "function", "name", SB_TOOL_WEB_SEARCH_FN);
     else if (forced && !strcmp(forced, "mcp") && p->n_servers > 0)
         p->forced = json_string("required");
+    else if (forced && !strcmp(forced, "code_interpreter") && p->code_interpreter)
+        p->forced = json_pack("{s:s, s:s}", "type", "function", "name", SB_TOOL_PYTHON_FN);
+    else if (forced && !strcmp(forced, "file_search") && p->file_search)
+        p->forced = json_pack("{s:s, s:s}", "type", "function", "name", SB_TOOL_FILE_SEARCH_FN);
+    else if (forced && !strcmp(forced, "image_generation") && p->image_generation)
+        p->forced = json_pack("{s:s, s:s}", "type", "function", "name", SB_TOOL_IMAGE_FN);
     *out = p;
     return 0;
 fail:

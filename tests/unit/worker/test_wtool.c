@@ -1047,6 +1047,95 @@ static void test_approval_read_only_and_may_call(void)
     json_decref(job);
 }
 
+/* The code interpreter, file search and image generation (wtool_builtin.c). */
+static void test_builtin_plan(void)
+{
+    sb_tool_plan_t *p = NULL;
+    json_t *err = NULL;
+    json_t *job = job_of(NULL, "{'input':[],'tools':[{'type':'code_interpreter','container':{'type':'auto'}},"
+                               "{'type':'file_search','vector_store_ids':['vs_1']},{'type':'image_generation'},"
+                               "{'type':'function','name':'f','parameters':{}}],"
+                               "'tool_choice':{'type':'code_interpreter'}}");
+    CHECK(plan_of(job, &p, &err) == 0 && p);
+    CHECK(p->code_interpreter && p->file_search && p->image_generation);
+    json_t *offer = sb_tool_plan_offer(p, true);
+    CHECK(json_array_size(offer) == 4);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(offer, 1), "name")), SB_TOOL_PYTHON_FN);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(offer, 2), "name")), SB_TOOL_FILE_SEARCH_FN);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(offer, 3), "name")), SB_TOOL_IMAGE_FN);
+    json_decref(offer);
+    offer = sb_tool_plan_offer(p, false);
+    CHECK(json_array_size(offer) == 1); /* the last allowed call: the client function only */
+    json_decref(offer);
+    size_t k = 0;
+    const char *t = NULL;
+    CHECK(sb_tool_plan_resolve(p, SB_TOOL_PYTHON_FN, &k, &t) == SB_TOOL_CODE);
+    CHECK(sb_tool_plan_resolve(p, SB_TOOL_FILE_SEARCH_FN, &k, &t) == SB_TOOL_FILE_SEARCH);
+    CHECK(sb_tool_plan_resolve(p, SB_TOOL_IMAGE_FN, &k, &t) == SB_TOOL_IMAGE);
+    CHECK_STR(json_string_value(json_object_get(p->forced, "name")), SB_TOOL_PYTHON_FN);
+    sb_tool_plan_destroy(&p);
+    json_decref(job);
+
+    /* "native": the upstream runs it, and the name means nothing here. */
+    job = job_of("{'code_interpreter':'native'}", "{'input':[],'tools':[{'type':'code_interpreter'}]}");
+    CHECK(plan_of(job, &p, &err) == 0 && p == NULL);
+    json_decref(job);
+
+    /* An earlier turn's items become calls and outputs; the newest image and
+     * the containers are kept for this turn. */
+    job = job_of(NULL, "{'tools':[{'type':'image_generation'}],'input':["
+                       "{'type':'code_interpreter_call','id':'ci_1','code':'print(1)','container_id':'cntr_a',"
+                       "'status':'completed','outputs':[{'type':'logs','logs':'1\\n'}]},"
+                       "{'type':'file_search_call','id':'fs_1','queries':['q'],'status':'completed',"
+                       "'sb_output':'kept text'},"
+                       "{'type':'image_generation_call','id':'ig_1','status':'completed','result':'AAAA'},"
+                       "{'type':'image_generation_call','id':'ig_2','status':'completed','result':'BBBB'}]}");
+    CHECK(plan_of(job, &p, &err) == 0 && p);
+    CHECK(json_array_size(p->input) == 8);
+    json_t *fc = json_array_get(p->input, 0), *out = json_array_get(p->input, 1);
+    CHECK_STR(json_string_value(json_object_get(fc, "name")), SB_TOOL_PYTHON_FN);
+    CHECK_STR(json_string_value(json_object_get(fc, "arguments")), "{\"code\":\"print(1)\"}");
+    CHECK_STR(json_string_value(json_object_get(out, "output")), "1\n");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(p->input, 3), "output")), "kept text");
+    CHECK_STR(json_string_value(p->last_image), "BBBB");
+    CHECK_STR(json_string_value(json_array_get(p->containers, 0)), "cntr_a");
+    sb_tool_plan_destroy(&p);
+    json_decref(job);
+}
+
+static void check_partial(const char *args, const char *want)
+{
+    char *got = sb_tool_code_partial(args, strlen(args));
+    CHECK_STR(got, want);
+    free(got);
+}
+
+static void test_code_partial(void)
+{
+    check_partial("", "");
+    check_partial("{\"co", "");
+    check_partial("{\"code\": \"pri", "pri");
+    check_partial("{\"code\":\"a\\nb\\", "a\nb"); /* a cut escape waits */
+    check_partial("{\"code\":\"x\\u00e9y\"}", "x\xc3\xa9y");
+    check_partial("{\"code\":\"\\ud83d", ""); /* half a surrogate pair waits */
+    check_partial("{\"code\":\"\\ud83d\\ude00!", "\xf0\x9f\x98\x80!");
+    check_partial("{\"code\":\"\xc3", ""); /* a cut UTF-8 sequence waits */
+    check_partial("{\"other\":\"code\",\"code\":\"z\"}", "z");
+}
+
+static void test_file_citations(void)
+{
+    json_t *files = J("[{'file_id':'file-1','filename':'a.txt'},{'file_id':'file-2','filename':'b.pdf'}]");
+    json_t *c = sb_tool_file_citations("\xc3\xa9t\xc3\xa9 [a.txt]. See [b.pdf] and [c.md] or [a.txt](x).", files);
+    CHECK(json_array_size(c) == 2);
+    CHECK(json_integer_value(json_object_get(json_array_get(c, 0), "index")) == 4);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(c, 0), "file_id")), "file-1");
+    CHECK(json_integer_value(json_object_get(json_array_get(c, 1), "index")) == 17);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(c, 1), "type")), "file_citation");
+    json_decref(c);
+    json_decref(files);
+}
+
 int main(void)
 {
     test_plan_none();
@@ -1066,5 +1155,8 @@ int main(void)
     test_citations();
     test_citations_linear();
     test_approval_read_only_and_may_call();
+    test_builtin_plan();
+    test_code_partial();
+    test_file_citations();
     return sb_test_finish("test_wtool");
 }
