@@ -60,6 +60,12 @@ enum fe_tool_runner fe_features_tool_runner(const json_t *model, const char *typ
         return FE_TOOL_GATEWAY;
     }
     const json_t *v = json_object_get(caps, type);
+    if (!strcmp(type, "code_interpreter") || !strcmp(type, "file_search") || !strcmp(type, "image_generation")) {
+        /* The worker's loop runs these for every upstream kind (issue 16). */
+        if (json_is_false(v))
+            return FE_TOOL_REFUSED;
+        return fe_features_is_native(v) ? FE_TOOL_NATIVE : FE_TOOL_GATEWAY;
+    }
     return json_is_true(v) || fe_features_is_native(v) ? FE_TOOL_NATIVE : FE_TOOL_REFUSED;
 }
 

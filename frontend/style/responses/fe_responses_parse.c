@@ -124,6 +124,10 @@ static int fe_responses_include(const fe_style_in_t *in, fe_parsed_t *out, const
         }
         if (!strcmp(s, "web_search_call.action.sources")) /* shown by fe_responses_public_items */
             json_object_set_new(out->style_state, "include_sources", json_true());
+        if (!strcmp(s, "code_interpreter_call.outputs"))
+            json_object_set_new(out->style_state, "include_ci_outputs", json_true());
+        if (!strcmp(s, "file_search_call.results"))
+            json_object_set_new(out->style_state, "include_fs_results", json_true());
         if (!strcmp(s, "reasoning.encrypted_content")) {
             if (!in->seal.key)
                 return fe_responses_unsupported(err, "include",

@@ -37,10 +37,31 @@ static json_t *fe_json_number_or(json_t *v, double dflt)
     return json_is_number(v) ? json_incref(v) : json_real(dflt);
 }
 
+/* A field the client sees only when it asked with include: null otherwise
+ * (the field is always there, as OpenAI's). */
+static void fe_responses_included(const fe_parsed_t *parsed, json_t *item, const char *field, const char *flag)
+{
+    if (!json_is_true(json_object_get(parsed->style_state, flag)))
+        json_object_set_new(item, field, json_null());
+    else if (!json_object_get(item, field))
+        json_object_set_new(item, field, json_null());
+}
+
 void fe_responses_public_item(const fe_parsed_t *parsed, json_t *item)
 {
     fe_reasoning_strip_private(item);
-    if (!fe_is(json_object_get(item, "type"), "web_search_call"))
+    json_t *type = json_object_get(item, "type");
+    if (fe_is(type, "code_interpreter_call") || fe_is(type, "file_search_call") ||
+        fe_is(type, "image_generation_call")) {
+        json_object_del(item, "sb_output");
+        json_object_del(item, "sb_files");
+        if (fe_is(type, "code_interpreter_call"))
+            fe_responses_included(parsed, item, "outputs", "include_ci_outputs");
+        else if (fe_is(type, "file_search_call"))
+            fe_responses_included(parsed, item, "results", "include_fs_results");
+        return;
+    }
+    if (!fe_is(type, "web_search_call"))
         return;
     /* The text the model was given stays with the stored item, for the
      * next turn; the client asked for the sources or does not see them. */

@@ -27,7 +27,8 @@ static bool fe_rt_in(const char *s, const char *const *list)
 bool fe_responses_tool_checked(const char *type)
 {
     return fe_rt_in(type, fe_rt_web_search) || fe_rt_in(type, fe_rt_web_search_preview) ||
-           (type && !strcmp(type, "mcp"));
+           (type && (!strcmp(type, "mcp") || !strcmp(type, "code_interpreter") || !strcmp(type, "file_search") ||
+                     !strcmp(type, "image_generation")));
 }
 
 static const char *fe_rt_expected(int types)
@@ -299,6 +300,108 @@ static int fe_rt_mcp_check(const json_t *tool, const char *param, fe_error_t *er
     return fe_rt_mcp_approval(tool, param, err);
 }
 
+/* An optional integer in [min, max]. */
+static int fe_rt_int(const json_t *obj, const char *param, const char *key, long long min, long long max,
+                     fe_error_t *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return 0;
+    char p[128];
+    snprintf(p, sizeof p, "%s.%s", param, key);
+    if (!json_is_integer(v)) {
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "invalid_type", p,
+                     "Invalid type for '%s': expected an integer, but got %s instead.", p, fe_params_got(v));
+        return -1;
+    }
+    if (json_integer_value(v) < min || json_integer_value(v) > max) {
+        fe_params_invalid(err, p, "Invalid '%s': expected a value from %lld to %lld.", p, min, max);
+        return -1;
+    }
+    return 0;
+}
+
+/* code_interpreter: container is an id, or {type:"auto", file_ids,
+ * memory_limit, network_policy}. The sandbox has no network: an allowlist
+ * would change what the code can do, so it is refused, not ignored. */
+static int fe_rt_code_check(const json_t *tool, const char *param, fe_error_t *err)
+{
+    static const char *const mem[] = {"1g", "4g", "16g", "64g", NULL};
+    static const char *const auto_type[] = {"auto", NULL};
+    json_t *c = fe_rt_field(tool, param, "container", FE_P_STRING | FE_P_OBJECT, true, err);
+    if (!c)
+        return -1;
+    if (json_is_string(c))
+        return 0;
+    char p[128];
+    snprintf(p, sizeof p, "%s.container", param);
+    if (!fe_rt_field(c, p, "type", FE_P_STRING, true, err) || fe_rt_enum(c, p, "type", auto_type, "'auto'", err) < 0 ||
+        fe_rt_strings(c, p, "file_ids", NULL, err) < 0 ||
+        fe_rt_enum(c, p, "memory_limit", mem, "'1g', '4g', '16g' or '64g'", err) < 0 ||
+        fe_rt_typed(c, p, "network_policy", FE_P_OBJECT | FE_P_NULL, err) < 0)
+        return -1;
+    if (json_array_size(json_object_get(c, "file_ids")) > 50) {
+        fe_params_invalid(err, p, "Invalid '%s.file_ids': at most 50 files.", p);
+        return -1;
+    }
+    const char *np = json_string_value(json_object_get(json_object_get(c, "network_policy"), "type"));
+    if (np && strcmp(np, "disabled") != 0)
+        return fe_rt_unsupported(err, p, "network_policy", "the code interpreter's sandbox has no network access.");
+    return 0;
+}
+
+static int fe_rt_file_search_check(const json_t *tool, const char *param, fe_error_t *err)
+{
+    static const char *const rankers[] = {"auto", "default-2024-11-15", "none", NULL};
+    json_t *ids = fe_rt_field(tool, param, "vector_store_ids", FE_P_ARRAY, true, err);
+    if (!ids || fe_rt_strings(tool, param, "vector_store_ids", NULL, err) < 0 ||
+        fe_rt_int(tool, param, "max_num_results", 1, 50, err) < 0 ||
+        fe_rt_typed(tool, param, "filters", FE_P_OBJECT | FE_P_NULL, err) < 0)
+        return -1;
+    if (json_array_size(ids) > 16) {
+        fe_params_invalid(err, param, "Invalid '%s.vector_store_ids': at most 16 vector stores.", param);
+        return -1;
+    }
+    json_t *ro = fe_rt_field(tool, param, "ranking_options", FE_P_OBJECT | FE_P_NULL, false, err);
+    if (err->status)
+        return -1;
+    char p[128];
+    snprintf(p, sizeof p, "%s.ranking_options", param);
+    if (json_is_object(ro) &&
+        (fe_rt_enum(ro, p, "ranker", rankers, "'auto', 'default-2024-11-15' or 'none'", err) < 0 ||
+         fe_rt_typed(ro, p, "hybrid_search", FE_P_OBJECT | FE_P_NULL, err) < 0))
+        return -1;
+    json_t *th = json_object_get(ro, "score_threshold");
+    if (th && !json_is_null(th) && (!json_is_number(th) || json_number_value(th) < 0 || json_number_value(th) > 1)) {
+        fe_params_invalid(err, p, "Invalid '%s.score_threshold': expected a number from 0 to 1.", p);
+        return -1;
+    }
+    return 0;
+}
+
+static int fe_rt_image_check(const json_t *tool, const char *param, fe_error_t *err)
+{
+    static const char *const bg[] = {"transparent", "opaque", "auto", NULL};
+    static const char *const quality[] = {"low", "medium", "high", "auto", NULL};
+    static const char *const format[] = {"png", "webp", "jpeg", NULL};
+    static const char *const moderation[] = {"auto", "low", NULL};
+    static const char *const action[] = {"generate", "edit", "auto", NULL};
+    static const char *const fidelity[] = {"high", "low", NULL};
+    if (fe_rt_enum(tool, param, "background", bg, "'transparent', 'opaque' or 'auto'", err) < 0 ||
+        fe_rt_enum(tool, param, "quality", quality, "'low', 'medium', 'high' or 'auto'", err) < 0 ||
+        fe_rt_enum(tool, param, "output_format", format, "'png', 'webp' or 'jpeg'", err) < 0 ||
+        fe_rt_enum(tool, param, "moderation", moderation, "'auto' or 'low'", err) < 0 ||
+        fe_rt_enum(tool, param, "action", action, "'generate', 'edit' or 'auto'", err) < 0 ||
+        fe_rt_enum(tool, param, "input_fidelity", fidelity, "'high' or 'low'", err) < 0 ||
+        fe_rt_int(tool, param, "partial_images", 0, 3, err) < 0 ||
+        fe_rt_int(tool, param, "output_compression", 0, 100, err) < 0 ||
+        fe_rt_typed(tool, param, "size", FE_P_STRING, err) < 0 ||
+        fe_rt_typed(tool, param, "model", FE_P_STRING, err) < 0 ||
+        fe_rt_typed(tool, param, "input_image_mask", FE_P_OBJECT | FE_P_NULL, err) < 0)
+        return -1;
+    return 0;
+}
+
 json_t *fe_responses_tool_check(const json_t *tool, const char *param, fe_error_t *err)
 {
     const char *type = json_string_value(json_object_get(tool, "type"));
@@ -309,6 +412,12 @@ json_t *fe_responses_tool_check(const json_t *tool, const char *param, fe_error_
         rc = fe_rt_web_search_check(tool, param, true, err);
     else if (type && !strcmp(type, "mcp"))
         rc = fe_rt_mcp_check(tool, param, err);
+    else if (type && !strcmp(type, "code_interpreter"))
+        rc = fe_rt_code_check(tool, param, err);
+    else if (type && !strcmp(type, "file_search"))
+        rc = fe_rt_file_search_check(tool, param, err);
+    else if (type && !strcmp(type, "image_generation"))
+        rc = fe_rt_image_check(tool, param, err);
     else {
         fe_params_invalid(err, param, "Invalid value for '%s.type': '%.40s' is not a supported tool type.", param,
                           type ? type : "(none)");

@@ -22,6 +22,12 @@
  *       mcp_call:        response.mcp_call.in_progress, response.mcp_call_arguments.delta…,
  *                        response.mcp_call_arguments.done, response.mcp_call.completed | .failed
  *       mcp_approval_request: nothing else
+ *       code_interpreter_call: response.code_interpreter_call.in_progress,
+ *                        response.code_interpreter_call_code.delta…, …code.done,
+ *                        .interpreting (item_progress), .completed
+ *       file_search_call: response.file_search_call.in_progress, .searching, .completed
+ *       image_generation_call: response.image_generation_call.in_progress, .generating,
+ *                        .partial_image (item_progress with the picture)…, .completed
  *     response.output_item.done                                  (the item as the final response has it)
  *   annotations of a message's text (canonical annotation_added, or those
  *   the done item brings that were not streamed): response.output_text.annotation.added
@@ -122,6 +128,17 @@ static json_t *fe_sr_item_started(const fe_parsed_t *parsed, const json_t *item,
     } else if (fe_sr_is(type, "mcp_list_tools")) {
         json_object_set_new(it, "tools", json_array());
         json_object_del(it, "error");
+    } else if (fe_sr_is(type, "code_interpreter_call")) {
+        json_object_set_new(it, "status", json_string("in_progress"));
+        json_object_set_new(it, "code", json_string(""));
+        json_object_set_new(it, "outputs", json_null());
+    } else if (fe_sr_is(type, "file_search_call")) {
+        json_object_set_new(it, "status", json_string("in_progress"));
+        json_object_set_new(it, "queries", json_array());
+        json_object_set_new(it, "results", json_null());
+    } else if (fe_sr_is(type, "image_generation_call")) {
+        json_object_set_new(it, "status", json_string("in_progress"));
+        json_object_set_new(it, "result", json_null());
     } else if (fe_sr_is(type, "mcp_approval_request")) {
         /* complete from the start: added and done show the same item */
     } else if (type && !strcmp(type, "message")) {
@@ -166,8 +183,29 @@ static void fe_sr_add_item(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t inde
     json_t *started = fe_sr_item_started(sc->render.parsed, item, s->id);
     fe_responses_split_name(sc->render.parsed, started);
     fe_sr_emit(sc, out, "response.output_item.added", json_pack("{s:I, s:o}", "output_index", index, "item", started));
-    if (fe_sr_is(type, "web_search_call") || fe_sr_is(type, "mcp_list_tools") || fe_sr_is(type, "mcp_call"))
+    if (fe_sr_is(type, "web_search_call") || fe_sr_is(type, "mcp_list_tools") || fe_sr_is(type, "mcp_call") ||
+        fe_sr_is(type, "code_interpreter_call") || fe_sr_is(type, "file_search_call") ||
+        fe_sr_is(type, "image_generation_call"))
         fe_sr_tool_event(sc, s, index, type, "in_progress", out);
+}
+
+/* A built-in tool item's step (canonical item_progress): the events OpenAI
+ * has for it. A partial image carries its picture. */
+static void fe_sr_progress(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *ev, struct evbuffer *out)
+{
+    const char *st = json_string_value(json_object_get(ev, "status"));
+    json_int_t index = fe_sr_index(ev);
+    if ((fe_sr_is(s->type, "web_search_call") || fe_sr_is(s->type, "file_search_call")) && fe_sr_is(st, "searching"))
+        fe_sr_tool_event(sc, s, index, s->type, "searching", out);
+    else if (fe_sr_is(s->type, "code_interpreter_call") && fe_sr_is(st, "interpreting"))
+        fe_sr_tool_event(sc, s, index, s->type, "interpreting", out);
+    else if (fe_sr_is(s->type, "image_generation_call") && fe_sr_is(st, "generating"))
+        fe_sr_tool_event(sc, s, index, s->type, "generating", out);
+    else if (fe_sr_is(s->type, "image_generation_call") && fe_sr_is(st, "partial_image"))
+        fe_sr_emit(sc, out, "response.image_generation_call.partial_image",
+                   json_pack("{s:s, s:I, s:O, s:O}", "item_id", s->id, "output_index", index, "partial_image_b64",
+                             json_object_get(ev, "partial_image_b64"), "partial_image_index",
+                             json_object_get(ev, "partial_image_index")));
 }
 
 static void fe_sr_part_added(fe_stream_ctx_t *sc, fe_sr_item_t *s, json_int_t index, int c, json_t *part,
@@ -355,9 +393,19 @@ static void fe_sr_item_done(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *
         fe_sr_close_reasoning(sc, s, index, item, out);
     } else if (fe_sr_is(type, "mcp_list_tools")) {
         fe_sr_tool_event(sc, s, index, type, fe_sr_failed(item) ? "failed" : "completed", out);
-    } else if (fe_sr_is(type, "web_search_call")) {
-        /* OpenAI has no failed event for a search: a failed one completes
+    } else if (fe_sr_is(type, "web_search_call") || fe_sr_is(type, "file_search_call") ||
+               fe_sr_is(type, "image_generation_call")) {
+        /* OpenAI has no failed event for these: a failed one completes
          * too, its item saying "failed". */
+        fe_sr_tool_event(sc, s, index, type, "completed", out);
+    } else if (fe_sr_is(type, "code_interpreter_call")) {
+        json_t *code = json_object_get(item, "code");
+        if (!s->args_streamed && json_string_length(code) > 0)
+            fe_sr_emit(sc, out, "response.code_interpreter_call_code.delta",
+                       json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", index, "delta", code));
+        fe_sr_emit(sc, out, "response.code_interpreter_call_code.done",
+                   json_pack("{s:s, s:I, s:s}", "item_id", s->id, "output_index", index, "code",
+                             json_is_string(code) ? json_string_value(code) : ""));
         fe_sr_tool_event(sc, s, index, type, "completed", out);
     }
     /* The item exactly as the final response shows it. */
@@ -398,17 +446,17 @@ static void fe_sr_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *
         if (s->added && !s->done) {
             s->args_streamed = true;
             fe_sr_emit(sc, out,
-                       fe_sr_is(s->type, "mcp_call") ? "response.mcp_call_arguments.delta"
-                                                     : "response.function_call_arguments.delta",
+                       fe_sr_is(s->type, "mcp_call")                ? "response.mcp_call_arguments.delta"
+                       : fe_sr_is(s->type, "code_interpreter_call") ? "response.code_interpreter_call_code.delta"
+                                                                    : "response.function_call_arguments.delta",
                        json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", fe_sr_index(ev), "delta",
                                  json_object_get(ev, "delta")));
         }
         break;
     case SB_EV_ITEM_PROGRESS:
-        /* Only the steps OpenAI has an event for: a search under way. */
-        if (s->added && !s->done && fe_sr_is(s->type, "web_search_call") &&
-            fe_sr_is(json_string_value(json_object_get(ev, "status")), "searching"))
-            fe_sr_tool_event(sc, s, fe_sr_index(ev), s->type, "searching", out);
+        /* Only the steps OpenAI has an event for. */
+        if (s->added && !s->done)
+            fe_sr_progress(sc, s, ev, out);
         break;
     case SB_EV_ANNOTATION_ADDED:
         if (s->added && !s->done)
