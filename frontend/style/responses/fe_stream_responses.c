@@ -62,6 +62,7 @@
 typedef struct {
     bool added, done;
     bool args_streamed;
+    bool code_done; /* code_interpreter_call: code.done sent (before .interpreting) */
     bool reasoning_opened;
     unsigned parts_opened;                 /* bit c: content part c has had content_part.added */
     unsigned annotations[FE_SR_ANN_PARTS]; /* annotation.added sent for part c: indexes below this */
@@ -197,9 +198,18 @@ static void fe_sr_progress(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *e
     json_int_t index = fe_sr_index(ev);
     if ((fe_sr_is(s->type, "web_search_call") || fe_sr_is(s->type, "file_search_call")) && fe_sr_is(st, "searching"))
         fe_sr_tool_event(sc, s, index, s->type, "searching", out);
-    else if (fe_sr_is(s->type, "code_interpreter_call") && fe_sr_is(st, "interpreting"))
+    else if (fe_sr_is(s->type, "code_interpreter_call") && fe_sr_is(st, "interpreting")) {
+        json_t *code = json_object_get(ev, "code");
+        if (json_is_string(code) && !s->code_done) {
+            if (!s->args_streamed && json_string_length(code) > 0)
+                fe_sr_emit(sc, out, "response.code_interpreter_call_code.delta",
+                           json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", index, "delta", code));
+            fe_sr_emit(sc, out, "response.code_interpreter_call_code.done",
+                       json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", index, "code", code));
+            s->code_done = true;
+        }
         fe_sr_tool_event(sc, s, index, s->type, "interpreting", out);
-    else if (fe_sr_is(s->type, "image_generation_call") && fe_sr_is(st, "generating"))
+    } else if (fe_sr_is(s->type, "image_generation_call") && fe_sr_is(st, "generating"))
         fe_sr_tool_event(sc, s, index, s->type, "generating", out);
     else if (fe_sr_is(s->type, "image_generation_call") && fe_sr_is(st, "partial_image"))
         fe_sr_emit(sc, out, "response.image_generation_call.partial_image",
@@ -400,12 +410,14 @@ static void fe_sr_item_done(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *
         fe_sr_tool_event(sc, s, index, type, "completed", out);
     } else if (fe_sr_is(type, "code_interpreter_call")) {
         json_t *code = json_object_get(item, "code");
-        if (!s->args_streamed && json_string_length(code) > 0)
-            fe_sr_emit(sc, out, "response.code_interpreter_call_code.delta",
-                       json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", index, "delta", code));
-        fe_sr_emit(sc, out, "response.code_interpreter_call_code.done",
-                   json_pack("{s:s, s:I, s:s}", "item_id", s->id, "output_index", index, "code",
-                             json_is_string(code) ? json_string_value(code) : ""));
+        if (!s->code_done) {
+            if (!s->args_streamed && json_string_length(code) > 0)
+                fe_sr_emit(sc, out, "response.code_interpreter_call_code.delta",
+                           json_pack("{s:s, s:I, s:O}", "item_id", s->id, "output_index", index, "delta", code));
+            fe_sr_emit(sc, out, "response.code_interpreter_call_code.done",
+                       json_pack("{s:s, s:I, s:s}", "item_id", s->id, "output_index", index, "code",
+                                 json_is_string(code) ? json_string_value(code) : ""));
+        }
         fe_sr_tool_event(sc, s, index, type, "completed", out);
     }
     /* The item exactly as the final response shows it. */
