@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "emu_embed.h"
 #include "emu_internal.h"
 #include "sb_alloc.h"
 #include "sb_id.h"
@@ -605,7 +606,8 @@ static const struct sb_emu_fault_errors generate_errors = {.status = status_erro
                                                            .context_window = 1048576,
                                                            .leak = leak_error,
                                                            .auth = auth_error};
-static const struct sb_emu_fault_errors count_errors = {.status = status_error, .leak = leak_error, .auth = auth_error};
+const struct sb_emu_fault_errors sb_emu_gemini_plain_errors = {
+    .status = status_error, .leak = leak_error, .auth = auth_error};
 
 /* The text of the last user content that has text (owned, NULL if none); its acknowledgements into *acks. */
 static char *last_user_text(const json_t *contents, char **acks)
@@ -757,7 +759,7 @@ static void count_tokens(struct sb_emu_call *call)
     char err[MSG_MAX];
     if (sb_emu_directives_parse(user_text ? user_text : "", &d, &clean, err, sizeof err) < 0) {
         sb_emu_gemini_error(&call->reply, 400, "INVALID_ARGUMENT", NULL, "%s", err);
-    } else if (!sb_emu_fault_stage(call, &d, false, n, &count_errors)) {
+    } else if (!sb_emu_fault_stage(call, &d, false, n, &sb_emu_gemini_plain_errors)) {
         if (d.malformed) {
             sb_emu_reply_malformed(&call->reply, "{\"totalTokens\": this is not JSON");
         } else {
@@ -868,6 +870,8 @@ void sb_emu_gemini_route(struct sb_emu_call *call, bool is_get)
         free(alt);
     } else if (!strcmp(method, "countTokens")) {
         count_tokens(call);
+    } else if (!strcmp(method, "embedContent") || !strcmp(method, "batchEmbedContents")) {
+        sb_emu_gemini_embed_handle(call, model, method[0] == 'b');
     } else {
         not_found(call, "Method not found.");
     }

@@ -250,6 +250,22 @@ static const struct gfield f_count[] = {{"contents", G_MSG, true, &g_content, NU
                                         {"generateContentRequest", G_MSG, false, &g_request, NULL, NULL},
                                         {NULL, 0, false, NULL, NULL, NULL}};
 static const struct gmsg g_count = {PKG "CountTokensRequest", f_count};
+/* The embedding methods' requests (emu_gemini_embed.c checks their meaning). */
+static const char *const k_tasks[] = {"TASK_TYPE_UNSPECIFIED", "RETRIEVAL_QUERY",
+                                      "RETRIEVAL_DOCUMENT",    "SEMANTIC_SIMILARITY",
+                                      "CLASSIFICATION",        "CLUSTERING",
+                                      "QUESTION_ANSWERING",    "FACT_VERIFICATION",
+                                      "CODE_RETRIEVAL_QUERY",  NULL};
+static const struct gfield f_embed[] = {{"model", G_STRING, false, NULL, NULL, NULL},
+                                        {"content", G_MSG, false, &g_content, NULL, NULL},
+                                        {"taskType", G_ENUM, false, NULL, "TaskType", k_tasks},
+                                        {"title", G_STRING, false, NULL, NULL, NULL},
+                                        {"outputDimensionality", G_INT, false, NULL, NULL, NULL},
+                                        {NULL, 0, false, NULL, NULL, NULL}};
+static const struct gmsg g_embed = {PKG "EmbedContentRequest", f_embed};
+static const struct gfield f_batch[] = {{"requests", G_MSG, true, &g_embed, NULL, NULL},
+                                        {NULL, 0, false, NULL, NULL, NULL}};
+static const struct gmsg g_batch = {PKG "BatchEmbedContentsRequest", f_batch};
 
 /* Parse-phase problems, collected like Google's parser does. */
 struct perrs {
@@ -755,7 +771,8 @@ static bool check_contents(struct sb_emu_call *call, const json_t *contents, con
     return true;
 }
 
-bool sb_emu_gemini_check(struct sb_emu_call *call, const json_t *req, bool count)
+/* Phase 1 on the body as message m; false after the 400. */
+static bool check_proto(struct sb_emu_call *call, const struct gmsg *m)
 {
     if (!call->json || !json_is_object(call->json)) {
         sb_emu_gemini_error(&call->reply, 400, "INVALID_ARGUMENT", NULL,
@@ -763,7 +780,7 @@ bool sb_emu_gemini_check(struct sb_emu_call *call, const json_t *req, bool count
         return false;
     }
     struct perrs e = {.violations = json_array()};
-    walk_msg(&e, call->json, count ? &g_count : &g_request, "");
+    walk_msg(&e, call->json, m, "");
     if (e.message) {
         json_t *details = json_pack("[{s:s, s:o}]", "@type", "type.googleapis.com/google.rpc.BadRequest",
                                     "fieldViolations", e.violations);
@@ -772,6 +789,18 @@ bool sb_emu_gemini_check(struct sb_emu_call *call, const json_t *req, bool count
         return false;
     }
     json_decref(e.violations);
+    return true;
+}
+
+bool sb_emu_gemini_check_embed_proto(struct sb_emu_call *call, bool batch)
+{
+    return check_proto(call, batch ? &g_batch : &g_embed);
+}
+
+bool sb_emu_gemini_check(struct sb_emu_call *call, const json_t *req, bool count)
+{
+    if (!check_proto(call, count ? &g_count : &g_request))
+        return false;
 
     const char *what = count && !sb_emu_gget(call->json, "contents") ? "CountTokensRequest.generate_content_request"
                        : count                                       ? "CountTokensRequest"

@@ -548,6 +548,10 @@ json_t *sb_emu_gget(const json_t *obj, const char *camel);
  * responses, thought signatures. Returns false after replying 400.
  */
 bool sb_emu_gemini_check(struct sb_emu_call *call, const json_t *req, bool count);
+/* The proto3 JSON phase of that check on an EmbedContentRequest (or, batch, a BatchEmbedContentsRequest) body. */
+bool sb_emu_gemini_check_embed_proto(struct sb_emu_call *call, bool batch);
+/* Google's bodies for the faults of a request with no context limit (countTokens, embeddings): status, leak, auth. */
+extern const struct sb_emu_fault_errors sb_emu_gemini_plain_errors;
 /* Whether the request asks the model to think (thinkingConfig with a non-zero budget, a level, or includeThoughts). */
 bool sb_emu_gemini_thinking(const json_t *req);
 /* The thoughtSignature the emulator puts on a function call part: base64("emu-ts:<name>"); owned. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu_embed.h"
 #include "emu_internal.h"
 #include "emu_routes.h"
 #include "emu_search.h"
@@ -58,6 +59,7 @@ static const struct emu_route routes[] = {
     {"POST", "/v1/responses/input_tokens", NULL, sb_emu_openai_responses_count_handle},
     {"POST", "/v1/messages", NULL, sb_emu_anthropic_messages_handle},
     {"POST", "/v1/messages/count_tokens", NULL, sb_emu_anthropic_count_handle},
+    {"POST", "/v1/embeddings", NULL, sb_emu_openai_embeddings_handle},
     {"GET", "/v1/models", looks_anthropic, sb_emu_anthropic_models_handle},
     {"GET", "/v1/models", NULL, sb_emu_openai_models_handle},
 };
