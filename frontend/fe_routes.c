@@ -11,6 +11,10 @@
 #include "fe_generate.h"
 #include "fe_models.h"
 #include "fe_responses_stored.h"
+#include "fe_vstore_batches_api.h"
+#include "fe_vstore_files_api.h"
+#include "fe_vstore_search_api.h"
+#include "fe_vstores_api.h"
 
 /* method, path, style, endpoint, style_of, file_body (fe_route_t) */
 static const fe_route_t fe_route_list[] = {
@@ -38,6 +42,22 @@ static const fe_route_t fe_route_list[] = {
     {"POST", "/v1beta/models/{}:generateContent", &fe_style_gemini, fe_generate_start, NULL, false},
     {"POST", "/v1beta/models/{}:streamGenerateContent", &fe_style_gemini, fe_generate_start, NULL, false},
     {"POST", "/v1beta/models/{}:countTokens", &fe_style_gemini, fe_generate_count_tokens, NULL, false},
+    {"POST", "/v1/vector_stores", &fe_style_responses, fe_vstores_create, NULL, false},
+    {"GET", "/v1/vector_stores", &fe_style_responses, fe_vstores_list, NULL, false},
+    {"GET", "/v1/vector_stores/{}", &fe_style_responses, fe_vstores_get, NULL, false},
+    {"POST", "/v1/vector_stores/{}", &fe_style_responses, fe_vstores_update, NULL, false},
+    {"DELETE", "/v1/vector_stores/{}", &fe_style_responses, fe_vstores_delete, NULL, false},
+    {"POST", "/v1/vector_stores/{}/search", &fe_style_responses, fe_vstore_search_start, NULL, false},
+    {"POST", "/v1/vector_stores/{}/files", &fe_style_responses, fe_vstore_files_create, NULL, false},
+    {"GET", "/v1/vector_stores/{}/files", &fe_style_responses, fe_vstore_files_list, NULL, false},
+    {"GET", "/v1/vector_stores/{}/files/{}", &fe_style_responses, fe_vstore_files_get, NULL, false},
+    {"POST", "/v1/vector_stores/{}/files/{}", &fe_style_responses, fe_vstore_files_update, NULL, false},
+    {"DELETE", "/v1/vector_stores/{}/files/{}", &fe_style_responses, fe_vstore_files_delete, NULL, false},
+    {"GET", "/v1/vector_stores/{}/files/{}/content", &fe_style_responses, fe_vstore_files_content, NULL, false},
+    {"POST", "/v1/vector_stores/{}/file_batches", &fe_style_responses, fe_vstore_batches_create, NULL, false},
+    {"GET", "/v1/vector_stores/{}/file_batches/{}", &fe_style_responses, fe_vstore_batches_get, NULL, false},
+    {"POST", "/v1/vector_stores/{}/file_batches/{}/cancel", &fe_style_responses, fe_vstore_batches_cancel, NULL, false},
+    {"GET", "/v1/vector_stores/{}/file_batches/{}/files", &fe_style_responses, fe_vstore_batches_files, NULL, false},
 };
 
 /* A path that matched no route is answered in the style its prefix names. */

@@ -37,6 +37,7 @@ void fe_config_defaults(fe_config_t *cfg)
     cfg->default_timeout_ms = 60000;
     cfg->stream_keepalive_ms = 15000;
     cfg->max_file_bytes = 16u * 1024u * 1024u;
+    cfg->embedding_model = "text-embedding-3-small";
 }
 
 /* After the loop iteration in which requests ended: free them, outside

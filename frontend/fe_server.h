@@ -11,9 +11,9 @@
 
 #include "fe_auth.h"
 #include "fe_broker.h"
-#include "sb_db.h"
 #include "fe_http.h"
 #include "fe_reqlog.h"
+#include "sb_db.h"
 #include "sb_seal.h"
 
 struct fe_route_table;
@@ -38,6 +38,7 @@ typedef struct {
     size_t max_file_bytes;          /* POST /v1/files: largest file accepted (413 above) */
     int stream_keepalive_ms;        /* a stream quiet this long gets a keep-alive; 0 = never */
     const char *reasoning_key;      /* 64 hex chars: the key sealing encrypted reasoning; NULL = off */
+    const char *embedding_model;    /* the model (models.id) a new vector store's embeddings use */
 } fe_config_t;
 
 typedef struct fe_server {

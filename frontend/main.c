@@ -87,7 +87,7 @@ static void usage(void)
             "                   [--drain-seconds S] [--reasoning-key-file PATH] [--stream-keepalive-ms MS]\n"
             "                   [--max-header-bytes N] [--max-json-depth N] [--max-json-elements N]\n"
             "                   [--read-deadline-ms MS] [--max-connections N] [--max-connections-per-source N]\n"
-            "                   [--max-body-memory N]\n"
+            "                   [--max-body-memory N] [--embedding-model ID]\n"
             "  Limits (each refused in the error body of the request's API style):\n"
             "    --max-body-bytes N       JSON request body (413 above; default 33554432)\n"
             "    --max-file-bytes N       file upload (413 above; default 16777216)\n"
@@ -109,6 +109,8 @@ static void usage(void)
             "  --spool-dir DIR  request log rows go to DIR/reqlog-NAME.spool while PostgreSQL is away, so a\n"
             "                   frontend that dies then loses none; replayed once it is back and at start\n"
             "                   (default: none, rows wait in memory only)\n"
+            "  --embedding-model ID  the model (sbctl model) whose embeddings route a new vector store uses;\n"
+            "                   the key's token group need not allow it (default text-embedding-3-small)\n"
             "  SB_PG_DSN and SB_BROKER_FRONTEND_ENDPOINT are read from the environment when not given.\n"
             "  The reasoning key (64 hex characters) seals encrypted reasoning items; without it\n"
             "  include=[\"reasoning.encrypted_content\"] is refused. SB_REASONING_KEY_FILE also names the file.\n");
@@ -144,6 +146,7 @@ int main(int argc, char **argv)
                                          {"max-connections-per-source", required_argument, 0, 'S'},
                                          {"max-body-memory", required_argument, 0, 'M'},
                                          {"spool-dir", required_argument, 0, 'Y'},
+                                         {"embedding-model", required_argument, 0, 'e'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *key_file = getenv("SB_REASONING_KEY_FILE");
@@ -243,6 +246,11 @@ int main(int argc, char **argv)
             break;
         case 'Y':
             spool_dir = optarg;
+            break;
+        case 'e':
+            if (!optarg[0] || strlen(optarg) > 128)
+                return usage(), 2;
+            cfg.embedding_model = optarg;
             break;
         default:
             usage();

@@ -34,7 +34,8 @@
 #   sb_build          cmake configure + build
 #   sb_pg_start       init (first time) and start PostgreSQL under $SB_VAR/pg
 #   sb_pg_stop        stop it (pg_ctl -m fast)
-#   sb_seed           migrate; account dev, group default (*), model emu-chat, $SB_VAR/dev-key
+#   sb_seed           migrate; account dev, group default (*), models emu-chat (and one per upstream
+#                     kind; emu-embed: the frontends' embedding model), $SB_VAR/dev-key
 #   sb_start_stack    start emulator, broker, workers, frontends; wait until ready
 #   sb_stop_procs     stop the processes started by sb_start_stack (TERM, 10 s, KILL)
 #   sb_stop_stack     sb_stop_procs + sb_pg_stop
@@ -443,6 +444,12 @@ sb_seed() {
             sb_seed_model emu-responses openai-responses "http://127.0.0.1:$SB_EMU_PORT/v1" &&
             sb_seed_model emu-claude anthropic "http://127.0.0.1:$SB_EMU_PORT" &&
             sb_seed_model emu-gemini gemini "http://127.0.0.1:$SB_EMU_PORT/v1beta" &&
+            sb_sbctl model add emu-embed --if-not-exists --provider openai-chat \
+                --base-url "http://127.0.0.1:$SB_EMU_PORT/v1" --upstream-model text-embedding-3-small \
+                --credential-ref SB_EMU_UPSTREAM_KEY &&
+            sb_sbctl model set emu-embed --provider openai-chat --base-url "http://127.0.0.1:$SB_EMU_PORT/v1" \
+                --upstream-model text-embedding-3-small --credential-ref SB_EMU_UPSTREAM_KEY &&
+            sb_sbctl model enable emu-embed &&
             { sb_sbctl search-backend remove emu >/dev/null 2>&1 || true; } &&
             sb_sbctl search-backend add emu --kind searxng --base-url "http://127.0.0.1:$SB_EMU_PORT/_search" --default
     } >>"$log" || { sb_die "seeding failed (see above and $log)"; return 1; }
@@ -594,7 +601,7 @@ sb_start_frontend() {
     sb_key_file "$SB_VAR/reasoning.key" || return 1
     sb_spawn "frontend$k" "$SB_BUILD_DIR/bin/sb-frontend" --listen "127.0.0.1:$port" \
         --broker "$SB_BROKER_FRONTEND_ENDPOINT" --name "fe$k" --reasoning-key-file "$SB_VAR/reasoning.key" \
-        --spool-dir "$SB_VAR/spool" "${extra[@]}"
+        --spool-dir "$SB_VAR/spool" --embedding-model emu-embed "${extra[@]}"
 }
 
 # GET /v1/models with the dev key on PORT; the key goes to curl on stdin.
