@@ -17,6 +17,8 @@
  *                                          tool_choice, parallel_tool_calls
  *   tools web_search_*, mcp_toolset,    -> built-in web_search and mcp tools the gateway
  *   mcp_servers; server tool blocks        runs, and their items (fe_messages_tools.c)
+ *   tools code_execution_20250522,      -> the built-in code_interpreter tool, and its
+ *   container; its blocks                  items (fe_messages_code.c)
  *   thinking {enabled, budget_tokens}   -> reasoning {effort, budget_tokens}
  *   output_config.format json_schema    -> text.format (strict)
  * Response side: reasoning -> thinking blocks (signature = the sealed item),
@@ -42,6 +44,7 @@
 #include <strings.h>
 
 #include "fe_anthropic_error.h"
+#include "fe_messages_code.h"
 #include "fe_messages_parse.h"
 #include "fe_messages_render.h"
 #include "fe_openai.h"
@@ -121,6 +124,7 @@ static const char *const fe_messages_params[] = {"model",
                                                  "fallback_credit_token",
                                                  "context_management",
                                                  "mcp_servers",
+                                                 "container",
                                                  NULL};
 
 /* What count_tokens takes: the input and what adds to it, as Anthropic's
@@ -158,24 +162,12 @@ static int fe_messages_foreign(const json_t *body, const char *const *params, fe
         if (json_object_get(body, foreign[i].param))
             return fe_messages_fail(err, "unknown_parameter", foreign[i].param, "Extra inputs are not permitted. %s",
                                     foreign[i].why);
-    /* Honouring this needs the upstream (or the gateway) to run code;
-     * ignoring it would change the answer. */
-    static const char *const unsupported[] = {"container"};
-    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
-        json_t *v = json_object_get(body, unsupported[i]);
-        if (v && !json_is_null(v))
-            return fe_messages_fail(err, "unsupported_parameter", unsupported[i],
-                                    "unsupported parameter: '%s' is not available on this gateway.", unsupported[i]);
-    }
     const char *key;
     json_t *val;
     json_object_foreach ((json_t *)body, key, val) {
         bool known = false;
         for (size_t i = 0; params[i] && !known; i++)
             known = !strcmp(key, params[i]);
-        /* An unsupported feature sent as null asks for nothing. */
-        for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0] && !known; i++)
-            known = !strcmp(key, unsupported[i]);
         if (!known) {
             char k[64];
             snprintf(k, sizeof k, "%s", key);
@@ -258,7 +250,7 @@ static int fe_messages_tools(const json_t *body, json_t *c, fe_error_t *err)
         return fe_messages_fail(err, "invalid_type", "tools", "Input should be a valid list");
     json_t *out = json_array(), *toolsets = json_object();
     json_int_t max_uses = -1;
-    bool search = false;
+    bool search = false, code = false;
     size_t i;
     json_t *t;
     json_array_foreach (tools, i, t) {
@@ -275,13 +267,19 @@ static int fe_messages_tools(const json_t *body, json_t *c, fe_error_t *err)
             else
                 nt = fe_messages_web_search_tool(t, param, &max_uses, err);
             search = true;
+        } else if (fe_messages_is_code_tool(t)) {
+            /* The gateway's code interpreter (fe_messages_code.c). */
+            if (code)
+                fe_messages_fail(err, "invalid_value", param, "Tool names must be unique: 'code_execution'");
+            else
+                nt = fe_messages_code_tool(t, param, err);
+            code = true;
         } else if (fe_messages_is(type, "mcp_toolset")) {
             if (fe_messages_mcp_toolset(t, param, toolsets, err) == 0)
                 continue;
         } else if (type && !json_is_null(type) && !fe_messages_is(type, "custom")) {
-            /* bash_20250124, text_editor_..., code_execution_..., web_fetch_...:
-             * the upstream would have to run them; none of this gateway's
-             * upstreams can. */
+            /* bash_20250124, text_editor_..., web_fetch_...: the upstream
+             * would have to run them; none of this gateway's upstreams can. */
             fe_messages_fail(err, "unsupported_parameter", param,
                              "unsupported parameter: the Anthropic server tool '%.60s' is not supported on this "
                              "gateway; define a custom tool with 'name' and 'input_schema'.",
@@ -304,7 +302,9 @@ static int fe_messages_tools(const json_t *body, json_t *c, fe_error_t *err)
         }
         json_array_append_new(out, nt);
     }
-    int rc = fe_messages_mcp_servers(body, toolsets, out, err);
+    int rc = fe_messages_code_container(body, out, err);
+    if (rc == 0)
+        rc = fe_messages_mcp_servers(body, toolsets, out, err);
     json_decref(toolsets);
     if (rc == 0 && json_array_size(out) > 0)
         json_object_set(c, "tools", out);
@@ -353,9 +353,11 @@ static int fe_messages_tool_choice(const json_t *body, json_t *c, fe_error_t *er
         json_t *name = json_object_get(tc, "name");
         if (!json_is_string(name))
             return fe_messages_fail(err, "missing_required_parameter", "tool_choice.tool.name", "Field required");
-        if (!strcmp(json_string_value(name), "web_search") &&
-            fe_messages_forces_builtin(json_object_get(c, "tools"), "web_search", "web_search")) {
-            json_object_set_new(c, "tool_choice", json_pack("{s:s}", "type", "web_search"));
+        const char *builtin = !strcmp(json_string_value(name), "web_search")       ? "web_search"
+                              : !strcmp(json_string_value(name), "code_execution") ? "code_interpreter"
+                                                                                   : NULL;
+        if (builtin && fe_messages_forces_builtin(json_object_get(c, "tools"), builtin, json_string_value(name))) {
+            json_object_set_new(c, "tool_choice", json_pack("{s:s}", "type", builtin));
             if (json_is_true(dptu))
                 json_object_set_new(c, "parallel_tool_calls", json_false());
             return 0;

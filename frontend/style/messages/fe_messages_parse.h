@@ -51,7 +51,8 @@ int fe_messages_mcp_toolset(const json_t *tool, const char *param, json_t *tools
 int fe_messages_mcp_servers(const json_t *body, const json_t *toolsets, json_t *tools, fe_error_t *err);
 
 /* Whether a content block type is a server tool's (server_tool_use,
- * web_search_tool_result, mcp_tool_use, mcp_tool_result). */
+ * web_search_tool_result, mcp_tool_use, mcp_tool_result,
+ * code_execution_tool_result). */
 bool fe_messages_server_block(const char *type);
 
 /* One such block of an assistant turn -> canonical items: a use block

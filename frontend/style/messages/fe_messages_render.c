@@ -3,19 +3,23 @@
  * thinking blocks whose signature is the sealed item, message parts -> text
  * blocks with their url_citation annotations as citations, function_call ->
  * tool_use blocks, web_search_call -> server_tool_use +
- * web_search_tool_result, mcp_call -> mcp_tool_use + mcp_tool_result), the
- * pieces the stream renderer
+ * web_search_tool_result, mcp_call -> mcp_tool_use + mcp_tool_result,
+ * code_interpreter_call -> server_tool_use + code_execution_tool_result and
+ * the message's container, fe_messages_code.c), the pieces the stream
+ * renderer
  * (fe_stream_messages.c) builds the same message from, and the count_tokens
  * reply.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_messages_code.h"
 #include "fe_messages_render.h"
 #include "fe_reasoning.h"
 #include "sb_alloc.h"
 #include "sb_base64.h"
 #include "sb_log.h"
+#include "sb_time.h"
 #include "sb_utf8.h"
 
 static bool fe_mr_is(const json_t *v, const char *s)
@@ -328,6 +332,9 @@ json_t *fe_messages_render(const fe_collect_t *res, const fe_render_ctx_t *ctx)
         } else if (!strcmp(type, "mcp_call")) {
             json_array_append_new(content, fe_messages_mcp_use(it, true));
             json_array_append_new(content, fe_messages_mcp_result(it));
+        } else if (!strcmp(type, "code_interpreter_call")) {
+            json_array_append_new(content, fe_messages_code_use_block(it, true));
+            json_array_append_new(content, fe_messages_code_result_block(it));
         }
         /* mcp_list_tools, mcp_approval_request: no block (the connector
          * lists tools silently and asks no approvals). */
@@ -338,7 +345,12 @@ json_t *fe_messages_render(const fe_collect_t *res, const fe_render_ctx_t *ctx)
                        : incomplete && (!why[0] || !strcmp(why, "max_output_tokens")) ? "max_tokens"
                        : refused || (incomplete && !strcmp(why, "content_filter"))    ? "refusal"
                                                                                       : "end_turn";
-    return fe_messages_message(res, ctx, content, stop);
+    json_t *msg = fe_messages_message(res, ctx, content, stop);
+    /* The container the code ran in, so the next request can name it. */
+    json_t *container = fe_messages_code_container_info(res->items, sb_now_ms());
+    if (container)
+        json_object_set_new(msg, "container", container);
+    return msg;
 }
 
 /* The count as Anthropic's count_tokens answers it. */

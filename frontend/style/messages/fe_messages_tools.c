@@ -10,7 +10,8 @@
  *       (Anthropic's connector has no approvals)
  *   history blocks of an assistant turn: server_tool_use +
  *       web_search_tool_result -> a web_search_call item, mcp_tool_use +
- *       mcp_tool_result -> an mcp_call item, in their order.
+ *       mcp_tool_result -> an mcp_call item, in their order (the code
+ *       execution tool's blocks are fe_messages_code.c's).
  * The beta header is not required: the fields say which version is meant.
  * The response side is fe_messages_render.c and fe_stream_messages.c.
  */
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_messages_code.h"
 #include "fe_messages_parse.h"
 #include "fe_messages_render.h"
 #include "fe_reasoning.h"
@@ -346,10 +348,12 @@ static int fe_mt_use_block(json_t *items, const json_t *block, bool mcp, const c
                                 mcp ? "mcp_tool_use" : "server_tool_use", mcp ? ", server_name" : "");
     if (!mcp) {
         json_t *query = json_object_get(input, "query");
+        if (!strcmp(json_string_value(name), "code_execution"))
+            return fe_messages_code_use(items, block, param, err);
         if (strcmp(json_string_value(name), "web_search") != 0)
             return fe_messages_fail(err, "unsupported_parameter", param,
                                     "unsupported parameter: the server tool '%.40s' is not supported on this "
-                                    "gateway; only web_search is.",
+                                    "gateway; only web_search and code_execution are.",
                                     json_string_value(name));
         char *item_id = fe_mt_swap_prefix(json_string_value(id), FE_MESSAGES_SEARCH_PREFIX, "ws_");
         json_array_append_new(items, json_pack("{s:s, s:s, s:s, s:{s:s, s:O?, s:[]}}", "type", "web_search_call", "id",
@@ -489,7 +493,8 @@ static int fe_mt_mcp_result(json_t *items, const json_t *block, const char *para
 bool fe_messages_server_block(const char *type)
 {
     return !strcmp(type, "server_tool_use") || !strcmp(type, "web_search_tool_result") ||
-           !strcmp(type, "mcp_tool_use") || !strcmp(type, "mcp_tool_result");
+           !strcmp(type, "mcp_tool_use") || !strcmp(type, "mcp_tool_result") ||
+           !strcmp(type, "code_execution_tool_result");
 }
 
 int fe_messages_server_item(const fe_sealer_t *seal, json_t *items, const json_t *block, const char *type,
@@ -501,5 +506,7 @@ int fe_messages_server_item(const fe_sealer_t *seal, json_t *items, const json_t
         return fe_mt_use_block(items, block, true, param, err);
     if (!strcmp(type, "web_search_tool_result"))
         return fe_mt_search_result(seal, items, block, param, err);
+    if (!strcmp(type, "code_execution_tool_result"))
+        return fe_messages_code_result(items, block, param, err);
     return fe_mt_mcp_result(items, block, param, err);
 }

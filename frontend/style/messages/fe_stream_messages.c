@@ -34,7 +34,12 @@
  * server_tool_use block (input {}, then the query as one input_json_delta)
  * as soon as its query is known, then its web_search_tool_result block in
  * one start at the item's end; an MCP call is its mcp_tool_use block, whose
- * arguments stream as a tool_use's do, then its mcp_tool_result block. A
+ * arguments stream as a tool_use's do, then its mcp_tool_result block; a
+ * code interpreter call is its server_tool_use block (name
+ * "code_execution"), whose code streams as input_json_delta pieces of
+ * {"code": ...} and which ends when the code is whole (item_progress
+ * interpreting, else the item's end), then its code_execution_tool_result
+ * block in one start at the item's end. A
  * text part's url_citation annotations are citations_delta events on its
  * block: as annotation_added brings them once their text went out, and the
  * rest at the item's end. Other items (mcp_list_tools, progress) show
@@ -55,6 +60,7 @@
 #include <string.h>
 
 #include "fe_anthropic_error.h"
+#include "fe_messages_code.h"
 #include "fe_messages_render.h"
 #include "fe_stream.h"
 #include "sb_alloc.h"
@@ -76,6 +82,7 @@ enum fe_sm_kind {
     FE_SM_REASONING,   /* a thinking or redacted_thinking block */
     FE_SM_SEARCH,      /* a web_search_call: server_tool_use + web_search_tool_result */
     FE_SM_MCP,         /* an mcp_call: mcp_tool_use (arguments streamed) + mcp_tool_result */
+    FE_SM_CODE,        /* a code_interpreter_call: server_tool_use (code streamed) + code_execution_tool_result */
     FE_SM_OTHER,       /* an item type that makes no block */
 };
 
@@ -93,7 +100,9 @@ typedef struct {
     json_t *item;        /* item_added's partial item, then item_done's; owned */
     fe_sm_text_t *texts; /* by content_index for a message; [0] otherwise */
     size_t n_texts;
-    json_t *notes; /* a message's annotation_added events not yet sent as citations (owned) */
+    json_t *notes;   /* a message's annotation_added events not yet sent as citations (owned) */
+    bool code_open;  /* a code call's input: its opening {"code":" went out */
+    bool code_known; /* a code call's code is whole (item_progress interpreting brought it) */
 } fe_sm_item_t;
 
 typedef struct {
@@ -210,6 +219,8 @@ static enum fe_sm_kind fe_sm_kind_of(const json_t *item)
         return FE_SM_SEARCH;
     if (!strcmp(type, "mcp_call"))
         return FE_SM_MCP;
+    if (!strcmp(type, "code_interpreter_call"))
+        return FE_SM_CODE;
     return FE_SM_OTHER;
 }
 
@@ -340,6 +351,45 @@ static void fe_sm_search_use(fe_sm_state_t *st, const json_t *item, struct evbuf
     st->part = 0;
 }
 
+/* Code of a code call (n bytes) as the next piece of its input's JSON, the
+ * first piece opening it: {"code":" + the code escaped ... "}. */
+static void fe_sm_code_piece(fe_sm_state_t *st, fe_sm_item_t *it, const char *code, size_t n, struct evbuffer *out)
+{
+    size_t len = 0;
+    char *esc = fe_messages_code_json(code, n, &len);
+    if (!esc) {
+        sb_warn("messages stream: a code call's code is not UTF-8; the streamed input differs");
+        return;
+    }
+    char *piece = it->code_open ? esc : sb_xasprintf("{\"code\":\"%s", esc);
+    fe_sm_block_delta(st, "input_json_delta", "partial_json", piece, strlen(piece), out);
+    if (piece != esc)
+        free(piece);
+    free(esc);
+    it->code_open = true;
+}
+
+/* A code call's server_tool_use block once its code is whole: the code its
+ * deltas did not bring, the input closed, the block stopped (part 1: its
+ * result block is next). */
+static void fe_sm_code_close(fe_sm_state_t *st, fe_sm_item_t *it, struct evbuffer *out)
+{
+    fe_sm_text_t none;
+    fe_sm_text_t *t = fe_sm_text(it, 0, &none);
+    json_t *code = json_object_get(it->item, "code");
+    const char *f = json_is_string(code) ? json_string_value(code) : "";
+    size_t n = json_is_string(code) ? json_string_length(code) : 0;
+    if (t->sent > n || (t->sent > 0 && memcmp(f, t->p, t->sent) != 0))
+        sb_warn("messages stream: block %d's code deltas disagree with its code; the streamed message differs",
+                st->blocks - 1);
+    else if (n > t->sent || !it->code_open)
+        fe_sm_code_piece(st, it, f + t->sent, n - t->sent, out);
+    t->sent = t->len;
+    fe_sm_block_delta(st, "input_json_delta", "partial_json", "\"}", 2, out);
+    fe_sm_block_stop(st, out);
+    st->part = 1;
+}
+
 /* The front item, still in progress: starts the blocks it is known to have
  * and sends the text it brought. A message's next part starts once it has
  * text (which ends the part before); a call's block once its id and name
@@ -378,6 +428,20 @@ static void fe_sm_stream(fe_stream_ctx_t *sc, fe_sm_state_t *st, fe_sm_item_t *i
         if (st->part < 0 && fe_messages_shows_search(it->item) &&
             json_is_string(json_object_get(json_object_get(it->item, "action"), "query")))
             fe_sm_search_use(st, it->item, out);
+        break;
+    case FE_SM_CODE:
+        /* The code streams into the server_tool_use block as the model
+         * writes it; the block ends when the code is whole, before it runs. */
+        if (st->part < 0 && json_is_string(json_object_get(it->item, "id"))) {
+            fe_sm_block_start(st, fe_messages_code_use_block(it->item, false), out);
+            st->part = 0;
+        }
+        if (st->part == 0 && it->n_texts > 0 && it->texts[0].sent < it->texts[0].len) {
+            fe_sm_code_piece(st, it, it->texts[0].p + it->texts[0].sent, it->texts[0].len - it->texts[0].sent, out);
+            it->texts[0].sent = it->texts[0].len;
+        }
+        if (st->part == 0 && it->code_known)
+            fe_sm_code_close(st, it, out);
         break;
     case FE_SM_REASONING:
         if (!sc->render.seal.key)
@@ -515,6 +579,14 @@ static void fe_sm_pump(fe_stream_ctx_t *sc, fe_sm_state_t *st, struct evbuffer *
             else if (it->kind == FE_SM_MCP) {
                 fe_sm_finish_call(st, it, out);
                 fe_sm_block_start(st, fe_messages_mcp_result(it->item), out);
+            } else if (it->kind == FE_SM_CODE) {
+                if (st->part < 0) {
+                    fe_sm_block_start(st, fe_messages_code_use_block(it->item, false), out);
+                    st->part = 0;
+                }
+                if (st->part == 0)
+                    fe_sm_code_close(st, it, out);
+                fe_sm_block_start(st, fe_messages_code_result_block(it->item), out);
             } else if (it->kind == FE_SM_SEARCH && fe_messages_shows_search(it->item)) {
                 if (st->part < 0)
                     fe_sm_search_use(st, it->item, out);
@@ -546,8 +618,8 @@ static void fe_sm_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *
     fe_sm_state_t *st = sc->state;
     enum sb_event_type t = sb_event_type_of(ev);
     if (t != SB_EV_ITEM_ADDED && t != SB_EV_TEXT_DELTA && t != SB_EV_ARGS_DELTA && t != SB_EV_REASONING_DELTA &&
-        t != SB_EV_ITEM_DONE && t != SB_EV_ANNOTATION_ADDED)
-        return; /* usage and the outcome show in message_delta; progress and tool logs show nothing */
+        t != SB_EV_ITEM_DONE && t != SB_EV_ANNOTATION_ADDED && t != SB_EV_ITEM_PROGRESS)
+        return; /* usage and the outcome show in message_delta; tool logs show nothing */
     fe_sm_item_t *it = fe_sm_item(st, ev);
     if (!it || it->done)
         return;
@@ -569,8 +641,16 @@ static void fe_sm_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *
     case SB_EV_ARGS_DELTA:
         if (it->kind == FE_SM_UNKNOWN)
             it->kind = FE_SM_CALL;
-        if (it->kind == FE_SM_CALL || it->kind == FE_SM_MCP)
+        if (it->kind == FE_SM_CALL || it->kind == FE_SM_MCP || it->kind == FE_SM_CODE)
             fe_sm_add_text(it, 0, delta);
+        break;
+    case SB_EV_ITEM_PROGRESS:
+        /* Only a code call's interpreting step shows: it brings the whole
+         * code, which ends the server_tool_use block before the code runs. */
+        if (it->kind != FE_SM_CODE || !json_is_string(json_object_get(ev, "code")) || !it->item)
+            return;
+        json_object_set(it->item, "code", json_object_get(ev, "code"));
+        it->code_known = true;
         break;
     case SB_EV_ANNOTATION_ADDED:
         if (it->kind == FE_SM_UNKNOWN)
@@ -609,10 +689,12 @@ static void fe_sm_close(fe_stream_ctx_t *sc, const json_t *rendered, struct evbu
     if ((size_t)st->blocks != blocks)
         sb_warn("messages stream %s: %d content blocks streamed, the message has %zu", sc->render.parsed->response_id,
                 st->blocks, blocks);
+    json_t *delta = json_pack("{s:O?, s:O?}", "stop_reason", json_object_get(rendered, "stop_reason"), "stop_sequence",
+                              json_object_get(rendered, "stop_sequence"));
+    if (json_object_get(rendered, "container")) /* the container the code ran in, as the message has it */
+        json_object_set(delta, "container", json_object_get(rendered, "container"));
     fe_sm_emit(out, "message_delta",
-               json_pack("{s:{s:O?, s:O?}, s:O?}", "delta", "stop_reason", json_object_get(rendered, "stop_reason"),
-                         "stop_sequence", json_object_get(rendered, "stop_sequence"), "usage",
-                         json_object_get(rendered, "usage")));
+               json_pack("{s:o, s:O?}", "delta", delta, "usage", json_object_get(rendered, "usage")));
     fe_sm_emit(out, "message_stop", NULL);
 }
 

@@ -269,7 +269,9 @@ static void test_parse_errors(void)
     parse_fails("2023-06-01", "{\"model\":\"m\",\"contents\":[]}", "contents: Extra inputs");
     parse_fails("2023-06-01", "{" MIN ",\"frobnicate\":1}", "frobnicate: Extra inputs are not permitted");
     parse_fails("2023-06-01", "{" MIN ",\"stream\":\"yes\"}", "stream: Input should be a valid boolean");
-    parse_fails("2023-06-01", "{" MIN ",\"container\":\"c\"}", "unsupported parameter");
+    parse_fails("2023-06-01", "{" MIN ",\"container\":{\"skills\":[{\"type\":\"anthropic\"}]}}",
+                "unsupported parameter");
+    parse_fails("2023-06-01", "{" MIN ",\"container\":5}", "container: Input should be a valid string");
     parse_fails("2023-06-01",
                 "{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
                 "role 'user' or 'assistant' is required");
