@@ -139,14 +139,17 @@ static void test_runner(void)
 
     json_t *m = model("{}", NO_BACKEND);
     CHECK_INT(fe_features_tool_runner(m, "mcp"), FE_TOOL_GATEWAY); /* no backend needed */
-    CHECK_INT(fe_features_tool_runner(m, "file_search"), FE_TOOL_REFUSED);
+    /* The data tools (issue 16): the worker's loop runs them by default. */
+    CHECK_INT(fe_features_tool_runner(m, "file_search"), FE_TOOL_GATEWAY);
+    CHECK_INT(fe_features_tool_runner(m, "code_interpreter"), FE_TOOL_GATEWAY);
+    CHECK_INT(fe_features_tool_runner(m, "image_generation"), FE_TOOL_GATEWAY);
     CHECK_INT(fe_features_tool_runner(m, "function"), FE_TOOL_REFUSED); /* not a built-in */
     CHECK_INT(fe_features_tool_runner(m, "bogus"), FE_TOOL_REFUSED);
     CHECK_INT(fe_features_tool_runner(m, NULL), FE_TOOL_REFUSED);
     json_decref(m);
     m = model("{'mcp':'native','file_search':true,'code_interpreter':'native','image_generation':false}", NO_BACKEND);
     CHECK_INT(fe_features_tool_runner(m, "mcp"), FE_TOOL_NATIVE);
-    CHECK_INT(fe_features_tool_runner(m, "file_search"), FE_TOOL_NATIVE);
+    CHECK_INT(fe_features_tool_runner(m, "file_search"), FE_TOOL_GATEWAY); /* true: the gateway, as absent */
     CHECK_INT(fe_features_tool_runner(m, "code_interpreter"), FE_TOOL_NATIVE);
     CHECK_INT(fe_features_tool_runner(m, "image_generation"), FE_TOOL_REFUSED);
     CHECK_INT(fe_features_tool_runner(m, "computer_use"), FE_TOOL_REFUSED);
@@ -178,12 +181,16 @@ static void test_check(void)
     REFUSED("{'web_search':false}", BACKEND, "[{'type':'web_search'}]", NULL, "the built-in tool 'web_search'");
     REFUSED("{}", NO_BACKEND, "[{'type':'web_search_2025_08_26'}]", NULL, "the built-in tool 'web_search_2025_08_26'");
     REFUSED("{'mcp':false}", BACKEND, "[{'type':'mcp'}]", NULL, "the built-in tool 'mcp'");
-    REFUSED("{}", BACKEND, "[{'type':'file_search'}]", NULL, "the built-in tool 'file_search'");
+    REFUSED("{'file_search':false}", BACKEND, "[{'type':'file_search'}]", NULL, "the built-in tool 'file_search'");
+    OK("{}", BACKEND, "[{'type':'file_search'}]", "file_search");
     REFUSED("{}", NO_BACKEND, "[" FN ",{'type':'web_search'}]", "{'type':'web_search'}",
             "the built-in tool 'web_search'");
     OK("{}", NO_BACKEND, "[" FN ",{'type':'web_search'},{'type':'mcp'}]", "function,mcp");
     OK("{'web_search':false,'mcp':false}", BACKEND, "[{'type':'web_search'}," FN ",{'type':'mcp'}]", "function");
-    OK("{}", BACKEND, "[" FN ",{'type':'code_interpreter'},{'type':'web_search'}]", "function,web_search");
+    OK("{}", BACKEND, "[" FN ",{'type':'code_interpreter'},{'type':'web_search'}]",
+       "function,code_interpreter,web_search");
+    OK("{'code_interpreter':false}", BACKEND, "[" FN ",{'type':'code_interpreter'},{'type':'web_search'}]",
+       "function,web_search");
     /* A function tool still needs tools allowed. */
     REFUSED("{'tools':false}", BACKEND, "[" FN ",{'type':'web_search'}]", NULL, "tool calling");
 }
