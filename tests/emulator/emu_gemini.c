@@ -20,6 +20,7 @@
 #include <strings.h>
 
 #include "emu_embed.h"
+#include "emu_image.h"
 #include "emu_internal.h"
 #include "sb_alloc.h"
 #include "sb_id.h"
@@ -35,6 +36,8 @@ struct gem_reply {
     long long prompt_tokens;
     bool thinking;         /* signatures on function calls, thoughtsTokenCount */
     bool include_thoughts; /* a thought part first */
+    json_t *image;         /* an image model's inlineData part after the text (emu_gemini_image.c), or NULL */
+    bool image_only;       /* responseModalities without TEXT: the image is the only part */
 };
 
 static const char *status_name(int code)
@@ -337,7 +340,8 @@ static bool refused(const struct gem_reply *x)
 
 static json_t *usage_json(const struct gem_reply *x, bool final)
 {
-    long long cand = final && !refused(x) ? x->a->output_tokens : 0;
+    long long image = x->image ? SB_EMU_GEMINI_IMAGE_TOKENS * (long long)x->a->n : 0;
+    long long cand = final && !refused(x) ? (x->image_only ? 0 : x->a->output_tokens) + image : 0;
     long long thoughts = final ? x->a->reasoning_tokens : 0;
     json_t *u = json_pack("{s:I}", "promptTokenCount", (json_int_t)x->prompt_tokens);
     if (final && !refused(x))
@@ -345,6 +349,9 @@ static json_t *usage_json(const struct gem_reply *x, bool final)
     json_object_set_new(u, "totalTokenCount", json_integer(x->prompt_tokens + cand + thoughts));
     if (thoughts > 0)
         json_object_set_new(u, "thoughtsTokenCount", json_integer(thoughts));
+    if (final && image > 0)
+        json_object_set_new(u, "candidatesTokensDetails",
+                            json_pack("[{s:s, s:I}]", "modality", "IMAGE", "tokenCount", (json_int_t)image));
     json_object_set_new(u, "promptTokensDetails",
                         json_pack("[{s:s, s:I}]", "modality", "TEXT", "tokenCount", (json_int_t)x->prompt_tokens));
     return u;
@@ -412,9 +419,11 @@ static json_t *full_response(const struct gem_reply *x)
             json_t *cp = call_parts(x);
             json_array_extend(parts, cp);
             json_decref(cp);
-        } else if (x->a->choices[k].text) {
+        } else if (x->a->choices[k].text && !x->image_only) {
             json_array_append_new(parts, json_pack("{s:s}", "text", x->a->choices[k].text));
         }
+        if (x->image)
+            json_array_append(parts, x->image);
         json_array_append_new(cands, candidate_json(x, k, parts, true));
     }
     return response_json(x, cands, true);
@@ -460,11 +469,19 @@ static void reply_stream(struct sb_emu_reply *rep, const struct gem_reply *x, bo
                        response_json(x, json_pack("[o]", candidate_json(x, k, call_parts(x), true)), last_cand));
             continue;
         }
+        if (x->image_only) {
+            push_chunk(
+                rep, sse, &first,
+                response_json(x, json_pack("[o]", candidate_json(x, k, json_pack("[O]", x->image), true)), last_cand));
+            continue;
+        }
         const char *p = x->a->choices[k].text;
         do {
             size_t len = sb_emu_next_word_piece(p);
             bool last = p[len] == '\0';
             json_t *parts = json_pack("[{s:s%}]", "text", p, len);
+            if (last && x->image)
+                json_array_append(parts, x->image);
             push_chunk(rep, sse, &first,
                        response_json(x, json_pack("[o]", candidate_json(x, k, parts, last)), last && last_cand));
             p += len;
@@ -642,7 +659,7 @@ static void generate(struct sb_emu_call *call, const char *model, bool stream, b
     char err[MSG_MAX], label[32];
 
     const json_t *req = call->json;
-    if (!sb_emu_gemini_check(call, req, false))
+    if (!sb_emu_gemini_check(call, req, false) || !sb_emu_gemini_image_check(call, model, req))
         return;
     json_t *contents = sb_emu_gget(req, "contents");
     user_text = last_user_text(contents, &acks);
@@ -716,6 +733,12 @@ static void generate(struct sb_emu_call *call, const char *model, bool stream, b
         goto done;
     }
 
+    bool with_text = true;
+    if (a.ncalls == 0 && a.choices[0].finish != SB_EMU_FINISH_REFUSAL &&
+        sb_emu_gemini_image_wanted(model, req, &with_text)) {
+        x.image = sb_emu_gemini_image_part(req, a.clean ? a.clean : "");
+        x.image_only = !with_text;
+    }
     x.req = req;
     x.a = &a;
     x.model = model;
@@ -734,6 +757,7 @@ static void generate(struct sb_emu_call *call, const char *model, bool stream, b
     }
 
 done:
+    json_decref(x.image);
     sb_emu_answer_free(&a);
     json_decref(owned);
     free(fns);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "emu_embed.h"
+#include "emu_image.h"
 #include "emu_internal.h"
 #include "emu_routes.h"
 #include "emu_search.h"
@@ -51,6 +52,17 @@ static void gemini(struct sb_emu_call *call)
     sb_emu_gemini_route(call, !strcmp(call->method, "GET"));
 }
 
+/* OpenAI's Images API (emu_images.c). */
+static void images_generations(struct sb_emu_call *call)
+{
+    sb_emu_images_handle(call, false);
+}
+
+static void images_edits(struct sb_emu_call *call)
+{
+    sb_emu_images_handle(call, true);
+}
+
 static const struct emu_route routes[] = {
     {NULL, NULL, is_search, sb_emu_search_handle},
     {NULL, NULL, is_gemini, gemini},
@@ -60,6 +72,8 @@ static const struct emu_route routes[] = {
     {"POST", "/v1/messages", NULL, sb_emu_anthropic_messages_handle},
     {"POST", "/v1/messages/count_tokens", NULL, sb_emu_anthropic_count_handle},
     {"POST", "/v1/embeddings", NULL, sb_emu_openai_embeddings_handle},
+    {"POST", "/v1/images/generations", NULL, images_generations},
+    {"POST", "/v1/images/edits", NULL, images_edits},
     {"GET", "/v1/models", looks_anthropic, sb_emu_anthropic_models_handle},
     {"GET", "/v1/models", NULL, sb_emu_openai_models_handle},
 };

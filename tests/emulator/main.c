@@ -51,6 +51,10 @@
  *   POST /v1beta/models/{model}:generateContent        Gemini (also under /v1/models/...)
  *   POST /v1beta/models/{model}:streamGenerateContent  ?alt=sse: SSE; otherwise a streamed JSON array
  *   POST /v1beta/models/{model}:countTokens            {"totalTokens":N,"promptTokensDetails":[...]}
+ *   POST /v1/embeddings         OpenAI embeddings          } see "Embeddings" and "Images" below
+ *   POST /v1beta/models/{model}:embedContent | :batchEmbedContents   Gemini embeddings
+ *   POST /v1/images/generations OpenAI Images (JSON)       }
+ *   POST /v1/images/edits       OpenAI Images (multipart upload)
  *   GET  /v1beta/models         {"models":[{"name":"models/emu-model",...}]} (also gemini-2.5-flash,
  *                               gemini-2.5-pro); GET /v1beta/models/{id} one of them, else 404 NOT_FOUND
  *                               "models/{id} is not found for API version v1beta, or is not supported
@@ -94,8 +98,9 @@
  *                                        "?key" for Gemini's query key, or null),
  *                                        "body" (parsed JSON or null),"body_bytes","request_id",
  *                                        "protocol" ("openai-chat","openai-responses","anthropic",
- *                                        "gemini","openai" for the model list, "searxng", "brave" and
- *                                        "pages" for the web, or null),
+ *                                        "gemini" (its embeddings too),"openai-embeddings",
+ *                                        "openai-images","openai" for the model list, "searxng",
+ *                                        "brave" and "pages" for the web, or null),
  *                                        "status" (reply status; null for hang/drop),
  *                                        "model" (the upstream model asked for, or null),
  *                                        "fault" (true when a fault was injected, see below)}
@@ -549,6 +554,100 @@
  *   chunks form one JSON array ("[" chunk ",\r\n" chunk ... "]"), Content-Type application/json.
  *   :countTokens takes {contents} or {generateContentRequest} -> {"totalTokens":N,
  *   "promptTokensDetails":[{"modality":"TEXT","tokenCount":N}]}.
+ *   Image models (a name containing "image", e.g. gemini-2.5-flash-image; emu_gemini_image.c):
+ *   the answer's text part is followed by {"inlineData":{"mimeType":"image/png","data"}} (see
+ *   "Images"), unless generationConfig.responseModalities leaves IMAGE out; IMAGE without TEXT:
+ *   the image is the only part. usageMetadata.candidatesTokenCount adds 1290 per image, with
+ *   "candidatesTokensDetails":[{"modality":"IMAGE","tokenCount"}]. Streaming: the image rides on
+ *   the candidate's last chunk. No image with function calls or a refusal. The colour hashes the
+ *   last user text (without directives) and every inlineData image of the contents, in order, so
+ *   sending an earlier image back (an edit) changes it. imageConfig {aspectRatio 1:1|2:3|3:2|3:4|
+ *   4:3|4:5|5:4|9:16|16:9|21:9 (wide -> 24x16, tall -> 16x24), imageSize 1K|2K|4K}; other names
+ *   are unknown fields. Any other model with IMAGE in responseModalities -> 400 "Model does not
+ *   support the requested response modalities: image".
+ *
+ * Embeddings (emu_embed.c, emu_openai_embeddings.c, emu_gemini_embed.c)
+ *   Vectors: a hashed bag of words, deterministic and meaningful (texts that share content words
+ *   are close): words are runs of ASCII letters/digits and non-ASCII bytes, lower-cased, crudely
+ *   stemmed (ies->y, sses->ss, -ing, -ed, -ly, -es after s/x/z/ch/sh, -s), English stop words
+ *   dropped (kept when a text has nothing else); each distinct stem weighs 1 + ln(count) and is
+ *   added at two signed coordinates chosen by a 64-bit hash of it; the vector is L2-normalised.
+ *   A requested dimension hashes into that many coordinates (not a prefix of a longer vector).
+ *   Default dimension: text-embedding-3-small 1536, text-embedding-3-large 3072,
+ *   text-embedding-ada-002 1536, gemini-embedding-001 3072, text-embedding-004 / embedding-001 768,
+ *   any other embedding model (e.g. "emu-embed") 256; the same text and dimension give the same
+ *   vector on both APIs. Tokens: words of a text, ids of a token array.
+ *   OpenAI POST /v1/embeddings {model, input: string | string[] | int[] | int[][], encoding_format
+ *   float|base64, dimensions, user} -> {"object":"list","data":[{"object":"embedding","index",
+ *   "embedding":[floats] | "<base64 of little-endian float32>"}],"model","usage":{"prompt_tokens",
+ *   "total_tokens"}}. Refused: unknown parameter "Unrecognized request argument supplied: x"; no
+ *   model "you must provide a model parameter"; a model without "embed" in its name 404
+ *   model_not_found; input missing; "", [], [""], mixed kinds, an empty token array or a negative
+ *   id "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/
+ *   api-reference."; > 2048 inputs array_above_max_length; an input > 8192 tokens "This model's
+ *   maximum context length is 8192 tokens, however you requested N tokens (...)"; > 300000 tokens
+ *   in all (type/code max_tokens_per_request); dimensions on text-embedding-ada-002 "This model
+ *   does not support specifying dimensions.", below 1 or above the model's default (emu models:
+ *   4096) as integer range errors.
+ *   Gemini POST models/{m}:embedContent {content:{parts:[{text}]}, taskType, title,
+ *   outputDimensionality, model?} -> {"embedding":{"values":[...]}}; :batchEmbedContents
+ *   {requests:[{model:"models/{m}", content, taskType, title, outputDimensionality}]} ->
+ *   {"embeddings":[{"values"}...]}. Proto3 names checked as for generateContent (so
+ *   embedContentConfig is an unknown name); then "* EmbedContentRequest.content: content is not
+ *   specified", "...content.parts: contents.parts must not be empty.", "...content: contains an
+ *   empty Part." (an empty text), non-text parts refused unless the model name has
+ *   "embedding-2", output_dimensionality 0 (default) to the model's size, a title only with
+ *   RETRIEVAL_DOCUMENT, 1..100 requests a batch ("at most 100 requests can be in one batch"),
+ *   each request's model "models/{m}" of the URL ("unexpected model name format" when missing). A
+ *   model without "embed" -> 404 "models/{m} is not found for API version v1beta, or is not
+ *   supported for embedContent. ...". Directives ([[emu:status=503]], ...) in the first text that
+ *   has any, route faults and auth work as in the chat protocols.
+ *
+ * Images (emu_images.c, emu_images_check.c, emu_picture.c, emu_image_sniff.c, emu_multipart.c)
+ *   OpenAI POST /v1/images/generations (JSON) and /v1/images/edits (multipart/form-data: image or
+ *   image[] files, mask, text fields; integers and booleans read from their text). Models:
+ *   gpt-image-1, gpt-image-1-mini, gpt-image-1.5, gpt-image-2, gpt-image-2-2026-04-21,
+ *   chatgpt-image-latest, and any "emu-image..."; dall-e-2 / dall-e-3 are valid names the
+ *   emulator does not emulate (400 saying so); no model: generations default to dall-e-2 (or
+ *   gpt-image-1 when a GPT-only parameter is given), edits to gpt-image-1.5.
+ *   Reply {"created","background","data":[{"b64_json"}],"output_format","quality","size","usage":{
+ *   "input_tokens","input_tokens_details":{"image_tokens","text_tokens"},"output_tokens",
+ *   "total_tokens","output_tokens_details":{"image_tokens","text_tokens":0}}} with auto resolved
+ *   (size 1024x1024, quality high, background opaque, output_format png). Tokens: text = prompt
+ *   words, image = 85 per input image, output per image 272/1056/4160 (low/medium/high) for
+ *   1024x1024, 408/1584/6240 for 1536x1024 and 1024x1536, gpt-image-2 free sizes in proportion.
+ *   stream:true -> SSE with "event:" lines: per image, partial_images events
+ *   image_generation.partial_image (edits: image_edit.partial_image) {type, b64_json, created_at,
+ *   size, quality, background, output_format, partial_image_index}, then image_generation.completed
+ *   (image_edit.completed) {type, b64_json, created_at, size, quality, background, output_format,
+ *   usage (that image's output tokens)}.
+ *   The pictures: 16x16 pixels (1536x1024 -> 24x16, 1024x1536 -> 16x24), 8x8 blocks painted in
+ *   raster order, a final image has every block in the foreground colour, partial k of P
+ *   floor(blocks*(k+1)/(P+1)) of them on the background (grey, or transparent). The colour hashes
+ *   the prompt without directives and, for an edit, every input image's and the mask's bytes, and
+ *   the image's index of n. png: RGB (RGBA when transparent) with tEXt Software, Description (the
+ *   prompt, printable ASCII, <= 256 bytes) and Comment ("generation by gpt-image-1, image 1 of 1",
+ *   "edit by ..., of N input images", ", partial k of P"); jpeg: baseline with a COM
+ *   "<prompt>; <comment>"; webp: lossless VP8L.
+ *   Refused as the real API refuses: "Unknown parameter: 'x'." (response_format and style too,
+ *   moderation on edits, input_fidelity on generations); prompt missing, empty or > 32000
+ *   characters; model not one of the list "Invalid value: 'x'. Supported values are: ..."; n
+ *   1..10; size (gpt-image-2: WxH multiples of 16, <= 3840 a side and 3840x2160 pixels, aspect 1:3
+ *   to 3:1); quality low|medium|high|auto; background transparent|opaque|auto ("Transparent
+ *   background is not supported for this model." on gpt-image-2; not with jpeg); moderation
+ *   low|auto; output_format png|jpeg|webp; output_compression 0..100 ("Compression less than 100
+ *   is not supported for PNG output format."); partial_images 0..3; stream boolean;
+ *   input_fidelity high|low, not on gpt-image-1-mini. Edits: "Missing required parameter:
+ *   'image'."; <= 16 images; each file's Content-Type "Invalid file 'image[1]': failed to
+ *   determine mimetype..." (none) / "...: unsupported mimetype ('x'). Supported file formats are
+ *   'image/jpeg', 'image/png', and 'image/webp'." (code unsupported_file_mimetype; the param is
+ *   'image' for one image field, 'image[i]' for an array); bytes that are not that kind "Invalid
+ *   image file or mode for image N, please check your image file."; mask a PNG ("Supported file
+ *   formats are 'image/png'."), with alpha ("Invalid mask image format - mask image missing alpha
+ *   channel"), the size of the first image; a text field named image "Invalid type for 'image':
+ *   expected one of an array of files or file, but got a string instead."; a body that is not
+ *   multipart "Invalid Content-Type header (...), expected multipart/form-data...". Directives in
+ *   the prompt and route faults apply; the journal's body is null for an upload.
  *
  * Fault injection (emu_faults.c): the failures a gateway's resilience tests need, per request
  * (in-band [[emu:...]] directives in the last user message) or per route (see "Route faults").
