@@ -3,7 +3,7 @@
  * answer rather than say what the conversation is: tools
  * (functionDeclarations -> non-strict function tools; googleSearch and the
  * older googleSearchRetrieval -> the web_search tool the gateway runs,
- * docs/tools.md), toolConfig
+ * codeExecution -> its code_interpreter tool, docs/tools.md), toolConfig
  * (functionCallingConfig -> tool_choice) and generationConfig (sampling,
  * stop, candidateCount -> n, response schema -> text.format, thinkingConfig
  * -> reasoning.effort). The style's translation table is in
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_gemini_code.h"
 #include "fe_gemini_json.h"
 #include "fe_gemini_parse.h"
 #include "fe_gemini_render.h"
@@ -107,18 +108,11 @@ static int fe_gemini_search_retrieval(fe_gemini_ctx_t *c, const json_t *gsr, con
 
 int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical)
 {
-    static const char *const tool_fields[] = {"functionDeclarations",
-                                              "googleSearch",
-                                              "googleSearchRetrieval",
+    static const char *const tool_fields[] = {"functionDeclarations", "googleSearch", "googleSearchRetrieval",
                                               "codeExecution",
-                                              "urlContext",
-                                              "computerUse",
-                                              "fileSearch",
-                                              "googleMaps",
-                                              "mcpServers",
-                                              "retrieval",
-                                              "enterpriseWebSearch",
-                                              NULL};
+                                              /* the tools this gateway does not run: */
+                                              "urlContext", "computerUse", "fileSearch", "googleMaps", "mcpServers",
+                                              "retrieval", "enterpriseWebSearch", NULL};
     static const char *const fn_fields[] = {"name",     "description",        "parameters", "parametersJsonSchema",
                                             "response", "responseJsonSchema", "behavior",   NULL};
     json_t *tools = fe_gemini_array(body, "tools", "", c->err);
@@ -126,6 +120,7 @@ int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical)
         return -1;
     json_t *out = json_array();
     json_t *search = NULL, *blocked = NULL; /* the one web_search tool (in out), its excluded domains */
+    bool code = false;                      /* the code_interpreter tool is in out */
     size_t i;
     json_t *t;
     json_array_foreach (tools, i, t) {
@@ -143,11 +138,20 @@ int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical)
             search = json_pack("{s:s}", "type", "web_search");
             json_array_append(out, search);
         }
-        for (const char *const *f = tool_fields + 3; *f; f++) {
+        json_t *ce = fe_gemini_get(t, "codeExecution");
+        if (ce && fe_gemini_code_tool(c, ce, at) < 0)
+            goto fail;
+        if (ce && !code) {
+            /* The gateway's code interpreter (fe_gemini_code.c); several
+             * are one. */
+            json_array_append_new(out, json_pack("{s:s, s:s}", "type", "code_interpreter", "container", "auto"));
+            code = true;
+        }
+        for (const char *const *f = tool_fields + 4; *f; f++) {
             if (fe_gemini_get(t, *f)) {
                 fe_gemini_unsupported(c->err,
                                       "the '%s' tool ('%s') is not supported on this gateway; only "
-                                      "functionDeclarations and googleSearch are.",
+                                      "functionDeclarations, googleSearch and codeExecution are.",
                                       *f, at);
                 goto fail;
             }

@@ -1,8 +1,9 @@
 /*
  * fe_gemini_contents: a GenerateContentRequest's conversation as canonical
  * items: contents[] (user and model turns, their text, inline and file data,
- * function calls and responses, thought signatures opened back into the items
- * the gateway sealed) and systemInstruction -> instructions. The style's
+ * function calls and responses, code execution parts through
+ * fe_gemini_code.c, thought signatures opened back into the items the
+ * gateway sealed) and systemInstruction -> instructions. The style's
  * translation table is in fe_gemini_parse.c.
  */
 #include <ctype.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_gemini_code.h"
 #include "fe_gemini_json.h"
 #include "fe_gemini_parse.h"
 #include "fe_gemini_render.h"
@@ -213,7 +215,10 @@ static json_t *fe_gemini_open_signature(fe_gemini_ctx_t *c, const char *token, c
     bool ok = json_is_array(list) && json_array_size(list) > 0;
     json_array_foreach (list, i, it) {
         const char *t = json_string_value(json_object_get(it, "type"));
-        ok = ok && t && (!strcmp(t, "reasoning") || !strcmp(t, "function_call"));
+        /* A code interpreter call is sealed alone (fe_gemini_code.c). */
+        ok = ok && t &&
+             (!strcmp(t, "reasoning") || !strcmp(t, "function_call") ||
+              (!strcmp(t, "code_interpreter_call") && json_array_size(list) == 1));
     }
     if (!ok) {
         json_decref(list);
@@ -245,7 +250,8 @@ static int fe_gemini_push_carried(fe_gemini_ctx_t *c, json_t *carried, bool call
     for (size_t i = 0; i < n; i++) {
         json_t *it = json_array_get(carried, i);
         bool is_call = !strcmp(json_string_value(json_object_get(it, "type")), "function_call");
-        if (is_call != (call_last && i == n - 1))
+        bool is_code = !strcmp(json_string_value(json_object_get(it, "type")), "code_interpreter_call");
+        if (is_code || is_call != (call_last && i == n - 1))
             return fe_gemini_fail(c->err,
                                   "Invalid value at '%s.thought_signature': the signature belongs to "
                                   "another part.",
@@ -458,9 +464,55 @@ fail:
     return -1;
 }
 
+/* Whether carried (a signature's items) is a code interpreter call the
+ * gateway sealed alone. */
+static bool fe_gemini_carries_code(const json_t *carried)
+{
+    const char *t = json_string_value(json_object_get(json_array_get(carried, 0), "type"));
+    return json_array_size(carried) == 1 && t && !strcmp(t, "code_interpreter_call");
+}
+
+/* Whether a model turn's part (data: its member) is a code execution part:
+ * executableCode, codeExecutionResult, or inlineData right after a result
+ * (the images the code showed). */
+static bool fe_gemini_is_code_part(const fe_gemini_ctx_t *c, const char *data)
+{
+    return data && (!strcmp(data, "executableCode") || !strcmp(data, "codeExecutionResult") ||
+                    (!strcmp(data, "inlineData") && c->code && !c->code_waiting));
+}
+
+/* One such part -> the turn's code_interpreter_call (fe_gemini_code.c). 0,
+ * or -1 with err. */
+static int fe_gemini_code_part(fe_gemini_ctx_t *c, const json_t *p, const char *data, json_t *carried, const char *at)
+{
+    if (!strcmp(data, "executableCode")) {
+        if (carried && fe_gemini_push_carried(c, carried, false, at) < 0)
+            return -1;
+        return fe_gemini_code_exec(c, fe_gemini_get(p, "executableCode"), at);
+    }
+    if (!strcmp(data, "codeExecutionResult")) {
+        bool sealed = carried && fe_gemini_carries_code(carried);
+        if (carried && !sealed && fe_gemini_push_carried(c, carried, false, at) < 0)
+            return -1;
+        return fe_gemini_code_result(c, fe_gemini_get(p, "codeExecutionResult"),
+                                     sealed ? json_incref(json_array_get(carried, 0)) : NULL, at);
+    }
+    char sub[FE_GEMINI_AT];
+    fe_gemini_at(sub, sizeof sub, at, "inlineData");
+    json_t *np = fe_gemini_inline(c, fe_gemini_get(p, "inlineData"), sub);
+    if (!np)
+        return -1;
+    bool image = fe_gemini_code_image(c, np);
+    json_decref(np);
+    if (!image)
+        return fe_gemini_unsupported(c->err, "inline data of a code result at '%s' must be an image.", sub);
+    return carried ? fe_gemini_push_carried(c, carried, false, at) : 0;
+}
+
 static int fe_gemini_model_turn(fe_gemini_ctx_t *c, const json_t *parts, const char *cat, size_t turn)
 {
     json_t *cur = NULL;
+    fe_gemini_code_end(c);
     size_t j;
     json_t *p;
     json_array_foreach (parts, j, p) {
@@ -486,7 +538,13 @@ static int fe_gemini_model_turn(fe_gemini_ctx_t *c, const json_t *parts, const c
             fe_gemini_flush(c, &cur, "assistant");
         }
         int rc = 0;
-        if (data && !strcmp(data, "functionCall")) {
+        bool code = fe_gemini_is_code_part(c, data);
+        if (!code)
+            fe_gemini_code_end(c);
+        if (code) {
+            fe_gemini_flush(c, &cur, "assistant"); /* the text before the code comes first */
+            rc = fe_gemini_code_part(c, p, data, carried, at);
+        } else if (data && !strcmp(data, "functionCall")) {
             fe_gemini_flush(c, &cur, "assistant");
             rc = fe_gemini_function_call(c, fe_gemini_get(p, "functionCall"), carried, at, turn);
         } else if (!data || !strcmp(data, "text")) {

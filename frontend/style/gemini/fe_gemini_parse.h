@@ -10,6 +10,7 @@
 #define FE_GEMINI_PARSE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "fe_error.h"
 #include "fe_style.h"
@@ -18,8 +19,10 @@ typedef struct {
     const fe_sealer_t *seal; /* opens thoughtSignatures (the caller's) */
     fe_parsed_t *out;        /* the parsed request being filled (n, style_state) */
     fe_error_t *err;
-    json_t *items; /* canonical input being built (borrowed) */
-    json_t *calls; /* function calls so far: [{"call_id","name","turn","answered"}] (owned) */
+    json_t *items;     /* canonical input being built (borrowed) */
+    json_t *calls;     /* function calls so far: [{"call_id","name","turn","answered"}] (owned) */
+    json_t *code;      /* the model turn's latest code_interpreter_call (in items, borrowed), or NULL */
+    bool code_waiting; /* its executableCode came, its codeExecutionResult not yet (fe_gemini_code.c) */
 } fe_gemini_ctx_t;
 
 /* contents[] -> canonical input items (appended to c->items). */
@@ -28,7 +31,8 @@ int fe_gemini_contents(fe_gemini_ctx_t *c, const json_t *body);
 /* systemInstruction (a Content of text parts) -> canonical instructions. */
 int fe_gemini_system(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical);
 
-/* tools[].functionDeclarations -> canonical function tools. */
+/* tools[].functionDeclarations -> canonical function tools; googleSearch
+ * and codeExecution -> the built-in web_search and code_interpreter tools. */
 int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical);
 
 /* toolConfig.functionCallingConfig -> tool_choice (after fe_gemini_tools). */

@@ -5,13 +5,15 @@
  * the non-streamed one cut in pieces. Reasoning -> {text, thought:true,
  * thoughtSignature} when includeThoughts, else only its signature, carried
  * on the next part; message text and refusals -> {text}; function_call ->
- * {functionCall:{name, args, id}}; web_search_call items and url_citation
- * annotations -> the candidate's groundingMetadata. Also the countTokens
- * reply.
+ * {functionCall:{name, args, id}}; code_interpreter_call ->
+ * {executableCode}, {codeExecutionResult} and its images' {inlineData}
+ * (fe_gemini_code.c); web_search_call items and url_citation annotations ->
+ * the candidate's groundingMetadata. Also the countTokens reply.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_gemini_code.h"
 #include "fe_gemini_render.h"
 #include "fe_reasoning.h"
 #include "sb_alloc.h"
@@ -89,6 +91,16 @@ json_t *fe_gemini_call_part(const json_t *it)
     }
     return json_pack("{s:{s:O?, s:o, s:O?}}", "functionCall", "name", json_object_get(it, "name"), "args", args, "id",
                      json_object_get(it, "call_id"));
+}
+
+void fe_gemini_code_parts(const fe_render_ctx_t *ctx, json_t *parts, const json_t *item, json_t *pending, bool exec)
+{
+    if (exec)
+        fe_gemini_emit(ctx, parts, fe_gemini_code_exec_part(item), pending, NULL);
+    json_t *one = json_pack("[o]", fe_gemini_code_sealable(item));
+    json_t *sig = fe_gemini_seal(ctx, one);
+    json_decref(one);
+    fe_gemini_code_result_parts(parts, item, sig);
 }
 
 const char *fe_gemini_finish_reason(const fe_collect_t *res, int k)
@@ -276,6 +288,8 @@ static json_t *fe_gemini_candidate(const fe_collect_t *res, const fe_render_ctx_
             json_t *part = fe_gemini_call_part(it);
             if (part)
                 fe_gemini_emit(ctx, parts, part, pending, it);
+        } else if (!strcmp(type, "code_interpreter_call")) {
+            fe_gemini_code_parts(ctx, parts, it, pending, true);
         }
     }
     if (json_array_size(pending) > 0) /* reasoning with nothing after it */

@@ -54,6 +54,12 @@ const json_t *fe_gemini_part_text(const json_t *part);
  * reference); args that are not a JSON object become {}. */
 json_t *fe_gemini_call_part(const json_t *call);
 
+/* Appends a code_interpreter_call's parts (fe_gemini_code.h) to parts: its
+ * executableCode part (with exec; it carries the signature of the
+ * reasoning in pending, which it empties), its codeExecutionResult part
+ * sealing the item, its images. */
+void fe_gemini_code_parts(const fe_render_ctx_t *ctx, json_t *parts, const json_t *item, json_t *pending, bool exec);
+
 /* Candidate k's finishReason: STOP, MAX_TOKENS or SAFETY. */
 const char *fe_gemini_finish_reason(const fe_collect_t *res, int k);
 

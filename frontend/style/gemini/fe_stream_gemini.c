@@ -15,6 +15,10 @@
  *                                    thought part with its thoughtSignature
  *   {"functionCall": {...}}          a whole call when its item is done
  *                                    (Gemini never splits a call's args)
+ *   {"executableCode": {...}}        a code interpreter call's code, whole,
+ *                                    at its interpreting step (else at its end)
+ *   {"codeExecutionResult": {...}}   its result, then its images as
+ *                                    {"inlineData"} parts, when it is done
  * Text an upstream delivered whole (no deltas; refusals) goes out when its
  * item is done, so the parts joined are the non-streamed response's. The
  * signature of reasoning not shown rides on the candidate's next part, as in
@@ -35,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_gemini_code.h"
 #include "fe_gemini_render.h"
 #include "fe_google_error.h"
 #include "fe_stream.h"
@@ -61,6 +66,7 @@ typedef struct {
     bool done;
     fe_sg_sent_t text[FE_SG_MAX_PARTS]; /* a message's content parts */
     fe_sg_sent_t thought;               /* a reasoning item's thought text */
+    bool code_sent;                     /* a code call's executableCode part went out */
 } fe_sg_item_t;
 
 typedef struct {
@@ -214,6 +220,8 @@ static void fe_sg_item_done(fe_stream_ctx_t *sc, fe_sg_cand_t *c, const fe_sg_it
         json_t *part = fe_gemini_call_part(item);
         if (part)
             fe_gemini_emit(&sc->render, parts, part, c->pending, item);
+    } else if (!strcmp(type, "code_interpreter_call")) {
+        fe_gemini_code_parts(&sc->render, parts, item, c->pending, !(it && it->code_sent));
     }
     fe_sg_send(sc, out, k, parts);
 }
@@ -221,7 +229,7 @@ static void fe_sg_item_done(fe_stream_ctx_t *sc, fe_sg_cand_t *c, const fe_sg_it
 static void fe_sg_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *out)
 {
     enum sb_event_type t = sb_event_type_of(ev);
-    if (t != SB_EV_TEXT_DELTA && t != SB_EV_REASONING_DELTA && t != SB_EV_ITEM_DONE)
+    if (t != SB_EV_TEXT_DELTA && t != SB_EV_REASONING_DELTA && t != SB_EV_ITEM_DONE && t != SB_EV_ITEM_PROGRESS)
         return; /* the rest shows in the last chunk (finishReason, usage) */
     int k = sb_event_choice(ev);
     fe_sg_cand_t *c = fe_sg_cand(sc, k);
@@ -247,6 +255,21 @@ static void fe_sg_event(fe_stream_ctx_t *sc, const json_t *ev, struct evbuffer *
         fe_sg_sent_add(&it->thought, delta);
         fe_sg_send(sc, out, k, json_pack("[{s:O, s:b}]", "text", delta, "thought", 1));
         break;
+    case SB_EV_ITEM_PROGRESS: {
+        /* A code call's interpreting step brings its whole code: the
+         * executableCode part goes out before the code runs. */
+        json_t *code = json_object_get(ev, "code");
+        const char *status = json_string_value(json_object_get(ev, "status"));
+        if (!it || it->done || it->code_sent || !json_is_string(code) || !status || strcmp(status, "interpreting") != 0)
+            break;
+        json_t *stub = json_pack("{s:s, s:O}", "type", "code_interpreter_call", "code", code);
+        json_t *parts = json_array();
+        fe_gemini_emit(&sc->render, parts, fe_gemini_code_exec_part(stub), c->pending, NULL);
+        json_decref(stub);
+        fe_sg_send(sc, out, k, parts);
+        it->code_sent = true;
+        break;
+    }
     case SB_EV_ITEM_DONE:
         if (it && it->done)
             break; /* told twice */

@@ -574,7 +574,7 @@ static void test_google_search(void)
         {"\"tools\":[{\"googleSearch\":{}}],\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\","
          "\"allowedFunctionNames\":[\"web_search\"]}}",
          "is not declared in tools"},
-        {"\"tools\":[{\"codeExecution\":{}}]", "only functionDeclarations and googleSearch are"},
+        {"\"tools\":[{\"urlContext\":{}}]", "only functionDeclarations, googleSearch and codeExecution are"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *body = sb_xasprintf("{\"contents\":[{\"parts\":[{\"text\":\"x\"}]}],%s}", bad[i].body);
