@@ -25,7 +25,9 @@
  *
  * A count job (request.op "count_tokens") is one call, never strict: to the
  * adapter's counting endpoint, or, for an adapter without one, a one-token
- * generation (sb_provider_count_job) whose usage is the count.
+ * generation (sb_provider_count_job) whose usage is the count. A file
+ * search job (request.op "vs_ingest", "vs_search") calls no model: it is
+ * wtool_vsjob.h's, which hands back its events.
  *
  * Retries after transient upstream failures are each call's own (wcall.c).
  * The final EVENT's header carries "upstream": "failed" when a call's last
@@ -44,6 +46,7 @@
 #include "sb_log.h"
 #include "sb_mpjson.h"
 #include "worker_internal.h"
+#include "wtool_vsjob.h"
 
 /* Most upstream calls one fanned-out job may make (OpenAI's own limit on n). */
 #define SB_WORKER_MAX_FANOUT 128
@@ -61,6 +64,7 @@ static void sb_wjob_set_state(sb_wjob_t *j, enum sb_wjob_state state)
 void sb_wjob_free(sb_wjob_t *j)
 {
     sb_wloop_free(&j->loop);
+    sb_vsjob_cancel(&j->vs);
     for (int i = 0; i < j->n_calls; i++)
         sb_wcall_clear(&j->calls[i]);
     free(j->calls);
@@ -132,6 +136,7 @@ void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
     for (int i = 0; i < j->n_calls; i++)
         sb_wcall_cancel(&j->calls[i]);
     sb_wloop_stop(j->loop);
+    sb_vsjob_cancel(&j->vs);
     if (send) {
         if (final)
             json_array_append_new(j->events, final);
@@ -328,6 +333,19 @@ static void sb_wjob_on_call_fail(sb_wcall_t *c, json_t *err)
     sb_wjob_finish(c->j, err);
 }
 
+/* A file search operation is over: its events, then its final one, end the job. */
+static void sb_wjob_on_vsjob(void *arg, json_t *events)
+{
+    sb_wjob_t *j = arg;
+    j->vs = NULL; /* it frees itself when this returns */
+    size_t n = json_array_size(events);
+    for (size_t i = 0; i + 1 < n; i++)
+        json_array_append(j->events, json_array_get(events, i));
+    json_t *final = n ? json_incref(json_array_get(events, n - 1)) : NULL;
+    json_decref(events);
+    sb_wjob_finish(j, final);
+}
+
 static const sb_wloop_ops_t sb_wjob_loop_ops = {
     .flush = sb_wjob_flush_partial,
     .finish = sb_wjob_finish,
@@ -379,6 +397,15 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
         !json_is_object(j->job)) {
         err = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, "job body is not a valid msgpack job");
         goto fail;
+    }
+    /* File search's ingestion and search (wtool_vsjob.h) call no model. */
+    if (sb_vsjob_is_op(sb_job_request(j->job))) {
+        sb_vs_env_t env = {
+            .base = w->base, .db = w->db, .up = w->upstream, .connect_timeout_ms = w->connect_timeout_ms};
+        if (sb_vsjob_start(&env, j->job, deadline_ms, sb_wjob_on_vsjob, j, &j->vs, &err) < 0)
+            goto fail;
+        sb_wjob_set_state(j, SB_WJOB_UPSTREAM);
+        return;
     }
     const char *kind = sb_job_route_str(j->job, "provider");
     if (!kind) {

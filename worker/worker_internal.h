@@ -217,6 +217,7 @@ struct sb_wjob {
     bool incomplete;
     int64_t upstream_ms;       /* the slowest call's */
     sb_wloop_t *loop;          /* owned: the tool loop that makes this job's calls (wloop.c), or NULL */
+    struct sb_vsjob *vs;       /* owned: a file search operation (request.op vs_*; wtool_vsjob.h), or NULL */
     struct sb_wjob *next_reap; /* the next DONE job on the worker's reap list */
 };
 
