@@ -6,6 +6,8 @@
 #include "fe_routes.h"
 
 #include "fe_chat_stored.h"
+#include "fe_container_files_api.h"
+#include "fe_containers_api.h"
 #include "fe_files_api.h"
 #include "fe_gemini_models.h"
 #include "fe_generate.h"
@@ -33,6 +35,15 @@ static const fe_route_t fe_route_list[] = {
     {"GET", "/v1/files/{}", &fe_style_responses, fe_files_get, NULL, false},
     {"DELETE", "/v1/files/{}", &fe_style_responses, fe_files_delete, NULL, false},
     {"GET", "/v1/files/{}/content", &fe_style_responses, fe_files_content, NULL, false},
+    {"POST", "/v1/containers", &fe_style_responses, fe_containers_create, NULL, false},
+    {"GET", "/v1/containers", &fe_style_responses, fe_containers_list, NULL, false},
+    {"GET", "/v1/containers/{}", &fe_style_responses, fe_containers_get, NULL, false},
+    {"DELETE", "/v1/containers/{}", &fe_style_responses, fe_containers_delete, NULL, false},
+    {"POST", "/v1/containers/{}/files", &fe_style_responses, fe_container_files_create, NULL, true},
+    {"GET", "/v1/containers/{}/files", &fe_style_responses, fe_container_files_list, NULL, false},
+    {"GET", "/v1/containers/{}/files/{}", &fe_style_responses, fe_container_files_get, NULL, false},
+    {"DELETE", "/v1/containers/{}/files/{}", &fe_style_responses, fe_container_files_delete, NULL, false},
+    {"GET", "/v1/containers/{}/files/{}/content", &fe_style_responses, fe_container_files_content, NULL, false},
     {"GET", "/v1/models", &fe_style_responses, fe_models_list, fe_models_style, false},
     {"GET", "/v1/models/{}", &fe_style_responses, fe_models_list, fe_models_style, false},
     {"POST", "/v1/messages", &fe_style_messages, fe_generate_start, NULL, false},
