@@ -144,8 +144,11 @@ static long long tokens_per_image(const struct sb_emu_images_req *r)
     return (long long)((double)t * (double)w * (double)h / SQUARE_PIXELS + 0.5);
 }
 
-/* Image `index`'s base64, with `filled` blocks of the picture painted (all of them: the final image). */
-static char *image_b64(const struct images_reply *x, int index, unsigned filled_of_p, int partial, int partials)
+/*
+ * Image `index`'s base64: the final image when partial < 0, else partial image `partial` (0-based) of `partials`,
+ * with `filled` of its blocks painted.
+ */
+static char *image_b64(const struct images_reply *x, int index, unsigned filled, int partial, int partials)
 {
     const struct sb_emu_images_req *r = x->r;
     uint64_t seed = sb_emu_image_hash(x->clean, strlen(x->clean), r->edit ? r->input_hash ^ 1u : 0);
@@ -154,7 +157,7 @@ static char *image_b64(const struct images_reply *x, int index, unsigned filled_
     struct sb_emu_picture p;
     sb_emu_picture_init(&p, r->w, r->h, seed, !strcmp(r->background, "transparent"));
     if (partial >= 0)
-        p.filled = filled_of_p;
+        p.filled = filled;
     char comment[200];
     int at = snprintf(comment, sizeof comment, "%s by %s, image %d of %d", r->edit ? "edit" : "generation", r->model,
                       index + 1, r->n);

@@ -232,7 +232,7 @@ void sb_emu_openai_embeddings_handle(struct sb_emu_call *call)
     sb_emu_call_set_model_from_body(call);
     if (sb_emu_openai_check_auth(call))
         return;
-    enum input_kind kind;
+    enum input_kind kind = IN_STRINGS;
     size_t dims = 0;
     if (!check_request(call, &kind, &dims))
         return;
