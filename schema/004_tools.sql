@@ -31,7 +31,8 @@ CREATE TRIGGER search_backends_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCA
 -- searches, page opens and finds), written by the frontend in the same
 -- batch (and statement) as its request's request_log row. Never any
 -- argument or result content: names, sizes, timings and outcomes only.
---   kind     mcp_list_tools | mcp_call | web_search | open_page | find_in_page
+--   kind     mcp_list_tools | mcp_call | web_search | open_page | find_in_page |
+--            code_interpreter | file_search | image_generation (schema 005, 006)
 --   server   the MCP server_label, or the search backend's kind
 --   name     the MCP tool's name (NULL when the call has none, e.g. a listing)
 --   item_id  the output item the call was shown as (mcp_..., ws_...)

@@ -58,8 +58,9 @@ void fe_collect_tool_calls_stored(fe_collect_t *c, const char *response_id)
 /* Longest server label, tool name or item id kept, in bytes. */
 #define FE_COLLECT_TOOL_NAME_MAX 256
 
-static const char *const fe_collect_tool_kinds[] = {"mcp_list_tools", "mcp_call",     "web_search",
-                                                    "open_page",      "find_in_page", NULL};
+static const char *const fe_collect_tool_kinds[] = {"mcp_list_tools", "mcp_call",         "web_search",
+                                                    "open_page",      "find_in_page",     "code_interpreter",
+                                                    "file_search",    "image_generation", NULL};
 static const char *const fe_collect_tool_outcomes[] = {"ok", "error", "timeout", "denied", "blocked", NULL};
 
 static const char *fe_collect_one_of(const json_t *v, const char *const *names)

@@ -43,9 +43,10 @@ static void test_row(void)
     json_decref(ev);
 
     /* Every kind and outcome of the contract; nothing else. */
-    static const char *const kinds[] = {"mcp_list_tools", "mcp_call", "web_search", "open_page", "find_in_page"};
-    static const char *const outcomes[] = {"ok", "error", "timeout", "denied", "blocked"};
-    for (size_t i = 0; i < 5; i++) {
+    static const char *const kinds[] = {"mcp_list_tools", "mcp_call",         "web_search",  "open_page",
+                                        "find_in_page",   "code_interpreter", "file_search", "image_generation"};
+    static const char *const outcomes[] = {"ok", "error", "timeout", "denied", "blocked", "ok", "error", "ok"};
+    for (size_t i = 0; i < 8; i++) {
         ev = tool_log(kinds[i], outcomes[i], NULL);
         row = fe_collect_tool_row(ev, 1);
         CHECK_STR(json_string_value(json_object_get(row, "kind")), kinds[i]);
@@ -54,7 +55,7 @@ static void test_row(void)
         json_decref(row);
         json_decref(ev);
     }
-    ev = tool_log("file_search", "ok", NULL);
+    ev = tool_log("computer_use", "ok", NULL); /* not a kind the gateway runs */
     CHECK(fe_collect_tool_row(ev, 1) == NULL);
     json_decref(ev);
     ev = tool_log("web_search", "OK", NULL);
