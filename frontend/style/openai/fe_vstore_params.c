@@ -69,12 +69,12 @@ json_t *fe_vstore_params_chunking(const json_t *v, const char *param, fe_error_t
 {
     json_int_t max = FE_VSTORE_CHUNK_DEFAULT_MAX, overlap = FE_VSTORE_CHUNK_DEFAULT_OVERLAP;
     if (v && !json_is_null(v)) {
-        char p[96];
+        char p[192];
         if (!json_is_object(v))
             return fe_vstore_type_error(err, param, "an object", v), NULL;
         const json_t *type = json_object_get(v, "type");
         if (!type) {
-            snprintf(p, sizeof p, "%s.type", param);
+            snprintf(p, sizeof p, "%.128s.type", param);
             return fe_vstore_missing(err, p), NULL;
         }
         const char *t = json_string_value(type);
@@ -88,7 +88,7 @@ json_t *fe_vstore_params_chunking(const json_t *v, const char *param, fe_error_t
             if (fe_vstore_only(v, param, static_keys, err) < 0)
                 return NULL;
             const json_t *st = json_object_get(v, "static");
-            snprintf(p, sizeof p, "%s.static", param);
+            snprintf(p, sizeof p, "%.128s.static", param);
             if (!st)
                 return fe_vstore_missing(err, p), NULL;
             if (!json_is_object(st))
@@ -97,13 +97,13 @@ json_t *fe_vstore_params_chunking(const json_t *v, const char *param, fe_error_t
                 return NULL;
             const json_t *m = json_object_get(st, "max_chunk_size_tokens");
             const json_t *o = json_object_get(st, "chunk_overlap_tokens");
-            snprintf(p, sizeof p, "%s.static.max_chunk_size_tokens", param);
+            snprintf(p, sizeof p, "%.128s.static.max_chunk_size_tokens", param);
             if (!m)
                 return fe_vstore_missing(err, p), NULL;
             if (fe_vstore_int_in(m, p, FE_VSTORE_CHUNK_MIN, FE_VSTORE_CHUNK_MAX, err) < 0)
                 return NULL;
             max = json_integer_value(m);
-            snprintf(p, sizeof p, "%s.static.chunk_overlap_tokens", param);
+            snprintf(p, sizeof p, "%.128s.static.chunk_overlap_tokens", param);
             if (!o)
                 return fe_vstore_missing(err, p), NULL;
             if (fe_vstore_int_in(o, p, 0, FE_VSTORE_CHUNK_MAX, err) < 0)
@@ -117,7 +117,7 @@ json_t *fe_vstore_params_chunking(const json_t *v, const char *param, fe_error_t
                 return NULL;
             }
         } else {
-            snprintf(p, sizeof p, "%s.type", param);
+            snprintf(p, sizeof p, "%.128s.type", param);
             fe_params_invalid(err, p, "Invalid value for '%s': expected one of 'auto', 'static'.", p);
             return NULL;
         }
@@ -161,9 +161,9 @@ int fe_vstore_params_expires_after(const json_t *v, const char *param, bool null
     static const char *const keys[] = {"anchor", "days", NULL};
     if (fe_vstore_only(v, param, keys, err) < 0)
         return -1;
-    char p[96];
+    char p[192];
     const json_t *anchor = json_object_get(v, "anchor");
-    snprintf(p, sizeof p, "%s.anchor", param);
+    snprintf(p, sizeof p, "%.128s.anchor", param);
     if (!anchor)
         return fe_vstore_missing(err, p);
     if (!json_is_string(anchor) || strcmp(json_string_value(anchor), "last_active_at") != 0) {
@@ -171,7 +171,7 @@ int fe_vstore_params_expires_after(const json_t *v, const char *param, bool null
         return -1;
     }
     const json_t *days = json_object_get(v, "days");
-    snprintf(p, sizeof p, "%s.days", param);
+    snprintf(p, sizeof p, "%.128s.days", param);
     if (!days)
         return fe_vstore_missing(err, p);
     return fe_vstore_int_in(days, p, 1, 365, err);
@@ -208,8 +208,8 @@ static int fe_vstore_filter_value(const json_t *value, bool list, const char *pa
     const json_t *it;
     json_array_foreach (value, i, it) {
         if (!json_is_string(it) && !json_is_number(it)) {
-            char p[112];
-            snprintf(p, sizeof p, "%s[%zu]", param, i);
+            char p[192];
+            snprintf(p, sizeof p, "%.128s[%zu]", param, i);
             return fe_vstore_type_error(err, p, "a string or number", it);
         }
     }
@@ -225,9 +225,9 @@ static int fe_vstore_filter(const json_t *f, const char *param, int depth, int *
                           FE_VSTORE_FILTER_MAX_NODES);
         return -1;
     }
-    char p[112];
+    char p[192];
     const json_t *type = json_object_get(f, "type");
-    snprintf(p, sizeof p, "%s.type", param);
+    snprintf(p, sizeof p, "%.128s.type", param);
     if (!type)
         return fe_vstore_missing(err, p);
     const char *t = json_string_value(type);
@@ -241,7 +241,7 @@ static int fe_vstore_filter(const json_t *f, const char *param, int depth, int *
             return -1;
         }
         const json_t *list = json_object_get(f, "filters");
-        snprintf(p, sizeof p, "%s.filters", param);
+        snprintf(p, sizeof p, "%.128s.filters", param);
         if (!list)
             return fe_vstore_missing(err, p);
         if (!json_is_array(list))
@@ -249,7 +249,7 @@ static int fe_vstore_filter(const json_t *f, const char *param, int depth, int *
         size_t i;
         const json_t *sub;
         json_array_foreach (list, i, sub) {
-            snprintf(p, sizeof p, "%s.filters[%zu]", param, i);
+            snprintf(p, sizeof p, "%.128s.filters[%zu]", param, i);
             if (fe_vstore_filter(sub, p, depth + 1, nodes, err) < 0)
                 return -1;
         }
@@ -266,7 +266,7 @@ static int fe_vstore_filter(const json_t *f, const char *param, int depth, int *
     if (fe_vstore_only(f, param, keys, err) < 0)
         return -1;
     const json_t *key = json_object_get(f, "key");
-    snprintf(p, sizeof p, "%s.key", param);
+    snprintf(p, sizeof p, "%.128s.key", param);
     if (!key)
         return fe_vstore_missing(err, p);
     if (!json_is_string(key))
@@ -276,7 +276,7 @@ static int fe_vstore_filter(const json_t *f, const char *param, int depth, int *
         return -1;
     }
     const json_t *value = json_object_get(f, "value");
-    snprintf(p, sizeof p, "%s.value", param);
+    snprintf(p, sizeof p, "%.128s.value", param);
     if (!value)
         return fe_vstore_missing(err, p);
     return fe_vstore_filter_value(value, !strcmp(t, "in") || !strcmp(t, "nin"), p, err);
@@ -351,24 +351,24 @@ static int fe_vstore_files(const json_t *files, const json_t *attrs, const json_
     size_t i;
     const json_t *f;
     json_array_foreach (files, i, f) {
-        char p[32], q[64];
+        char p[32], q[192];
         snprintf(p, sizeof p, "files[%zu]", i);
         if (!json_is_object(f))
             return fe_vstore_type_error(err, p, "an object", f);
         static const char *const keys[] = {"file_id", "attributes", "chunking_strategy", NULL};
         if (fe_vstore_only(f, p, keys, err) < 0)
             return -1;
-        snprintf(q, sizeof q, "%s.file_id", p);
+        snprintf(q, sizeof q, "%.128s.file_id", p);
         if (fe_vstore_file_id(json_object_get(f, "file_id"), q, err) < 0)
             return -1;
         const json_t *own_attrs = json_object_get(f, "attributes");
-        snprintf(q, sizeof q, "%s.attributes", p);
+        snprintf(q, sizeof q, "%.128s.attributes", p);
         if (fe_vstore_params_attributes(own_attrs, q, err) < 0)
             return -1;
         const json_t *own_cs = json_object_get(f, "chunking_strategy");
         json_t *resolved = NULL;
         if (own_cs && !json_is_null(own_cs)) {
-            snprintf(q, sizeof q, "%s.chunking_strategy", p);
+            snprintf(q, sizeof q, "%.128s.chunking_strategy", p);
             if (!(resolved = fe_vstore_params_chunking(own_cs, q, err)))
                 return -1;
         }
@@ -508,8 +508,8 @@ static int fe_vstore_ranking(const json_t *ro, fe_error_t *err)
     if (fe_vstore_only(hs, "ranking_options.hybrid_search", hkeys, err) < 0)
         return -1;
     for (const char *const *k = hkeys; *k; k++) {
-        char p[64];
-        snprintf(p, sizeof p, "ranking_options.hybrid_search.%s", *k);
+        char p[96];
+        snprintf(p, sizeof p, "ranking_options.hybrid_search.%.32s", *k);
         if (!json_object_get(hs, *k))
             return fe_vstore_missing(err, p);
         if (fe_vstore_number_in(hs, *k, p, 0, 1e6, err) < 0)
