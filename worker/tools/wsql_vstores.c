@@ -34,21 +34,20 @@ static const char sb_wsql_vs_search_files[] =
     "JOIN v ON v.id = vf.vector_store_id WHERE vf.status = 'completed'";
 
 /* Exact ranking (docs: file search): every chunk of the allowed files is
- * scored once (the materialised CTE: a score written twice would be
- * computed twice), as embedding_weight * cosine (a dot product: both vectors are
- * unit length; below 0 counts as 0) plus text_weight * ts_rank_cd
- * normalised to [0, 1) (flag 32: rank / (rank + 1)), over the weights'
- * sum. A chunk whose embedding has another size than the query's (a store
- * re-embedded with another model) scores on its text alone. */
+ * scored once (the materialised CTEs: the query is parsed once, not per
+ * row, and a score written twice would be computed twice), as embedding_weight * cosine (a dot product: both vectors
+ * are unit length; below 0 counts as 0) plus text_weight * ts_rank_cd normalised to [0, 1) (flag 32: rank / (rank +
+ * 1)), over the weights' sum. A chunk whose embedding has another size than the query's (a store re-embedded with
+ * another model) scores on its text alone. */
 static const char sb_wsql_vs_search_rank[] =
-    "WITH s AS MATERIALIZED (SELECT c.id, ("
+    "WITH p AS MATERIALIZED (SELECT websearch_to_tsquery('english', $4) AS q, $3::real[] AS e, "
+    "  $5::float8 AS ew, $6::float8 AS tw), "
+    "s AS MATERIALIZED (SELECT c.id, ("
     "  CASE WHEN p.ew > 0 AND array_length(c.embedding, 1) = array_length(p.e, 1) THEN p.ew * LEAST(GREATEST("
     "    (SELECT sum(x::float8 * y) FROM unnest(c.embedding, p.e) AS t(x, y)), 0), 1) ELSE 0 END "
     "  + CASE WHEN p.tw > 0 THEN p.tw * ts_rank_cd(c.tsv, p.q, 32) ELSE 0 END) / (p.ew + p.tw) AS score "
-    "  FROM unnest($1::text[], $2::text[]) AS a(store, file) "
-    "  JOIN vector_store_chunks c ON c.vector_store_id = a.store AND c.file_id = a.file "
-    "  CROSS JOIN (SELECT websearch_to_tsquery('english', $4) AS q, $3::real[] AS e, "
-    "    $5::float8 AS ew, $6::float8 AS tw) p), "
+    "  FROM p, unnest($1::text[], $2::text[]) AS a(store, file) "
+    "  JOIN vector_store_chunks c ON c.vector_store_id = a.store AND c.file_id = a.file), "
     "top AS (SELECT id, score FROM s WHERE score >= $7::float8 ORDER BY score DESC, id LIMIT $8::int) "
     "SELECT c.vector_store_id, c.file_id, c.seq, c.text, top.score FROM top "
     "JOIN vector_store_chunks c ON c.id = top.id ORDER BY top.score DESC, top.id";
