@@ -3,7 +3,7 @@
  * (wtool_sandbox.h) and executes the code the model wrote, in one
  * persistent namespace (a fresh __main__ module), as a notebook would.
  *
- * Started as `python3 -I -B -X utf8 -c sb_pydriver_source LIMITS`, LIMITS a
+ * Started as `python3 -I -S -B -X utf8 -c sb_pydriver_source LIMITS`, LIMITS a
  * JSON object: {"out": bytes of logs kept, "files": count, "files_bytes":
  * bytes, "images": count, "image_bytes": bytes of one PNG, "cpu": CPU
  * seconds of one exec, "nproc": RLIMIT_NPROC inside the sandbox}.

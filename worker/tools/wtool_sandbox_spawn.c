@@ -212,7 +212,8 @@ static void sb_sandbox_build_argv(const sb_sandbox_config_t *cfg, const char *li
     sb_sandbox_args(a, "--remount-ro", "/", NULL);
     sb_sandbox_args(a, "--chdir", "/mnt/data", NULL);
     sb_sandbox_args(a, "--", cfg->python, "-I");
-    sb_sandbox_args(a, "-B", "-X", "utf8");
+    sb_sandbox_args(a, "-S", "-B", NULL);
+    sb_sandbox_args(a, "-X", "utf8", NULL);
     sb_sandbox_args(a, "-c", sb_pydriver_source, limits_json);
     a->v[a->n] = NULL;
 }

@@ -251,7 +251,7 @@ static void test_basics(void)
     run(s, "def f():\n    raise ValueError('boom')\nprint('before')\nf()", &c);
     CHECK_INT(c.r.status, SB_SANDBOX_ERROR);
     CHECK(has(&c, "before\nTraceback (most recent call last):"));
-    CHECK(has(&c, "line 2, in f"));
+    CHECK(has(&c, "line 2, in f\n    raise ValueError('boom')\n")); /* the cell's source is quoted */
     CHECK(has(&c, "ValueError: boom"));
     CHECK(!has(&c, "<string>")); /* the driver's own frames are left out */
 
@@ -280,8 +280,15 @@ static void test_basics(void)
     run(s, "import subprocess\nprint('a', flush=True)\nsubprocess.run(['echo', 'b'])\nprint('c')", &c);
     CHECK_STR(c.r.logs, "a\nb\nc\n");
 
+    run(s, "import os\nos.close(1)\nos.close(2)", &c); /* the next exec has its output again */
+    run(s, "print('back')", &c);
+    CHECK_STR(c.r.logs, "back\n");
+
     run(s, "import sys\nsys.exit(0)", &c);
     CHECK_INT(c.r.status, SB_SANDBOX_OK);
+    run(s, "quit(3)", &c); /* site's builtins are there, though site is not run */
+    CHECK_INT(c.r.status, SB_SANDBOX_ERROR);
+    CHECK_STR(c.r.logs, "SystemExit: 3\n");
     run(s, "print(x)", &c); /* sys.exit did not end the interpreter */
     CHECK_STR(c.r.logs, "41\n");
 
