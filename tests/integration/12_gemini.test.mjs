@@ -207,7 +207,8 @@ test('toolConfig: ANY with one allowed name forces that function, NONE turns too
   // googleSearch is run by the gateway (27_tools); a filter it cannot honour is still refused.
   await rejects400(generate({ contents: 'x', config: { tools: [{ googleSearch: { timeRangeFilter: { startTime: '2026-01-01T00:00:00Z', endTime: '2026-02-01T00:00:00Z' } } }] } }),
     /time_range_filter|timeRangeFilter/);
-  await rejects400(generate({ contents: 'x', config: { tools: [{ codeExecution: {} }] } }));
+  // codeExecution is run by the gateway too (31_code_styles); a tool it does not run is refused.
+  await rejects400(generate({ contents: 'x', config: { tools: [{ urlContext: {} }] } }));
 });
 
 // ---- structured output -----------------------------------------------------------

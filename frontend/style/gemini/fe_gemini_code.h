@@ -2,7 +2,7 @@
  * fe_gemini_code: Gemini's code execution tool in the Generate Content
  * style, on the gateway's code interpreter (docs/tools.md), both ways:
  *   request   tools[] {codeExecution: {}} -> the canonical code_interpreter
- *             tool, container "auto" (fe_gemini_config.c)
+ *             tool, container {"type":"auto"} (fe_gemini_config.c)
  *   history   a model turn's executableCode part, its codeExecutionResult
  *             part and the inlineData images after it -> a
  *             code_interpreter_call item (fe_gemini_contents.c)

@@ -143,8 +143,9 @@ int fe_gemini_tools(fe_gemini_ctx_t *c, const json_t *body, json_t *canonical)
             goto fail;
         if (ce && !code) {
             /* The gateway's code interpreter (fe_gemini_code.c); several
-             * are one. */
-            json_array_append_new(out, json_pack("{s:s, s:s}", "type", "code_interpreter", "container", "auto"));
+             * are one. A new container (a string would name one). */
+            json_array_append_new(out,
+                                  json_pack("{s:s, s:{s:s}}", "type", "code_interpreter", "container", "type", "auto"));
             code = true;
         }
         for (const char *const *f = tool_fields + 4; *f; f++) {

@@ -59,8 +59,9 @@ json_t *fe_messages_code_tool(const json_t *t, const char *param, fe_error_t *er
     if (!fe_messages_is(json_object_get(t, "name"), "code_execution"))
         return fe_messages_fail_null(err, "invalid_value", p, "Input should be 'code_execution'");
     /* allowed_callers, cache_control, defer_loading and strict tune how the
-     * tool is offered, not what a run does. */
-    return json_pack("{s:s, s:s}", "type", "code_interpreter", "container", "auto");
+     * tool is offered, not what a run does. The container is the object
+     * form: a string names an existing container. */
+    return json_pack("{s:s, s:{s:s}}", "type", "code_interpreter", "container", "type", "auto");
 }
 
 int fe_messages_code_container(const json_t *body, json_t *tools, fe_error_t *err)

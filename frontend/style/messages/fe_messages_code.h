@@ -2,7 +2,7 @@
  * fe_messages_code: Anthropic's code execution server tool in the Messages
  * style, on the gateway's code interpreter (docs/tools.md), both ways:
  *   request   tools[] code_execution_20250522 -> the canonical
- *             code_interpreter tool (container "auto", or the request's
+ *             code_interpreter tool (container {"type":"auto"}, or the request's
  *             top-level container id); the later versions (bash and file
  *             editing) are refused; tool_choice is fe_messages_parse.c's
  *   history   server_tool_use {name "code_execution", input {code}} +
@@ -35,7 +35,8 @@
 bool fe_messages_is_code_tool(const json_t *tool);
 
 /* A code execution tool (param names it) -> the canonical code_interpreter
- * tool {"type":"code_interpreter","container":"auto"} (new reference), or
+ * tool {"type":"code_interpreter","container":{"type":"auto"}} (new
+ * reference), or
  * NULL with err: code_execution_20250825 and later run bash commands and
  * edit files through their own blocks, which a Python sandbox cannot
  * answer faithfully (refused, 400 unsupported_parameter). */

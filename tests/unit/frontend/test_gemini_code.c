@@ -113,7 +113,7 @@ static void test_request(void)
               0);
     json_t *tools = json_object_get(r.parsed.canonical, "tools");
     CHECK_INT(json_array_size(tools), 3);
-    check_json(json_array_get(tools, 0), "{'type':'code_interpreter','container':'auto'}");
+    check_json(json_array_get(tools, 0), "{'type':'code_interpreter','container':{'type':'auto'}}");
     check_json(json_array_get(tools, 1), "{'type':'web_search'}");
     req_free(&r);
     fails("{'contents':[" USER "],'tools':[{'codeExecution':{'timeout':5}}]}",

@@ -121,14 +121,14 @@ static void fails(const char *body, const char *needle)
 
 static void test_request(void)
 {
-    parses_to("'tools':[" CODE_TOOL "]", "tools", "[{'type':'code_interpreter','container':'auto'}]");
+    parses_to("'tools':[" CODE_TOOL "]", "tools", "[{'type':'code_interpreter','container':{'type':'auto'}}]");
     /* The top-level container names the one the code runs in. */
     parses_to("'tools':[" CODE_TOOL "],'container':'cntr_abc'", "tools",
               "[{'type':'code_interpreter','container':'cntr_abc'}]");
     parses_to("'tools':[" CODE_TOOL "],'container':{'id':'cntr_x','skills':[]}", "tools",
               "[{'type':'code_interpreter','container':'cntr_x'}]");
     parses_to("'tools':[" CODE_TOOL "],'container':{'id':null}", "tools",
-              "[{'type':'code_interpreter','container':'auto'}]");
+              "[{'type':'code_interpreter','container':{'type':'auto'}}]");
     /* Without the tool a container asks for nothing. */
     parses_to("'container':'cntr_abc'", "tools", "null");
     /* The hints are accepted. */
@@ -136,7 +136,7 @@ static void test_request(void)
               "'ephemeral'},'defer_loading':false,'strict':true,'allowed_callers':['direct']},{'name':'f',"
               "'input_schema':{'type':'object'}}]",
               "tools",
-              "[{'type':'code_interpreter','container':'auto'},{'type':'function','name':'f','parameters':"
+              "[{'type':'code_interpreter','container':{'type':'auto'}},{'type':'function','name':'f','parameters':"
               "{'type':'object'},'strict':false}]");
     parses_to("'tools':[" CODE_TOOL "],'tool_choice':{'type':'tool','name':'code_execution'}", "tool_choice",
               "{'type':'code_interpreter'}");
