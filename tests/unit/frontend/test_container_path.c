@@ -67,8 +67,9 @@ static void test_refused(void)
     check_refused(longname);
     longname[255] = '\0';
     char want[FE_CONTAINER_PATH_MAX] = "/mnt/data/";
-    memcpy(want + 10, longname, 256); /* its 255 bytes and the NUL */
-    check_path(longname, want); /* 255 bytes is the most */
+    /* 255 bytes is the most: its 255 bytes and the NUL after the directory */
+    memcpy(want + 10, longname, 256);
+    check_path(longname, want);
     char small[8];
     CHECK_INT(fe_container_path("a", small, sizeof small), -EINVAL);
 }
