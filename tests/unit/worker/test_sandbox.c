@@ -27,11 +27,13 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -375,6 +377,23 @@ static void test_escapes(void)
     CHECK(!has(&c, "CONNECTED") && !has(&c, "RESOLVED"));
     CHECK(has(&c, "no dns"));
     close(l);
+
+    /* nor this process's abstract unix sockets (they belong to a network namespace) */
+    int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX};
+    static const char abs_name[] = "\0sb-sandbox-test-abstract";
+    memcpy(ua.sun_path, abs_name, sizeof abs_name - 1);
+    socklen_t ul = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + sizeof abs_name - 1);
+    CHECK(bind(u, (struct sockaddr *)&ua, ul) == 0 && listen(u, 4) == 0);
+    int k = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0); /* the name is right: reachable from here */
+    CHECK(connect(k, (struct sockaddr *)&ua, ul) == 0);
+    close(k);
+    run(s,
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('\\0sb-sandbox-test-abstract')\n"
+        "    print('CONNECTED')\nexcept OSError as e:\n    print('refused', e.errno)",
+        &c);
+    CHECK(has(&c, "refused") && !has(&c, "CONNECTED"));
+    close(u);
 
     /* this process's environment: a secret set here is nowhere in the sandbox */
     setenv("SB_SANDBOX_TEST_SECRET", "s3cr3t-4f9a", 1);
