@@ -95,12 +95,14 @@ static void fe_vstore_jobs_on_ingest_event(const json_t *ev, bool final, void *a
 void fe_vstore_jobs_ingest(fe_server_t *srv, const json_t *model, long long account_id, const char *client,
                            const char *vector_store_id, const json_t *files)
 {
+    json_t *seen = json_object(); /* a file named twice was attached once (its first mention) */
     size_t i;
     const json_t *f;
     json_array_foreach (files, i, f) {
         const char *file_id = json_string_value(json_object_get(f, "file_id"));
-        if (!file_id)
+        if (!file_id || json_object_get(seen, file_id))
             continue;
+        json_object_set_new(seen, file_id, json_true());
         fe_vstore_ingest_t *in = sb_xcalloc(1, sizeof *in);
         in->srv = srv;
         in->vector_store_id = sb_xstrdup(vector_store_id);
@@ -121,4 +123,5 @@ void fe_vstore_jobs_ingest(fe_server_t *srv, const json_t *model, long long acco
             fe_vstore_ingest_free(in);
         }
     }
+    json_decref(seen);
 }

@@ -302,8 +302,8 @@ test('a file given at create is ingested; a file that is not text fails with las
   const c = client();
   const marker = unique('wombat').toLowerCase();
   const good = await upload(c, document(marker, 'burrows'), 'burrows.md');
-  const vs = await c.vectorStores.create({
-    file_ids: [good.id], chunking_strategy: { type: 'static', static: { max_chunk_size_tokens: 200, chunk_overlap_tokens: 50 } },
+  const vs = await c.vectorStores.create({ // named twice, attached (and ingested) once
+    file_ids: [good.id, good.id], chunking_strategy: { type: 'static', static: { max_chunk_size_tokens: 200, chunk_overlap_tokens: 50 } },
   });
   assert.equal(vs.file_counts.total, 1);
   const done = await settled(c, vs.id, good.id);
