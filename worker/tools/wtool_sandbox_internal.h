@@ -43,9 +43,10 @@ void sb_sandbox_proc_kill(sb_sandbox_proc_t *p);
  * (as waitpid's) set, 0 when it has not exited yet. */
 int sb_sandbox_proc_reap(sb_sandbox_proc_t *p, int wait_ms, int *status);
 
-/* Closes the pipes (not the pidfd) and gives the uid slot back. */
+/* Closes the channels (not the pidfd, not the uid slot: the uid is not
+ * free before bwrap is reaped). */
 void sb_sandbox_proc_close_io(sb_sandbox_proc_t *p);
-/* Closes everything left. */
+/* Closes everything left and gives the uid slot back. */
 void sb_sandbox_proc_close(sb_sandbox_proc_t *p);
 
 #endif
