@@ -311,8 +311,11 @@ void sb_wloop_stop(sb_wloop_t *l)
     if (l->state != SB_WLOOP_DONE)
         sb_wloop_set_state(l, SB_WLOOP_DONE);
     event_del(l->kick);
-    for (sb_wexec_t *e = l->execs; e; e = e->next)
+    for (sb_wexec_t *e = l->execs; e; e = e->next) {
         sb_web_cancel(&e->web);
+        sb_wloop_tool_cancel(e);
+    }
+    sb_wloop_tools_free(l);
     for (size_t k = 0; k < l->plan->n_servers; k++)
         sb_mcp_destroy(&l->mcp[k]);
 }
@@ -334,6 +337,7 @@ void sb_wloop_free(sb_wloop_t **pl)
     json_decref(l->iter);
     json_decref(l->view);
     json_decref(l->sources);
+    json_decref(l->cited_files);
     json_decref(l->model_job);
     sb_tool_plan_destroy(&l->plan);
     free(l);

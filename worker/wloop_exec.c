@@ -53,6 +53,7 @@ void sb_wloop_tool_done(sb_wloop_t *l)
 void sb_wexec_free(sb_wexec_t *e)
 {
     sb_web_cancel(&e->web);
+    sb_wloop_tool_cancel(e);
     json_decref(e->args);
     json_decref(e->item);
     json_decref(e->call);
@@ -89,7 +90,7 @@ static sb_wexec_t *sb_wexec_new(sb_wloop_t *l, enum sb_tool_kind kind)
 }
 
 /* A tool's time: the worker's limit, cut to the job's deadline. */
-static int64_t sb_wloop_timeout(const sb_wloop_t *l)
+int64_t sb_wloop_timeout(const sb_wloop_t *l)
 {
     int64_t t = l->j->w->tool_timeout_ms;
     if (l->j->deadline_ms > 0) {
@@ -106,8 +107,7 @@ static size_t sb_wloop_answer_max(const sb_wloop_t *l)
     return m > SB_WLOOP_ANSWER_MIN_BYTES ? m : SB_WLOOP_ANSWER_MIN_BYTES;
 }
 
-/* text cut to the output cap on a UTF-8 boundary, saying so (malloc'd). */
-static char *sb_wloop_cap(const sb_wloop_t *l, const char *text)
+char *sb_wloop_cap(const sb_wloop_t *l, const char *text)
 {
     size_t max = l->j->w->tool_output_max, len = strlen(text);
     if (len <= max)
@@ -137,10 +137,11 @@ static sb_mcp_t *sb_wloop_mcp(sb_wloop_t *l, size_t k, char *why, size_t why_len
     return l->mcp[k];
 }
 
-static void sb_wloop_log(sb_wloop_t *l, sb_wexec_t *e, const char *kind, const char *name, const char *outcome,
-                         size_t bytes_in, const char *error)
+void sb_wloop_log(sb_wloop_t *l, sb_wexec_t *e, const char *kind, const char *name, const char *outcome,
+                  size_t bytes_in, const char *error)
 {
-    const char *server = e->kind == SB_TOOL_MCP || e->list
+    const char *server = e->log_server ? e->log_server
+                         : e->kind == SB_TOOL_MCP || e->list
                              ? l->plan->servers[e->server].label
                              : json_string_value(json_object_get(
                                    json_object_get(json_object_get(l->j->job, "tools_config"), "web_search"), "kind"));
@@ -155,9 +156,7 @@ static void sb_wloop_log(sb_wloop_t *l, sb_wexec_t *e, const char *kind, const c
         sb_wloop_emit(l, sb_event_tool_log(f));
 }
 
-/* A step is over: its item done (when it has one), its output for the
- * model, its log row; then the loop may move on. */
-static void sb_wexec_finish(sb_wexec_t *e, const char *model_text)
+void sb_wexec_finish(sb_wexec_t *e, const char *model_text)
 {
     sb_wloop_t *l = e->l;
     const char *call_id = json_string_value(json_object_get(e->call, "call_id"));
@@ -364,7 +363,9 @@ static sb_wexec_t *sb_wloop_reserved(sb_wloop_t *l, const json_t *call)
     l->iter_calls++;
     char id[SB_ID_MAX];
     e->index = l->next_index++;
-    if (kind == SB_TOOL_MCP) {
+    if (kind == SB_TOOL_CODE || kind == SB_TOOL_FILE_SEARCH || kind == SB_TOOL_IMAGE) {
+        e->item = sb_wloop_tool_item(l, e);
+    } else if (kind == SB_TOOL_MCP) {
         sb_id_new(id, sizeof id, "mcp_", 24);
         e->item = json_pack("{s:s, s:s, s:s, s:s, s:s, s:n, s:n, s:s}", "type", "mcp_call", "id", id, "server_label",
                             l->plan->servers[server].label, "name", tool, "arguments", "", "output", "error", "status",
@@ -441,6 +442,8 @@ void sb_wloop_start_due(sb_wloop_t *l)
         e->args = NULL;
         if (e->kind == SB_TOOL_MCP)
             sb_wexec_mcp(e, args);
+        else if (e->kind == SB_TOOL_CODE || e->kind == SB_TOOL_FILE_SEARCH || e->kind == SB_TOOL_IMAGE)
+            sb_wloop_tool_start(e, args);
         else
             sb_wexec_web(e, args);
         json_decref(args);
@@ -521,6 +524,9 @@ void sb_wloop_translate(sb_wloop_t *l, json_t *ev)
         if (t == SB_EV_ARGS_DELTA && e->kind == SB_TOOL_MCP && e->item && e->index >= 0)
             sb_wloop_emit(l, sb_event_args_delta(e->index, json_string_value(json_object_get(ev, "delta")),
                                                  json_string_length(json_object_get(ev, "delta"))));
+        else if (t == SB_EV_ARGS_DELTA && e->kind == SB_TOOL_CODE && e->item && e->index >= 0)
+            sb_wloop_tool_args(e, json_string_value(json_object_get(ev, "delta")),
+                               json_string_length(json_object_get(ev, "delta")));
         else if (t == SB_EV_ITEM_DONE && !e->call)
             sb_wloop_run(l, e, json_object_get(ev, "item"));
         return;
@@ -529,8 +535,10 @@ void sb_wloop_translate(sb_wloop_t *l, json_t *ev)
     if (t == SB_EV_ITEM_DONE) {
         json_t *item = json_object_get(ev, "item");
         const char *type = json_string_value(json_object_get(item, "type"));
-        if (type && !strcmp(type, "message"))
+        if (type && !strcmp(type, "message")) {
             sb_wloop_cite(l, s->index, item);
+            sb_wloop_tools_cite(l, s->index, item);
+        }
         if (type && !strcmp(type, "function_call"))
             l->stop = true; /* a client function: the client answers it */
         json_array_append_new(l->view, json_deep_copy(item));

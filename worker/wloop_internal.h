@@ -42,6 +42,8 @@ typedef struct sb_wexec {
     int64_t started_ms;     /* monotonic */
     size_t bytes_out;       /* argument bytes sent */
     sb_web_op_t *web;       /* owned while a web op is in flight */
+    void *step;             /* owned while a data tool's step runs (wloop_tools.c); freed by sb_wloop_tool_cancel */
+    const char *log_server; /* the tool_calls row's server for a data tool (static or the loop's) */
     struct sb_wexec *next;  /* the loop's list, in creation order */
 } sb_wexec_t;
 
@@ -79,6 +81,8 @@ struct sb_wloop {
     int64_t usage_in, usage_out, usage_reasoning, upstream_ms;
     bool incomplete;
     const char *incomplete_reason; /* static */
+    struct sb_wci *ci;             /* owned: the code interpreter's sandbox and container (wloop_code.c), or NULL */
+    json_t *cited_files;           /* owned: [{file_id, filename}] file search returned, for file_citation */
 };
 
 extern const sb_wcall_ops_t sb_wloop_call_ops;
@@ -105,5 +109,29 @@ void sb_wloop_slots_reset(sb_wloop_t *l);
 /* No built-in call may run any more (max_tool_calls). */
 bool sb_wloop_calls_spent(const sb_wloop_t *l);
 void sb_wexec_free(sb_wexec_t *e);
+/* A step is over: its item done, its output for the model (capped), its
+ * log row written by the caller before; then the loop may move on. */
+void sb_wexec_finish(sb_wexec_t *e, const char *model_text);
+/* One tool_calls row (a tool_log event) for step e. */
+void sb_wloop_log(sb_wloop_t *l, sb_wexec_t *e, const char *kind, const char *name, const char *outcome,
+                  size_t bytes_in, const char *error);
+/* A tool step's time: the worker's limit cut to the job's deadline. */
+int64_t sb_wloop_timeout(const sb_wloop_t *l);
+/* text cut to the output cap on a UTF-8 boundary, saying so (malloc'd). */
+char *sb_wloop_cap(const sb_wloop_t *l, const char *text);
+
+/* wloop_tools.c: the code interpreter, file search and image generation. */
+/* The item a data tool's call shows from the start (e->item, e->index set by the caller). */
+json_t *sb_wloop_tool_item(sb_wloop_t *l, sb_wexec_t *e);
+/* Runs a data tool's call with args (an object, borrowed); from the loop's kick. */
+void sb_wloop_tool_start(sb_wexec_t *e, const json_t *args);
+/* The model streamed more of a data tool call's arguments (all of them so far). */
+void sb_wloop_tool_args(sb_wexec_t *e, const char *args, size_t len);
+/* Stops e's step without a callback (the loop ends, or e is freed). */
+void sb_wloop_tool_cancel(sb_wexec_t *e);
+/* Frees the loop-wide state of the data tools (the sandbox). */
+void sb_wloop_tools_free(sb_wloop_t *l);
+/* A message's file_citation annotations (events and in the item). */
+void sb_wloop_tools_cite(sb_wloop_t *l, int index, json_t *item);
 
 #endif

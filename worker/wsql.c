@@ -2,6 +2,7 @@
 #include "wsql.h"
 
 #include "wsql_containers.h"
+#include "wsql_tools.h"
 #include "wsql_vstores.h"
 
 /* Built once, at the first call (start-up, before any connection is made),
@@ -17,6 +18,7 @@ const sb_db_stmt_t *sb_wsql_all(int *count)
         } sets[] = {
             {sb_wsql_container_statements, sb_wsql_container_statement_count},
             {sb_wsql_vstore_statements, sb_wsql_vstore_statement_count},
+            {sb_wsql_tool_statements, sb_wsql_tool_statement_count},
         };
         for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
             for (int k = 0; k < sets[i].count && n < SB_WSQL_MAX_STATEMENTS; k++)

@@ -35,7 +35,8 @@
 #   sb_pg_start       init (first time) and start PostgreSQL under $SB_VAR/pg
 #   sb_pg_stop        stop it (pg_ctl -m fast)
 #   sb_seed           migrate; account dev, group default (*), models emu-chat (and one per upstream
-#                     kind; emu-embed: the frontends' embedding model), $SB_VAR/dev-key
+#                     kind; emu-embed: the frontends' embedding model; gpt-image-1 and
+#                     emu-gemini-image: image routes), $SB_VAR/dev-key
 #   sb_start_stack    start emulator, broker, workers, frontends; wait until ready
 #   sb_stop_procs     stop the processes started by sb_start_stack (TERM, 10 s, KILL)
 #   sb_stop_stack     sb_stop_procs + sb_pg_stop
@@ -411,10 +412,12 @@ sb_sbctl() {
 # One emulator-backed model per upstream kind: ID PROVIDER BASE_URL. Base URLs
 # follow each provider's convention: OpenAI kinds end in /v1, Anthropic is the
 # bare origin (the adapter adds /v1/messages), Gemini ends in /v1beta.
+# sb_seed_model ID PROVIDER BASE_URL [UPSTREAM_MODEL (default emu-model)]
 sb_seed_model() {
-    sb_sbctl model add "$1" --if-not-exists --provider "$2" --base-url "$3" --upstream-model emu-model \
+    local up=${4:-emu-model}
+    sb_sbctl model add "$1" --if-not-exists --provider "$2" --base-url "$3" --upstream-model "$up" \
         --credential-ref SB_EMU_UPSTREAM_KEY &&
-        sb_sbctl model set "$1" --provider "$2" --base-url "$3" --upstream-model emu-model \
+        sb_sbctl model set "$1" --provider "$2" --base-url "$3" --upstream-model "$up" \
             --credential-ref SB_EMU_UPSTREAM_KEY --max-output-tokens 65536 &&
         sb_sbctl model enable "$1"
 }
@@ -444,12 +447,9 @@ sb_seed() {
             sb_seed_model emu-responses openai-responses "http://127.0.0.1:$SB_EMU_PORT/v1" &&
             sb_seed_model emu-claude anthropic "http://127.0.0.1:$SB_EMU_PORT" &&
             sb_seed_model emu-gemini gemini "http://127.0.0.1:$SB_EMU_PORT/v1beta" &&
-            sb_sbctl model add emu-embed --if-not-exists --provider openai-chat \
-                --base-url "http://127.0.0.1:$SB_EMU_PORT/v1" --upstream-model text-embedding-3-small \
-                --credential-ref SB_EMU_UPSTREAM_KEY &&
-            sb_sbctl model set emu-embed --provider openai-chat --base-url "http://127.0.0.1:$SB_EMU_PORT/v1" \
-                --upstream-model text-embedding-3-small --credential-ref SB_EMU_UPSTREAM_KEY &&
-            sb_sbctl model enable emu-embed &&
+            sb_seed_model emu-embed openai-chat "http://127.0.0.1:$SB_EMU_PORT/v1" text-embedding-3-small &&
+            sb_seed_model gpt-image-1 openai-chat "http://127.0.0.1:$SB_EMU_PORT/v1" gpt-image-1 &&
+            sb_seed_model emu-gemini-image gemini "http://127.0.0.1:$SB_EMU_PORT/v1beta" gemini-2.5-flash-image &&
             { sb_sbctl search-backend remove emu >/dev/null 2>&1 || true; } &&
             sb_sbctl search-backend add emu --kind searxng --base-url "http://127.0.0.1:$SB_EMU_PORT/_search" --default
     } >>"$log" || { sb_die "seeding failed (see above and $log)"; return 1; }

@@ -10,6 +10,8 @@
 #include "sb_db.h"
 
 #define SB_WSQL_CONTAINER_FILES "container_files"
+#define SB_WSQL_CONTAINER_CREATE "container_create"
+#define SB_WSQL_CONTAINER_FILE_PUT "container_file_put"
 
 extern const sb_db_stmt_t sb_wsql_container_statements[];
 extern const int sb_wsql_container_statement_count;

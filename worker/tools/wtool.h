@@ -145,7 +145,9 @@ char *sb_tool_code_partial(const char *args, size_t len);
 json_t *sb_tool_file_citations(const char *text, const json_t *files);
 
 /*
- * Citations: the url_citation annotations of a message text (new
+ * Citations: the url_citation annotations (or, for a source carrying an
+ * "annotation" object, that object with start_index and end_index: a
+ * container's file, cited as container_file_citation) of a message text (new
  * reference, an array, maybe empty): every markdown link [..](url) and every
  * bare URL whose url is one of sources' ([{url,title}]). Indexes count
  * Unicode code points; the span is the whole link.

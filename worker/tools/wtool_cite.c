@@ -51,6 +51,16 @@ static void sb_tool_cite(json_t *out, sb_tool_cp_t *cp, const char *text, size_t
 {
     const json_t *title = json_object_get(src, "title");
     json_int_t a = sb_tool_cp(cp, text, start), b = sb_tool_cp(cp, text, end);
+    const json_t *as = json_object_get(src, "annotation");
+    if (json_is_object(as)) {
+        /* A source that is not a web page (a container's file) cites as
+         * its own annotation over the same span. */
+        json_t *an = json_deep_copy(as);
+        json_object_set_new(an, "start_index", json_integer(a));
+        json_object_set_new(an, "end_index", json_integer(b));
+        json_array_append_new(out, an);
+        return;
+    }
     json_array_append_new(out, json_pack("{s:s, s:I, s:I, s:O, s:O}", "type", "url_citation", "start_index", a,
                                          "end_index", b, "url", json_object_get(src, "url"), "title",
                                          json_is_string(title) ? title : json_object_get(src, "url")));

@@ -120,7 +120,7 @@ static int fe_rt_strings(const json_t *obj, const char *param, const char *key, 
 
 static int fe_rt_unsupported(fe_error_t *err, const char *param, const char *key, const char *why)
 {
-    char p[128];
+    char p[320]; /* param may itself be a 128-byte path ("tools[3].container") */
     snprintf(p, sizeof p, "%s.%s", param, key);
     fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "unsupported_parameter", p, "unsupported parameter: '%s': %s", p,
                  why);
