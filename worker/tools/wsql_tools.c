@@ -5,14 +5,15 @@
  * the model is unknown or disabled. */
 static const char sb_wsql_tool_route[] =
     "SELECT json_build_object('provider', provider, 'base_url', base_url, 'upstream_model', upstream_model, "
-    "  'credential_ref', credential_ref, 'timeout_ms', timeout_ms) FROM models WHERE id = $1 AND enabled";
+    "  'credential_ref', credential_ref, 'timeout_ms', timeout_ms, 'capabilities', capabilities) FROM models "
+    "WHERE id = $1 AND enabled";
 
 /* $1 vector store id, $2 account -> the route of the store's embeddings
  * model (its queries are embedded with the model its chunks were), or no
  * row when the store is not the account's or the model is gone. */
 static const char sb_wsql_store_route[] =
     "SELECT json_build_object('provider', m.provider, 'base_url', m.base_url, 'upstream_model', m.upstream_model, "
-    "  'credential_ref', m.credential_ref, 'timeout_ms', m.timeout_ms) "
+    "  'credential_ref', m.credential_ref, 'timeout_ms', m.timeout_ms, 'capabilities', m.capabilities) "
     "FROM vector_stores v JOIN models m ON m.id = v.embedding_model AND m.enabled "
     "WHERE v.id = $1 AND v.account_id = $2::bigint";
 
