@@ -103,7 +103,11 @@ typedef struct sb_vsearch sb_vsearch_t;
 /*
  * Starts a search of account's stores: params as sb_vs_params_parse takes
  * them, its queries embedded through route (the stores' embeddings model,
- * wtool_embed.h) while the stores' files are read. 0 with *out set: cb runs
+ * wtool_embed.h) while the stores' files are read. route must be the one
+ * the chunks were embedded with, capabilities included: a query vector of
+ * another size than the chunks' (route.capabilities.embedding_dimensions
+ * set at ingestion and not here) matches nothing, and the chunks rank on
+ * their text alone. 0 with *out set: cb runs
  * once, from the loop (never inside this call), unless cancelled first. Or
  * a negative code with *err a final error event and nothing started: 400
  * for bad params, 503 without a database.
