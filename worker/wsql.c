@@ -2,7 +2,6 @@
 #include "wsql.h"
 
 #include "wsql_containers.h"
-#include "wsql_vstores.h"
 #include "wsql_tools.h"
 #include "wsql_vstores.h"
 
