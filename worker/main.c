@@ -51,7 +51,10 @@ static void sb_usage(FILE *f)
             "                     the outbound guard refuses them (default none: tests only)\n"
             "  --tool-allow-http  tools may fetch http:// URLs, not only https://\n"
             "  --database DSN     the tool data plane's PostgreSQL (containers, vector stores;\n"
-            "                     env SB_PG_DSN); without it those tools' calls fail\n",
+            "                     env SB_PG_DSN); without it those tools' calls fail\n"
+            "  --sandbox-uid-base N, --sandbox-uid-count N  as root, the code interpreter's\n"
+            "                     sandboxes each run under their own uid from this range, which\n"
+            "                     no other user of the host may use (default 200000, 1000)\n",
             SB_BROKER_WORKER_ENDPOINT_DEFAULT);
 }
 
@@ -109,6 +112,8 @@ int main(int argc, char **argv)
         {"tool-allow-cidr", required_argument, NULL, 'A'},
         {"tool-allow-http", no_argument, NULL, 'H'},
         {"database", required_argument, NULL, 'D'},
+        {"sandbox-uid-base", required_argument, NULL, 'U'},
+        {"sandbox-uid-count", required_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -195,6 +200,14 @@ int main(int argc, char **argv)
             break;
         case 'D':
             cfg.pg_dsn = optarg;
+            break;
+        case 'U':
+        case 'V':
+            if (sb_parse_int(optarg, 1, &v) < 0) {
+                fprintf(stderr, "sb-worker: --sandbox-uid-%s needs a positive integer\n", c == 'U' ? "base" : "count");
+                return 2;
+            }
+            *(c == 'U' ? &cfg.sandbox_uid_base : &cfg.sandbox_uid_count) = v;
             break;
         case 'h':
             sb_usage(stdout);

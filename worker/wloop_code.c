@@ -286,7 +286,17 @@ static void sb_wci_on_files(const PGresult *res, const char *err, void *owner)
         sb_wci_pump(ci);
         return;
     }
-    sb_sandbox_config_t cfg = {.wall_ms = (int)ci->l->j->w->tool_timeout_ms};
+    /* The container's memory_limit, up to 4 GiB a process (16g and 64g
+     * are held to that: docs/containers.md). */
+    const char *mem =
+        json_string_value(json_object_get(json_object_get(ci->l->plan->code_interpreter, "container"), "memory_limit"));
+    sb_worker_t *w = ci->l->j->w;
+    sb_sandbox_config_t cfg = {
+        .wall_ms = (int)w->tool_timeout_ms,
+        .memory_bytes = mem && strcmp(mem, "1g") != 0 ? 4LL << 30 : 1LL << 30,
+        .uid_base = w->sandbox_uid_base,
+        .uid_count = w->sandbox_uid_count,
+    };
     ci->sbx = sb_sandbox_new(ci->l->j->w->base, &cfg);
     for (int r = 0; ci->sbx && r < PQntuples(res); r++) {
         if (PQgetisnull(res, r, 0))

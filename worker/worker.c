@@ -322,6 +322,8 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
             goto fail;
         }
     }
+    w->sandbox_uid_base = cfg->sandbox_uid_base > 0 ? cfg->sandbox_uid_base : 0;
+    w->sandbox_uid_count = cfg->sandbox_uid_count > 0 ? cfg->sandbox_uid_count : 0;
     w->on_stopped = cfg->on_stopped;
     w->arg = cfg->arg;
     w->jobs = sb_map_new();

@@ -56,6 +56,8 @@ typedef struct sb_worker_config {
     const char *pg_dsn;            /* the tool data plane's database (containers, vector stores); NULL: none,
                                       and the tools that need it fail their calls */
     int db_conns;                  /* its pool size; <= 0: 2 */
+    int sandbox_uid_base;          /* as root: the code interpreter sandboxes' first uid; <= 0: 200000 */
+    int sandbox_uid_count;         /* how many uids that range holds; <= 0: 1000 */
     /* Called once, at a safe point of the loop, when the worker reaches
      * STOPPED (typically: event_base_loopexit). May not destroy the worker. */
     void (*on_stopped)(void *arg);

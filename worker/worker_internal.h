@@ -68,12 +68,14 @@ struct sb_worker {
     int retry_max;
     int64_t retry_base_ms;
     int64_t retry_cap_ms;
-    sb_retry_budget_t *budget;     /* owned; per-route retry tokens, spent by calls */
-    struct sb_ssrf *guard;         /* owned; every URL a tool fetches for a client or a model (sb_ssrf.h) */
-    int64_t tool_timeout_ms;       /* one tool step (an MCP request, a search, a page) */
-    int tool_max_iterations;       /* model calls one tool loop may make */
-    size_t tool_output_max;        /* bytes of one tool output the model (and the item) gets */
-    struct sb_db *db;              /* owned; the tool data plane (wsql.h), NULL without --database */
+    sb_retry_budget_t *budget; /* owned; per-route retry tokens, spent by calls */
+    struct sb_ssrf *guard;     /* owned; every URL a tool fetches for a client or a model (sb_ssrf.h) */
+    int64_t tool_timeout_ms;   /* one tool step (an MCP request, a search, a page) */
+    int tool_max_iterations;   /* model calls one tool loop may make */
+    size_t tool_output_max;    /* bytes of one tool output the model (and the item) gets */
+    struct sb_db *db;          /* owned; the tool data plane (wsql.h), NULL without --database */
+    int sandbox_uid_base;      /* the code interpreter's uid range (0: the sandbox's default) */
+    int sandbox_uid_count;
     void (*on_stopped)(void *arg); /* the caller's, from the config */
     void *arg;
 
