@@ -123,14 +123,15 @@ static void test_bad_jobs(void)
     CHECK(run_until(has_final, "job_array", 3000));
     check_final_error("job_array", 400, "invalid_request", "job body");
 
-    /* Translation errors come from the adapter (web search and MCP are the
-     * tool loop's; a built-in tool only an upstream runs is the adapter's). */
+    /* Translation errors come from the adapter (web search, MCP, the code
+     * interpreter, file search and image generation are the tool loop's; a
+     * built-in tool only an upstream runs is the adapter's). */
     json_t *job = make_job("openai-chat", "fast", srv_port, NULL);
-    json_object_set_new((json_t *)sb_job_request(job), "tools", json_pack("[{s:s}]", "type", "code_interpreter"));
+    json_object_set_new((json_t *)sb_job_request(job), "tools", json_pack("[{s:s}]", "type", "computer_use_preview"));
     send_job("job_tool", job, 0);
     CHECK(run_until(has_final, "job_tool", 3000));
     check_final_error("job_tool", 400, "invalid_request",
-                      "unsupported parameter: tool type 'code_interpreter' is not supported");
+                      "unsupported parameter: tool type 'computer_use_preview' is not supported");
     CHECK_STR(final_upstream("job_tool"), "");
 
     /* A job whose shape is wrong (sb_job_check on receipt): refused before
