@@ -9,6 +9,18 @@
 #include "sb_event.h"
 #include "sb_item.h"
 
+json_t *sb_job_route_from_model(const json_t *m)
+{
+    json_t *cred = json_object_get(m, "credential_ref");
+    json_t *caps = json_object_get(m, "capabilities");
+    json_t *max_out = json_object_get(m, "max_output_tokens");
+    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:o, s:O}", "provider", json_object_get(m, "provider"), "base_url",
+                     json_object_get(m, "base_url"), "upstream_model", json_object_get(m, "upstream_model"),
+                     "credential_ref", cred ? cred : json_null(), "timeout_ms", json_object_get(m, "timeout_ms"),
+                     "capabilities", json_is_object(caps) ? json_incref(caps) : json_object(), "max_output_tokens",
+                     max_out ? max_out : json_null());
+}
+
 json_t *sb_job_new(const char *request_id, const char *model, long long account_id, json_t *route, json_t *request)
 {
     return json_pack("{s:s, s:s, s:I, s:o, s:o}", "request_id", request_id, "model", model, "account_id",

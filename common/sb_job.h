@@ -75,6 +75,12 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+/* A job's route (new reference) from a model record as the frontend reads
+ * it (fe_sql.c's model lookup): provider, base_url, upstream_model,
+ * credential_ref, timeout_ms, capabilities ({} when none) and
+ * max_output_tokens; NULL when the record lacks one of the first five. */
+json_t *sb_job_route_from_model(const json_t *model);
+
 /* Builds a job object. `route` and `request` are stolen; strings borrowed. */
 json_t *sb_job_new(const char *request_id, const char *model, long long account_id, json_t *route, json_t *request);
 

@@ -175,15 +175,7 @@ static void fe_generate_job_over(fe_request_t *r)
 
 static json_t *fe_generate_route(const fe_request_t *r)
 {
-    const json_t *m = r->model;
-    json_t *cred = json_object_get(m, "credential_ref");
-    json_t *caps = json_object_get(m, "capabilities");
-    json_t *max_out = json_object_get(m, "max_output_tokens");
-    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:o, s:O}", "provider", json_object_get(m, "provider"), "base_url",
-                     json_object_get(m, "base_url"), "upstream_model", json_object_get(m, "upstream_model"),
-                     "credential_ref", cred ? cred : json_null(), "timeout_ms", json_object_get(m, "timeout_ms"),
-                     "capabilities", json_is_object(caps) ? json_incref(caps) : json_object(), "max_output_tokens",
-                     max_out ? max_out : json_null());
+    return sb_job_route_from_model(r->model);
 }
 
 /* Submits (or, for a fallback, submits again) the request's job. */

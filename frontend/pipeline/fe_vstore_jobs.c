@@ -13,25 +13,10 @@
 #include "sb_log.h"
 #include "sb_time.h"
 
-/* The route as a generation's job carries it (fe_generate.c builds the
- * same from the model record): the worker reads provider, base_url,
- * upstream_model, credential_ref and timeout_ms of it. */
-static json_t *fe_vstore_jobs_route(const json_t *m)
-{
-    json_t *cred = json_object_get(m, "credential_ref");
-    json_t *caps = json_object_get(m, "capabilities");
-    json_t *max_out = json_object_get(m, "max_output_tokens");
-    return json_pack("{s:O, s:O, s:O, s:O, s:O, s:o, s:O}", "provider", json_object_get(m, "provider"), "base_url",
-                     json_object_get(m, "base_url"), "upstream_model", json_object_get(m, "upstream_model"),
-                     "credential_ref", cred ? cred : json_null(), "timeout_ms", json_object_get(m, "timeout_ms"),
-                     "capabilities", json_is_object(caps) ? json_incref(caps) : json_object(), "max_output_tokens",
-                     max_out ? max_out : json_null());
-}
-
 json_t *fe_vstore_jobs_new(const char *request_id, const json_t *model, long long account_id, json_t *request)
 {
     const char *id = json_string_value(json_object_get(model, "id"));
-    json_t *route = fe_vstore_jobs_route(model);
+    json_t *route = sb_job_route_from_model(model); /* as a generation's job carries it */
     if (!id || !route) {
         json_decref(route);
         json_decref(request);
