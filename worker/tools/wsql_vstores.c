@@ -33,21 +33,36 @@ static const char sb_wsql_vs_search_files[] =
     "SELECT vf.vector_store_id, vf.file_id, vf.filename, vf.attributes FROM vector_store_files vf "
     "JOIN v ON v.id = vf.vector_store_id WHERE vf.status = 'completed'";
 
-/* Exact ranking (docs: file search): every chunk of the allowed files is
- * scored once (the materialised CTEs: the query is parsed once, not per
- * row, and a score written twice would be computed twice), as embedding_weight * cosine (a dot product: both vectors
- * are unit length; below 0 counts as 0) plus text_weight * ts_rank_cd normalised to [0, 1) (flag 32: rank / (rank +
- * 1)), over the weights' sum. A chunk whose embedding has another size than the query's (a store re-embedded with
- * another model) scores on its text alone. */
+/* Exact ranking (wtool_vsearch.h): every chunk of the allowed files is
+ * scored, as embedding_weight * cosine (a dot product: both vectors are
+ * unit length; below 0 counts as 0) plus text_weight * ts_rank_cd
+ * normalised to [0, 1) (flag 32: rank / (rank + 1)), over the weights'
+ * sum. The two halves are separate passes: the cosine over every chunk
+ * (reading only its embedding), the text rank over the chunks that match
+ * the query (found through the GIN index: a tsvector is read only for
+ * them, not for every chunk), then joined. Without embedding weight only
+ * matching chunks are results; a chunk whose embedding has another size
+ * than the query's (a store embedded at another size) scores on its text
+ * alone. The CTEs are materialised so that the query is parsed once, not
+ * per row, and no score is computed twice. The dot product is the
+ * fastest exact form measured without an extension (sb-vstore-bench):
+ * both arrays unnested in a select list (streamed, where unnest in FROM
+ * fills a tuplestore per row) and multiplied as real (sum() accumulates
+ * in double precision): 2.2 times the speed of unnest(a, b) in FROM with
+ * double products. */
 static const char sb_wsql_vs_search_rank[] =
     "WITH p AS MATERIALIZED (SELECT websearch_to_tsquery('english', $4) AS q, $3::real[] AS e, "
     "  $5::float8 AS ew, $6::float8 AS tw), "
-    "s AS MATERIALIZED (SELECT c.id, ("
-    "  CASE WHEN p.ew > 0 AND array_length(c.embedding, 1) = array_length(p.e, 1) THEN p.ew * LEAST(GREATEST("
-    "    (SELECT sum(x::float8 * y) FROM unnest(c.embedding, p.e) AS t(x, y)), 0), 1) ELSE 0 END "
-    "  + CASE WHEN p.tw > 0 THEN p.tw * ts_rank_cd(c.tsv, p.q, 32) ELSE 0 END) / (p.ew + p.tw) AS score "
-    "  FROM p, unnest($1::text[], $2::text[]) AS a(store, file) "
-    "  JOIN vector_store_chunks c ON c.vector_store_id = a.store AND c.file_id = a.file), "
+    "a AS MATERIALIZED (SELECT store, file FROM unnest($1::text[], $2::text[]) AS a(store, file)), "
+    "v AS MATERIALIZED (SELECT c.id, CASE WHEN array_length(c.embedding, 1) = array_length(p.e, 1) THEN "
+    "  LEAST(GREATEST((SELECT sum(x * y) FROM (SELECT unnest(c.embedding) AS x, unnest(p.e) AS y) AS t), 0), 1) "
+    "  ELSE 0 END AS sim "
+    "  FROM p, a JOIN vector_store_chunks c ON c.vector_store_id = a.store AND c.file_id = a.file WHERE p.ew > 0), "
+    "t AS MATERIALIZED (SELECT c.id, ts_rank_cd(c.tsv, (SELECT q FROM p), 32) AS tr FROM vector_store_chunks c "
+    "  WHERE (SELECT tw FROM p) > 0 AND c.tsv @@ (SELECT q FROM p) AND c.vector_store_id = ANY($1::text[]) "
+    "  AND (c.vector_store_id, c.file_id) IN (SELECT store, file FROM a)), "
+    "s AS (SELECT COALESCE(v.id, t.id) AS id, (p.ew * COALESCE(v.sim, 0) + p.tw * COALESCE(t.tr, 0)) / (p.ew + p.tw) "
+    "  AS score FROM p, v FULL JOIN t ON t.id = v.id), "
     "top AS (SELECT id, score FROM s WHERE score >= $7::float8 ORDER BY score DESC, id LIMIT $8::int) "
     "SELECT c.vector_store_id, c.file_id, c.seq, c.text, top.score FROM top "
     "JOIN vector_store_chunks c ON c.id = top.id ORDER BY top.score DESC, top.id";
