@@ -165,9 +165,15 @@ const CLIENTS = {
       if (resume) args.push('resume', '--last');
       args.push('--skip-git-repo-check', '-c', `openai_base_url="${base}/v1"`, '-m', model);
       // Its default exec sandbox is read-only: a shell tool that creates a file
-      // needs write access to the work dir, which is all this grants.
-      if (!resume) args.push('-s', 'workspace-write');
-      else args.push('-c', 'sandbox_mode="workspace-write"');
+      // needs write access to the work dir. Codex's own command sandbox is
+      // bwrap plus its codex-linux-sandbox helper once a system bwrap is on
+      // PATH (this machine has Debian's, for the code interpreter), and that
+      // helper cannot start in this test container ("bwrap: execvp
+      // codex-linux-sandbox"); so the commands run unsandboxed, in the
+      // throwaway work dir: what is tested is the gateway, not Codex's
+      // sandbox.
+      if (!resume) args.push('-s', 'danger-full-access');
+      else args.push('-c', 'sandbox_mode="danger-full-access"');
       args.push(prompt);
       return { cmd: bin('codex'), args, env: { HOME: home, CODEX_HOME: join(home, '.codex'), CODEX_API_KEY: key } };
     },
