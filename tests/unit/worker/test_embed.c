@@ -393,6 +393,7 @@ static void test_calls(void)
     CHECK(g.err && json_integer_value(json_object_get(g.err, "status")) == 502);
     CHECK(g.err && !strstr(json_string_value(json_object_get(g.err, "message")), "sk-wrong"));
     json_decref(g.err);
+    json_decref(r);
     setenv(KEY_ENV, KEY, 1);
 
     /* A route that cannot embed fails from the loop, not inside the call. */

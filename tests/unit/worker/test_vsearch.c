@@ -497,7 +497,9 @@ static void test_ingest_and_search(void)
     /* Search: each labelled query finds its document in the top 5 (recall@5), mostly first. */
     int hits5 = 0, hits1 = 0;
     for (size_t i = 0; i < NDOCS; i++) {
-        char *q = json_dumps(json_string(docs[i][2]), JSON_ENCODE_ANY);
+        json_t *qs = json_string(docs[i][2]);
+        char *q = json_dumps(qs, JSON_ENCODE_ANY);
+        json_decref(qs);
         char params[512];
         snprintf(params, sizeof params, "{\"vector_store_ids\":[\"vs_a\"],\"query\":%s,\"max_num_results\":5}", q);
         free(q);
