@@ -87,7 +87,7 @@ struct sb_wloop {
 
 extern const sb_wcall_ops_t sb_wloop_call_ops;
 
-/* wloop_exec.c: what the steps and the loop both use */
+/* wloop_step.c: what the loop and every step use (below all of them) */
 /* Appends an event to the job's pending events (and the running call's),
  * and sends them when the job streams. Steals ev. */
 void sb_wloop_emit(sb_wloop_t *l, json_t *ev);
@@ -97,6 +97,7 @@ void sb_wloop_kick(sb_wloop_t *l);
 /* A listing or tool call is over (pending goes down; the loop may move on). */
 void sb_wloop_tool_done(sb_wloop_t *l);
 
+/* wloop_exec.c: the model's events translated, the MCP and web steps. */
 /* The listings and approved calls of PREPARE, started. */
 void sb_wloop_prepare(sb_wloop_t *l);
 /* Starts the I/O of the steps due to start: never from inside a transfer's
@@ -109,6 +110,8 @@ void sb_wloop_slots_reset(sb_wloop_t *l);
 /* No built-in call may run any more (max_tool_calls). */
 bool sb_wloop_calls_spent(const sb_wloop_t *l);
 void sb_wexec_free(sb_wexec_t *e);
+
+/* wloop_step.c, continued. */
 /* A step is over: its item done, its output for the model (capped), its
  * log row written by the caller before; then the loop may move on. */
 void sb_wexec_finish(sb_wexec_t *e, const char *model_text);

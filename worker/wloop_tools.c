@@ -2,9 +2,8 @@
  * wloop_tools: the steps of the tools that keep data (wloop_internal.h):
  * which of them a reserved call is, the item it shows from the start, and
  * image generation run here (the code interpreter is wloop_code.c's, file
- * search wloop_fsearch.c's). Also the database token every step's query
- * goes through, so a step that ends before its query answers is never
- * called back.
+ * search wloop_fsearch.c's; the database token their queries go through is
+ * wloop_db.c's).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,40 +21,6 @@
 
 /* The image model used when the tool names none (OpenAI's default). */
 #define SB_WLOOP_IMAGE_MODEL "gpt-image-1"
-
-/*
- * Database queries of a step.
- */
-
-struct sb_wdbq {
-    sb_wdbq_cb cb;
-    void *owner; /* NULL once the step has gone: the answer is dropped */
-};
-
-static void sb_wdbq_on_result(const PGresult *res, const char *err, void *arg)
-{
-    sb_wdbq_t *q = arg;
-    if (q->owner)
-        q->cb(res, err, q->owner);
-    free(q);
-}
-
-sb_wdbq_t *sb_wdbq_run(sb_wloop_t *l, const char *stmt, int n, const char *const *params, sb_wdbq_cb cb, void *owner)
-{
-    sb_wdbq_t *q = sb_xcalloc(1, sizeof *q);
-    q->cb = cb;
-    q->owner = owner;
-    sb_db_query(l->j->w->db, stmt, n, params, sb_wdbq_on_result, q);
-    return q;
-}
-
-void sb_wdbq_forget(sb_wdbq_t **q)
-{
-    if (q && *q) {
-        (*q)->owner = NULL;
-        *q = NULL;
-    }
-}
 
 /*
  * The items.

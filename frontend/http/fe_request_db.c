@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 
-#include "sb_db.h"
 #include "sb_alloc.h"
+#include "sb_db.h"
 #include "sb_event.h"
 
 /* What the answer needs besides r: sb_db_query carries one pointer. */

@@ -8,8 +8,8 @@
 
 #include <jansson.h>
 
-#include "sb_db.h"
 #include "fe_request.h"
+#include "sb_db.h"
 
 /* Stores r's completion (the Chat Completions style's fe_style_t.store):
  * rendered (the chat.completion the client gets), the request's messages as

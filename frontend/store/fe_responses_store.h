@@ -8,8 +8,8 @@
 
 #include <jansson.h>
 
-#include "sb_db.h"
 #include "fe_request.h"
+#include "sb_db.h"
 
 /* Stores r's response (the Responses style's fe_style_t.store): rendered
  * (the body the client gets), the context it inherited, its own input, and

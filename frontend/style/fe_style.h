@@ -31,9 +31,9 @@
 #include <stdint.h>
 
 #include "fe_collect.h"
-#include "sb_db.h"
 #include "fe_error.h"
 #include "fe_http.h"
+#include "sb_db.h"
 #include "sb_id.h"
 #include "sb_seal.h"
 

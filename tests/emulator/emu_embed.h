@@ -44,7 +44,10 @@ json_t *sb_emu_embed_json(const float *v, size_t dims);
 
 /* POST /v1/embeddings (emu_openai_embeddings.c). */
 void sb_emu_openai_embeddings_handle(struct sb_emu_call *call);
-/* POST models/{model}:embedContent (batch false) and :batchEmbedContents (batch true); auth is already checked. */
-void sb_emu_gemini_embed_handle(struct sb_emu_call *call, const char *model, bool batch);
+/* POST models/{model}:embedContent (batch false) and :batchEmbedContents (batch true); auth is already checked.
+ * errors: Google's bodies for the request's faults (emu_gemini.c's, handed down so this file needs nothing of it). */
+struct sb_emu_fault_errors;
+void sb_emu_gemini_embed_handle(struct sb_emu_call *call, const char *model, bool batch,
+                                const struct sb_emu_fault_errors *errors);
 
 #endif

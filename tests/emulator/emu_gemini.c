@@ -895,7 +895,7 @@ void sb_emu_gemini_route(struct sb_emu_call *call, bool is_get)
     } else if (!strcmp(method, "countTokens")) {
         count_tokens(call);
     } else if (!strcmp(method, "embedContent") || !strcmp(method, "batchEmbedContents")) {
-        sb_emu_gemini_embed_handle(call, model, method[0] == 'b');
+        sb_emu_gemini_embed_handle(call, model, method[0] == 'b', &sb_emu_gemini_plain_errors);
     } else {
         not_found(call, "Method not found.");
     }

@@ -142,7 +142,8 @@ static void reply(struct sb_emu_call *call, json_t *out)
     rep->body_len = strlen(rep->body);
 }
 
-void sb_emu_gemini_embed_handle(struct sb_emu_call *call, const char *model, bool batch)
+void sb_emu_gemini_embed_handle(struct sb_emu_call *call, const char *model, bool batch,
+                                const struct sb_emu_fault_errors *errors)
 {
     if (!strstr(model, "embed")) {
         const char *version = !strncmp(call->path, "/v1/", 4) ? "v1" : "v1beta";
@@ -189,7 +190,7 @@ void sb_emu_gemini_embed_handle(struct sb_emu_call *call, const char *model, boo
         sb_emu_gemini_error(&call->reply, 400, "INVALID_ARGUMENT", NULL, "%s", err);
         goto done;
     }
-    if (sb_emu_fault_stage(call, &d, false, words, &sb_emu_gemini_plain_errors))
+    if (sb_emu_fault_stage(call, &d, false, words, errors))
         goto done;
     if (d.malformed) {
         sb_emu_reply_malformed(&call->reply,

@@ -261,22 +261,6 @@ static void sb_tool_replay_name(const sb_tool_plan_t *p, const json_t *item, cha
     snprintf(out, out_len, SB_TOOL_PREFIX "mcp__%.50s", sb_tool_name_ok(name) ? name : "tool");
 }
 
-json_t *sb_tool_call_item(const char *call_id, const char *name, const char *arguments, const json_t *from)
-{
-    json_t *fc = json_pack("{s:s, s:s, s:s, s:s}", "type", "function_call", "call_id", call_id, "name", name,
-                           "arguments", arguments ? arguments : "{}");
-    /* A Gemini call's signature goes back with it. */
-    json_t *sig = json_object_get(from, "thought_signature");
-    if (json_is_string(sig))
-        json_object_set(fc, "thought_signature", sig);
-    return fc;
-}
-
-json_t *sb_tool_output_item(const char *call_id, const char *output)
-{
-    return json_pack("{s:s, s:s, s:s}", "type", "function_call_output", "call_id", call_id, "output", output);
-}
-
 /* What a web_search_call replayed without the gateway's record of it
  * (sb_output: a client's own replay, store:false) tells the model: the
  * action and the sources it names, and that the results themselves are
