@@ -474,3 +474,12 @@ int sb_db_pending(const sb_db_t *db)
         n += db->conns[i].query ? 1 : 0;
     return n;
 }
+
+int sb_db_stmt_join(sb_db_stmt_t *out, int max, const sb_db_stmt_set_t *sets, size_t nsets)
+{
+    int n = 0;
+    for (size_t i = 0; i < nsets; i++)
+        for (int k = 0; k < sets[i].count && n < max; k++)
+            out[n++] = sets[i].stmts[k];
+    return n;
+}

@@ -19,6 +19,16 @@ typedef struct {
     const char *sql;
 } sb_db_stmt_t;
 
+/* One set of statements (a module's array and its length). */
+typedef struct {
+    const sb_db_stmt_t *stmts;
+    int count;
+} sb_db_stmt_set_t;
+
+/* The sets joined, in order, into out (room for max; later statements past
+ * max are left out). Returns how many out holds. */
+int sb_db_stmt_join(sb_db_stmt_t *out, int max, const sb_db_stmt_set_t *sets, size_t nsets);
+
 /* res is borrowed (cleared after the call); NULL with err set when the query
  * failed or its connection broke. */
 typedef void (*sb_db_cb)(const PGresult *res, const char *err, void *arg);

@@ -12,17 +12,12 @@ const sb_db_stmt_t *sb_wsql_all(int *count)
     static sb_db_stmt_t all[SB_WSQL_MAX_STATEMENTS];
     static int n;
     if (n == 0) {
-        const struct {
-            const sb_db_stmt_t *stmts;
-            int count;
-        } sets[] = {
+        const sb_db_stmt_set_t sets[] = {
             {sb_wsql_container_statements, sb_wsql_container_statement_count},
             {sb_wsql_vstore_statements, sb_wsql_vstore_statement_count},
             {sb_wsql_tool_statements, sb_wsql_tool_statement_count},
         };
-        for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-            for (int k = 0; k < sets[i].count && n < SB_WSQL_MAX_STATEMENTS; k++)
-                all[n++] = sets[i].stmts[k];
+        n = sb_db_stmt_join(all, SB_WSQL_MAX_STATEMENTS, sets, sizeof sets / sizeof sets[0]);
     }
     *count = n;
     return all;

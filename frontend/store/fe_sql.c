@@ -210,17 +210,12 @@ const sb_db_stmt_t *fe_sql_all(int *count)
     static sb_db_stmt_t all[FE_SQL_MAX_STATEMENTS];
     static int n;
     if (n == 0) {
-        const struct {
-            const sb_db_stmt_t *stmts;
-            int count;
-        } sets[] = {
+        const sb_db_stmt_set_t sets[] = {
             {fe_sql_statements, fe_sql_statement_count},
             {fe_sql_container_statements, fe_sql_container_statement_count},
             {fe_sql_vstore_statements, fe_sql_vstore_statement_count},
         };
-        for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-            for (int k = 0; k < sets[i].count && n < FE_SQL_MAX_STATEMENTS; k++)
-                all[n++] = sets[i].stmts[k];
+        n = sb_db_stmt_join(all, FE_SQL_MAX_STATEMENTS, sets, sizeof sets / sizeof sets[0]);
     }
     *count = n;
     return all;
