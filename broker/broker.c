@@ -20,6 +20,7 @@
  * registering again at that moment.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,6 @@ struct sb_broker {
 
     zsock_t *frontends; /* ROUTER, frontends connect here */
     zsock_t *workers;   /* ROUTER, workers connect here */
-    zpoller_t *poller;
 
     sb_map_t *jobs; /* job_id -> sb_broker_job_t, every job the broker holds (owning) */
     sb_broker_queues_t *queues;
@@ -896,6 +896,21 @@ static void sb_broker_drain(sb_broker_t *b, zsock_t *sock, void (*handle)(sb_bro
     }
 }
 
+/* Blocks up to wait ms until either socket may have a message. ZMQ_FD is
+ * edge-triggered and the sends since the last drain may have taken its
+ * signal, so the sockets' ZMQ_EVENTS are checked first and the fds waited on
+ * only when neither holds input. (zpoller did the same checks twice around
+ * its poll, and a drain after it checked again before every message.) */
+static void sb_broker_wait(sb_broker_t *b, int wait)
+{
+    if (wait <= 0 || (zsock_events(b->frontends) & ZMQ_POLLIN) || (zsock_events(b->workers) & ZMQ_POLLIN))
+        return;
+    struct pollfd fds[2] = {{.fd = zsock_fd(b->frontends), .events = POLLIN},
+                            {.fd = zsock_fd(b->workers), .events = POLLIN}};
+    /* EINTR (any signal) just ends the wait: the caller checks b->stop. */
+    (void)poll(fds, 2, wait);
+}
+
 int sb_broker_run_once(sb_broker_t *b, int timeout_ms)
 {
     if (b->stop || zsys_interrupted)
@@ -907,11 +922,10 @@ int sb_broker_run_once(sb_broker_t *b, int timeout_ms)
         wait = timeout_ms;
     if (wait < 0)
         wait = 0;
-    /* Not zpoller_terminated(): that is also set by an EINTR from any signal. */
-    (void)zpoller_wait(b->poller, (int)wait);
+    sb_broker_wait(b, (int)wait);
     if (b->stop || zsys_interrupted)
         return -EINTR;
-    /* Look at both sockets whatever woke us: zpoller reports only one. */
+    /* Drain both sockets, whichever woke us. */
     sb_broker_drain(b, b->frontends, sb_broker_on_frontend);
     sb_broker_drain(b, b->workers, sb_broker_on_worker);
     sb_broker_run_timers(b);
@@ -1003,9 +1017,6 @@ sb_broker_t *sb_broker_new(const sb_broker_config_t *cfg)
     b->workers = sb_broker_bind(we, SB_BROKER_WORKER_SNDHWM, &b->worker_endpoint);
     if (!b->workers)
         goto fail;
-    b->poller = zpoller_new(b->frontends, b->workers, NULL);
-    if (!b->poller)
-        goto fail;
     b->jobs = sb_map_new();
     b->queues = sb_broker_queues_new(b->queue_max);
     b->registry = sb_broker_registry_new();
@@ -1065,7 +1076,6 @@ void sb_broker_destroy(sb_broker_t **pb)
     sb_broker_queues_destroy(&b->queues);
     sb_broker_registry_destroy(&b->registry);
     sb_breakers_destroy(&b->breakers);
-    zpoller_destroy(&b->poller);
     zsock_destroy(&b->frontends);
     zsock_destroy(&b->workers);
     free(b->frontend_endpoint);

@@ -19,75 +19,118 @@ void sb_wire_msg_destroy(sb_wire_msg_t **msg)
     *msg = NULL;
 }
 
+/* Frames a message may have: [routing id] cmd [header [body]]. */
+#define SB_WIRE_MAX_FRAMES 4
+
+/* Reads the frames of the next message into f (at most SB_WIRE_MAX_FRAMES;
+ * a longer message is read to its end and dropped). Returns the number of
+ * frames (each to be closed by the caller), -EAGAIN when no message waits,
+ * -EPROTO when one was too long. Only the first frame is read with
+ * ZMQ_DONTWAIT: the rest of a message arrives with it. There is no ZMQ_EVENTS
+ * check before reading: a read that finds nothing does the same work (it
+ * processes the socket's pending commands, which re-arms its edge-triggered
+ * ZMQ_FD), so a check first would double it for every message. */
+static int sb_wire_recv_frames(void *handle, zmq_msg_t *f)
+{
+    zmq_msg_init(&f[0]);
+    if (zmq_msg_recv(&f[0], handle, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&f[0]);
+        return -EAGAIN;
+    }
+    int n = 1;
+    bool more = zmq_msg_more(&f[0]), too_long = false;
+    while (more) {
+        zmq_msg_t extra;
+        zmq_msg_t *m = n < SB_WIRE_MAX_FRAMES ? &f[n] : &extra;
+        zmq_msg_init(m);
+        if (zmq_msg_recv(m, handle, 0) < 0) {
+            zmq_msg_close(m);
+            break;
+        }
+        more = zmq_msg_more(m);
+        if (m == &extra) {
+            too_long = true;
+            zmq_msg_close(m);
+        } else {
+            n++;
+        }
+    }
+    if (too_long) {
+        for (int i = 0; i < n; i++)
+            zmq_msg_close(&f[i]);
+        return -EPROTO;
+    }
+    return n;
+}
+
 int sb_wire_recv(zsock_t *sock, bool is_router, sb_wire_msg_t **out)
 {
     *out = NULL;
-    if (!(zsock_events(sock) & ZMQ_POLLIN))
-        return -EAGAIN;
-    zmsg_t *zmsg = zmsg_recv(sock);
-    if (!zmsg)
-        return -EAGAIN;
+    zmq_msg_t f[SB_WIRE_MAX_FRAMES];
+    int n = sb_wire_recv_frames(zsock_resolve(sock), f);
+    if (n < 0)
+        return n;
     sb_wire_msg_t *msg = sb_xcalloc(1, sizeof *msg);
-    if (is_router) {
-        msg->routing_id = zmsg_pop(zmsg);
-        if (!msg->routing_id)
-            goto malformed;
-    }
-    zframe_t *cmd = zmsg_pop(zmsg);
-    if (!cmd || zframe_size(cmd) != 1) {
-        zframe_destroy(&cmd);
-        goto malformed;
-    }
-    msg->cmd = zframe_data(cmd)[0];
-    zframe_destroy(&cmd);
-    zframe_t *hdr = zmsg_pop(zmsg);
-    if (hdr) {
+    int i = 0, rc = -EPROTO;
+    if (is_router)
+        msg->routing_id = zframe_new(zmq_msg_data(&f[i]), zmq_msg_size(&f[i])), i++;
+    if (i >= n || zmq_msg_size(&f[i]) != 1)
+        goto done;
+    msg->cmd = ((const unsigned char *)zmq_msg_data(&f[i]))[0];
+    i++;
+    if (i < n) {
         json_t *h = NULL;
-        int rc = zframe_size(hdr) ? sb_mpjson_decode(zframe_data(hdr), zframe_size(hdr), &h) : -EINVAL;
-        zframe_destroy(&hdr);
-        if (rc < 0 || !json_is_object(h)) {
+        int hrc = zmq_msg_size(&f[i]) ? sb_mpjson_decode(zmq_msg_data(&f[i]), zmq_msg_size(&f[i]), &h) : -EINVAL;
+        if (hrc < 0 || !json_is_object(h)) {
             json_decref(h);
-            goto malformed;
+            goto done;
         }
         msg->header = h;
-        msg->body = zmsg_pop(zmsg);
+        i++;
+        if (i < n)
+            msg->body = zframe_new(zmq_msg_data(&f[i]), zmq_msg_size(&f[i])), i++;
     }
-    if (zmsg_size(zmsg) != 0)
-        goto malformed;
-    zmsg_destroy(&zmsg);
+    if (i == n)
+        rc = 0;
+done:
+    for (int k = 0; k < n; k++)
+        zmq_msg_close(&f[k]);
+    if (rc < 0)
+        sb_wire_msg_destroy(&msg);
     *out = msg;
+    return rc;
+}
+
+/* Sends one frame; more: another follows. */
+static int sb_wire_send_frame(void *handle, const void *data, size_t len, bool more)
+{
+    if (zmq_send(handle, data, len, more ? ZMQ_SNDMORE : 0) < 0)
+        return -(zmq_errno() ? zmq_errno() : EIO);
     return 0;
-malformed:
-    zmsg_destroy(&zmsg);
-    sb_wire_msg_destroy(&msg);
-    return -EPROTO;
 }
 
 int sb_wire_send(zsock_t *sock, zframe_t *routing_id, int cmd, const json_t *header, const void *body, size_t body_len)
 {
-    zmsg_t *zmsg = zmsg_new();
-    if (routing_id)
-        zmsg_addmem(zmsg, zframe_data(routing_id), zframe_size(routing_id));
+    void *handle = zsock_resolve(sock);
+    char *buf = NULL;
+    size_t len = 0;
+    if (header && sb_mpjson_encode(header, &buf, &len) < 0)
+        return -EINVAL;
     unsigned char c = (unsigned char)cmd;
-    zmsg_addmem(zmsg, &c, 1);
-    if (header) {
-        char *buf;
-        size_t len;
-        if (sb_mpjson_encode(header, &buf, &len) < 0) {
-            zmsg_destroy(&zmsg);
-            return -EINVAL;
-        }
-        zmsg_addmem(zmsg, buf, len);
-        free(buf);
-        if (body)
-            zmsg_addmem(zmsg, body, body_len);
-    }
-    if (zmsg_send(&zmsg, sock) != 0) {
-        int err = errno ? errno : EIO;
-        zmsg_destroy(&zmsg);
-        return -err;
-    }
-    return 0;
+    bool has_body = header && body;
+    /* Once the first frame is taken, ZeroMQ takes the rest of the message:
+     * a multipart message is delivered whole or not at all. */
+    int rc = 0;
+    if (routing_id)
+        rc = sb_wire_send_frame(handle, zframe_data(routing_id), zframe_size(routing_id), true);
+    if (rc == 0)
+        rc = sb_wire_send_frame(handle, &c, 1, header != NULL);
+    if (rc == 0 && header)
+        rc = sb_wire_send_frame(handle, buf, len, has_body);
+    if (rc == 0 && has_body)
+        rc = sb_wire_send_frame(handle, body, body_len, false);
+    free(buf);
+    return rc;
 }
 
 const char *sb_wire_header_str(const sb_wire_msg_t *msg, const char *key)

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "sb_alloc.h"
+#include "sb_evbatch.h"
 #include "sb_log.h"
 #include "sb_mpjson.h"
 #include "worker_internal.h"
@@ -77,24 +78,38 @@ void sb_wjob_free(sb_wjob_t *j)
     free(j);
 }
 
-/* Sends one EVENT. upstream ("ok"/"failed", or NULL to leave it out) goes
- * into a final event's header. */
-static void sb_wjob_send_event(sb_worker_t *w, const char *job_id, const json_t *ev, const char *upstream)
+/* What sb_wjob_send_events hands each batch. */
+typedef struct {
+    sb_wjob_t *j;
+    const json_t *events;
+    const char *upstream;
+} sb_wjob_batch_t;
+
+/* Sends one batch (sb_evbatch.h) as one EVENT: final when its last event is;
+ * upstream ("ok"/"failed", or NULL to leave it out) goes into a final
+ * batch's header. A failed send is logged: the broker notices the job's
+ * silence, nobody else is left to tell. */
+static int sb_wjob_send_batch(const char *body, size_t len, size_t from, size_t to, void *arg)
 {
+    sb_wjob_batch_t *b = arg;
+    bool final = sb_event_is_final(json_array_get(b->events, to - 1));
     json_t *hdr =
-        json_pack("{s:s, s:b, s:I}", "job_id", job_id, "final", sb_event_is_final(ev), "seq", (json_int_t)w->ready_seq);
-    if (upstream && sb_event_is_final(ev))
-        json_object_set_new(hdr, "upstream", json_string(upstream));
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = sb_mpjson_encode(ev, &buf, &len);
-    if (rc == 0)
-        rc = sb_worker_send(w, SB_CMD_EVENT, hdr, buf, len);
+        json_pack("{s:s, s:b, s:I}", "job_id", b->j->job_id, "final", final, "seq", (json_int_t)b->j->w->ready_seq);
+    if (b->upstream && final)
+        json_object_set_new(hdr, "upstream", json_string(b->upstream));
+    int rc = sb_worker_send(b->j->w, SB_CMD_EVENT, hdr, body, len);
     if (rc < 0)
-        sb_error("job %s: could not send a %s event: %s", job_id, sb_event_type_name(sb_event_type_of(ev)),
-                 strerror(-rc));
-    free(buf);
+        sb_error("job %s: could not send %zu event(s): %s", b->j->job_id, to - from, strerror(-rc));
     json_decref(hdr);
+    return 0;
+}
+
+/* Sends events[0..n) of the job's pending events, batched. */
+static void sb_wjob_send_events(sb_wjob_t *j, size_t n, const char *upstream)
+{
+    sb_wjob_batch_t b = {j, j->events, upstream};
+    if (n > 0)
+        (void)sb_evbatch_encode(j->events, 0, n, sb_wjob_send_batch, &b);
 }
 
 /* A streamed job: sends the pending events up to (not including) the first
@@ -106,10 +121,12 @@ static void sb_wjob_flush_partial(sb_wjob_t *j)
     if (!j->stream)
         return;
     size_t n = 0;
-    while (n < json_array_size(j->events) && !sb_event_is_final(json_array_get(j->events, n))) {
-        sb_wjob_send_event(j->w, j->job_id, json_array_get(j->events, n++), NULL);
-        j->sent = true;
-    }
+    while (n < json_array_size(j->events) && !sb_event_is_final(json_array_get(j->events, n)))
+        n++;
+    if (n == 0)
+        return;
+    sb_wjob_send_events(j, n, NULL);
+    j->sent = true;
     for (; n > 0; n--)
         json_array_remove(j->events, 0);
 }
@@ -154,15 +171,14 @@ void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
         const json_t *last = json_array_get(j->events, json_array_size(j->events) - 1);
         const char *upstream = sb_wjob_upstream(j);
         if (sb_event_type_of(last) == SB_EV_ERROR)
-            sb_info("job %s: error %lld %s%s%s", j->job_id,
-                    (long long)json_integer_value(json_object_get(last, "status")),
-                    json_string_value(json_object_get(last, "kind")), upstream ? ", upstream " : "",
-                    upstream ? upstream : "");
+            sb_debug("job %s: error %lld %s%s%s", j->job_id,
+                     (long long)json_integer_value(json_object_get(last, "status")),
+                     json_string_value(json_object_get(last, "kind")), upstream ? ", upstream " : "",
+                     upstream ? upstream : "");
         else
-            sb_info("job %s: %s in %lld ms", j->job_id, json_string_value(json_object_get(last, "status")),
-                    (long long)json_integer_value(json_object_get(last, "upstream_ms")));
-        for (size_t k = 0; k < json_array_size(j->events); k++)
-            sb_wjob_send_event(w, j->job_id, json_array_get(j->events, k), upstream);
+            sb_debug("job %s: %s in %lld ms", j->job_id, json_string_value(json_object_get(last, "status")),
+                     (long long)json_integer_value(json_object_get(last, "upstream_ms")));
+        sb_wjob_send_events(j, json_array_size(j->events), upstream);
         json_array_clear(j->events);
         j->sent = true;
     } else {

@@ -17,6 +17,7 @@
 #   SB_WORKER_CONCURRENCY  --concurrency of each worker          (default 64)
 #   SB_EMU_PORT       upstream emulator port                     (default 18080)
 #   SB_BROKER_FRONTEND_PORT, SB_BROKER_WORKER_PORT  broker ports (default: free ports)
+#   SB_BROKER_TRANSPORT  tcp (default) or ipc: the broker's endpoints as Unix sockets in $SB_VAR/run
 #   SB_SANITIZE       ON: build with -DSB_SANITIZE=ON into build-asan (default OFF)
 #   SB_BUILD_DIR      build dir (default $SB_REPO/build, or $SB_REPO/build-asan when SB_SANITIZE=ON)
 #   SB_BUILD_TARGETS  cmake targets to build (default: all)
@@ -565,8 +566,23 @@ sb_start_emulator() {
 # Picks the broker's ports (unless SB_BROKER_*_PORT say) and starts it.
 sb_start_broker() {
     sb_defaults || return 1
-    local bf bw extra=()
+    local bf bw extra=() i
     read -ra extra <<<"${SB_BROKER_ARGS:-}"
+    if [[ ${SB_BROKER_TRANSPORT:-tcp} == ipc ]]; then
+        # Unix domain sockets: every process on this host (no TCP stack per hop).
+        export SB_BROKER_FRONTEND_ENDPOINT="ipc://$SB_VAR/run/broker-frontends.sock" \
+            SB_BROKER_WORKER_ENDPOINT="ipc://$SB_VAR/run/broker-workers.sock"
+        rm -f "$SB_VAR/run/broker-frontends.sock" "$SB_VAR/run/broker-workers.sock"
+        sb_spawn broker "$SB_BUILD_DIR/bin/sb-broker" --frontend-endpoint "$SB_BROKER_FRONTEND_ENDPOINT" \
+            --worker-endpoint "$SB_BROKER_WORKER_ENDPOINT" "${extra[@]}" || return 1
+        for ((i = 0; i < 100; i++)); do
+            [[ -S $SB_VAR/run/broker-frontends.sock && -S $SB_VAR/run/broker-workers.sock ]] && return 0
+            sleep 0.1
+        done
+        sb_log_tail broker
+        sb_die "broker did not bind its ipc endpoints"
+        return 1
+    fi
     bf=${SB_BROKER_FRONTEND_PORT:-}
     bw=${SB_BROKER_WORKER_PORT:-}
     [[ -n $bf ]] || sb_pick_port bf || return 1

@@ -191,6 +191,7 @@ void fe_http_free(fe_http_t **ph)
     fe_http_stop_accepting(h);
     while (h->conns)
         fe_http_conn_close(h->conns);
+    fe_http_spare_free(h);
     sb_map_destroy(&h->sources);
     free(h);
     *ph = NULL;

@@ -36,22 +36,6 @@
 
 static void fe_http_conn_process(fe_http_conn_t *c);
 
-static void fe_http_req_free(fe_http_req_t *r)
-{
-    if (!r)
-        return;
-    if (r->c)
-        r->c->srv->body_used -= r->reserved;
-    if (r->body)
-        evbuffer_free(r->body);
-    if (r->out_headers)
-        evbuffer_free(r->out_headers);
-    free(r->head);
-    free(r->path);
-    free(r->target);
-    free(r);
-}
-
 static void fe_http_timer_ms(fe_http_conn_t *c, int64_t ms)
 {
     if (ms < 1)
@@ -144,15 +128,6 @@ static void fe_http_req_terminate(fe_http_req_t *r)
         ((char *)f->name)[f->name_len] = '\0';
         ((char *)f->value)[f->value_len] = '\0';
     }
-}
-
-static fe_http_req_t *fe_http_req_new(fe_http_conn_t *c)
-{
-    fe_http_req_t *r = sb_xcalloc(1, sizeof *r);
-    r->c = c;
-    r->out_headers = evbuffer_new();
-    r->body_read = true; /* until a head declares a body */
-    return r;
 }
 
 static void fe_http_req_set_target(fe_http_req_t *r)

@@ -59,6 +59,7 @@ struct fe_http_req {
     struct evbuffer *out_headers;
     bool streaming;
     bool close_after;
+    struct fe_http_req *next_spare; /* in the server's spare list */
 };
 
 struct fe_http_conn {
@@ -93,12 +94,20 @@ struct fe_http {
     size_t body_used;
     int64_t last_shed_log_ms;
     unsigned long shed, refused;
+    fe_http_req_t *spare; /* freed requests kept for reuse (fe_http_conn.c) */
+    int n_spare;
 };
 
 /* fe_http_conn.c. The listener (fe_http.c) calls into the connection,
  * never the other way: a connection joins its source when it is made and
  * leaves it when it closes. */
 fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_source_t *src, const char *refuse);
+/* fe_http_req.c: a new request of connection c (body_read until a head
+ * declares a body), from the server's spares when it has one; its free (the
+ * body budget it reserved goes back); the spares' free. */
+fe_http_req_t *fe_http_req_new(fe_http_conn_t *c);
+void fe_http_req_free(fe_http_req_t *r);
+void fe_http_spare_free(fe_http_t *h);
 /* Closes at once (no reply); a request served gets its gone callback. */
 void fe_http_conn_close(fe_http_conn_t *c);
 /* True when the connection serves no request (it may be shed). */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "sb_alloc.h"
+#include "sb_evbatch.h"
 #include "sb_event.h"
 #include "sb_log.h"
 #include "sb_map.h"
@@ -239,22 +240,29 @@ static void fe_broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         if (!s || strcmp(s->epoch, refused) != 0)
             return;
     }
-    json_t *ev = NULL;
-    if (sb_mpjson_decode(zframe_data(msg->body), zframe_size(msg->body), &ev) < 0 || !json_is_object(ev)) {
-        json_decref(ev);
-        ev = sb_event_error(502, SB_ERR_SERVER, "bad_event", "the worker sent a malformed event");
+    json_t *evs = NULL;
+    if (sb_evbatch_decode(zframe_data(msg->body), zframe_size(msg->body), &evs) < 0) {
+        json_t *ev = sb_event_error(502, SB_ERR_SERVER, "bad_event", "the worker sent a malformed event");
         fe_broker_deliver(b, job_id, ev, true);
         json_decref(ev);
         return;
     }
-    bool final = sb_wire_header_bool(msg, "final") || sb_event_is_final(ev);
-    const char *code = json_string_value(json_object_get(ev, "code"));
-    if (final && sb_event_type_of(ev) == SB_EV_ERROR && code &&
-        (!strcmp(code, "worker_lost") || (refused && !strcmp(code, "broker_restarted"))))
-        (void)fe_broker_job_lost(b, job_id, ev, refused ? "refused by a restarted broker" : "its worker was lost");
-    else
-        fe_broker_deliver(b, job_id, ev, final);
-    json_decref(ev);
+    /* A batch: only its last event may be final; an earlier final one ends
+     * the job there (what follows it is dropped by fe_broker_deliver). */
+    size_t n = json_array_size(evs);
+    for (size_t i = 0; i < n; i++) {
+        json_t *ev = json_array_get(evs, i);
+        bool final = (i + 1 == n && sb_wire_header_bool(msg, "final")) || sb_event_is_final(ev);
+        const char *code = json_string_value(json_object_get(ev, "code"));
+        if (final && sb_event_type_of(ev) == SB_EV_ERROR && code &&
+            (!strcmp(code, "worker_lost") || (refused && !strcmp(code, "broker_restarted"))))
+            (void)fe_broker_job_lost(b, job_id, ev, refused ? "refused by a restarted broker" : "its worker was lost");
+        else
+            fe_broker_deliver(b, job_id, ev, final);
+        if (final)
+            break;
+    }
+    json_decref(evs);
 }
 
 static void fe_broker_on_heartbeat(evutil_socket_t fd, short what, void *arg)

@@ -62,6 +62,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "sb_evbatch.h"
 #include "sb_event.h"
 #include "sb_job.h"
 #include "sb_mpjson.h"
@@ -427,15 +428,22 @@ static inline void broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         }
         break;
     case SB_CMD_EVENT: {
-        got_event_t *g = &events[n_events++ % SB_TEST_MAX_EVENTS];
-        snprintf(g->job_id, sizeof g->job_id, "%s", sb_wire_header_str(m, "job_id") ?: "");
-        g->final = sb_wire_header_bool(m, "final");
-        snprintf(g->upstream, sizeof g->upstream, "%s", sb_wire_header_str(m, "upstream") ?: "");
-        g->ev = NULL;
+        /* One message may carry a batch (sb_evbatch.h): one entry per event,
+         * only the batch's last one final. */
+        json_t *evs = NULL;
         CHECK(m->body != NULL);
         if (m->body)
-            CHECK_INT(sb_mpjson_decode(zframe_data(m->body), zframe_size(m->body), &g->ev), 0);
-        g->at_us = sb_mono_us();
+            CHECK_INT(sb_evbatch_decode(zframe_data(m->body), zframe_size(m->body), &evs), 0);
+        size_t n = evs ? json_array_size(evs) : 1;
+        for (size_t i = 0; i < n; i++) {
+            got_event_t *g = &events[n_events++ % SB_TEST_MAX_EVENTS];
+            snprintf(g->job_id, sizeof g->job_id, "%s", sb_wire_header_str(m, "job_id") ?: "");
+            g->final = sb_wire_header_bool(m, "final") && i + 1 == n;
+            snprintf(g->upstream, sizeof g->upstream, "%s", g->final ? sb_wire_header_str(m, "upstream") ?: "" : "");
+            g->ev = evs ? json_incref(json_array_get(evs, i)) : NULL;
+            g->at_us = sb_mono_us();
+        }
+        json_decref(evs);
         break;
     }
     default:
