@@ -106,6 +106,7 @@ void fe_http_conn_close(fe_http_conn_t *c)
         bufferevent_free(c->bev); /* closes the socket */
     event_free(c->timer);
     event_free(c->kick);
+    evbuffer_free(c->stage);
     fe_http_conn_leave(c);
     if (c->prev)
         c->prev->next = c->next;
@@ -372,11 +373,27 @@ static void fe_http_date(char *buf, size_t len)
     strftime(buf, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
-/* Status line and headers; decides whether the connection closes after. */
-static void fe_http_write_head(fe_http_req_t *r, int status, bool streamed, size_t len)
+/* Sends msg (left empty): straight to the socket when nothing is queued
+ * before it, so a reply the socket takes whole costs one writev and no write
+ * event (arming EPOLLOUT, waking for it and disarming it were three more
+ * syscalls and a loop turn per reply, and a turn before each streamed
+ * chunk). What the socket does not take, or all of it when bytes are queued,
+ * goes to the bufferevent, which sends it as the socket drains; a write that
+ * fails leaves msg whole for the bufferevent, which then meets the error. */
+static void fe_http_send(fe_http_conn_t *c, struct evbuffer *msg)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (evbuffer_get_length(out) == 0)
+        (void)evbuffer_write(msg, c->fd);
+    if (evbuffer_get_length(msg) > 0)
+        evbuffer_add_buffer(out, msg);
+}
+
+/* Status line and headers into out; decides whether the connection closes
+ * after. */
+static void fe_http_write_head(fe_http_req_t *r, struct evbuffer *out, int status, bool streamed, size_t len)
 {
     fe_http_conn_t *c = r->c;
-    struct evbuffer *out = bufferevent_get_output(c->bev);
     if (!r->h.keep_alive || !r->body_read || r->has_err || (streamed && r->h.minor == 0) || c->srv->draining)
         r->close_after = true;
     char date[64];
@@ -423,16 +440,19 @@ static void fe_http_req_over(fe_http_req_t *r)
 
 void fe_http_reply(fe_http_req_t *r, int status, const void *body, size_t len)
 {
-    fe_http_write_head(r, status, false, len);
+    struct evbuffer *msg = r->c->stage;
+    fe_http_write_head(r, msg, status, false, len);
     if (len && r->h.method != FE_HTTP_M_HEAD)
-        bufferevent_write(r->c->bev, body, len);
+        evbuffer_add(msg, body, len);
+    fe_http_send(r->c, msg);
     fe_http_req_over(r);
 }
 
 void fe_http_reply_start(fe_http_req_t *r, int status)
 {
     r->streaming = true;
-    fe_http_write_head(r, status, true, 0);
+    fe_http_write_head(r, r->c->stage, status, true, 0);
+    fe_http_send(r->c, r->c->stage);
 }
 
 void fe_http_reply_chunk(fe_http_req_t *r, struct evbuffer *buf)
@@ -451,17 +471,21 @@ void fe_http_reply_chunk(fe_http_req_t *r, struct evbuffer *buf)
         }
         return;
     }
+    struct evbuffer *msg = r->c->stage;
     if (r->h.minor == 1)
-        evbuffer_add_printf(out, "%zx\r\n", n);
-    evbuffer_add_buffer(out, buf);
+        evbuffer_add_printf(msg, "%zx\r\n", n);
+    evbuffer_add_buffer(msg, buf);
     if (r->h.minor == 1)
-        evbuffer_add(out, "\r\n", 2);
+        evbuffer_add(msg, "\r\n", 2);
+    fe_http_send(r->c, msg);
 }
 
 void fe_http_reply_end(fe_http_req_t *r)
 {
-    if (r->h.minor == 1)
-        bufferevent_write(r->c->bev, "0\r\n\r\n", 5);
+    if (r->h.minor == 1) {
+        evbuffer_add(r->c->stage, "0\r\n\r\n", 5);
+        fe_http_send(r->c, r->c->stage);
+    }
     fe_http_req_over(r);
 }
 
@@ -666,6 +690,7 @@ fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_sourc
     c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->timer = evtimer_new(h->base, fe_http_on_timer, c);
     c->kick = event_new(h->base, -1, 0, fe_http_on_kick, c);
+    c->stage = evbuffer_new();
     c->state = FE_C_HEAD;
     fe_http_conn_join(c, src);
     bufferevent_setcb(c->bev, fe_http_on_read, fe_http_on_write, fe_http_on_event, c);

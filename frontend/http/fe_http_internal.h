@@ -74,6 +74,7 @@ struct fe_http_conn {
     int64_t linger_until_ms;
     struct event *timer;              /* read deadline, idle timeout, linger */
     struct event *kick;               /* deferred: parse what is buffered */
+    struct evbuffer *stage;           /* a reply (or chunk) being put together for fe_http_send */
     const char *refuse;               /* accepted over a cap: its request gets 503 with this message, then the close */
     bool dead;                        /* closed at the next kick (a client that does not read its stream) */
     struct fe_http_conn *prev, *next; /* all connections */
