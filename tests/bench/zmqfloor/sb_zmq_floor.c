@@ -7,8 +7,8 @@
  *
  *   sb-zmq-floor broker --frontend EP --backend EP [--workers N] [common]
  *   sb-zmq-floor worker --backend EP [common]
- *   sb-zmq-floor client --frontend EP [--inflight K] [--seconds S]
- *                       [--warmup S] [common]
+ *   sb-zmq-floor client --frontend EP [--inflight K] [--rate R]
+ *                       [--seconds S] [--warmup S] [common]
  *   common: [--io-threads N] [--max-seconds S] [--header-bytes N]
  *           [--body-bytes N] [--reply-bytes N]
  *
@@ -32,7 +32,10 @@
  * Worker: echoes each job as one reply: the EVENT command, the job's header
  * and a --reply-bytes body (default 500; ~600 bytes in all) that starts with
  * the job's body. Client: keeps K jobs in flight (one per slot; each reply
- * sends the slot's next job), runs --warmup s (default 1) unmeasured, prints
+ * sends the slot's next job) or, with --rate R, sends one job every 1/R s
+ * while fewer than K are in flight: the gateway runs at a few thousand
+ * requests a second, where fewer messages share a wake-up than in a closed
+ * loop at full speed. It runs --warmup s (default 1) unmeasured, prints
  * "measuring" on stdout, runs --seconds s (default 5, at most 600) measured,
  * then collects the jobs still in flight and prints one line:
  *   result round_trips=N seconds=S rps=R p50_us=A p99_us=B mismatches=M lost=L
@@ -84,7 +87,7 @@ typedef struct {
     const char *role;
     const char *frontend, *backend;
     int io_threads, inflight, workers, max_seconds;
-    double seconds, warmup;
+    double seconds, warmup, rate;
     int header_bytes, body_bytes, reply_bytes;
 } zf_opts_t;
 
@@ -155,12 +158,13 @@ static int zf_parse_seconds(const char *s, double min, double max, double *out)
 
 static void zf_usage(void)
 {
-    fprintf(stderr, "usage: sb-zmq-floor broker --frontend EP --backend EP [--workers N] [common]\n"
-                    "       sb-zmq-floor worker --backend EP [common]\n"
-                    "       sb-zmq-floor client --frontend EP [--inflight K] [--seconds S] [--warmup S] [common]\n"
-                    "common: [--io-threads N] [--max-seconds S] [--header-bytes N] [--body-bytes N] "
-                    "[--reply-bytes N]\n"
-                    "EP: a ZeroMQ endpoint; the broker also takes tcp://HOST:LO-HI (the first free port)\n");
+    fprintf(stderr,
+            "usage: sb-zmq-floor broker --frontend EP --backend EP [--workers N] [common]\n"
+            "       sb-zmq-floor worker --backend EP [common]\n"
+            "       sb-zmq-floor client --frontend EP [--inflight K] [--rate R] [--seconds S] [--warmup S] [common]\n"
+            "common: [--io-threads N] [--max-seconds S] [--header-bytes N] [--body-bytes N] "
+            "[--reply-bytes N]\n"
+            "EP: a ZeroMQ endpoint; the broker also takes tcp://HOST:LO-HI (the first free port)\n");
 }
 
 static int zf_parse_opts(int argc, char **argv, zf_opts_t *o)
@@ -194,6 +198,8 @@ static int zf_parse_opts(int argc, char **argv, zf_opts_t *o)
             rc = zf_parse_int(v, 1, 3600, &o->max_seconds);
         else if (!strcmp(k, "--seconds"))
             rc = zf_parse_seconds(v, 0.1, 600, &o->seconds);
+        else if (!strcmp(k, "--rate"))
+            rc = zf_parse_seconds(v, 0, 10000000, &o->rate);
         else if (!strcmp(k, "--warmup"))
             rc = zf_parse_seconds(v, 0, 60, &o->warmup);
         else if (!strcmp(k, "--header-bytes"))
@@ -269,7 +275,7 @@ static int zf_bind(void *s, const char *ep)
  * ZMQ_EVENTS first (ZMQ_FD is edge-triggered, and sends since the last drain
  * may have taken its signal), then poll() on their ZMQ_FDs, as
  * sb_broker_wait does. */
-static void zf_wait(void **socks, int n, int timeout_ms)
+static void zf_wait(void **socks, int n, int64_t timeout_us)
 {
     struct pollfd fds[2];
     for (int i = 0; i < n && i < 2; i++) {
@@ -283,8 +289,11 @@ static void zf_wait(void **socks, int n, int timeout_ms)
             return;
         fds[i] = (struct pollfd){.fd = fd, .events = POLLIN};
     }
-    if (timeout_ms > 0)
-        (void)poll(fds, (nfds_t)n, timeout_ms); /* EINTR just ends the wait */
+    if (timeout_us > 0) {
+        /* ppoll: a paced client waits for less than a millisecond. */
+        struct timespec ts = {.tv_sec = timeout_us / 1000000, .tv_nsec = (timeout_us % 1000000) * 1000};
+        (void)ppoll(fds, (nfds_t)n, &ts, NULL); /* EINTR just ends the wait */
+    }
 }
 
 /* Reads the next message's frames into f without blocking, as
@@ -478,7 +487,7 @@ static int zf_broker_main(const zf_opts_t *o)
     int64_t end = zf_now_ns() + (int64_t)o->max_seconds * 1000000000;
     void *socks[2] = {b.frontends, b.workers};
     while (!zf_stop && zf_now_ns() < end) {
-        zf_wait(socks, 2, 100);
+        zf_wait(socks, 2, 100000);
         zf_broker_drain(&b, b.frontends, zf_broker_on_client);
         zf_broker_drain(&b, b.workers, zf_broker_on_worker);
     }
@@ -518,7 +527,7 @@ static int zf_worker_main(const zf_opts_t *o)
         goto done;
     int64_t end = zf_now_ns() + (int64_t)o->max_seconds * 1000000000;
     while (!zf_stop && zf_now_ns() < end) {
-        zf_wait(&s, 1, 100);
+        zf_wait(&s, 1, 100000);
         for (;;) {
             zmq_msg_t f[ZF_MAX_FRAMES];
             int n = zf_recv(s, f);
@@ -571,6 +580,9 @@ typedef struct {
     zf_slot_t *slots;
     unsigned char *header, *body; /* the job's frames; the tag is patched in */
     uint64_t next_seq;
+    uint32_t *idle; /* slots with nothing in flight (a stack) */
+    uint32_t nidle;
+    int64_t interval_ns, next_due_ns; /* --rate: the next job's send time */
     bool measuring, sending;
     uint64_t measured, mismatches;
     uint32_t *lat; /* round trips measured, ns (capped) */
@@ -672,9 +684,26 @@ static int zf_client_drain(zf_client_t *c)
             c->lat[c->nlat++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
             c->measured++;
         }
-        if (c->sending && zf_client_send(c, (uint32_t)i) < 0)
-            return -EIO;
+        c->idle[c->nidle++] = (uint32_t)i;
     }
+}
+
+/* Sends a job on each idle slot: at once in a closed loop, else when the
+ * next is due (--rate). A client that fell behind its rate does not send
+ * the backlog in one burst. Returns 0 or -EIO. */
+static int zf_client_pump(zf_client_t *c)
+{
+    if (!c->sending)
+        return 0;
+    int64_t now = c->interval_ns ? zf_now_ns() : 0;
+    if (c->interval_ns && c->next_due_ns < now - 10 * c->interval_ns)
+        c->next_due_ns = now;
+    while (c->nidle > 0 && (!c->interval_ns || now >= c->next_due_ns)) {
+        if (zf_client_send(c, c->idle[--c->nidle]) < 0)
+            return -EIO;
+        c->next_due_ns += c->interval_ns;
+    }
+    return 0;
 }
 
 static int zf_cmp_u32(const void *a, const void *b)
@@ -701,9 +730,12 @@ static int zf_client_run_until(zf_client_t *c, int64_t deadline_ns)
         int64_t now = zf_now_ns();
         if (now >= deadline_ns || zf_stop)
             return 0;
-        int wait_ms = (int)((deadline_ns - now) / 1000000) + 1;
-        zf_wait(&c->s, 1, wait_ms > 100 ? 100 : wait_ms);
-        if (zf_client_drain(c) < 0)
+        int64_t until = deadline_ns;
+        if (c->interval_ns && c->nidle > 0 && c->next_due_ns < until)
+            until = c->next_due_ns;
+        int64_t wait_us = (until - now + 999) / 1000;
+        zf_wait(&c->s, 1, wait_us > 100000 ? 100000 : wait_us);
+        if (zf_client_drain(c) < 0 || zf_client_pump(c) < 0)
             return -EIO;
     }
 }
@@ -720,6 +752,10 @@ static int zf_client_main(const zf_opts_t *o)
     int rc = 2;
     zf_client_t c = {.o = o};
     c.slots = sb_xcalloc((size_t)o->inflight, sizeof *c.slots);
+    c.idle = sb_xcalloc((size_t)o->inflight, sizeof *c.idle);
+    for (int i = o->inflight - 1; i >= 0; i--)
+        c.idle[c.nidle++] = (uint32_t)i;
+    c.interval_ns = o->rate > 0 ? (int64_t)(1e9 / o->rate) : 0;
     c.header = sb_xmalloc((size_t)o->header_bytes);
     c.body = sb_xmalloc((size_t)o->body_bytes);
     for (int k = 0; k < o->header_bytes; k++)
@@ -740,7 +776,7 @@ static int zf_client_main(const zf_opts_t *o)
             goto done;
         int64_t next = zf_now_ns() + 100000000;
         while (!up && zf_now_ns() < next) {
-            zf_wait(&c.s, 1, 20);
+            zf_wait(&c.s, 1, 20000);
             zmq_msg_t f[ZF_MAX_FRAMES];
             int n;
             while ((n = zf_recv(c.s, f)) != -EAGAIN) {
@@ -756,9 +792,9 @@ static int zf_client_main(const zf_opts_t *o)
         goto done;
     }
     c.sending = true;
-    for (uint32_t i = 0; i < (uint32_t)o->inflight; i++)
-        if (zf_client_send(&c, i) < 0)
-            goto done;
+    c.next_due_ns = zf_now_ns();
+    if (zf_client_pump(&c) < 0)
+        goto done;
     int64_t t0 = zf_now_ns() + (int64_t)(o->warmup * 1e9);
     if (zf_client_run_until(&c, t0) < 0)
         goto done;
@@ -775,7 +811,7 @@ static int zf_client_main(const zf_opts_t *o)
     int64_t collect_end = zf_now_ns() + 2000000000LL;
     size_t busy = (size_t)o->inflight;
     while (busy > 0 && zf_now_ns() < collect_end && !zf_stop) {
-        zf_wait(&c.s, 1, 50);
+        zf_wait(&c.s, 1, 50000);
         if (zf_client_drain(&c) < 0)
             goto done;
         busy = 0;
@@ -794,6 +830,7 @@ done:
     zf_sock_close(&c.s);
     zmq_ctx_term(ctx);
     free(c.slots);
+    free(c.idle);
     free(c.header);
     free(c.body);
     free(c.lat);
