@@ -14,6 +14,7 @@
 #include "fe_request.h"
 #include "fe_routes.h"
 #include "fe_sql.h"
+#include "fe_storebatch.h"
 #include "sb_alloc.h"
 #include "sb_log.h"
 
@@ -91,6 +92,8 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
         goto fail;
     }
     s->reqlog = fe_reqlog_new(base, s->db, cfg->name);
+    s->responses_store = fe_storebatch_new(base, s->db, FE_SQL_RESPONSE_SAVE);
+    s->chat_store = fe_storebatch_new(base, s->db, FE_SQL_CHAT_SAVE);
 
     fe_body_set_max_elements(cfg->max_json_elements);
     fe_http_limits_t lim = {
@@ -142,7 +145,9 @@ void fe_server_destroy(fe_server_t **ps)
         if (left)
             sb_error("%zu request log rows could not be written at shutdown", left);
     }
-    sb_db_destroy(&s->db);
+    sb_db_destroy(&s->db); /* fails the stores in flight: before their writers go */
+    fe_storebatch_free(&s->responses_store);
+    fe_storebatch_free(&s->chat_store);
     fe_reqlog_destroy(&s->reqlog);
     fe_auth_destroy(&s->auth);
     /* The loop has stopped: requests that ended above (their connections

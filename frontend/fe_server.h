@@ -49,7 +49,9 @@ typedef struct fe_server {
     fe_auth_t *auth;
     fe_broker_t *broker;
     fe_reqlog_t *reqlog;
-    const struct fe_route_table *routes; /* every endpoint (fe_routes.c), borrowed */
+    struct fe_storebatch *responses_store; /* group commit of stored responses (fe_storebatch.h) */
+    struct fe_storebatch *chat_store;      /* ... and of stored chat completions */
+    const struct fe_route_table *routes;   /* every endpoint (fe_routes.c), borrowed */
     int active_requests;
     bool draining;
     sb_seal_key_t seal_key; /* valid when seal_ready */

@@ -1,13 +1,11 @@
 /*
  * fe_responses_store: a finished Responses answer into the database
- * (fe_responses_store.h), one parameterised statement (FE_SQL_RESPONSE_SAVE).
+ * (fe_responses_store.h): a row for the group-commit writer
+ * (fe_storebatch.h, statement FE_SQL_RESPONSE_SAVE).
  */
 #include "fe_responses_store.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "fe_sql.h"
+#include "fe_storebatch.h"
 
 /* The body as stored: its tools without an MCP tool's secrets (`headers`,
  * `authorization`: docs/tools.md, never stored). The render already leaves
@@ -32,32 +30,29 @@ static json_t *fe_responses_store_body(const json_t *rendered)
     return body;
 }
 
+/* Sets row.key to a new reference to v, or null when v is NULL. */
+static void fe_responses_store_set(json_t *row, const char *key, json_t *v)
+{
+    json_object_set_new(row, key, v ? json_incref(v) : json_null());
+}
+
 void fe_responses_store_save(fe_request_t *r, const json_t *rendered, sb_db_cb done)
 {
-    /* The ids as SQL parameters, read here: a store module calls nothing of
-     * the request's layer (the route table reaches it through the styles). */
-    char account[24], key_id[24];
-    snprintf(account, sizeof account, "%lld", (long long)json_integer_value(json_object_get(r->key, "account_id")));
-    snprintf(key_id, sizeof key_id, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
-    json_t *stored = fe_responses_store_body(rendered);
-    char *body = json_dumps(stored, JSON_COMPACT);
-    json_decref(stored);
-    char *context = r->context ? json_dumps(r->context, JSON_COMPACT) : NULL;
-    char *input = json_dumps(json_object_get(r->parsed.canonical, "input"), JSON_COMPACT);
-    char *output = json_dumps(r->result.items, JSON_COMPACT);
-    const char *params[10] = {r->parsed.response_id,
-                              account,
-                              key_id,
-                              r->parsed.model_id,
-                              r->result.status[0] ? r->result.status : "completed",
-                              r->parsed.previous_response_id,
-                              body,
-                              context ? context : "[]",
-                              input,
-                              output};
-    sb_db_query(r->srv->db, FE_SQL_RESPONSE_SAVE, 10, params, done, r);
-    free(body);
-    free(context);
-    free(input);
-    free(output);
+    /* The ids read here: a store module calls nothing of the request's
+     * layer (the route table reaches it through the styles). The row
+     * references the request's own values: the batch is written before the
+     * request is answered, and nothing changes them meanwhile. */
+    const char *prev = r->parsed.previous_response_id;
+    json_t *row = json_object();
+    json_object_set_new(row, "id", json_string(r->parsed.response_id));
+    fe_responses_store_set(row, "account_id", json_object_get(r->key, "account_id"));
+    fe_responses_store_set(row, "key_id", json_object_get(r->key, "key_id"));
+    json_object_set_new(row, "model", json_string(r->parsed.model_id));
+    json_object_set_new(row, "status", json_string(r->result.status[0] ? r->result.status : "completed"));
+    json_object_set_new(row, "previous_response_id", prev ? json_string(prev) : json_null());
+    json_object_set_new(row, "body", fe_responses_store_body(rendered));
+    json_object_set_new(row, "context", r->context ? json_incref(r->context) : json_array());
+    fe_responses_store_set(row, "input", json_object_get(r->parsed.canonical, "input"));
+    fe_responses_store_set(row, "output", r->result.items);
+    fe_storebatch_add(r->srv->responses_store, row, done, r);
 }

@@ -84,15 +84,23 @@ static const char fe_sql_response_context[] =
 /* $1 id, $2 account, $3 key, $4 model, $5 status, $6 previous id, $7 body,
  * $8 inherited context, $9 this request's input, $10 output (JSON arrays).
  * One statement, so the response and its items are stored atomically. */
+/* $1: a JSON array of stored answers (fe_storebatch.h), each {id,
+ * account_id, key_id, model, status, previous_response_id, body, context,
+ * input, output}: the responses and their items, in one statement. */
 static const char fe_sql_response_save[] =
-    "WITH r AS (INSERT INTO responses (id, account_id, key_id, model, status, previous_response_id, body) "
-    "  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING id) "
+    "WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, account_id bigint, key_id bigint, "
+    "  model text, status text, previous_response_id text, body jsonb, context jsonb, input jsonb, output jsonb)), "
+    "r AS (INSERT INTO responses (id, account_id, key_id, model, status, previous_response_id, body) "
+    "  SELECT id, account_id, key_id, model, status, previous_response_id, body FROM x RETURNING id) "
     "INSERT INTO response_items (response_id, kind, seq, item) "
-    "SELECT r.id, 'context', x.ord - 1, x.item FROM r, jsonb_array_elements($8::jsonb) WITH ORDINALITY AS x(item, ord) "
+    "SELECT r.id, 'context', c.ord - 1, c.item FROM r JOIN x ON x.id = r.id, "
+    "  jsonb_array_elements(x.context) WITH ORDINALITY AS c(item, ord) "
     "UNION ALL "
-    "SELECT r.id, 'input', y.ord - 1, y.item FROM r, jsonb_array_elements($9::jsonb) WITH ORDINALITY AS y(item, ord) "
+    "SELECT r.id, 'input', i.ord - 1, i.item FROM r JOIN x ON x.id = r.id, "
+    "  jsonb_array_elements(x.input) WITH ORDINALITY AS i(item, ord) "
     "UNION ALL "
-    "SELECT r.id, 'output', z.ord - 1, z.item FROM r, jsonb_array_elements($10::jsonb) WITH ORDINALITY AS z(item, ord)";
+    "SELECT r.id, 'output', o.ord - 1, o.item FROM r JOIN x ON x.id = r.id, "
+    "  jsonb_array_elements(x.output) WITH ORDINALITY AS o(item, ord)";
 
 /* $1 response id, $2 account -> the request's own input items (JSON array). */
 static const char fe_sql_response_input_items[] =
@@ -144,9 +152,13 @@ static const char fe_sql_files_resolve[] =
     "WHERE account_id = $1 AND id IN (SELECT jsonb_array_elements_text($2::jsonb))";
 
 /* $1 id, $2 account, $3 key, $4 model, $5 body, $6 request messages, $7 metadata. */
+/* $1: a JSON array of stored chat completions (fe_storebatch.h), each {id,
+ * account_id, key_id, model, body, messages, metadata (or null)}. */
 static const char fe_sql_chat_save[] =
     "INSERT INTO chat_completions (id, account_id, key_id, model, body, messages, metadata) "
-    "VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, COALESCE($7::jsonb, '{}'::jsonb))";
+    "SELECT id, account_id, key_id, model, body, messages, COALESCE(metadata, '{}'::jsonb) "
+    "FROM jsonb_to_recordset($1::jsonb) AS x(id text, account_id bigint, key_id bigint, model text, body jsonb, "
+    "  messages jsonb, metadata jsonb)";
 
 static const char fe_sql_chat_get[] = "SELECT body FROM chat_completions WHERE id = $1 AND account_id = $2";
 
