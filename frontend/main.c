@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fe_server.h"
+#include "sb_evbase.h"
 #include "sb_log.h"
 
 static struct event_base *base;
@@ -266,7 +267,7 @@ int main(int argc, char **argv)
         cfg.reasoning_key = reasoning_key;
     }
     signal(SIGPIPE, SIG_IGN);
-    base = event_base_new();
+    base = sb_evbase_new();
     char err[512] = "";
     server = fe_server_new(base, &cfg, err, sizeof err);
     explicit_bzero(reasoning_key, sizeof reasoning_key);

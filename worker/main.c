@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sb_evbase.h"
 #include "sb_log.h"
 #include "sb_protocol.h"
 #include "worker.h"
@@ -233,7 +234,7 @@ int main(int argc, char **argv)
         sb_error("curl_global_init failed");
         return 1;
     }
-    base = event_base_new();
+    base = sb_evbase_new();
     if (!base)
         goto fail;
     cfg.on_stopped = sb_on_stopped;
