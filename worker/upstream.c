@@ -71,6 +71,9 @@ struct sb_upstream_xfer {
     sb_upstream_xfer_t *prev, *next;
 };
 
+/* Easy handles kept for reuse. */
+#define SB_UPSTREAM_SPARE_EASY 64
+
 /* pools[0]: LLM upstreams and unguarded fetches; pools[1]: guarded ones. */
 enum { SB_POOL_PLAIN, SB_POOL_GUARDED };
 
@@ -84,6 +87,10 @@ struct sb_upstream {
     size_t active;
     sb_upstream_xfer_t *xfers;
     struct sb_upstream_sock *socks;
+    /* Easy handles of ended transfers, reset, for the next ones: a fresh
+     * handle per request cost its setup and several large allocations. */
+    CURL *spare[SB_UPSTREAM_SPARE_EASY];
+    int n_spare;
 };
 
 static const char sb_upstream_blocked_text[] = "blocked by the outbound address policy";
@@ -99,7 +106,14 @@ static void sb_upstream_xfer_free(sb_upstream_xfer_t *x)
         x->next->prev = x->prev;
     up->active--;
     x->pool->active--;
-    curl_easy_cleanup(x->easy);
+    /* Removed from its multi by the caller: kept for the next transfer
+     * (curl_easy_reset keeps its buffers, drops every option). */
+    if (x->easy && up->n_spare < SB_UPSTREAM_SPARE_EASY) {
+        curl_easy_reset(x->easy);
+        up->spare[up->n_spare++] = x->easy;
+    } else {
+        curl_easy_cleanup(x->easy);
+    }
     curl_slist_free_all(x->headers);
     free(x->body);
     free(x->method);
@@ -507,6 +521,8 @@ void sb_upstream_destroy(sb_upstream_t **pup)
         sb_upstream_sock_free(up->socks);
     sb_upstream_pool_fini(&up->pools[SB_POOL_PLAIN]);
     sb_upstream_pool_fini(&up->pools[SB_POOL_GUARDED]);
+    while (up->n_spare > 0)
+        curl_easy_cleanup(up->spare[--up->n_spare]);
     free(up);
     *pup = NULL;
 }
@@ -555,7 +571,7 @@ static int sb_upstream_setup(sb_upstream_t *up, const sb_fetch_req_t *req, int64
     x->url = sb_xstrdup(req->url);
     if (req->body)
         x->body = sb_xstrndup(req->body, req->body_len);
-    x->easy = curl_easy_init();
+    x->easy = up->n_spare > 0 ? up->spare[--up->n_spare] : curl_easy_init();
     if (!x->easy)
         goto fail;
     for (size_t i = 0; i < req->n_headers; i++) {
