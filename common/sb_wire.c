@@ -19,18 +19,7 @@ void sb_wire_msg_destroy(sb_wire_msg_t **msg)
     *msg = NULL;
 }
 
-/* Frames a message may have: [routing id] cmd [header [body]]. */
-#define SB_WIRE_MAX_FRAMES 4
-
-/* Reads the frames of the next message into f (at most SB_WIRE_MAX_FRAMES;
- * a longer message is read to its end and dropped). Returns the number of
- * frames (each to be closed by the caller), -EAGAIN when no message waits,
- * -EPROTO when one was too long. Only the first frame is read with
- * ZMQ_DONTWAIT: the rest of a message arrives with it. There is no ZMQ_EVENTS
- * check before reading: a read that finds nothing does the same work (it
- * processes the socket's pending commands, which re-arms its edge-triggered
- * ZMQ_FD), so a check first would double it for every message. */
-static int sb_wire_recv_frames(void *handle, zmq_msg_t *f)
+int sb_wire_recv_frames(void *handle, zmq_msg_t *f, int max)
 {
     zmq_msg_init(&f[0]);
     if (zmq_msg_recv(&f[0], handle, ZMQ_DONTWAIT) < 0) {
@@ -41,7 +30,7 @@ static int sb_wire_recv_frames(void *handle, zmq_msg_t *f)
     bool more = zmq_msg_more(&f[0]), too_long = false;
     while (more) {
         zmq_msg_t extra;
-        zmq_msg_t *m = n < SB_WIRE_MAX_FRAMES ? &f[n] : &extra;
+        zmq_msg_t *m = n < max ? &f[n] : &extra;
         zmq_msg_init(m);
         if (zmq_msg_recv(m, handle, 0) < 0) {
             zmq_msg_close(m);
@@ -67,7 +56,7 @@ int sb_wire_recv(zsock_t *sock, bool is_router, sb_wire_msg_t **out)
 {
     *out = NULL;
     zmq_msg_t f[SB_WIRE_MAX_FRAMES];
-    int n = sb_wire_recv_frames(zsock_resolve(sock), f);
+    int n = sb_wire_recv_frames(zsock_resolve(sock), f, SB_WIRE_MAX_FRAMES);
     if (n < 0)
         return n;
     sb_wire_msg_t *msg = sb_xcalloc(1, sizeof *msg);

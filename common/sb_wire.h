@@ -19,6 +19,20 @@ typedef struct {
 
 void sb_wire_msg_destroy(sb_wire_msg_t **msg);
 
+/* Frames a protocol message may have: [routing id] cmd [header [body]]. */
+#define SB_WIRE_MAX_FRAMES 4
+
+/* Reads the frames of the next message on a libzmq socket handle into
+ * f[0..max) (a longer message is read to its end and dropped). Returns the
+ * number of frames (each to be closed by the caller with zmq_msg_close),
+ * -EAGAIN when no message waits, -EPROTO when one had more than max frames.
+ * Only the first frame is read with ZMQ_DONTWAIT: the rest of a message
+ * arrives with it. There is no ZMQ_EVENTS check first: a read that finds
+ * nothing does the same work (it processes the socket's pending commands,
+ * which re-arms its edge-triggered ZMQ_FD), so a check would double it for
+ * every message. */
+int sb_wire_recv_frames(void *handle, zmq_msg_t *f, int max) __attribute__((warn_unused_result));
+
 /* Receives one message without blocking. Returns 0 with *out set, -EAGAIN when
  * nothing is waiting, -EPROTO when a malformed message was read and dropped. */
 int sb_wire_recv(zsock_t *sock, bool is_router, sb_wire_msg_t **out) __attribute__((warn_unused_result));

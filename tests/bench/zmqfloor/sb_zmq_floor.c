@@ -63,6 +63,7 @@
 #include <zmq.h>
 
 #include "sb_alloc.h"
+#include "sb_wire.h"
 
 /* Command bytes: the values of sb_protocol.h, so a capture reads alike. */
 enum {
@@ -296,41 +297,12 @@ static void zf_wait(void **socks, int n, int64_t timeout_us)
     }
 }
 
-/* Reads the next message's frames into f without blocking, as
- * sb_wire_recv_frames: only the first frame with ZMQ_DONTWAIT (the rest
- * arrive with it). Returns the frame count (each to be closed by the
- * caller), -EAGAIN when none waits, -EPROTO when one had too many frames. */
+/* Reads the next message's frames into f without blocking: the gateway's
+ * own reader (sb_wire_recv_frames, common/sb_wire.c), so the floor measures
+ * the same calls. */
 static int zf_recv(void *s, zmq_msg_t *f)
 {
-    zmq_msg_init(&f[0]);
-    if (zmq_msg_recv(&f[0], s, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&f[0]);
-        return -EAGAIN;
-    }
-    int n = 1;
-    bool more = zmq_msg_more(&f[0]), too_long = false;
-    while (more) {
-        zmq_msg_t extra;
-        zmq_msg_t *m = n < ZF_MAX_FRAMES ? &f[n] : &extra;
-        zmq_msg_init(m);
-        if (zmq_msg_recv(m, s, 0) < 0) {
-            zmq_msg_close(m);
-            break;
-        }
-        more = zmq_msg_more(m);
-        if (m == &extra) {
-            too_long = true;
-            zmq_msg_close(m);
-        } else {
-            n++;
-        }
-    }
-    if (too_long) {
-        for (int i = 0; i < n; i++)
-            zmq_msg_close(&f[i]);
-        return -EPROTO;
-    }
-    return n;
+    return sb_wire_recv_frames(s, f, ZF_MAX_FRAMES);
 }
 
 static void zf_close_frames(zmq_msg_t *f, int n)
