@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fe_body.h"
+#include "fe_limits_batch.h"
 #include "fe_request.h"
 #include "fe_routes.h"
 #include "fe_sql.h"
@@ -94,6 +95,7 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     s->reqlog = fe_reqlog_new(base, s->db, cfg->name);
     s->responses_store = fe_storebatch_new(base, s->db, FE_SQL_RESPONSE_SAVE);
     s->chat_store = fe_storebatch_new(base, s->db, FE_SQL_CHAT_SAVE);
+    s->limits = fe_limits_batch_new(base, s->db);
 
     fe_body_set_max_elements(cfg->max_json_elements);
     fe_http_limits_t lim = {
@@ -148,6 +150,7 @@ void fe_server_destroy(fe_server_t **ps)
     sb_db_destroy(&s->db); /* fails the stores in flight: before their writers go */
     fe_storebatch_free(&s->responses_store);
     fe_storebatch_free(&s->chat_store);
+    fe_limits_batch_free(&s->limits);
     fe_reqlog_destroy(&s->reqlog);
     fe_auth_destroy(&s->auth);
     /* The loop has stopped: requests that ended above (their connections

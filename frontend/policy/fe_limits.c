@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fe_sql.h"
+#include "fe_limits_batch.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_log.h"
@@ -24,11 +24,23 @@ static const char *fe_limits_what(const char *what)
     return "concurrent requests";
 }
 
-static void fe_limits_refuse(fe_request_t *r, const PGresult *res)
+/* Columns of an admission's row (FE_SQL_LIMIT_ADMIT). */
+enum {
+    FE_LIMITS_ORD,
+    FE_LIMITS_ADMITTED,
+    FE_LIMITS_KIND,
+    FE_LIMITS_SCOPE,
+    FE_LIMITS_WHAT,
+    FE_LIMITS_LIMIT,
+    FE_LIMITS_WAIT
+};
+
+static void fe_limits_refuse(fe_request_t *r, const PGresult *res, int row)
 {
-    const char *kind = PQgetvalue(res, 0, 1), *scope = PQgetvalue(res, 0, 2), *what = PQgetvalue(res, 0, 3);
-    long long limit = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
-    long long wait_ms = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
+    const char *kind = PQgetvalue(res, row, FE_LIMITS_KIND), *scope = PQgetvalue(res, row, FE_LIMITS_SCOPE);
+    const char *what = PQgetvalue(res, row, FE_LIMITS_WHAT);
+    long long limit = strtoll(PQgetvalue(res, row, FE_LIMITS_LIMIT), NULL, 10);
+    long long wait_ms = strtoll(PQgetvalue(res, row, FE_LIMITS_WAIT), NULL, 10);
     fe_error_t e;
     if (!strcmp(kind, "quota")) {
         fe_error_set(&e, 429, SB_ERR_QUOTA, "insufficient_quota", NULL,
@@ -54,19 +66,19 @@ static void fe_limits_on_end(fe_request_t *r, void *arg)
     fe_limits_release(r, NULL);
 }
 
-static void fe_limits_on_admit(const PGresult *res, const char *err, void *arg)
+static void fe_limits_on_admit(const PGresult *res, int row, const char *err, void *arg)
 {
     fe_request_t *r = arg;
     if (!fe_request_release(r))
         return;
-    if (err || PQntuples(res) != 1) {
-        sb_error("limit admission failed: %s", err ? err : "no row");
+    if (err) {
+        sb_error("limit admission failed: %s", err);
         fe_request_failf(r, 503, SB_ERR_SERVER, "service_unavailable", NULL,
                          "The service is temporarily unable to check rate limits, retry later");
         return;
     }
-    if (PQgetvalue(res, 0, 0)[0] != 't') {
-        fe_limits_refuse(r, res);
+    if (PQgetvalue(res, row, FE_LIMITS_ADMITTED)[0] != 't') {
+        fe_limits_refuse(r, res, row);
         return;
     }
     r->lease = true;
@@ -74,22 +86,26 @@ static void fe_limits_on_admit(const PGresult *res, const char *err, void *arg)
     r->prep_done(r);
 }
 
+/* The request's key id. */
+static long long fe_limits_key_id(const fe_request_t *r)
+{
+    return (long long)json_integer_value(json_object_get(r->key, "key_id"));
+}
+
 void fe_limits_admit(fe_request_t *r, fe_request_then_fn done)
 {
-    char key[24], tokens[24], ttl[24];
-    snprintf(key, sizeof key, "%lld", (long long)json_integer_value(json_object_get(r->key, "key_id")));
     /* The reservation: the input estimate plus the output limit asked for,
      * corrected to the real count when the request ends. */
     const json_t *max_out = json_object_get(r->parsed.canonical, "max_output_tokens");
     int64_t reserve = r->est_tokens + (json_is_integer(max_out) ? (int64_t)json_integer_value(max_out) : 0);
-    snprintf(tokens, sizeof tokens, "%" PRId64, reserve);
     json_t *timeout = json_object_get(r->model, "timeout_ms");
     long long ms = json_is_integer(timeout) ? (long long)json_integer_value(timeout) : r->srv->cfg.default_timeout_ms;
-    snprintf(ttl, sizeof ttl, "%lld", ms + FE_LIMITS_LEASE_SLACK_MS);
-    const char *params[4] = {r->request_id, key, tokens, ttl};
+    json_t *row =
+        json_pack("{s:s, s:I, s:I, s:I}", "request_id", r->request_id, "key_id", (json_int_t)fe_limits_key_id(r),
+                  "tokens", (json_int_t)reserve, "ttl_ms", (json_int_t)(ms + FE_LIMITS_LEASE_SLACK_MS));
     r->prep_done = done;
     fe_request_hold(r);
-    sb_db_query(r->srv->db, FE_SQL_LIMIT_ADMIT, 4, params, fe_limits_on_admit, r);
+    fe_storebatch_add_row(fe_limits_batch_admit(r->srv->limits, fe_limits_key_id(r)), row, fe_limits_on_admit, r);
 }
 
 void fe_limits_usage(const fe_request_t *r, int64_t *in, int64_t *out)
@@ -114,8 +130,10 @@ struct fe_limits_wait {
     fe_request_then_fn then;
 };
 
-static void fe_limits_on_release(const PGresult *res, const char *err, void *arg)
+static void fe_limits_on_release(const PGresult *res, int row, const char *err, void *arg)
 {
+    (void)res;
+    (void)row;
     struct fe_limits_wait *w = arg;
     fe_request_t *r = w->r;
     fe_request_then_fn then = w->then;
@@ -137,12 +155,10 @@ void fe_limits_release(fe_request_t *r, fe_request_then_fn then)
     r->lease = false;
     int64_t in, out;
     fe_limits_usage(r, &in, &out);
-    char tokens[24];
-    snprintf(tokens, sizeof tokens, "%" PRId64, in + out);
-    const char *params[2] = {r->request_id, tokens};
+    json_t *row = json_pack("{s:s, s:I}", "request_id", r->request_id, "tokens", (json_int_t)(in + out));
     struct fe_limits_wait *w = sb_xcalloc(1, sizeof *w);
     w->r = r;
     w->then = then;
     fe_request_hold(r);
-    sb_db_query(r->srv->db, FE_SQL_LIMIT_RELEASE, 2, params, fe_limits_on_release, w);
+    fe_storebatch_add_row(fe_limits_batch_release(r->srv->limits, fe_limits_key_id(r)), row, fe_limits_on_release, w);
 }

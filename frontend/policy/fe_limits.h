@@ -1,11 +1,14 @@
 /*
  * fe_limits: rate limits and quotas for one request, kept in PostgreSQL
  * (schema/003_limits.sql, docs/limits.md). A key whose key, group or
- * account has any limit ("limited" in its key record) is admitted by one
- * call to sb_limit_admit before its job is submitted, which leases it a
- * concurrency slot and reserves its estimated tokens; the lease is released
- * with the real token count before the client sees the end of the answer,
- * so a client's next request finds the slot free on any frontend.
+ * account has any limit ("limited" in its key record) is admitted by
+ * sb_limit_admit before its job is submitted, which leases it a concurrency
+ * slot and reserves its estimated tokens; the lease is released with the
+ * real token count before the client sees the end of the answer, so a
+ * client's next request finds the slot free on any frontend. Admissions
+ * and releases of one key that arrive together go to the database as one
+ * batch (fe_limits_batch.h, schema/007_limit_batches.sql), each request
+ * judged in order as if alone.
  */
 #ifndef FE_LIMITS_H
 #define FE_LIMITS_H

@@ -16,14 +16,15 @@ static const char fe_sql_key_lookup[] =
     "FROM api_keys k JOIN accounts a ON a.id = k.account_id JOIN token_groups g ON g.id = k.group_id "
     "WHERE k.key_hash = $1";
 
-/* $1 request id, $2 key id, $3 tokens reserved, $4 lease lifetime in
- * ms -> admitted, kind, scope, what, limit, retry_after_ms (schema/003). */
+/* $1: a JSON array of one key's admissions [{request_id, key_id, tokens
+ * (reserved), ttl_ms (lease lifetime)}] -> per element: ord (1-based),
+ * admitted, kind, scope, what, limit, retry_after_ms (schema/003, 007). */
 static const char fe_sql_limit_admit[] =
-    "SELECT admitted, kind, scope, what, limit_value, retry_after_ms FROM sb_limit_admit($1, $2::bigint, $3::bigint, "
-    "$4::integer)";
+    "SELECT ord, admitted, kind, scope, what, limit_value, retry_after_ms FROM sb_limit_admit_batch($1::jsonb)";
 
-/* $1 request id, $2 tokens used (input + output). */
-static const char fe_sql_limit_release[] = "SELECT sb_limit_release($1, $2::bigint)";
+/* $1: a JSON array of one key's releases [{request_id, tokens (used: input
+ * + output)}] -> ord per element. */
+static const char fe_sql_limit_release[] = "SELECT ord FROM sb_limit_release_batch($1::jsonb)";
 
 /* $1 model id -> the model and its route as one JSON object, with what its
  * gateway-run tools use: tools_config.web_search is the deployment's default

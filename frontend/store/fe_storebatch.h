@@ -1,5 +1,7 @@
 /*
- * fe_storebatch: group commit for stored answers.
+ * fe_storebatch: batched statements. Group commit for stored answers, and
+ * (with a result row per batch row: fe_storebatch_add_row) one key's limit
+ * admissions and releases (fe_limits_batch.h).
  *
  * A stored response must be committed before its client sees it, and one
  * commit per request made PostgreSQL flush its WAL and run a statement for
@@ -18,6 +20,7 @@
 
 #include <event2/event.h>
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "sb_db.h"
 
@@ -40,5 +43,16 @@ void fe_storebatch_free(fe_storebatch_t **b);
 /* Queues row (a JSON object; the reference is stolen) for the next batch;
  * done(NULL, err, arg) runs once it is committed or has failed. */
 void fe_storebatch_add(fe_storebatch_t *b, json_t *row, sb_db_cb done, void *arg);
+
+/* For a statement that returns one row per batch row, whose first column is
+ * the row's position in the batch (1-based: WITH ORDINALITY): found(res,
+ * row, NULL, arg) with the index of its result row, or found(NULL, -1, err,
+ * arg) when the batch failed or returned nothing for it. */
+typedef void (*fe_storebatch_row_fn)(const PGresult *res, int row, const char *err, void *arg);
+void fe_storebatch_add_row(fe_storebatch_t *b, json_t *row, fe_storebatch_row_fn found, void *arg);
+
+/* True when the writer holds nothing: no row queued, no batch in flight
+ * (it may be freed). */
+bool fe_storebatch_idle(const fe_storebatch_t *b);
 
 #endif

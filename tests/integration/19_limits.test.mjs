@@ -192,6 +192,29 @@ test('tokens per minute: a reservation over what is left is a 429 naming tokens 
   assert.equal(small.status, 200, 'a smaller reservation still fits: ' + small.text);
 });
 
+test('admissions arriving together (one batch) each get their own verdict', async () => {
+  // A frontend sends one key's simultaneous admissions as one batch
+  // (schema/007_limit_batches.sql). A reservation over the bucket's whole
+  // minute (tpm 1000) is refused whatever the order; small ones pass: the
+  // verdicts must land on their own requests.
+  const { account, key } = newAccountKey();
+  sbctl('limits', 'set', '--key', keyId(account), '--tpm', '1000');
+  const big = new Set([2, 5, 7]);
+  const res = await Promise.all([...Array(10).keys()].map((i) => send('chat', key, {
+    text: `batch ${i}`, maxTokens: big.has(i) ? 5000 : 5,
+  })));
+  res.forEach((r, i) => {
+    if (big.has(i)) {
+      // (Retry-After says when it would fit: never within the minute here.)
+      assert.equal(r.status, 429, `request ${i}: ${r.text}`);
+      assert.equal(r.json.error.code, 'rate_limit_exceeded');
+      assert.match(r.json.error.message, /tokens per minute/);
+    } else {
+      assert.equal(r.status, 200, `request ${i}: ${r.text}`);
+    }
+  });
+});
+
 test('quota: two frontends draining one account never overdraw it; each request is drawn once', async () => {
   const { account, key } = newAccountKey();
   const quota = 600;
