@@ -96,6 +96,7 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     s->responses_store = fe_storebatch_new(base, s->db, FE_SQL_RESPONSE_SAVE);
     s->chat_store = fe_storebatch_new(base, s->db, FE_SQL_CHAT_SAVE);
     s->limits = fe_limits_batch_new(base, s->db);
+    s->limit_blocks = fe_limits_blocks_new(base, s->limits);
 
     fe_body_set_max_elements(cfg->max_json_elements);
     fe_http_limits_t lim = {
@@ -147,6 +148,8 @@ void fe_server_destroy(fe_server_t **ps)
         if (left)
             sb_error("%zu request log rows could not be written at shutdown", left);
     }
+    if (s->limit_blocks && s->db)
+        fe_limits_blocks_return_all(s->limit_blocks, s->db);
     sb_db_destroy(&s->db); /* fails the stores in flight: before their writers go */
     fe_storebatch_free(&s->responses_store);
     fe_storebatch_free(&s->chat_store);
@@ -156,6 +159,7 @@ void fe_server_destroy(fe_server_t **ps)
     /* The loop has stopped: requests that ended above (their connections
      * closed, their jobs and queries failed) are freed here. */
     fe_request_reap(s);
+    fe_limits_blocks_free(&s->limit_blocks); /* no request holds a block now */
     if (s->reap)
         event_free(s->reap);
     sb_seal_key_wipe(&s->seal_key);

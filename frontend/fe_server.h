@@ -52,6 +52,7 @@ typedef struct fe_server {
     struct fe_storebatch *responses_store; /* group commit of stored responses (fe_storebatch.h) */
     struct fe_storebatch *chat_store;      /* ... and of stored chat completions */
     struct fe_limits_batch *limits;        /* limited keys' admissions and releases, batched per key */
+    struct fe_limits_blocks *limit_blocks; /* limited keys' capacity blocks (fe_limits_block.h) */
     const struct fe_route_table *routes;   /* every endpoint (fe_routes.c), borrowed */
     int active_requests;
     bool draining;

@@ -147,6 +147,8 @@ static void fe_request_log(fe_request_t *r)
         .error = r->error_text,
         .stream = r->parsed.stream,
         .tool_calls = r->result.tool_calls,
+        .limit_block = r->taken.id[0] ? r->taken.id : NULL,
+        .tokens_reserved = r->taken.reserved > 0 ? r->taken.reserved : 0,
     };
     fe_reqlog_add(r->srv->reqlog, &row);
 }

@@ -14,6 +14,7 @@
 #include "fe_collect.h"
 #include "fe_error.h"
 #include "fe_http.h"
+#include "fe_limits_block.h"
 #include "fe_server.h"
 #include "fe_style.h"
 #include "sb_id.h"
@@ -66,6 +67,7 @@ struct fe_request {
     bool reading_body;       /* fe_http is reading the body for us (a hold is taken) */
     bool submitted;          /* a job went to the broker (its upstream may bill) */
     bool lease;              /* admitted under limits; released at the end (fe_limits.h) */
+    fe_limits_taken_t taken; /* what it took from its key's capacity block, if admitted from one */
     bool no_retry;           /* the error reply says x-should-retry: false */
     int64_t est_tokens;      /* input token estimate (fe_tokens.h) */
     char *requested_model;   /* the model asked for, when a fallback answered; owned */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fe_limits_batch.h"
+#include "fe_limits_block.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
 #include "sb_log.h"
@@ -100,6 +101,14 @@ void fe_limits_admit(fe_request_t *r, fe_request_then_fn done)
     int64_t reserve = r->est_tokens + (json_is_integer(max_out) ? (int64_t)json_integer_value(max_out) : 0);
     json_t *timeout = json_object_get(r->model, "timeout_ms");
     long long ms = json_is_integer(timeout) ? (long long)json_integer_value(timeout) : r->srv->cfg.default_timeout_ms;
+    if (fe_limits_block_take(r->srv->limit_blocks, fe_limits_key_id(r), reserve, ms + FE_LIMITS_LEASE_SLACK_MS,
+                             &r->taken)) {
+        /* Admitted from the key's capacity block: no round trip. */
+        r->lease = true;
+        fe_request_cleanup_add(r, fe_limits_on_end, NULL);
+        done(r);
+        return;
+    }
     json_t *row =
         json_pack("{s:s, s:I, s:I, s:I}", "request_id", r->request_id, "key_id", (json_int_t)fe_limits_key_id(r),
                   "tokens", (json_int_t)reserve, "ttl_ms", (json_int_t)(ms + FE_LIMITS_LEASE_SLACK_MS));
@@ -155,6 +164,12 @@ void fe_limits_release(fe_request_t *r, fe_request_then_fn then)
     r->lease = false;
     int64_t in, out;
     fe_limits_usage(r, &in, &out);
+    if (r->taken.block) {
+        fe_limits_block_put(&r->taken, in + out);
+        if (then)
+            then(r);
+        return;
+    }
     json_t *row = json_pack("{s:s, s:I}", "request_id", r->request_id, "tokens", (json_int_t)(in + out));
     struct fe_limits_wait *w = sb_xcalloc(1, sizeof *w);
     w->r = r;

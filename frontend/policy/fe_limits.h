@@ -8,7 +8,9 @@
  * client's next request finds the slot free on any frontend. Admissions
  * and releases of one key that arrive together go to the database as one
  * batch (fe_limits_batch.h, schema/007_limit_batches.sql), each request
- * judged in order as if alone.
+ * judged in order as if alone. A key busy on this frontend is admitted
+ * from a block of its capacity taken in advance (fe_limits_block.h), with
+ * no round trip at all.
  */
 #ifndef FE_LIMITS_H
 #define FE_LIMITS_H

@@ -13,7 +13,7 @@
 #include "sb_map.h"
 
 typedef struct {
-    fe_storebatch_t *admit, *release;
+    fe_storebatch_t *admit, *release, *block;
 } fe_limits_batch_key_t;
 
 struct fe_limits_batch {
@@ -36,10 +36,12 @@ static int fe_limits_batch_drop(const char *key, void *value, void *arg)
     (void)key;
     fe_limits_batch_key_t *k = value;
     bool *only_idle = arg;
-    if (*only_idle && !(fe_storebatch_idle(k->admit) && fe_storebatch_idle(k->release)))
+    if (*only_idle &&
+        !(fe_storebatch_idle(k->admit) && fe_storebatch_idle(k->release) && fe_storebatch_idle(k->block)))
         return 0;
     fe_storebatch_free(&k->admit);
     fe_storebatch_free(&k->release);
+    fe_storebatch_free(&k->block);
     free(k);
     return 1;
 }
@@ -73,6 +75,7 @@ static fe_limits_batch_key_t *fe_limits_batch_key(fe_limits_batch_t *lb, long lo
     k = sb_xcalloc(1, sizeof *k);
     k->admit = fe_storebatch_new(lb->base, lb->db, FE_SQL_LIMIT_ADMIT);
     k->release = fe_storebatch_new(lb->base, lb->db, FE_SQL_LIMIT_RELEASE);
+    k->block = fe_storebatch_new(lb->base, lb->db, FE_SQL_LIMIT_BLOCK);
     sb_map_put(lb->keys, id, k);
     return k;
 }
@@ -85,4 +88,9 @@ fe_storebatch_t *fe_limits_batch_admit(fe_limits_batch_t *lb, long long key_id)
 fe_storebatch_t *fe_limits_batch_release(fe_limits_batch_t *lb, long long key_id)
 {
     return fe_limits_batch_key(lb, key_id)->release;
+}
+
+fe_storebatch_t *fe_limits_batch_block(fe_limits_batch_t *lb, long long key_id)
+{
+    return fe_limits_batch_key(lb, key_id)->block;
 }

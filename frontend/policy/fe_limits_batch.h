@@ -1,6 +1,6 @@
 /*
  * fe_limits_batch: the batch writers (fe_storebatch.h) of limited keys'
- * admissions and releases, one pair per key (schema/007_limit_batches.sql).
+ * admissions, releases and block exchanges, one set per key (schema/007_limit_batches.sql).
  * A batch holds one key's requests only, so its transaction locks the key's,
  * group's and account's limit rows once, in that order, and two batches
  * never deadlock. Writers are made on a key's first request and freed once
@@ -29,5 +29,8 @@ void fe_limits_batch_free(fe_limits_batch_t **lb);
  * (FE_SQL_LIMIT_RELEASE). */
 fe_storebatch_t *fe_limits_batch_admit(fe_limits_batch_t *lb, long long key_id);
 fe_storebatch_t *fe_limits_batch_release(fe_limits_batch_t *lb, long long key_id);
+/* The writer of the exchanges of key_id's capacity block (FE_SQL_LIMIT_BLOCK,
+ * fe_limits_block.h). */
+fe_storebatch_t *fe_limits_batch_block(fe_limits_batch_t *lb, long long key_id);
 
 #endif

@@ -53,6 +53,8 @@ typedef struct {
     const char *error;          /* NULL on success; never contains secrets */
     bool stream;
     const json_t *tool_calls; /* the request's tool_calls rows (fe_collect_t's), borrowed; NULL or [] for none */
+    const char *limit_block;  /* the capacity block it was admitted from (fe_limits_block.h); NULL: none */
+    long long tokens_reserved; /* its reservation in that block's token row; 0 with no block */
 } fe_reqlog_row_t;
 
 fe_reqlog_t *fe_reqlog_new(struct event_base *base, sb_db_t *db, const char *frontend_name);

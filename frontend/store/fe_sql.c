@@ -26,6 +26,11 @@ static const char fe_sql_limit_admit[] =
  * + output)}] -> ord per element. */
 static const char fe_sql_limit_release[] = "SELECT ord FROM sb_limit_release_batch($1::jsonb)";
 
+/* $1: a JSON array of exchanges of one key's capacity block
+ * (fe_limits_block.h, schema/008_limit_blocks.sql) -> per element: ord,
+ * requests, tokens and slots granted (-1: no limit in that dimension). */
+static const char fe_sql_limit_block[] = "SELECT ord, req, tok, slots FROM sb_limit_block_batch($1::jsonb)";
+
 /* $1 model id -> the model and its route as one JSON object, with what its
  * gateway-run tools use: tools_config.web_search is the deployment's default
  * search backend {kind, base_url, credential_ref} when it is enabled, else
@@ -55,13 +60,13 @@ const char fe_sql_reqlog_insert_sql[] =
     "WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(request_id text, ts_ms bigint, key_id bigint, "
     "  account_id bigint, model text, requested_model text, path text, status int, latency_ms int, "
     "  upstream_latency_ms int, tokens_in int, tokens_out int, reasoning_tokens int, tokens_estimated int, "
-    "  error text, stream boolean, frontend text, tool_calls jsonb)), "
+    "  error text, stream boolean, frontend text, limit_block text, tokens_reserved bigint, tool_calls jsonb)), "
     "ins AS (INSERT INTO request_log (request_id, ts, key_id, account_id, model, requested_model, path, status, "
     "  latency_ms, upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, tokens_estimated, error, stream, "
-    "  frontend) "
+    "  frontend, limit_block, tokens_reserved) "
     "  SELECT request_id, to_timestamp(ts_ms / 1000.0), key_id, account_id, model, requested_model, path, status, "
     "    latency_ms, upstream_latency_ms, tokens_in, tokens_out, reasoning_tokens, tokens_estimated, error, stream, "
-    "    frontend FROM x "
+    "    frontend, limit_block, tokens_reserved FROM x "
     "  ON CONFLICT (request_id) DO NOTHING RETURNING request_id) "
     "INSERT INTO tool_calls (created_at, request_id, response_id, account_id, key_id, model, kind, server, name, "
     "  item_id, duration_ms, outcome, bytes_in, bytes_out, error) "
@@ -192,6 +197,7 @@ static const sb_db_stmt_t fe_sql_statements[] = {
     {FE_SQL_KEY_LOOKUP, fe_sql_key_lookup},
     {FE_SQL_LIMIT_ADMIT, fe_sql_limit_admit},
     {FE_SQL_LIMIT_RELEASE, fe_sql_limit_release},
+    {FE_SQL_LIMIT_BLOCK, fe_sql_limit_block},
     {FE_SQL_MODEL_LOOKUP, fe_sql_model_lookup},
     {FE_SQL_MODEL_LIST, fe_sql_model_list},
     {FE_SQL_REQLOG_INSERT, fe_sql_reqlog_insert_sql},

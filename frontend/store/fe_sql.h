@@ -11,6 +11,7 @@
 #define FE_SQL_KEY_LOOKUP "key_lookup"
 #define FE_SQL_LIMIT_ADMIT "limit_admit"
 #define FE_SQL_LIMIT_RELEASE "limit_release"
+#define FE_SQL_LIMIT_BLOCK "limit_block"
 #define FE_SQL_MODEL_LOOKUP "model_lookup"
 #define FE_SQL_MODEL_LIST "model_list"
 #define FE_SQL_REQLOG_INSERT "reqlog_insert"
