@@ -12,6 +12,7 @@
 
 #include "fe_body.h"
 #include "fe_limits_batch.h"
+#include "fe_limits_block.h"
 #include "fe_request.h"
 #include "fe_routes.h"
 #include "fe_sql.h"
@@ -56,6 +57,9 @@ static void fe_server_on_notify(const char *payload, void *arg)
     fe_server_t *s = arg;
     sb_debug("configuration changed (%s): dropping caches", payload ? payload : "reconnect");
     fe_auth_flush(s->auth);
+    /* Limits may have changed: what blocks hold was granted under the old ones. */
+    if (!payload || !strcmp(payload, "api_keys") || !strcmp(payload, "token_groups") || !strcmp(payload, "accounts"))
+        fe_limits_blocks_flush(s->limit_blocks);
 }
 
 fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char *err, size_t errlen)

@@ -49,7 +49,8 @@ $$;
 -- unlimited). Each grant is the least of what was asked and an eighth of
 -- what is left of every limit in its dimension; a dimension with no limit
 -- answers -1, a block that would not hold one more request answers 0
--- everywhere. The rows' lifetime becomes p_ttl_ms (a frontend that died
+-- everywhere, and slots below -1 ask for that many free slots back (a
+-- concurrency limit was lowered under the block). The rows' lifetime becomes p_ttl_ms (a frontend that died
 -- leaves its block until then). Locks as sb_limit_admit: key, group,
 -- account, so exchanges and admissions cannot deadlock.
 CREATE OR REPLACE FUNCTION sb_limit_block(p_block text, p_key_id bigint, p_slots_held integer,
@@ -153,12 +154,27 @@ BEGIN
     tok := CASE WHEN tok_avail IS NULL THEN -1 ELSE least(greatest(p_want_tok, 0), tok_avail / 8) END;
     IF tok >= 0 AND tok < 2 * unit THEN tok := 0; END IF;
     slots := CASE WHEN slot_avail IS NULL THEN -1 ELSE least(greatest(p_want_slots, 0), slot_avail / 8) END;
+    -- Over a concurrency limit (it was lowered): the frontend gives back
+    -- free slots, up to the excess (slots < -1 asks for -slots of them;
+    -- -1 itself would read as "no limit", so one slot over asks for two).
+    IF slot_avail IS NOT NULL AND slot_avail = 0 AND p_have_slots > 0 THEN
+        SELECT count(*) INTO n FROM limit_leases WHERE key_id = k.id AND active AND expires_at >= clock_timestamp();
+        n := CASE WHEN k.concurrency_limit IS NOT NULL THEN n - k.concurrency_limit ELSE 0 END;
+        IF g.concurrency_limit IS NOT NULL THEN
+            n := greatest(n, (SELECT count(*) FROM limit_leases WHERE group_id = k.group_id AND active
+                                                                AND expires_at >= clock_timestamp())
+                             - g.concurrency_limit);
+        END IF;
+        IF n > 0 THEN
+            slots := -least(greatest(n, 2), p_have_slots + 1);
+        END IF;
+    END IF;
     -- With what the frontend keeps, would one more request fit? If not, the
     -- block is no use: nothing is granted.
     IF (req >= 0 AND greatest(p_have_req, 0) + req < 1)
        OR (tok >= 0 AND greatest(p_have_tok, 0) + tok < unit)
-       OR (slots >= 0 AND greatest(p_have_slots, 0) + slots < 1) THEN
-        req := least(req, 0); tok := least(tok, 0); slots := least(slots, 0);
+       OR (slots >= 0 AND greatest(p_have_slots, 0) + slots < 1) OR slots < -1 THEN
+        req := least(req, 0); tok := least(tok, 0); slots := CASE WHEN slots < -1 THEN slots ELSE least(slots, 0) END;
     END IF;
 
     -- Charge what is granted.

@@ -36,8 +36,7 @@ static int fe_limits_batch_drop(const char *key, void *value, void *arg)
     (void)key;
     fe_limits_batch_key_t *k = value;
     bool *only_idle = arg;
-    if (*only_idle &&
-        !(fe_storebatch_idle(k->admit) && fe_storebatch_idle(k->release) && fe_storebatch_idle(k->block)))
+    if (*only_idle && !(fe_storebatch_idle(k->admit) && fe_storebatch_idle(k->release) && fe_storebatch_idle(k->block)))
         return 0;
     fe_storebatch_free(&k->admit);
     fe_storebatch_free(&k->release);

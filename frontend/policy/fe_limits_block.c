@@ -26,7 +26,7 @@
 struct fe_limits_blocks {
     struct event_base *base;
     fe_limits_batch_t *writers;
-    char prefix[24]; /* "blk_" + 16 hex digits: this process's blocks */
+    char prefix[24];  /* "blk_" + 16 hex digits: this process's blocks */
     sb_map_t *blocks; /* key id -> fe_limits_block_t */
 };
 
@@ -34,13 +34,16 @@ struct fe_limits_block {
     fe_limits_blocks_t *bs;
     long long key_id;
     char id[FE_LIMITS_BLOCK_ID_MAX];
-    int64_t req, tok;       /* unspent requests and tokens; -1: no limit there */
-    int slots_free;         /* held and unused; -1: no concurrency limit */
-    int slots_held;         /* slot rows held in PostgreSQL */
-    int busy;               /* requests admitted from the block still running */
-    int64_t tok_diff;       /* real - reserved of the requests ended since the last exchange */
-    int64_t ret_req, ret_tok, ret_diff; /* given back by the exchange in flight (or a failed one) */
-    int ret_slots;
+    int64_t req, tok;                      /* unspent requests and tokens; -1: no limit there */
+    int slots_free;                        /* held and unused; -1: no concurrency limit */
+    int slots_held;                        /* slot rows held in PostgreSQL */
+    int busy;                              /* requests admitted from the block still running */
+    int64_t tok_diff;                      /* real - reserved of ended requests, not yet reported */
+    int64_t ret_req, ret_tok;              /* to give back: unspent cells of an earlier grant, no longer spent */
+    int ret_slots;                         /* slots to give back (not among the free ones) */
+    int slots_owed;                        /* busy slots over a lowered limit: they go back as their requests end */
+    int64_t sent_req, sent_tok, sent_diff; /* what the exchange in flight gives back and reports */
+    int sent_slots;
     int64_t grant_req, grant_tok; /* the last grant: the low-water marks are half of it */
     int64_t spent;                /* the key's admissions here since the last exchange */
     int64_t unit;                 /* the largest reservation among them */
@@ -99,28 +102,29 @@ static int64_t fe_limits_pos(int64_t v)
 static bool fe_limits_block_empty(const fe_limits_block_t *b)
 {
     return !b->exchanging && b->busy == 0 && b->slots_held == 0 && b->req <= 0 && b->tok <= 0 && b->tok_diff == 0 &&
-           b->ret_req == 0 && b->ret_tok == 0 && b->ret_diff == 0 && b->ret_slots == 0;
+           b->ret_req == 0 && b->ret_tok == 0 && b->ret_slots == 0;
 }
 
 static void fe_limits_block_on_exchange(const PGresult *res, int row, const char *err, void *arg);
 
-/* Sends the block's exchange: every unspent request and token goes back
- * (cells are good for FE_LIMITS_BLOCK_HOLD_MS only), with the token
- * difference of the ended requests; with want, a new block sized by the
- * last period's admissions is asked for, else the free slots go back too. */
+/* Sends the block's exchange: what is to go back goes, with the token
+ * difference of the ended requests. With want, a new block sized by the
+ * last period's admissions is asked for, and the current one is spent
+ * meanwhile (what is left of it goes back with the next exchange); without,
+ * the current cells and the free slots go back now. */
 static void fe_limits_block_exchange(fe_limits_block_t *b, bool want)
 {
     if (b->exchanging)
         return;
-    b->ret_req += fe_limits_pos(b->req);
-    b->ret_tok += fe_limits_pos(b->tok);
-    b->req = b->req < 0 ? -1 : 0;
-    b->tok = b->tok < 0 ? -1 : 0;
-    b->ret_diff += b->tok_diff;
-    b->tok_diff = 0;
-    if (!want && b->slots_free > 0) {
-        b->ret_slots += b->slots_free;
-        b->slots_free = 0;
+    if (!want) {
+        b->ret_req += fe_limits_pos(b->req);
+        b->ret_tok += fe_limits_pos(b->tok);
+        b->req = b->req < 0 ? -1 : 0;
+        b->tok = b->tok < 0 ? -1 : 0;
+        if (b->slots_free > 0) {
+            b->ret_slots += b->slots_free;
+            b->slots_free = 0;
+        }
     }
     int64_t want_req = 0, want_tok = 0, want_slots = 0;
     if (want) {
@@ -133,15 +137,20 @@ static void fe_limits_block_exchange(fe_limits_block_t *b, bool want)
         int target = b->busy / 2 + 2;
         want_slots = target > b->slots_free ? target - (b->slots_free > 0 ? b->slots_free : 0) : 0;
     }
+    b->sent_req = b->ret_req;
+    b->sent_tok = b->ret_tok;
+    b->sent_slots = b->ret_slots;
+    b->sent_diff = b->tok_diff;
     b->sent_us = sb_mono_us();
     b->sent_ttl_ms = b->ttl_ms + FE_LIMITS_BLOCK_RENEW_MS;
-    json_t *row = json_pack("{s:s, s:I, s:i, s:I, s:I, s:i, s:I, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "block",
-                            b->id, "key_id", (json_int_t)b->key_id, "slots_held", b->slots_held, "ret_req",
-                            (json_int_t)b->ret_req, "ret_tok", (json_int_t)b->ret_tok, "ret_slots", b->ret_slots,
-                            "tok_diff", (json_int_t)b->ret_diff, "have_req", 0, "have_tok", 0, "have_slots",
-                            b->slots_free > 0 ? b->slots_free : 0, "want_req", (json_int_t)want_req, "want_tok",
-                            (json_int_t)want_tok, "want_slots", (json_int_t)want_slots, "unit",
-                            (json_int_t)(b->unit > 0 ? b->unit : 1), "ttl_ms", (json_int_t)b->sent_ttl_ms);
+    /* have_*: what is kept once the answer comes (the current cells go back then). */
+    json_t *row =
+        json_pack("{s:s, s:I, s:i, s:I, s:I, s:i, s:I, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "block", b->id,
+                  "key_id", (json_int_t)b->key_id, "slots_held", b->slots_held, "ret_req", (json_int_t)b->sent_req,
+                  "ret_tok", (json_int_t)b->sent_tok, "ret_slots", b->sent_slots, "tok_diff", (json_int_t)b->sent_diff,
+                  "have_req", 0, "have_tok", 0, "have_slots", b->slots_free > 0 ? b->slots_free : 0, "want_req",
+                  (json_int_t)want_req, "want_tok", (json_int_t)want_tok, "want_slots", (json_int_t)want_slots, "unit",
+                  (json_int_t)(b->unit > 0 ? b->unit : 1), "ttl_ms", (json_int_t)b->sent_ttl_ms);
     b->spent = 0;
     b->unit = 0;
     b->exchanging = true;
@@ -152,7 +161,7 @@ static void fe_limits_block_exchange(fe_limits_block_t *b, bool want)
  * can be admitted from the block now. */
 static bool fe_limits_block_fits(const fe_limits_block_t *b, int64_t reserve, int64_t ttl_ms, int64_t now)
 {
-    if (b->exchanging || b->req == 0 || b->slots_free == 0 || (b->tok >= 0 && b->tok < reserve))
+    if (b->req == 0 || b->slots_free == 0 || (b->tok >= 0 && b->tok < reserve))
         return false;
     if ((b->req > 0 || b->tok >= 0) && now >= b->cells_until_us)
         return false;
@@ -180,12 +189,11 @@ static void fe_limits_block_tick(evutil_socket_t fd, short what, void *arg)
     fe_limits_block_t *b = arg;
     int64_t now = sb_mono_us();
     bool idle = now - b->last_demand_us >= FE_LIMITS_BLOCK_HOLD_MS * 1000;
+    bool pending = b->ret_req || b->ret_tok || b->ret_slots || b->tok_diff;
     if (!b->exchanging) {
         if ((b->req > 0 || b->tok > 0) && now >= b->cells_until_us)
             fe_limits_block_exchange(b, b->spent > 0 && now >= b->retry_at_us);
-        else if (b->ret_req || b->ret_tok || b->ret_diff || b->ret_slots)
-            fe_limits_block_exchange(b, false);
-        else if (idle && ((b->slots_free > 0 && b->busy == 0) || (b->tok_diff != 0 && b->busy == 0)))
+        else if (idle && (pending || (b->slots_free > 0 && b->busy == 0)))
             fe_limits_block_exchange(b, false);
         else if (b->slots_held > 0 && b->rows_until_us - now < (b->ttl_ms + FE_LIMITS_BLOCK_RENEW_MS / 2) * 1000)
             fe_limits_block_exchange(b, false);
@@ -212,21 +220,36 @@ static void fe_limits_block_on_exchange(const PGresult *res, int row, const char
         fe_limits_block_arm(b);
         return;
     }
-    b->slots_held -= b->ret_slots;
-    b->ret_req = b->ret_tok = b->ret_diff = 0;
-    b->ret_slots = 0;
+    b->slots_held -= b->sent_slots;
+    b->ret_req -= b->sent_req;
+    b->ret_tok -= b->sent_tok;
+    b->ret_slots -= b->sent_slots;
+    b->tok_diff -= b->sent_diff;
     int64_t req = strtoll(PQgetvalue(res, row, 1), NULL, 10);
     int64_t tok = strtoll(PQgetvalue(res, row, 2), NULL, 10);
     int slots = (int)strtol(PQgetvalue(res, row, 3), NULL, 10);
+    /* What is left of the current cells goes back with the next exchange. */
+    b->ret_req += fe_limits_pos(b->req);
+    b->ret_tok += fe_limits_pos(b->tok);
     b->req = req;
     b->tok = tok;
     b->grant_req = req;
     b->grant_tok = tok;
-    if (slots < 0) {
+    if (slots < -1) {
+        /* Over a lowered concurrency limit: free slots go back. */
+        int back = -slots < b->slots_free ? -slots : b->slots_free;
+        if (back > 0) {
+            b->slots_free -= back;
+            b->ret_slots += back;
+        }
+        b->slots_owed = -slots - back;
+    } else if (slots < 0) {
         /* No concurrency limit (any more): rows still held go back. */
         b->slots_free = -1;
         b->ret_slots = b->slots_held;
+        b->slots_owed = 0;
     } else {
+        b->slots_owed = 0;
         b->slots_free = (b->slots_free > 0 ? b->slots_free : 0) + slots;
         b->slots_held += slots;
     }
@@ -302,8 +325,12 @@ void fe_limits_block_put(fe_limits_taken_t *t, int64_t used)
     if (!b)
         return;
     b->busy--;
-    if (t->slot && b->slots_free >= 0)
+    if (t->slot && b->slots_owed > 0) {
+        b->slots_owed--;
+        b->ret_slots++;
+    } else if (t->slot && b->slots_free >= 0) {
         b->slots_free++;
+    }
     if (t->reserved >= 0)
         b->tok_diff += used - t->reserved;
     t->block = NULL;
@@ -324,7 +351,7 @@ static void fe_limits_block_return(const char *key, void *value, void *arg)
         return;
     int64_t rreq = b->ret_req + fe_limits_pos(b->req), rtok = b->ret_tok + fe_limits_pos(b->tok);
     int rslots = b->ret_slots + (b->slots_free > 0 ? b->slots_free : 0);
-    int64_t diff = b->ret_diff + b->tok_diff;
+    int64_t diff = b->tok_diff;
     if (rreq == 0 && rtok == 0 && rslots == 0 && diff == 0)
         return;
     char p[8][24];
@@ -341,6 +368,20 @@ static void fe_limits_block_return(const char *key, void *value, void *arg)
                             "$6::integer, $7::bigint, 0, 0, 0, 0, 0, 0, 1, $8::integer)",
                             8, params) != 0)
         ret->failed++;
+}
+
+static void fe_limits_block_flush_one(const char *key, void *value, void *arg)
+{
+    (void)key;
+    (void)arg;
+    fe_limits_block_t *b = value;
+    fe_limits_block_exchange(b, false);
+    fe_limits_block_arm(b);
+}
+
+void fe_limits_blocks_flush(fe_limits_blocks_t *bs)
+{
+    sb_map_foreach(bs->blocks, fe_limits_block_flush_one, NULL);
 }
 
 void fe_limits_blocks_return_all(fe_limits_blocks_t *bs, sb_db_t *db)

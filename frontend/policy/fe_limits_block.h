@@ -41,6 +41,10 @@ typedef struct {
 
 fe_limits_blocks_t *fe_limits_blocks_new(struct event_base *base, fe_limits_batch_t *writers);
 
+/* Every block gives back what it holds unspent (a limit changed: what it
+ * holds was granted under the old one); in flight exchanges are let be. */
+void fe_limits_blocks_flush(fe_limits_blocks_t *bs);
+
 /* Gives every block's unspent capacity back, blocking (shutdown: before
  * sb_db_destroy). */
 void fe_limits_blocks_return_all(fe_limits_blocks_t *bs, sb_db_t *db);

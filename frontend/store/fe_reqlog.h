@@ -52,8 +52,8 @@ typedef struct {
     long long tokens_estimated; /* the gateway's input estimate; 0: none made */
     const char *error;          /* NULL on success; never contains secrets */
     bool stream;
-    const json_t *tool_calls; /* the request's tool_calls rows (fe_collect_t's), borrowed; NULL or [] for none */
-    const char *limit_block;  /* the capacity block it was admitted from (fe_limits_block.h); NULL: none */
+    const json_t *tool_calls;  /* the request's tool_calls rows (fe_collect_t's), borrowed; NULL or [] for none */
+    const char *limit_block;   /* the capacity block it was admitted from (fe_limits_block.h); NULL: none */
     long long tokens_reserved; /* its reservation in that block's token row; 0 with no block */
 } fe_reqlog_row_t;
 

@@ -7,7 +7,7 @@
 // the key is idle (no lease left behind).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cfg, psql, sbctl, newAccountKey } from './harness.mjs';
+import { cfg, psql, psqlAsync, sbctl, newAccountKey, waitFor } from './harness.mjs';
 import { STYLES, send, assert429, keyId, settledUsage } from './limits_harness.mjs';
 
 // Requests sent `width` at a time, alternating frontends and styles, until
@@ -83,6 +83,40 @@ test('concurrency across both frontends with blocks: never over the limit, every
   // And the key is whole again: a full wave fits once more.
   const again = await drive(key, 24, 24, { text: 'slow two [[emu:latency=300]]' });
   assert.ok(again.res.every((x) => x.r.status === 200), 'slots are not lost');
+  // A limit lowered under load binds within a second or so: the slots the
+  // blocks hold (free, and busy ones as their requests end) go back.
+  // Sampled without blocking the event loop, so the load keeps running.
+  const kid = keyId(account);
+  const active = async () => Number((await psqlAsync("SELECT count(*) FROM limit_leases WHERE key_id = :'v1' AND active",
+    kid))[0]);
+  let running = true;
+  const statuses = {};
+  const statusesBefore = {};
+  const load = Promise.all(Array.from({ length: 8 }, async (_, lane) => {
+    for (let i = 0; running; i++) {
+      const r = await send(STYLES[i % 4], key, { base: lane % 2 ? cfg.frontendB : cfg.frontendA, text: 'steady [[emu:latency=150]]' });
+      statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+    }
+  }));
+  let before, down;
+  const samples = [];
+  try {
+    await new Promise((r) => setTimeout(r, 700));
+    before = await active();
+    Object.assign(statusesBefore, statuses);
+    sbctl('limits', 'set', '--key', keyId(account), '--concurrency', '2');
+    down = await waitFor(async () => (await active()) <= 2, { timeout: 4000, interval: 100 });
+    for (let i = 0; down && i < 8; i++) {
+      samples.push(await active());
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    running = false;
+    await load;
+  }
+  assert.ok(before > 2, `the blocks held ${before} slots under load (${JSON.stringify(statusesBefore)})`);
+  assert.ok(down, `held slots came down to the new limit under load (now ${await active()})`);
+  assert.ok(samples.every((n) => n <= 2), `and stayed there: ${samples.join(' ')}`);
 });
 
 test('quota with blocks, two frontends draining one account: never overdrawn, drawn once, nothing held after', async () => {

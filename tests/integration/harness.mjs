@@ -1,7 +1,7 @@
 // Shared helpers for the black-box tests. tests/run starts the real stack
 // (PostgreSQL, broker, two workers, two frontends, emulator) and passes its
 // addresses in the environment; nothing here fakes a component.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -47,6 +47,24 @@ export function psql(sql, ...params) {
   params.forEach((p, i) => args.push('-v', `v${i + 1}=${p}`));
   const out = execFileSync('psql', args, { input: sql, encoding: 'utf8' });
   return out.split('\n').filter((l) => l.length > 0);
+}
+
+// psql without blocking the event loop: for sampling the database while
+// requests of the same test are in flight.
+export function psqlAsync(sql, ...params) {
+  const args = [cfg.dsn, '-X', '-At', '-v', 'ON_ERROR_STOP=1'];
+  params.forEach((p, i) => args.push('-v', `v${i + 1}=${p}`));
+  return new Promise((resolve, reject) => {
+    const child = spawn('psql', args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { err += d; });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out.split('\n').filter((l) => l.length > 0))
+      : reject(new Error(`psql exited ${code}: ${err}`))));
+    child.stdin.end(sql);
+  });
 }
 
 export function sbctl(...args) {
