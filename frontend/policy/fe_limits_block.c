@@ -196,7 +196,7 @@ static void fe_limits_block_tick(evutil_socket_t fd, short what, void *arg)
         else if (idle && (pending || (b->slots_free > 0 && b->busy == 0)))
             fe_limits_block_exchange(b, false);
         else if (b->slots_held > 0 && b->rows_until_us - now < (b->ttl_ms + FE_LIMITS_BLOCK_RENEW_MS / 2) * 1000)
-            fe_limits_block_exchange(b, false);
+            fe_limits_block_exchange(b, !idle); /* renewal; a busy key keeps its block */
     }
     if (fe_limits_block_empty(b)) {
         char key[24];
