@@ -335,6 +335,11 @@ int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, cons
         fe_job_sink_free(s);
         return -EINVAL;
     }
+    /* Kept until the job's first event (for a resubmission): msgpack's
+     * buffer starts at 8 KiB, most jobs are far smaller. */
+    char *fit = realloc(s->body, s->body_len);
+    if (fit)
+        s->body = fit;
     s->sink = sink;
     s->arg = arg;
     s->model = sb_xstrdup(model);

@@ -21,6 +21,7 @@
 
 #include "fe_openai.h"
 #include "fe_stream.h"
+#include "sb_alloc.h"
 #include "sb_event.h"
 
 /* Choices (Chat Completions allows n <= 16 here) and items per choice a
@@ -42,8 +43,15 @@ typedef struct {
 
 typedef struct {
     bool include_usage;
-    fe_sc_choice_t choices[FE_SC_MAX_CHOICES];
+    fe_sc_choice_t *choices[FE_SC_MAX_CHOICES]; /* owned; each made at its first event (most streams: one) */
 } fe_sc_state_t;
+
+static void fe_sc_state_free(void *state)
+{
+    fe_sc_state_t *st = state;
+    for (int k = 0; k < FE_SC_MAX_CHOICES; k++)
+        free(st->choices[k]);
+}
 
 /* One chunk with one choice (delta stolen; finish NULL = null), or with no
  * choice when delta is NULL; usage stolen when not NULL. */
@@ -72,7 +80,9 @@ static fe_sc_choice_t *fe_sc_choice(fe_stream_ctx_t *sc, int k, struct evbuffer 
     fe_sc_state_t *st = sc->state;
     if (k < 0 || k >= FE_SC_MAX_CHOICES || k >= sc->render.parsed->n)
         return NULL;
-    fe_sc_choice_t *c = &st->choices[k];
+    if (!st->choices[k])
+        st->choices[k] = sb_xcalloc(1, sizeof *st->choices[k]);
+    fe_sc_choice_t *c = st->choices[k];
     if (!c->started) {
         c->started = true;
         for (int i = 0; i < FE_SC_MAX_ITEMS; i++)
@@ -253,6 +263,7 @@ static void fe_sc_keepalive(fe_stream_ctx_t *sc, struct evbuffer *out)
 const fe_stream_style_t fe_stream_chat = {
     .content_type = "text/event-stream; charset=utf-8",
     .state_size = sizeof(fe_sc_state_t),
+    .state_free = fe_sc_state_free,
     .open = fe_sc_open,
     .event = fe_sc_event,
     .close = fe_sc_close,

@@ -70,10 +70,21 @@ typedef struct {
     char id[SB_ID_MAX];
 } fe_sr_item_t;
 
+/* Items are kept in blocks of this many, each made at its first use: a
+ * stream of one item holds one block, not FE_SR_MAX_ITEMS items. */
+#define FE_SR_ITEM_BLOCK 8
+
 typedef struct {
     long long seq;
-    fe_sr_item_t items[FE_SR_MAX_ITEMS];
+    fe_sr_item_t *blocks[FE_SR_MAX_ITEMS / FE_SR_ITEM_BLOCK]; /* owned; NULL until used */
 } fe_sr_state_t;
+
+static void fe_sr_state_free(void *state)
+{
+    fe_sr_state_t *st = state;
+    for (size_t i = 0; i < sizeof st->blocks / sizeof st->blocks[0]; i++)
+        free(st->blocks[i]);
+}
 
 /* Writes one event: the "type" key first, then sequence_number, then obj's
  * fields (stolen). */
@@ -95,7 +106,11 @@ static fe_sr_item_t *fe_sr_item(fe_stream_ctx_t *sc, const json_t *ev)
     json_t *i = json_object_get(ev, "item_index");
     if (!json_is_integer(i) || json_integer_value(i) < 0 || json_integer_value(i) >= FE_SR_MAX_ITEMS)
         return NULL;
-    return &st->items[json_integer_value(i)];
+    size_t n = (size_t)json_integer_value(i);
+    fe_sr_item_t **block = &st->blocks[n / FE_SR_ITEM_BLOCK];
+    if (!*block)
+        *block = sb_xcalloc(FE_SR_ITEM_BLOCK, sizeof **block);
+    return &(*block)[n % FE_SR_ITEM_BLOCK];
 }
 
 static json_int_t fe_sr_index(const json_t *ev)
@@ -513,6 +528,7 @@ static void fe_sr_keepalive(fe_stream_ctx_t *sc, struct evbuffer *out)
 const fe_stream_style_t fe_stream_responses = {
     .content_type = "text/event-stream; charset=utf-8",
     .state_size = sizeof(fe_sr_state_t),
+    .state_free = fe_sr_state_free,
     .open = fe_sr_open,
     .event = fe_sr_event,
     .close = fe_sr_close,
