@@ -391,7 +391,7 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
     r->start_ms = sb_now_ms();
     r->parsed.store = true;
     r->parsed.n = 1;
-    sb_id_new(r->request_id, sizeof r->request_id, "req_", 16);
+    sb_id_new_ordered(r->request_id, sizeof r->request_id, "req_", 16);
     fe_collect_init(&r->result);
     srv->active_requests++;
     fe_http_req_on_gone(http, fe_request_on_gone, r);

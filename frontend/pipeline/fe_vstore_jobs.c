@@ -93,7 +93,7 @@ void fe_vstore_jobs_ingest(fe_server_t *srv, const json_t *model, long long acco
         in->vector_store_id = sb_xstrdup(vector_store_id);
         in->file_id = sb_xstrdup(file_id);
         char job_id[SB_ID_MAX];
-        sb_id_new(job_id, sizeof job_id, "req_", 16);
+        sb_id_new_ordered(job_id, sizeof job_id, "req_", 16);
         json_t *request = json_pack("{s:s, s:s, s:s, s:O}", "op", "vs_ingest", "vector_store_id", vector_store_id,
                                     "file_id", file_id, "chunking_strategy", json_object_get(f, "chunking_strategy"));
         json_t *job = request ? fe_vstore_jobs_new(job_id, model, account_id, request) : NULL;

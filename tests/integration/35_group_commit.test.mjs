@@ -7,7 +7,7 @@
 // own request — the rest of its batch is stored and answered.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { cfg, http, psql, unique } from './harness.mjs';
+import { cfg, http, newAccountKey, psql, unique } from './harness.mjs';
 
 const N = 24;
 
@@ -116,4 +116,45 @@ test('a row the database refuses fails only its own request; the others of its b
   assert.equal(chats, '0');
   const [resps] = psql(`SELECT count(*) FROM responses WHERE body->'metadata' ? '${marker}'`);
   assert.equal(resps, '0');
+});
+
+// The owner of a stored answer is guarded where it costs nothing per request
+// (schema/009_store_owner_guard.sql): an account or key that still owns
+// stored chat completions or responses cannot be deleted; one that owns none
+// can. Ids of stored answers and request_log rows sort by creation time
+// (sb_id_new_ordered), so their indexes grow at the right edge.
+test('an owner of stored answers cannot be deleted; ids sort by creation time', async () => {
+  const owner = newAccountKey();
+  const chat = await http('POST', '/v1/chat/completions', {
+    key: owner.key, body: { model: 'emu-chat', messages: [{ role: 'user', content: 'keep me' }] },
+  });
+  assert.equal(chat.status, 200, chat.text);
+  await new Promise((r) => setTimeout(r, 3));
+  const resp = await http('POST', '/v1/responses', { key: owner.key, body: { model: 'emu-chat', input: 'keep me too' } });
+  assert.equal(resp.status, 200, resp.text);
+  const [acct, kid] = psql(`SELECT account_id, key_id FROM chat_completions WHERE id = :'v1'`, chat.json.id)[0].split('|');
+  for (const sql of [`DELETE FROM accounts WHERE id = :'v1'`, `DELETE FROM api_keys WHERE id = :'v1'`]) {
+    const id = sql.includes('accounts') ? acct : kid;
+    assert.throws(() => psql(sql, id), /still owns stored chat completions or responses/);
+  }
+  assert.deepEqual(psql(`SELECT count(*) FROM chat_completions WHERE id = :'v1'`, chat.json.id), ['1']);
+  // Its answers gone, the key and then the account can go.
+  psql(`DELETE FROM chat_completions WHERE account_id = :'v1'; DELETE FROM responses WHERE account_id = :'v1'`, acct);
+  psql(`DELETE FROM api_keys WHERE id = :'v1'`, kid);
+  assert.deepEqual(psql(`SELECT count(*) FROM api_keys WHERE id = :'v1'`, kid), ['0']);
+  psql(`DELETE FROM accounts WHERE id = :'v1'`, acct);
+  assert.deepEqual(psql(`SELECT count(*) FROM accounts WHERE id = :'v1'`, acct), ['0']);
+  // Ordered ids: prefix, 12 hex digits of the creation time in ms, then 48
+  // random hex digits; the later answer sorts after the earlier one.
+  const ms = (id, prefix) => {
+    assert.match(id, new RegExp(`^${prefix}[0-9a-f]{12}[0-9a-f]{48}$`));
+    return parseInt(id.slice(prefix.length, prefix.length + 12), 16);
+  };
+  const tc = ms(chat.json.id, 'chatcmpl-');
+  const tr = ms(resp.json.id, 'resp_');
+  assert.ok(Math.abs(tc - chat.json.created * 1000) < 2000, `chat id time ${tc} vs created ${chat.json.created}`);
+  assert.ok(tr > tc, `resp ${tr} after chat ${tc}`);
+  const reqId = chat.headers.get('x-request-id');
+  assert.match(reqId, /^req_[0-9a-f]{12}[0-9a-f]{32}$/);
+  assert.ok(parseInt(reqId.slice(4, 16), 16) <= tc + 1000);
 });

@@ -527,7 +527,7 @@ static int fe_chat_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t *out
     /* Stored by default, retrievable with GET /v1/chat/completions/{id}. */
     if (json_is_false(store))
         out->store = false;
-    sb_id_new(out->response_id, sizeof out->response_id, "chatcmpl-", 24);
+    sb_id_new_ordered(out->response_id, sizeof out->response_id, "chatcmpl-", 24);
     return 0;
 }
 

@@ -441,7 +441,7 @@ static int fe_responses_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t
     if (json_is_string(prev))
         out->previous_response_id = sb_xstrdup(json_string_value(prev));
     fe_responses_echo(body, out);
-    sb_id_new(out->response_id, sizeof out->response_id, "resp_", 24);
+    sb_id_new_ordered(out->response_id, sizeof out->response_id, "resp_", 24);
     return 0;
 }
 
