@@ -497,8 +497,11 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
         return;
     }
     json_t *hdr = json_incref(msg->header);
+    const json_t *jbg = json_object_get(msg->header, "background");
+    bool ack = json_is_true(json_object_get(msg->header, "ack"));
     sb_broker_job_t *job = sb_broker_job_new(job_id, model, deadline_ms, msg->routing_id, &hdr, &msg->body);
     job->client = client ? sb_xstrdup(client) : NULL;
+    job->background = sb_broker_str_ok(jbg, SB_JOB_ID_MAX);
     if (sb_broker_queue_push(b->queues, q, job) < 0) { /* checked above; cannot happen */
         sb_broker_job_destroy(&job);
         return;
@@ -506,6 +509,14 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
     sb_map_put(b->jobs, job->id, job);
     b->need_dispatch = true;
     b->stats_dirty = true;
+    if (ack) {
+        /* The submitter waits for this before it answers (a background
+         * response is answered queued only once it is). */
+        json_t *ah = json_pack("{s:s, s:s}", "job_id", job->id, "epoch", b->epoch);
+        if (sb_wire_send(b->frontends, msg->routing_id, SB_CMD_ACCEPTED, ah, NULL, 0) < 0)
+            sb_debug("job %s: could not send ACCEPTED", job->id);
+        json_decref(ah);
+    }
 }
 
 static void sb_broker_on_frontend_cancel(sb_broker_t *b, const sb_wire_msg_t *msg)
@@ -521,7 +532,9 @@ static void sb_broker_on_frontend_cancel(sb_broker_t *b, const sb_wire_msg_t *ms
         sb_debug("job %s: CANCEL for a job no longer held", job_id);
         return;
     }
-    if (!zframe_eq(job->frontend, msg->routing_id)) {
+    if (!job->background && !zframe_eq(job->frontend, msg->routing_id)) {
+        /* A background job may be cancelled through any frontend: the one
+         * that took it may be gone, and the frontend checked the owner. */
         sb_warn("job %s: dropped a CANCEL from a frontend that did not submit it", job_id);
         return;
     }
@@ -668,7 +681,11 @@ static void sb_broker_on_event(sb_broker_t *b, sb_broker_worker_t *w, const sb_w
         sb_broker_stamp(b, msg->header);
         int rc = sb_wire_send(b->frontends, job->frontend, SB_CMD_EVENT, msg->header, zframe_data(msg->body),
                               zframe_size(msg->body));
-        if (rc < 0 && !final) {
+        if (rc < 0 && !final && job->background) {
+            /* Its events are kept by its worker (docs/background.md): it
+             * runs on without the frontend that submitted it. */
+            sb_debug("job %s: background job's frontend unreachable (%s): running on", job_id, strerror(-rc));
+        } else if (rc < 0 && !final) {
             sb_warn("job %s: frontend unreachable (%s): cancelling it", job_id, strerror(-rc));
             sb_broker_job_abandon(b, job);
         } else if (rc < 0) {

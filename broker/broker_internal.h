@@ -43,6 +43,9 @@ struct sb_broker_job {
     char *id;
     char *model;
     char *client;        /* the SUBMIT header's "client" (who asked: the API key), for the breakers; NULL: none */
+    bool background;     /* the SUBMIT header names a background response: the job runs to its end
+                            whatever becomes of its frontend, and any frontend may cancel it
+                            (docs/background.md) */
     int64_t deadline_ms; /* absolute, epoch ms (sb_now_ms) */
     zframe_t *frontend;  /* owned copy of the submitter's routing id */
     json_t *header;      /* owned SUBMIT header, forwarded as the JOB header; NULL once dispatched */

@@ -73,6 +73,7 @@ enum sb_cmd {
     SB_CMD_CANCEL = 0x02,
     SB_CMD_EVENT = 0x03,
     SB_CMD_HEARTBEAT = 0x04,
+    SB_CMD_ACCEPTED = 0x05, /* broker -> frontend: a SUBMIT that asked ("ack": true) is queued */
     SB_CMD_READY = 0x10,
     SB_CMD_JOB = 0x11,
     SB_CMD_RECONNECT = 0x12,

@@ -46,6 +46,7 @@
 #include "sb_evbatch.h"
 #include "sb_log.h"
 #include "sb_mpjson.h"
+#include "wbg.h"
 #include "worker_internal.h"
 #include "wtool_vsjob.h"
 
@@ -66,6 +67,7 @@ void sb_wjob_free(sb_wjob_t *j)
 {
     sb_wloop_free(&j->loop);
     sb_vsjob_cancel(&j->vs);
+    sb_wbg_release(&j->bg);
     for (int i = 0; i < j->n_calls; i++)
         sb_wcall_clear(&j->calls[i]);
     free(j->calls);
@@ -97,6 +99,7 @@ static int sb_wjob_send_batch(const char *body, size_t len, size_t from, size_t 
         json_pack("{s:s, s:b, s:I}", "job_id", b->j->job_id, "final", final, "seq", (json_int_t)b->j->w->ready_seq);
     if (b->upstream && final)
         json_object_set_new(hdr, "upstream", json_string(b->upstream));
+    sb_wbg_append(b->j->bg, b->events, from, to); /* a background job's events are kept too */
     int rc = sb_worker_send(b->j->w, SB_CMD_EVENT, hdr, body, len);
     if (rc < 0)
         sb_error("job %s: could not send %zu event(s): %s", b->j->job_id, to - from, strerror(-rc));
@@ -184,6 +187,14 @@ void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
     } else {
         json_decref(final);
         sb_info("job %s: abandoned", j->job_id);
+        if (j->bg) {
+            /* Nobody is told, but a background response must not stay in
+             * progress: it ends failed (docs/background.md). */
+            json_t *lost = json_pack("[o]", sb_event_error(502, SB_ERR_UPSTREAM, "worker_interrupted",
+                                                           "the worker running this response stopped before its end"));
+            sb_wbg_append(j->bg, lost, 0, 1);
+            json_decref(lost);
+        }
     }
     sb_wjob_set_state(j, SB_WJOB_DONE);
     j->next_reap = w->reap_list;
@@ -534,6 +545,21 @@ void sb_wjob_receive(sb_worker_t *w, const sb_wire_msg_t *msg)
     snprintf(j->job_id, sizeof j->job_id, "%s", job_id);
     j->events = json_array();
     sb_map_put(w->jobs, j->job_id, j);
+    const char *bg = sb_wire_header_str(msg, "background");
+    if (bg) {
+        if (!*bg || strlen(bg) > SB_JOB_ID_MAX) {
+            sb_wjob_finish(j, sb_event_error(400, SB_ERR_INVALID_REQUEST, "bad_job",
+                                             "malformed job: background must name a response"));
+            return;
+        }
+        if (!w->db) {
+            sb_error("job %s: a background job, and this worker has no --database", job_id);
+            sb_wjob_finish(j, sb_event_error(503, SB_ERR_OVERLOADED, "no_database",
+                                             "this worker cannot run background responses"));
+            return;
+        }
+        j->bg = sb_wbg_new(w->base, w->db, bg, job_id, w->name);
+    }
     sb_wjob_start(j, msg->body, sb_wire_header_int(msg, "deadline_ms", 0));
 }
 

@@ -30,6 +30,7 @@
 #include "sb_log.h"
 #include "sb_ssrf.h"
 #include "sb_time.h"
+#include "wbg.h"
 #include "worker_internal.h"
 #include "wsql.h"
 
@@ -272,6 +273,25 @@ static json_t *sb_worker_parse_models(const char *models)
     return arr;
 }
 
+/* The worker's stamp in worker_heartbeats: the frontends' reaper fails a
+ * background response whose worker has stopped stamping (wbg.h). */
+static void sb_worker_on_db_beat(const PGresult *res, const char *err, void *arg)
+{
+    (void)res;
+    sb_worker_t *w = arg;
+    if (err && strcmp(err, "shutting down"))
+        sb_debug("worker %s: heartbeat row not written: %.*s", w->name, (int)strcspn(err, "\n"), err);
+}
+
+static void sb_worker_on_db_beat_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sb_worker_t *w = arg;
+    const char *params[1] = {w->name};
+    sb_db_query(w->db, SB_WSQL_BG_HEARTBEAT, 1, params, sb_worker_on_db_beat, w);
+}
+
 sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *base)
 {
     sb_worker_t *w = sb_xcalloc(1, sizeof *w);
@@ -338,6 +358,13 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
     struct timeval tv = {.tv_sec = w->heartbeat_ms / 1000, .tv_usec = (w->heartbeat_ms % 1000) * 1000};
     if (event_add(w->heartbeat, &tv) < 0)
         goto fail;
+    if (w->db) {
+        w->db_beat = event_new(base, -1, EV_PERSIST, sb_worker_on_db_beat_timer, w);
+        struct timeval beat = {.tv_sec = SB_WBG_HEARTBEAT_MS / 1000, .tv_usec = (SB_WBG_HEARTBEAT_MS % 1000) * 1000};
+        if (!w->db_beat || event_add(w->db_beat, &beat) < 0)
+            goto fail;
+        sb_worker_on_db_beat_timer(-1, 0, w);
+    }
     sb_worker_send_ready(w);
     sb_info("worker %s: connecting to %s, %d credits, up to %d upstream retries per call", w->name, w->endpoint,
             w->credits, w->retry_max);
@@ -361,6 +388,8 @@ void sb_worker_destroy(sb_worker_t **pw)
     }
     sb_worker_close_socket(w, SB_WORKER_CLOSE_LINGER_MS);
     sb_upstream_destroy(&w->upstream);
+    if (w->db_beat)
+        event_free(w->db_beat);
     sb_db_destroy(&w->db);
     if (w->heartbeat)
         event_free(w->heartbeat);

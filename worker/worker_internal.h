@@ -87,6 +87,7 @@ struct sb_worker {
     struct event *heartbeat;      /* owned, persistent */
     struct event *drain_timer;    /* owned; pending while DRAINING */
     struct event *reap;           /* owned; frees DONE jobs and checks for STOPPED, at a safe point */
+    struct event *db_beat;        /* owned; stamps worker_heartbeats while there is a database (wbg.h) */
     sb_upstream_t *upstream;      /* owned; every call's transfers */
     sb_map_t *jobs;               /* owned table job_id -> sb_wjob_t (owned), NEW and UPSTREAM jobs */
     sb_wjob_t *reap_list;         /* owned DONE jobs, linked by next_reap */
@@ -220,6 +221,7 @@ struct sb_wjob {
     int64_t upstream_ms;       /* the slowest call's */
     sb_wloop_t *loop;          /* owned: the tool loop that makes this job's calls (wloop.c), or NULL */
     struct sb_vsjob *vs;       /* owned: a file search operation (request.op vs_*; wtool_vsjob.h), or NULL */
+    struct sb_wbg *bg;         /* owned until the job ends: a background job's event writer (wbg.h), or NULL */
     struct sb_wjob *next_reap; /* the next DONE job on the worker's reap list */
 };
 

@@ -1,6 +1,7 @@
 /* wsql: the worker's statement sets, concatenated (wsql.h). */
 #include "wsql.h"
 
+#include "wbg.h"
 #include "wsql_containers.h"
 #include "wsql_tools.h"
 #include "wsql_vstores.h"
@@ -16,6 +17,7 @@ const sb_db_stmt_t *sb_wsql_all(int *count)
             {sb_wsql_container_statements, sb_wsql_container_statement_count},
             {sb_wsql_vstore_statements, sb_wsql_vstore_statement_count},
             {sb_wsql_tool_statements, sb_wsql_tool_statement_count},
+            {sb_wsql_bg_statements, sb_wsql_bg_statement_count},
         };
         n = sb_db_stmt_join(all, SB_WSQL_MAX_STATEMENTS, sets, sizeof sets / sizeof sets[0]);
     }

@@ -480,6 +480,58 @@ static void test_frontend_gone(void)
     teardown();
 }
 
+/* A background job (docs/background.md): ACCEPTED when asked, the header
+ * passed to the worker, and it runs on when its frontend vanishes (its
+ * events are kept by the worker); any frontend may cancel it, while an
+ * ordinary job's CANCEL from another frontend is still dropped. */
+static void test_background(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *other = peer(FE), *w = ready_worker(2);
+    json_t *hdr = json_pack("{s:s, s:s, s:I, s:s, s:b}", "job_id", "bg1", "model", "m1", "deadline_ms",
+                            (json_int_t)(sb_now_ms() + 10000), "background", "resp_1", "ack", 1);
+    CHECK_INT(sb_wire_send(fe, NULL, SB_CMD_SUBMIT, hdr, "\x81\xa1x\x01", 4), 0);
+    json_decref(hdr);
+    expect_cmd(fe, SB_CMD_ACCEPTED, "bg1");
+    sb_wire_msg_t *m = expect(w, 1000);
+    CHECK(m && m->cmd == SB_CMD_JOB);
+    CHECK_STR(m ? sb_wire_header_str(m, "background") : NULL, "resp_1");
+    sb_wire_msg_destroy(&m);
+    /* Without "ack", no ACCEPTED. */
+    submit_simple(fe, "j2", "m1");
+    expect_cmd(w, SB_CMD_JOB, "j2");
+    expect_none(fe, 50);
+
+    zsock_destroy(&fe);
+    for (int i = 0; i < 10; i++) {
+        send_event(w, "bg1", false, "\xc0", 1);
+        send_event(w, "j2", false, "\xc0", 1);
+        pump(20);
+    }
+    /* j2 (ordinary) is cancelled; bg1 runs on. */
+    expect_cmd(w, SB_CMD_CANCEL, "j2");
+    send_event(w, "j2", true, "\xc0", 1);
+    expect_none(w, 50);
+    /* Another frontend's CANCEL ends the background job. */
+    send_cancel(other, "bg1");
+    expect_cmd(w, SB_CMD_CANCEL, "bg1");
+    send_event(w, "bg1", true, "\xc0", 1);
+    pump(20);
+    /* An ordinary job is not cancelled by a frontend that did not submit it. */
+    submit_simple(other, "j3", "m1");
+    expect_cmd(w, SB_CMD_JOB, "j3");
+    zsock_t *third = peer(FE);
+    send_cancel(third, "j3");
+    expect_none(w, 100);
+    send_event(w, "j3", true, "\xc0", 1);
+    expect_cmd(other, SB_CMD_EVENT, "j3");
+
+    zsock_destroy(&third);
+    zsock_destroy(&other);
+    zsock_destroy(&w);
+    teardown();
+}
+
 /* A JOB that cannot be sent loses the worker and stays queued for another. */
 static void test_worker_send_failure(void)
 {
@@ -1230,6 +1282,7 @@ int main(void)
     test_cancel();
     test_heartbeats_and_reconnect();
     test_frontend_gone();
+    test_background();
     test_worker_send_failure();
     test_malformed();
     test_ready_again();

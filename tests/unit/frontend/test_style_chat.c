@@ -104,7 +104,7 @@ static void test_parse(void)
     CHECK(r.parsed.stream);
     CHECK_INT(r.parsed.n, 2);
     CHECK(json_is_true(json_object_get(r.parsed.style_state, "include_usage")));
-    CHECK(strncmp(r.parsed.response_id, "chatcmpl-", 9) == 0 && strlen(r.parsed.response_id) == 9 + 48);
+    CHECK(strncmp(r.parsed.response_id, "chatcmpl-", 9) == 0 && strlen(r.parsed.response_id) == 9 + 12 + 48);
     CHECK_INT(json_array_size(json_object_get(c, "input")), 4);
     CHECK_STR(str(item(&r, 0), "role"), "system");
     CHECK_STR(str(json_array_get(json_object_get(item(&r, 0), "content"), 0), "type"), "input_text");

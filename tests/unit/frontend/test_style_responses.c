@@ -99,7 +99,7 @@ static void test_parse(void)
     CHECK(r.parsed.stream);
     CHECK(r.parsed.seal_reasoning);
     CHECK_STR(r.parsed.previous_response_id, "resp_0");
-    CHECK(strncmp(r.parsed.response_id, "resp_", 5) == 0 && strlen(r.parsed.response_id) == 5 + 48);
+    CHECK(strncmp(r.parsed.response_id, "resp_", 5) == 0 && strlen(r.parsed.response_id) == 5 + 12 + 48);
     const json_t *in0 = json_array_get(json_object_get(c, "input"), 0);
     CHECK_STR(str(in0, "type"), "message");
     CHECK_STR(str(in0, "role"), "user");
