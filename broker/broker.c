@@ -501,7 +501,7 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
     bool ack = json_is_true(json_object_get(msg->header, "ack"));
     sb_broker_job_t *job = sb_broker_job_new(job_id, model, deadline_ms, msg->routing_id, &hdr, &msg->body);
     job->client = client ? sb_xstrdup(client) : NULL;
-    job->background = sb_broker_str_ok(jbg, SB_JOB_ID_MAX);
+    job->background = sb_broker_str_ok(jbg, SB_RESPONSE_ID_MAX);
     if (sb_broker_queue_push(b->queues, q, job) < 0) { /* checked above; cannot happen */
         sb_broker_job_destroy(&job);
         return;

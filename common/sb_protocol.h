@@ -90,6 +90,7 @@ enum sb_cmd {
 #define SB_MAX_MSGPACK_DEPTH 64
 
 #define SB_JOB_ID_MAX 64
+#define SB_RESPONSE_ID_MAX 128 /* a background job's response id (SUBMIT "background") */
 #define SB_MODEL_ID_MAX 128
 #define SB_CLIENT_ID_MAX 64
 /* A broker epoch: 64 random bits in hex. Receivers accept any string up to

@@ -24,6 +24,7 @@ static const fe_route_t fe_route_list[] = {
     {"GET", "/v1/responses/{}", &fe_style_responses, fe_responses_get, NULL, false},
     {"DELETE", "/v1/responses/{}", &fe_style_responses, fe_responses_delete, NULL, false},
     {"GET", "/v1/responses/{}/input_items", &fe_style_responses, fe_responses_input_items, NULL, false},
+    {"POST", "/v1/responses/{}/cancel", &fe_style_responses, fe_responses_cancel, NULL, false},
     {"POST", "/v1/chat/completions", &fe_style_chat, fe_generate_start, NULL, false},
     {"GET", "/v1/chat/completions", &fe_style_chat, fe_chat_stored_list, NULL, false},
     {"GET", "/v1/chat/completions/{}", &fe_style_chat, fe_chat_stored_get, NULL, false},

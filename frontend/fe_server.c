@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_bg.h"
 #include "fe_body.h"
 #include "fe_limits_batch.h"
 #include "fe_limits_block.h"
@@ -101,6 +102,7 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     s->chat_store = fe_storebatch_new(base, s->db, FE_SQL_CHAT_SAVE);
     s->limits = fe_limits_batch_new(base, s->db);
     s->limit_blocks = fe_limits_blocks_new(base, s->limits);
+    s->bg = fe_bg_new(s);
 
     fe_body_set_max_elements(cfg->max_json_elements);
     fe_http_limits_t lim = {
@@ -155,6 +157,7 @@ void fe_server_destroy(fe_server_t **ps)
     if (s->limit_blocks && s->db)
         fe_limits_blocks_return_all(s->limit_blocks, s->db);
     sb_db_destroy(&s->db); /* fails the stores in flight: before their writers go */
+    fe_bg_destroy(&s->bg); /* its finalizations in flight were failed just above */
     fe_storebatch_free(&s->responses_store);
     fe_storebatch_free(&s->chat_store);
     fe_limits_batch_free(&s->limits);

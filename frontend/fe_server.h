@@ -54,6 +54,7 @@ typedef struct fe_server {
     struct fe_limits_batch *limits;        /* limited keys' admissions and releases, batched per key */
     struct fe_limits_blocks *limit_blocks; /* limited keys' capacity blocks (fe_limits_block.h) */
     const struct fe_route_table *routes;   /* every endpoint (fe_routes.c), borrowed */
+    struct fe_bg *bg;                      /* background responses: sweep, finalizer (fe_bg.h) */
     int active_requests;
     bool draining;
     sb_seal_key_t seal_key; /* valid when seal_ready */

@@ -547,7 +547,7 @@ void sb_wjob_receive(sb_worker_t *w, const sb_wire_msg_t *msg)
     sb_map_put(w->jobs, j->job_id, j);
     const char *bg = sb_wire_header_str(msg, "background");
     if (bg) {
-        if (!*bg || strlen(bg) > SB_JOB_ID_MAX) {
+        if (!*bg || strlen(bg) > SB_RESPONSE_ID_MAX) {
             sb_wjob_finish(j, sb_event_error(400, SB_ERR_INVALID_REQUEST, "bad_job",
                                              "malformed job: background must name a response"));
             return;

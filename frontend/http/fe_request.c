@@ -129,6 +129,8 @@ static long long fe_request_key_field(const fe_request_t *r, const char *f)
 
 static void fe_request_log(fe_request_t *r)
 {
+    if (r->no_log)
+        return;
     fe_reqlog_row_t row = {
         .request_id = r->request_id,
         .ts_ms = r->start_ms,

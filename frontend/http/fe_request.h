@@ -69,6 +69,8 @@ struct fe_request {
     bool lease;              /* admitted under limits; released at the end (fe_limits.h) */
     fe_limits_taken_t taken; /* what it took from its key's capacity block, if admitted from one */
     bool no_retry;           /* the error reply says x-should-retry: false */
+    bool no_log;             /* its request_log row is someone else's to write (a background
+                                response's: the finalizer's, pipeline/fe_bg.h) */
     int64_t est_tokens;      /* input token estimate (fe_tokens.h) */
     char *requested_model;   /* the model asked for, when a fallback answered; owned */
     json_t *fallbacks;       /* models still to try when the upstream fails (fe_fallback.h); owned */

@@ -41,6 +41,8 @@ typedef struct {
     int64_t deadline_ms;
     char *body; /* msgpack of the job */
     size_t body_len;
+    char *background;               /* a background job's response id (docs/background.md), or NULL */
+    fe_broker_accepted_fn accepted; /* a background job's: the broker queued it; NULL once called */
 } fe_job_sink_t;
 
 struct fe_broker {
@@ -62,6 +64,7 @@ static void fe_job_sink_free(fe_job_sink_t *s)
     free(s->model);
     free(s->client);
     free(s->body);
+    free(s->background);
     free(s);
 }
 
@@ -107,6 +110,12 @@ static int fe_broker_send_submit(fe_broker_t *b, const char *job_id, fe_job_sink
     /* Who asked, for the broker's per-client circuit breakers (docs/protocol.md). */
     if (hdr && s->client)
         json_object_set_new(hdr, "client", json_string(s->client));
+    /* A background job: the worker keeps its events; the broker says when
+     * it is queued (docs/protocol.md). */
+    if (hdr && s->background) {
+        json_object_set_new(hdr, "background", json_string(s->background));
+        json_object_set_new(hdr, "ack", json_true());
+    }
     /* A broker with another epoch refuses it rather than run a job we may resubmit. */
     if (hdr && b->epoch[0])
         json_object_set_new(hdr, "epoch", json_string(b->epoch));
@@ -127,7 +136,8 @@ static void fe_broker_deliver(fe_broker_t *b, const char *job_id, const json_t *
         s->heard = true; /* before the sink runs: it may cancel (free) the job */
         fe_job_sink_drop_body(s);
     }
-    s->sink(ev, final, s->arg);
+    if (s->sink)
+        s->sink(ev, final, s->arg);
     if (final)
         fe_job_sink_free(s);
 }
@@ -225,6 +235,16 @@ static void fe_broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
     const char *epoch = sb_wire_header_str(msg, "epoch");
     if (epoch && *epoch && strlen(epoch) <= SB_EPOCH_MAX)
         fe_broker_on_epoch(b, epoch);
+    if (msg->cmd == SB_CMD_ACCEPTED) {
+        const char *id = sb_wire_header_str(msg, "job_id");
+        fe_job_sink_t *s = id ? sb_map_get(b->jobs, id) : NULL;
+        if (s && s->accepted) {
+            fe_broker_accepted_fn accepted = s->accepted;
+            s->accepted = NULL;
+            accepted(s->arg);
+        }
+        return;
+    }
     if (msg->cmd != SB_CMD_EVENT)
         return; /* heartbeats only refresh liveness (and tell the epoch) */
     const char *job_id = sb_wire_header_str(msg, "job_id");
@@ -325,12 +345,39 @@ void fe_broker_destroy(fe_broker_t **pb)
     *pb = NULL;
 }
 
+static int fe_broker_submit_sink(fe_broker_t *b, const char *job_id, const char *model, const char *client,
+                                 int64_t deadline_ms, const json_t *job, fe_job_sink_t *s);
+
 int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, const char *client, int64_t deadline_ms,
                      const json_t *job, fe_broker_sink sink, void *arg)
 {
-    if (!b->sock)
-        return -ENOTCONN;
     fe_job_sink_t *s = sb_xcalloc(1, sizeof *s);
+    s->sink = sink;
+    s->arg = arg;
+    return fe_broker_submit_sink(b, job_id, model, client, deadline_ms, job, s);
+}
+
+int fe_broker_submit_background(fe_broker_t *b, const char *job_id, const char *response_id, const char *model,
+                                const char *client, int64_t deadline_ms, const json_t *job, fe_broker_sink sink,
+                                fe_broker_accepted_fn accepted, void *arg)
+{
+    fe_job_sink_t *s = sb_xcalloc(1, sizeof *s);
+    s->sink = sink;
+    s->accepted = accepted;
+    s->arg = arg;
+    s->background = sb_xstrdup(response_id);
+    return fe_broker_submit_sink(b, job_id, model, client, deadline_ms, job, s);
+}
+
+/* Encodes the job into s (owned: freed on failure), sends it, and files s
+ * under job_id. */
+static int fe_broker_submit_sink(fe_broker_t *b, const char *job_id, const char *model, const char *client,
+                                 int64_t deadline_ms, const json_t *job, fe_job_sink_t *s)
+{
+    if (!b->sock) {
+        fe_job_sink_free(s);
+        return -ENOTCONN;
+    }
     if (sb_mpjson_encode(job, &s->body, &s->body_len) < 0) {
         fe_job_sink_free(s);
         return -EINVAL;
@@ -340,8 +387,6 @@ int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, cons
     char *fit = realloc(s->body, s->body_len);
     if (fit)
         s->body = fit;
-    s->sink = sink;
-    s->arg = arg;
     s->model = sb_xstrdup(model);
     s->client = client && client[0] && strlen(client) <= SB_CLIENT_ID_MAX ? sb_xstrdup(client) : NULL;
     s->deadline_ms = deadline_ms;
@@ -354,12 +399,27 @@ int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, cons
     return 0;
 }
 
+static void fe_broker_send_cancel(fe_broker_t *b, const char *job_id);
+
 void fe_broker_cancel(fe_broker_t *b, const char *job_id)
 {
     fe_job_sink_t *s = sb_map_remove(b->jobs, job_id);
     if (!s)
         return;
     fe_job_sink_free(s);
+    fe_broker_send_cancel(b, job_id);
+}
+
+void fe_broker_cancel_any(fe_broker_t *b, const char *job_id)
+{
+    fe_job_sink_t *s = sb_map_get(b->jobs, job_id);
+    if (s)
+        s->sink = NULL; /* the holder hears nothing more of it; its final event still frees s */
+    fe_broker_send_cancel(b, job_id);
+}
+
+static void fe_broker_send_cancel(fe_broker_t *b, const char *job_id)
+{
     json_t *hdr = json_pack("{s:s}", "job_id", job_id);
     if (b->sock && sb_wire_send(b->sock, NULL, SB_CMD_CANCEL, hdr, NULL, 0) < 0)
         sb_debug("cancel for %s not sent", job_id);

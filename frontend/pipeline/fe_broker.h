@@ -29,8 +29,26 @@ void fe_broker_destroy(fe_broker_t **b);
 int fe_broker_submit(fe_broker_t *b, const char *job_id, const char *model, const char *client, int64_t deadline_ms,
                      const json_t *job, fe_broker_sink sink, void *arg) __attribute__((warn_unused_result));
 
+/* A background job's submitter hears this once the broker has queued the
+ * job (SB_CMD_ACCEPTED); a refusal comes to the sink as a final error
+ * event instead. */
+typedef void (*fe_broker_accepted_fn)(void *arg);
+
+/* fe_broker_submit for a background job (docs/background.md): the SUBMIT
+ * names the response whose events the worker keeps and asks for ACCEPTED,
+ * which calls accepted(arg) once. The sink then gets the job's events as
+ * any job's (and the job is resubmitted, lost before its first event). */
+int fe_broker_submit_background(fe_broker_t *b, const char *job_id, const char *response_id, const char *model,
+                                const char *client, int64_t deadline_ms, const json_t *job, fe_broker_sink sink,
+                                fe_broker_accepted_fn accepted, void *arg) __attribute__((warn_unused_result));
+
 /* Forgets the job's sink (no more calls) and tells the broker to cancel it. */
 void fe_broker_cancel(fe_broker_t *b, const char *job_id);
+
+/* Tells the broker to cancel job_id, whoever submitted it (a background
+ * job, which any frontend may cancel). A sink of this frontend's for it
+ * hears nothing more, and is freed when the job's final event comes. */
+void fe_broker_cancel_any(fe_broker_t *b, const char *job_id);
 
 size_t fe_broker_outstanding(const fe_broker_t *b);
 

@@ -25,31 +25,31 @@ static bool fe_call_ids_signed(const json_t *item)
     return false;
 }
 
-void fe_call_ids_seal_event(fe_request_t *r, json_t *ev)
+void fe_call_ids_seal(const fe_sealer_t *seal, json_t *style_state, json_t *ev)
 {
     enum sb_event_type t = sb_event_type_of(ev);
     json_t *item = json_object_get(ev, "item");
-    if (!r->srv->seal_ready || (t != SB_EV_ITEM_ADDED && t != SB_EV_ITEM_DONE) || !json_is_object(item) ||
-        !json_is_object(r->parsed.style_state))
+    if (!seal->key || (t != SB_EV_ITEM_ADDED && t != SB_EV_ITEM_DONE) || !json_is_object(item) ||
+        !json_is_object(style_state))
         return;
     if (fe_call_ids_is(item, "reasoning")) {
         /* The reasoning the next call depends on (Anthropic: the thinking
          * block its assistant turn must open with). */
         if (t == SB_EV_ITEM_DONE && fe_call_ids_signed(item))
-            json_object_set_new(r->parsed.style_state, "call_ids_reasoning", json_deep_copy(item));
+            json_object_set_new(style_state, "call_ids_reasoning", json_deep_copy(item));
         return;
     }
     const char *orig = json_string_value(json_object_get(item, "call_id"));
     if (!fe_call_ids_is(item, "function_call") || !orig)
         return;
-    json_t *cache = json_object_get(r->parsed.style_state, "call_ids");
+    json_t *cache = json_object_get(style_state, "call_ids");
     json_t *known = json_object_get(cache, orig);
     if (known) {
         json_object_set(item, "call_id", known);
         return;
     }
     json_t *sig = json_object_get(item, "thought_signature");
-    json_t *reasoning = json_object_get(r->parsed.style_state, "call_ids_reasoning");
+    json_t *reasoning = json_object_get(style_state, "call_ids_reasoning");
     if (!json_is_string(sig) && !reasoning)
         return;
     json_t *payload = json_pack("{s:s, s:s}", "type", "call_id", "call_id", orig);
@@ -57,20 +57,26 @@ void fe_call_ids_seal_event(fe_request_t *r, json_t *ev)
         json_object_set(payload, "thought_signature", sig);
     if (reasoning)
         json_object_set(payload, "reasoning", reasoning);
-    char *token = fe_reasoning_seal_item(r, payload);
+    char *token = fe_reasoning_seal(seal, payload);
     json_decref(payload);
     if (!token)
         return;
     if (!cache) {
         cache = json_object();
-        json_object_set_new(r->parsed.style_state, "call_ids", cache);
+        json_object_set_new(style_state, "call_ids", cache);
     }
     json_t *sealed = json_sprintf(FE_CALL_ID_PREFIX "%s", token);
     free(token);
     json_object_set_new(cache, orig, json_incref(sealed));
     json_object_set_new(item, "call_id", sealed);
     /* Only the first call after the reasoning carries it back. */
-    json_object_del(r->parsed.style_state, "call_ids_reasoning");
+    json_object_del(style_state, "call_ids_reasoning");
+}
+
+void fe_call_ids_seal_event(fe_request_t *r, json_t *ev)
+{
+    fe_sealer_t seal = fe_reasoning_sealer(r);
+    fe_call_ids_seal(&seal, r->parsed.style_state, ev);
 }
 
 /* The index of the item with this id, or -1. */

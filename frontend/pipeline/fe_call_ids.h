@@ -36,6 +36,12 @@
  * same id in every event of the request. */
 void fe_call_ids_seal_event(fe_request_t *r, json_t *ev);
 
+/* The same with narrow arguments: the caller's sealer (key NULL: sealing is
+ * off) and the parsed request's style_state, where the ids given so far
+ * are kept (a background response rendered away from its request,
+ * pipeline/fe_bg.c). */
+void fe_call_ids_seal(const fe_sealer_t *seal, json_t *style_state, json_t *ev);
+
 /* Opens the sealed call ids of function_call and function_call_output items
  * in a job's input (the stored context and the request's own items), in
  * place, as described above. */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_bg.h"
 #include "fe_body.h"
 #include "fe_call_ids.h"
 #include "fe_fallback.h"
@@ -178,8 +179,8 @@ static json_t *fe_generate_route(const fe_request_t *r)
     return sb_job_route_from_model(r->model);
 }
 
-/* Submits (or, for a fallback, submits again) the request's job. */
-static void fe_generate_submit(fe_request_t *r)
+/* The request's job (new reference, or NULL), and its timeout. */
+static json_t *fe_generate_job(fe_request_t *r, int64_t *timeout_out)
 {
     /* The worker gets the full context with files and reasoning resolved;
      * the canonical request keeps this request's own input for storage. */
@@ -189,14 +190,13 @@ static void fe_generate_submit(fe_request_t *r)
         json_object_set_new(request, "op", json_string(SB_JOB_OP_COUNT_TOKENS));
     else if (r->parsed.n > 1)
         json_object_set_new(request, "n", json_integer(r->parsed.n));
-    if (r->parsed.stream)
+    if (r->parsed.stream || r->parsed.background)            /* a background job's events are kept as they come */
         json_object_set_new(request, "stream", json_true()); /* the worker streams from the upstream */
     else
         json_object_del(request, "stream");
     json_t *timeout = json_object_get(r->model, "timeout_ms");
     int64_t timeout_ms = json_is_integer(timeout) && json_integer_value(timeout) > 0 ? json_integer_value(timeout)
                                                                                      : r->srv->cfg.default_timeout_ms;
-    int64_t deadline = sb_now_ms() + timeout_ms;
     /* What the worker's tool loop needs from the database (docs/tools.md);
      * from this model's record, so a fallback's job gets its own. */
     json_t *tools_config = fe_features_tools_config(r->model, json_object_get(request, "tools"));
@@ -206,6 +206,16 @@ static void fe_generate_submit(fe_request_t *r)
     if (job && tools_config)
         json_object_set(job, "tools_config", tools_config);
     json_decref(tools_config);
+    *timeout_out = timeout_ms;
+    return job;
+}
+
+/* Submits (or, for a fallback, submits again) the request's job. */
+static void fe_generate_submit(fe_request_t *r)
+{
+    int64_t timeout_ms = 0;
+    json_t *job = fe_generate_job(r, &timeout_ms);
+    int64_t deadline = sb_now_ms() + timeout_ms;
     fe_request_set_state(r, FE_REQ_RUNNING);
     r->submitted = true;
     char client[32] = ""; /* the key, for the broker's per-client circuit breakers */
@@ -379,6 +389,18 @@ static void fe_generate_prepare(fe_request_t *r)
     }
     if (fe_generate_store_blocked(r))
         return;
+    if (r->parsed.background) {
+        /* Written queued and left to a worker (fe_bg.h). */
+        int64_t timeout_ms = 0;
+        json_t *job = fe_generate_job(r, &timeout_ms);
+        if (!job) {
+            fe_request_failf(r, 500, SB_ERR_SERVER, NULL, NULL, "could not build the job");
+            return;
+        }
+        fe_bg_submit(r, job, sb_now_ms() + timeout_ms);
+        json_decref(job);
+        return;
+    }
     fe_generate_submit(r);
 }
 
@@ -518,6 +540,12 @@ void fe_generate_start(fe_request_t *r)
     if (json_is_true(json_object_get(r->key, "zdr"))) {
         r->parsed.store = false;                       /* zero-data-retention accounts are never stored */
         r->parsed.seal_reasoning = r->srv->seal_ready; /* and get their reasoning back sealed */
+    }
+    if (r->parsed.background && (!r->parsed.store || r->count_tokens)) {
+        fe_request_failf(r, 400, SB_ERR_INVALID_REQUEST, "invalid_value", "background",
+                         "Background mode requires 'store' to be true%s.",
+                         r->count_tokens ? "" : " (this account's responses are never stored)");
+        return;
     }
     fe_request_set_state(r, FE_REQ_MODEL);
     fe_request_hold(r);

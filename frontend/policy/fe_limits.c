@@ -101,8 +101,10 @@ void fe_limits_admit(fe_request_t *r, fe_request_then_fn done)
     int64_t reserve = r->est_tokens + (json_is_integer(max_out) ? (int64_t)json_integer_value(max_out) : 0);
     json_t *timeout = json_object_get(r->model, "timeout_ms");
     long long ms = json_is_integer(timeout) ? (long long)json_integer_value(timeout) : r->srv->cfg.default_timeout_ms;
-    if (fe_limits_block_take(r->srv->limit_blocks, fe_limits_key_id(r), reserve, ms + FE_LIMITS_LEASE_SLACK_MS,
-                             &r->taken)) {
+    /* A background response's lease outlives its request (the finalizer's
+     * request_log row frees it), so it is never a block's. */
+    if (!r->parsed.background && fe_limits_block_take(r->srv->limit_blocks, fe_limits_key_id(r), reserve,
+                                                      ms + FE_LIMITS_LEASE_SLACK_MS, &r->taken)) {
         /* Admitted from the key's capacity block: no round trip. */
         r->lease = true;
         fe_request_cleanup_add(r, fe_limits_on_end, NULL);

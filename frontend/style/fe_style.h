@@ -68,6 +68,7 @@ typedef struct fe_parsed {
     char response_id[SB_ID_MAX]; /* the reply's id, in the style's form ("resp_...", "chatcmpl-...") */
     bool store;                  /* store the result (fe_style_t.store) */
     bool stream;                 /* answer as a stream (fe_stream.h) */
+    bool background;             /* a background response (Responses; pipeline/fe_bg.h, docs/background.md) */
     const struct fe_stream_style *stream_style; /* set by parse when not style->stream */
     bool seal_reasoning;                        /* return reasoning items with encrypted_content */
     int n;                                      /* choices asked for (Chat Completions n); 1 otherwise */

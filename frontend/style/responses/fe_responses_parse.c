@@ -403,8 +403,7 @@ static int fe_responses_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t
     if (err->status)
         return -1;
     out->stream = json_is_true(stream);
-    if (json_is_true(background))
-        return fe_responses_unsupported(err, "background", "background responses are not available on this gateway.");
+    out->background = json_is_true(background);
     json_t *c = json_object();
     out->canonical = c;
     json_t *items = input && !json_is_null(input) ? fe_items_normalize(input, "input", err) : json_array();
@@ -438,6 +437,11 @@ static int fe_responses_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t
     }
     if (json_is_false(store))
         out->store = false;
+    if (out->background && !out->store) {
+        /* A background response is polled and resumed from its stored copy. */
+        fe_params_invalid(err, "background", "Background mode requires 'store' to be true.");
+        return -1;
+    }
     if (json_is_string(prev))
         out->previous_response_id = sb_xstrdup(json_string_value(prev));
     fe_responses_echo(body, out);

@@ -105,7 +105,9 @@ json_t *fe_responses_object(const fe_collect_t *res, const fe_render_ctx_t *ctx,
     json_t *metadata = json_object_get(c, "metadata");
     json_t *ptc = json_object_get(c, "parallel_tool_calls");
     /* In progress: nothing yet; failed: what was completed before. */
-    json_t *output = !strcmp(status, "in_progress") ? json_array() : fe_responses_public_items(ctx, res->items);
+    json_t *output = !strcmp(status, "in_progress") || !strcmp(status, "queued")
+                         ? json_array()
+                         : fe_responses_public_items(ctx, res->items);
     if (!output)
         return NULL;
     long long now = (long long)time(NULL);
@@ -156,7 +158,7 @@ json_t *fe_responses_object(const fe_collect_t *res, const fe_render_ctx_t *ctx,
     json_object_set_new(out, "max_output_tokens", fe_json_or_null(json_object_get(c, "max_output_tokens")));
     json_object_set_new(out, "max_tool_calls", fe_json_or_null(json_object_get(c, "max_tool_calls")));
     json_object_set_new(out, "store", json_boolean(p->store));
-    json_object_set_new(out, "background", json_false());
+    json_object_set_new(out, "background", json_boolean(p->background));
     json_object_set_new(out, "service_tier", json_string("default"));
     json_object_set_new(out, "metadata", metadata ? json_incref(metadata) : json_object());
     json_object_set_new(out, "safety_identifier", fe_json_or_null(json_object_get(echo, "safety_identifier")));

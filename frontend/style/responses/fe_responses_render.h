@@ -38,4 +38,10 @@ void fe_responses_public_item(const fe_parsed_t *parsed, json_t *item);
  * Other items are left alone. */
 void fe_responses_split_name(const fe_parsed_t *parsed, json_t *item);
 
+/* A resumed Responses stream (GET /v1/responses/{id}?stream=true&
+ * starting_after=n, docs/background.md): the renderer whose state this is
+ * (fe_stream_responses, fe_stream_state) numbers every event as before
+ * but writes only those after sequence number n. */
+void fe_stream_responses_start_after(void *state, long long n);
+
 #endif

@@ -12,5 +12,7 @@
 void fe_responses_get(fe_request_t *r);
 void fe_responses_delete(fe_request_t *r);
 void fe_responses_input_items(fe_request_t *r);
+/* POST /v1/responses/{id}/cancel: a background response (docs/background.md). */
+void fe_responses_cancel(fe_request_t *r);
 
 #endif

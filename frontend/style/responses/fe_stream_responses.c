@@ -76,6 +76,7 @@ typedef struct {
 
 typedef struct {
     long long seq;
+    long long emit_from; /* events numbered below are rendered but not written (a resumed stream) */
     fe_sr_item_t *blocks[FE_SR_MAX_ITEMS / FE_SR_ITEM_BLOCK]; /* owned; NULL until used */
 } fe_sr_state_t;
 
@@ -91,6 +92,11 @@ static void fe_sr_state_free(void *state)
 static void fe_sr_emit(fe_stream_ctx_t *sc, struct evbuffer *out, const char *type, json_t *obj)
 {
     fe_sr_state_t *st = sc->state;
+    if (st->seq < st->emit_from) { /* seen already by a client resuming after it */
+        st->seq++;
+        json_decref(obj);
+        return;
+    }
     json_t *ev = json_object();
     json_object_set_new(ev, "type", json_string(type));
     json_object_set_new(ev, "sequence_number", json_integer(st->seq++));
@@ -445,8 +451,24 @@ static void fe_sr_item_done(fe_stream_ctx_t *sc, fe_sr_item_t *s, const json_t *
     json_decref(pub);
 }
 
+void fe_stream_responses_start_after(void *state, long long n)
+{
+    fe_sr_state_t *st = state;
+    if (st && n >= 0)
+        st->emit_from = n + 1;
+}
+
 static void fe_sr_open(fe_stream_ctx_t *sc, struct evbuffer *out)
 {
+    if (sc->render.parsed->background) {
+        /* A background response is queued before it runs. */
+        json_t *queued = fe_responses_object(sc->result, &sc->render, "queued", NULL);
+        fe_sr_emit(sc, out, "response.created", json_pack("{s:O}", "response", queued));
+        fe_sr_emit(sc, out, "response.queued", json_pack("{s:o}", "response", queued));
+        fe_sr_emit(sc, out, "response.in_progress",
+                   json_pack("{s:o}", "response", fe_responses_object(sc->result, &sc->render, "in_progress", NULL)));
+        return;
+    }
     json_t *resp = fe_responses_object(sc->result, &sc->render, "in_progress", NULL);
     fe_sr_emit(sc, out, "response.created", json_pack("{s:O}", "response", resp));
     fe_sr_emit(sc, out, "response.in_progress", json_pack("{s:o}", "response", resp));
@@ -514,7 +536,9 @@ static void fe_sr_fail(fe_stream_ctx_t *sc, const fe_error_t *e, struct evbuffer
     json_t *body = fe_openai_error_body(e, NULL);
     fe_sr_emit(sc, out, "error", json_pack("{s:O}", "error", json_object_get(body, "error")));
     json_decref(body);
-    json_t *resp = fe_responses_object(sc->result, &sc->render, "failed", e);
+    bool cancelled = e->status == 499; /* a cancelled background response (docs/background.md) */
+    json_t *resp =
+        fe_responses_object(sc->result, &sc->render, cancelled ? "cancelled" : "failed", cancelled ? NULL : e);
     if (resp)
         fe_sr_emit(sc, out, "response.failed", json_pack("{s:o}", "response", resp));
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_responses_bg.h"
+#include "fe_responses_render.h"
 #include "fe_style.h"
 #include "sb_event.h"
 #include "sb_test.h"
@@ -146,8 +148,9 @@ static void test_parse_errors(void)
     parse_fails("{\"model\":\"m\",\"input\":\"x\",\"frobnicate\":1}", 400, "unknown_parameter", "frobnicate",
                 "Unknown parameter: 'frobnicate'.");
     parse_fails("{\"model\":\"m\"}", 400, "missing_required_parameter", "input", "input");
-    parse_fails("{\"model\":\"m\",\"input\":\"x\",\"background\":true}", 400, "unsupported_parameter", "background",
-                "background responses");
+    parse_fails("{\"model\":\"m\",\"input\":\"x\",\"background\":true,\"store\":false}", 400, "invalid_value",
+                "background", "requires 'store' to be true");
+    parse_fails("{\"model\":\"m\",\"input\":\"x\",\"background\":\"yes\"}", 400, "invalid_type", "background", "");
     parse_fails("{\"model\":\"m\",\"input\":\"x\",\"conversation\":\"conv_1\"}", 404, "", "conversation",
                 "Conversation with id 'conv_1' not found.");
     parse_fails("{\"model\":\"m\",\"input\":\"x\",\"reasoning\":{\"effort\":\"huge\"}}", 400, "invalid_value",
@@ -424,6 +427,65 @@ static void test_vtable(void)
     json_decref(body);
 }
 
+/* A background request's snapshot (fe_responses_bg.h): restored, it
+ * renders the same Response object; MCP secrets never reach it. */
+static void test_background_snapshot(void)
+{
+    req_t r;
+    fe_error_t err;
+    CHECK_INT(parse(&r,
+                    "{\"model\":\"m\",\"input\":\"x\",\"background\":true,\"instructions\":\"Be brief.\","
+                    "\"previous_response_id\":\"resp_p\",\"metadata\":{\"k\":\"v\"},\"tools\":[{\"type\":\"mcp\","
+                    "\"server_label\":\"s\",\"server_url\":\"https://mcp.example/\",\"authorization\":\"tok-secret\","
+                    "\"headers\":{\"X-Key\":\"hdr-secret\"},\"require_approval\":\"never\"}]}",
+                    &err),
+              0);
+    CHECK(r.parsed.background);
+    CHECK(r.parsed.store);
+    fe_responses_bg_meta_t meta = {.start_ms = 1700000000123LL, .account_id = 7, .key_id = 9, .stream = true};
+    snprintf(meta.request_id, sizeof meta.request_id, "%s", "req_1");
+    json_t *snap = fe_responses_bg_snapshot(&r.parsed, &meta);
+    char *text = json_dumps(snap, JSON_COMPACT);
+    CHECK(text && !strstr(text, "tok-secret") && !strstr(text, "hdr-secret"));
+    CHECK(text && !strstr(text, "\"input\""));
+    free(text);
+
+    fe_parsed_t p;
+    fe_parsed_init(&p);
+    fe_responses_bg_meta_t back;
+    CHECK_INT(fe_responses_bg_restore(snap, &p, &back), 0);
+    CHECK_STR(p.response_id, r.parsed.response_id);
+    CHECK_STR(p.model_id, "m");
+    CHECK_STR(p.previous_response_id, "resp_p");
+    CHECK(p.background && p.store);
+    CHECK_INT(back.start_ms, 1700000000123LL);
+    CHECK_STR(back.request_id, "req_1");
+    CHECK_INT(back.account_id, 7);
+    CHECK_INT(back.key_id, 9);
+    CHECK(back.stream);
+    fe_render_ctx_t a = {.parsed = &r.parsed, .start_ms = meta.start_ms, .request_id = "req_1"};
+    fe_render_ctx_t b = {.parsed = &p, .start_ms = back.start_ms, .request_id = back.request_id};
+    json_t *qa = fe_responses_object(&r.result, &a, "queued", NULL);
+    json_t *qb = fe_responses_object(&r.result, &b, "queued", NULL);
+    CHECK(json_equal(qa, qb));
+    CHECK_STR(str(qb, "status"), "queued");
+    CHECK(json_is_true(json_object_get(qb, "background")));
+    CHECK_INT(json_array_size(json_object_get(qb, "output")), 0);
+    CHECK_STR(str(qb, "instructions"), "Be brief.");
+    json_decref(qa);
+    json_decref(qb);
+    free(back.requested_model);
+    fe_parsed_free(&p);
+    /* Not a snapshot. */
+    fe_parsed_init(&p);
+    json_t *bad = json_pack("{s:i}", "v", 2);
+    CHECK_INT(fe_responses_bg_restore(bad, &p, &back), -1);
+    json_decref(bad);
+    fe_parsed_free(&p);
+    json_decref(snap);
+    req_free(&r);
+}
+
 int main(void)
 {
     if (sb_seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key) != 0)
@@ -434,5 +496,6 @@ int main(void)
     test_builtin_tools();
     test_builtin_render();
     test_vtable();
+    test_background_snapshot();
     return sb_test_finish("style_responses");
 }
