@@ -6,7 +6,7 @@
 // serving with the other worker. Runs last: it kills w1.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cfg, http, pidOf, unique, upstreamRequests } from './harness.mjs';
+import { cfg, http, pidOf, psqlAsync, unique, upstreamRequests } from './harness.mjs';
 
 const LATENCY_MS = 6000;
 
@@ -55,6 +55,14 @@ test('a worker killed mid-request: unseen jobs are resubmitted and succeed; stre
   });
   const streamMarkers = Array.from({ length: 4 }, (_, i) => unique(`stream${i}`));
   const streams = await Promise.all(streamMarkers.map((m) => slowStream(m)));
+  // Background responses (docs/background.md), some running on the worker
+  // about to die: each ends completed (not begun yet: resubmitted) or failed
+  // with worker_lost, never stuck in progress, with one request_log row.
+  const background = await Promise.all(Array.from({ length: 4 }, (_, i) => http('POST', '/v1/responses', {
+    base: i % 2 ? cfg.frontendB : cfg.frontendA,
+    body: { model: 'emu-chat', background: true, input: `[[emu:chunk_delay=400]] ${unique(`bg${i}`)} a b c d e f g h` },
+  })));
+  for (const b of background) assert.equal(b.status, 200, b.text);
   await new Promise((r) => setTimeout(r, 300)); // every job is running, on both workers
   process.kill(pidOf('worker1'), 'SIGKILL');
 
@@ -85,6 +93,24 @@ test('a worker killed mid-request: unseen jobs are resubmitted and succeed; stre
     assert.equal(sent(streamMarkers[i]), 1, 'a stream that had shown output is never resubmitted');
   });
   assert.ok(lost >= 1, 'some streams ran on the killed worker');
+
+  let bgFailed = 0;
+  for (const b of background) {
+    let body;
+    for (let i = 0; i < 300; i++) {
+      body = (await http('GET', `/v1/responses/${b.json.id}`)).json;
+      if (!['queued', 'in_progress'].includes(body.status)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(['completed', 'failed'].includes(body.status), `background response ended ${body.status}`);
+    if (body.status === 'failed') {
+      bgFailed += 1;
+      assert.equal(body.error.code, 'worker_lost', JSON.stringify(body.error));
+    }
+    const [n] = await psqlAsync(`SELECT count(*) FROM request_log WHERE request_id = :'v1'`, b.headers.get('x-request-id'));
+    assert.equal(n, '1');
+  }
+  assert.ok(bgFailed < background.length, 'a background response on the surviving worker completed');
 
   // New requests are served by the surviving worker.
   for (let i = 0; i < 5; i++) {
