@@ -273,3 +273,39 @@ test('the frontend that took it dies: the response completes, and another fronte
     await startFrontend(1);
   }
 });
+
+test('the official SDK: background create, retrieve with stream and starting_after, and a client that leaves mid-stream', async () => {
+  const openai = client();
+  const m = unique('bgsdk');
+  // A streaming client that goes away: the response still runs to its end.
+  const ctrl = new AbortController();
+  const res = await fetch(`${cfg.frontendA}/v1/responses`, {
+    method: 'POST',
+    signal: ctrl.signal,
+    headers: { authorization: `Bearer ${cfg.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'emu-chat', input: `[[emu:chunk_delay=100]] ${m} a b c d e`, background: true, stream: true }),
+  });
+  const reader = res.body.getReader();
+  let raw = '';
+  while (!raw.includes('response.in_progress')) raw += new TextDecoder().decode((await reader.read()).value);
+  const id = raw.match(/"id":"(resp_[0-9a-f]+)"/)[1];
+  ctrl.abort();
+  const { body } = await pollUntil(id);
+  assert.equal(body.status, 'completed');
+  assert.match(body.output[0].content[0].text, new RegExp(m));
+
+  // The SDK's own resume: retrieve(id, {stream: true, starting_after}).
+  const stream = await openai.responses.retrieve(id, { stream: true, starting_after: 4 });
+  const seen = [];
+  for await (const ev of stream) seen.push(ev);
+  assert.equal(seen[0].sequence_number, 5);
+  assert.equal(seen.at(-1).type, 'response.completed');
+  assert.equal(seen.at(-1).response.id, id);
+  const created = await openai.responses.create({ model: 'emu-chat', input: `${m} sdk`, background: true });
+  assert.equal(created.status, 'queued');
+  assert.equal(created.background, true);
+  const cancelled = await openai.responses.cancel(created.id).catch((e) => e);
+  // Either it was still running (cancelled) or it had already completed (400).
+  if (cancelled instanceof Error) assert.equal(cancelled.status, 400);
+  else assert.equal(cancelled.status, 'cancelled');
+});
