@@ -8,6 +8,7 @@
 #include "fe_chat_stored.h"
 #include "fe_container_files_api.h"
 #include "fe_containers_api.h"
+#include "fe_conversations_api.h"
 #include "fe_files_api.h"
 #include "fe_gemini_models.h"
 #include "fe_generate.h"
@@ -25,6 +26,14 @@ static const fe_route_t fe_route_list[] = {
     {"DELETE", "/v1/responses/{}", &fe_style_responses, fe_responses_delete, NULL, false},
     {"GET", "/v1/responses/{}/input_items", &fe_style_responses, fe_responses_input_items, NULL, false},
     {"POST", "/v1/responses/{}/cancel", &fe_style_responses, fe_responses_cancel, NULL, false},
+    {"POST", "/v1/conversations", &fe_style_responses, fe_conversations_create, NULL, false},
+    {"GET", "/v1/conversations/{}", &fe_style_responses, fe_conversations_get, NULL, false},
+    {"POST", "/v1/conversations/{}", &fe_style_responses, fe_conversations_update, NULL, false},
+    {"DELETE", "/v1/conversations/{}", &fe_style_responses, fe_conversations_delete, NULL, false},
+    {"GET", "/v1/conversations/{}/items", &fe_style_responses, fe_conversations_items_list, NULL, false},
+    {"POST", "/v1/conversations/{}/items", &fe_style_responses, fe_conversations_items_create, NULL, false},
+    {"GET", "/v1/conversations/{}/items/{}", &fe_style_responses, fe_conversations_item_get, NULL, false},
+    {"DELETE", "/v1/conversations/{}/items/{}", &fe_style_responses, fe_conversations_item_delete, NULL, false},
     {"POST", "/v1/chat/completions", &fe_style_chat, fe_generate_start, NULL, false},
     {"GET", "/v1/chat/completions", &fe_style_chat, fe_chat_stored_list, NULL, false},
     {"GET", "/v1/chat/completions/{}", &fe_style_chat, fe_chat_stored_get, NULL, false},

@@ -103,6 +103,8 @@ static json_t *fe_bg_render(fe_server_t *srv, const json_t *snap, const json_t *
             json_object_set_new(log, "requested_model", json_string(meta.requested_model));
         row = json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", p.response_id, "status", status, "body", body, "output",
                         c.items, "log", log);
+        if (p.conversation_id && !c.failed) /* its turn goes into its conversation with it */
+            json_object_set_new(row, "conversation", json_string(p.conversation_id));
     }
     free(meta.requested_model);
     fe_collect_free(&c);

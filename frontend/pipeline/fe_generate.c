@@ -33,6 +33,7 @@
 #include "fe_reasoning.h"
 #include "fe_request_db.h"
 #include "fe_sql.h"
+#include "fe_sql_conversations.h"
 #include "fe_stream.h"
 #include "fe_tokens.h"
 #include "sb_alloc.h"
@@ -48,11 +49,12 @@
 /* The preparation steps (r->prepared: those started; one that fails ends
  * the request, so a started step is either running or done). */
 enum {
-    FE_PREP_PROMPT = 1,  /* prompt template expanded */
-    FE_PREP_CONTEXT = 2, /* previous_response_id's items loaded */
-    FE_PREP_CHECKED = 4, /* features, call ids, reasoning checked; job_input built */
-    FE_PREP_FILES = 8,   /* file_id parts resolved to their content */
-    FE_PREP_ADMIT = 16,  /* admitted under the key's rate limits and quota (fe_limits.h) */
+    FE_PREP_PROMPT = 1,        /* prompt template expanded */
+    FE_PREP_CONTEXT = 2,       /* previous_response_id's items loaded */
+    FE_PREP_CHECKED = 4,       /* features, call ids, reasoning checked; job_input built */
+    FE_PREP_FILES = 8,         /* file_id parts resolved to their content */
+    FE_PREP_ADMIT = 16,        /* admitted under the key's rate limits and quota (fe_limits.h) */
+    FE_PREP_CONVERSATION = 32, /* the conversation's items loaded (Responses `conversation`) */
 };
 
 static void fe_generate_submit(fe_request_t *r);
@@ -105,6 +107,40 @@ void fe_generate_stored(const PGresult *res, const char *err, void *arg)
         fe_request_reply_json(r, 200, json_incref(body));
 }
 
+static void fe_generate_deliver(fe_request_t *r, json_t *rendered);
+
+static void fe_generate_on_turn(fe_request_t *r, const PGresult *res)
+{
+    if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
+        sb_warn("request %s: conversation %s is gone; its turn was not kept", r->request_id, r->parsed.conversation_id);
+    json_t *rendered = json_incref(json_object_get(r->parsed.style_state, "turn_rendered"));
+    json_object_del(r->parsed.style_state, "turn_rendered");
+    fe_generate_deliver(r, rendered);
+}
+
+/* Appends the request's own input items and its output items to its
+ * conversation as one turn (sb_conversation_append: whole, never
+ * interleaved with another turn), then delivers rendered (stolen). */
+static void fe_generate_append_turn(fe_request_t *r, json_t *rendered)
+{
+    json_object_set_new(r->parsed.style_state, "turn_rendered", rendered);
+    json_t *items = json_deep_copy(json_object_get(r->parsed.canonical, "input"));
+    if (!json_is_array(items)) {
+        json_decref(items);
+        items = json_array();
+    }
+    json_array_extend(items, r->result.items);
+    char *text = json_dumps(items, JSON_COMPACT);
+    json_decref(items);
+    char account[24];
+    fe_request_account(r, account, sizeof account);
+    const char *params[3] = {r->parsed.conversation_id, account, text};
+    fe_request_set_state(r, FE_REQ_STORING);
+    fe_request_db_query(r, FE_SQL_CONV_APPEND, 3, params, "Conversations are temporarily unavailable, retry later",
+                        fe_generate_on_turn);
+    free(text);
+}
+
 /* The job is over and the lease released: render, store, reply. */
 static void fe_generate_finish(fe_request_t *r)
 {
@@ -128,6 +164,18 @@ static void fe_generate_finish(fe_request_t *r)
             fe_request_fail(r, &e);
         return;
     }
+    if (r->parsed.conversation_id && !r->count_tokens) {
+        /* The turn goes into its conversation before anyone sees the end,
+         * so the next turn (on any frontend) reads it. */
+        fe_generate_append_turn(r, rendered);
+        return;
+    }
+    fe_generate_deliver(r, rendered);
+}
+
+/* Stores (when asked) and replies the rendered result (stolen). */
+static void fe_generate_deliver(fe_request_t *r, json_t *rendered)
+{
     if (r->parsed.store && r->parsed.response_id[0] && r->style->store && !r->count_tokens) {
         json_object_set(r->parsed.style_state, "rendered", rendered);
         fe_request_set_state(r, FE_REQ_STORING);
@@ -346,6 +394,35 @@ static bool fe_generate_has_previous(const fe_request_t *r)
     return r->parsed.previous_response_id != NULL;
 }
 
+static bool fe_generate_has_conversation(const fe_request_t *r)
+{
+    return r->parsed.conversation_id != NULL;
+}
+
+static void fe_generate_on_conversation(fe_request_t *r, const PGresult *res)
+{
+    json_t *items = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
+    if (!json_is_array(items)) {
+        json_decref(items);
+        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, "conversation", "Conversation with id '%.128s' not found.",
+                         r->parsed.conversation_id);
+        return;
+    }
+    r->context = items;
+    r->prep_done(r);
+}
+
+/* Step: the conversation's items, the request's context. */
+static void fe_generate_load_conversation(fe_request_t *r, fe_request_then_fn done)
+{
+    char account[24];
+    fe_request_account(r, account, sizeof account);
+    const char *params[2] = {r->parsed.conversation_id, account};
+    r->prep_done = done;
+    fe_request_db_query(r, FE_SQL_CONV_ITEMS, 2, params, "Conversations are temporarily unavailable, retry later",
+                        fe_generate_on_conversation);
+}
+
 static bool fe_generate_always(const fe_request_t *r)
 {
     (void)r;
@@ -367,6 +444,7 @@ static const struct fe_generate_step {
 } fe_generate_steps[] = {
     {FE_PREP_PROMPT, fe_generate_has_prompt, fe_prompt_expand},
     {FE_PREP_CONTEXT, fe_generate_has_previous, fe_generate_load_context},
+    {FE_PREP_CONVERSATION, fe_generate_has_conversation, fe_generate_load_conversation},
     {FE_PREP_CHECKED, fe_generate_always, fe_generate_check},
     {FE_PREP_FILES, fe_generate_always, fe_files_resolve},
     {FE_PREP_ADMIT, fe_generate_is_limited, fe_limits_admit},

@@ -5,6 +5,7 @@
 
 #include "fe_sql_background.h"
 #include "fe_sql_containers.h"
+#include "fe_sql_conversations.h"
 #include "fe_sql_vstores.h"
 
 /* $1 key hash -> one row: key id, account id, usable (key and account enabled),
@@ -235,6 +236,7 @@ const sb_db_stmt_t *fe_sql_all(int *count)
             {fe_sql_container_statements, fe_sql_container_statement_count},
             {fe_sql_vstore_statements, fe_sql_vstore_statement_count},
             {fe_sql_background_statements, fe_sql_background_statement_count},
+            {fe_sql_conversation_statements, fe_sql_conversation_statement_count},
         };
         n = sb_db_stmt_join(all, FE_SQL_MAX_STATEMENTS, sets, sizeof sets / sizeof sets[0]);
     }

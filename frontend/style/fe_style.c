@@ -30,6 +30,7 @@ void fe_parsed_free(fe_parsed_t *p)
     json_decref(p->canonical);
     free(p->model_id);
     free(p->previous_response_id);
+    free(p->conversation_id);
     json_decref(p->prompt_ref);
     json_decref(p->style_state);
     memset(p, 0, sizeof *p);

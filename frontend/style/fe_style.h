@@ -64,6 +64,7 @@ typedef struct fe_parsed {
     json_t *canonical;           /* canonical request (sb_job.h "request"); its input is this request's own, owned */
     char *model_id;              /* the model asked for (after a fallback: the one answering), owned */
     char *previous_response_id;  /* owned */
+    char *conversation_id;       /* the conversation the request reads and extends (Responses), owned */
     json_t *prompt_ref;          /* the request's prompt {id, version, variables}, owned */
     char response_id[SB_ID_MAX]; /* the reply's id, in the style's form ("resp_...", "chatcmpl-...") */
     bool store;                  /* store the result (fe_style_t.store) */

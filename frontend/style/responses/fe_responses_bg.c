@@ -32,6 +32,8 @@ json_t *fe_responses_bg_snapshot(const fe_parsed_t *p, const fe_responses_bg_met
         json_object_set_new(snap, "previous_response_id", json_string(p->previous_response_id));
     if (p->prompt_ref)
         json_object_set(snap, "prompt_ref", p->prompt_ref);
+    if (p->conversation_id)
+        json_object_set_new(snap, "conversation_id", json_string(p->conversation_id));
     if (meta->requested_model)
         json_object_set_new(snap, "requested_model", json_string(meta->requested_model));
     return snap;
@@ -60,6 +62,9 @@ int fe_responses_bg_restore(const json_t *snap, fe_parsed_t *out, fe_responses_b
     const char *prev = json_string_value(json_object_get(snap, "previous_response_id"));
     free(out->previous_response_id);
     out->previous_response_id = prev ? sb_xstrdup(prev) : NULL;
+    const char *conv = json_string_value(json_object_get(snap, "conversation_id"));
+    free(out->conversation_id);
+    out->conversation_id = conv ? sb_xstrdup(conv) : NULL;
     json_t *prompt = json_object_get(snap, "prompt_ref");
     json_decref(out->prompt_ref);
     out->prompt_ref = prompt ? json_deep_copy(prompt) : NULL;

@@ -345,7 +345,7 @@ static int fe_responses_tools(fe_parsed_t *parsed, const json_t *body, json_t *c
  * for an id it does not know; ignoring it would drop the conversation's
  * history from the answer. client_metadata and context_management are
  * checked for their type only. */
-static int fe_responses_conversation(const json_t *body, fe_error_t *err)
+static int fe_responses_conversation(const json_t *body, fe_parsed_t *out, fe_error_t *err)
 {
     json_t *conv = fe_params_typed(body, "conversation", FE_P_STRING | FE_P_OBJECT | FE_P_NULL, err);
     if (err->status)
@@ -359,9 +359,20 @@ static int fe_responses_conversation(const json_t *body, fe_error_t *err)
     const char *id = json_is_object(conv) ? json_string_value(json_object_get(conv, "id")) : json_string_value(conv);
     if (!conv || json_is_null(conv))
         return 0;
-    fe_error_set(err, 404, SB_ERR_NOT_FOUND, "", "conversation", "Conversation with id '%.64s' not found.",
-                 id ? id : "");
-    return -1;
+    if (!id || !*id || strlen(id) > 128) {
+        fe_params_invalid(err, json_is_object(conv) ? "conversation.id" : "conversation",
+                          "Invalid 'conversation': expected a conversation id.");
+        return -1;
+    }
+    const json_t *prev = json_object_get(body, "previous_response_id");
+    if (prev && !json_is_null(prev)) {
+        fe_error_set(err, 400, SB_ERR_INVALID_REQUEST, "mutually_exclusive_parameters", "conversation",
+                     "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or "
+                     "'conversation'.");
+        return -1;
+    }
+    out->conversation_id = sb_xstrdup(id);
+    return 0;
 }
 
 /* Fields of the body the Response object echoes and the canonical request
@@ -423,7 +434,7 @@ static int fe_responses_parse(const fe_style_in_t *in, json_t *body, fe_parsed_t
         fe_params_copy(body, "safety_identifier", FE_P_STRING, 0, 0, c, "safety_identifier", err) < 0 ||
         fe_params_metadata(body, c, err) < 0 || fe_responses_include(in, out, body, err) < 0 ||
         fe_responses_reasoning(body, c, err) < 0 || fe_responses_text(body, c, err) < 0 ||
-        fe_responses_tools(out, body, c, err) < 0 || fe_responses_conversation(body, err) < 0)
+        fe_responses_tools(out, body, c, err) < 0 || fe_responses_conversation(body, out, err) < 0)
         return -1;
     json_t *store = fe_params_typed(body, "store", FE_P_BOOL | FE_P_NULL, err);
     json_t *prev = fe_params_typed(body, "previous_response_id", FE_P_STRING | FE_P_NULL, err);

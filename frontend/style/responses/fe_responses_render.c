@@ -124,6 +124,8 @@ json_t *fe_responses_object(const fe_collect_t *res, const fe_render_ctx_t *ctx,
     json_object_set_new(out, "model", json_string(p->model_id) /* the public id: upstream names stay private */);
     json_object_set_new(out, "previous_response_id",
                         p->previous_response_id ? json_string(p->previous_response_id) : json_null());
+    if (p->conversation_id)
+        json_object_set_new(out, "conversation", json_pack("{s:s}", "id", p->conversation_id));
     json_object_set_new(out, "instructions", fe_json_or_null(json_object_get(c, "instructions")));
     json_object_set_new(out, "output", output);
     json_object_set_new(
