@@ -139,6 +139,19 @@ static void test_parse(void)
     req_free(&r);
 }
 
+static void test_parse_conversation(void)
+{
+    req_t r;
+    fe_error_t err;
+    CHECK_INT(parse(&r, "{\"model\":\"m\",\"input\":\"x\",\"conversation\":{\"id\":\"conv_9\"}}", &err), 0);
+    CHECK_STR(r.parsed.conversation_id, "conv_9");
+    fe_render_ctx_t ctx = {.parsed = &r.parsed, .start_ms = 1, .request_id = "req"};
+    json_t *obj = fe_responses_object(&r.result, &ctx, "in_progress", NULL);
+    CHECK_STR(str(json_object_get(obj, "conversation"), "id"), "conv_9");
+    json_decref(obj);
+    req_free(&r);
+}
+
 static void test_parse_errors(void)
 {
     parse_fails("{\"model\":\"m\",\"input\":\"x\",\"n\":2}", 400, "unsupported_parameter", "n",
@@ -151,8 +164,10 @@ static void test_parse_errors(void)
     parse_fails("{\"model\":\"m\",\"input\":\"x\",\"background\":true,\"store\":false}", 400, "invalid_value",
                 "background", "requires 'store' to be true");
     parse_fails("{\"model\":\"m\",\"input\":\"x\",\"background\":\"yes\"}", 400, "invalid_type", "background", "");
-    parse_fails("{\"model\":\"m\",\"input\":\"x\",\"conversation\":\"conv_1\"}", 404, "", "conversation",
-                "Conversation with id 'conv_1' not found.");
+    parse_fails("{\"model\":\"m\",\"input\":\"x\",\"conversation\":\"conv_1\",\"previous_response_id\":\"resp_1\"}",
+                400, "mutually_exclusive_parameters", "conversation", "'previous_response_id' or 'conversation'");
+    parse_fails("{\"model\":\"m\",\"input\":\"x\",\"conversation\":{\"id\":\"\"}}", 400, "invalid_value",
+                "conversation.id", "expected a conversation id");
     parse_fails("{\"model\":\"m\",\"input\":\"x\",\"reasoning\":{\"effort\":\"huge\"}}", 400, "invalid_value",
                 "reasoning.effort", "expected one of");
     parse_fails("{\"model\":\"m\",\"input\":\"x\",\"truncation\":\"sometimes\"}", 400, "invalid_value", "truncation",
@@ -442,6 +457,7 @@ static void test_background_snapshot(void)
               0);
     CHECK(r.parsed.background);
     CHECK(r.parsed.store);
+    CHECK(r.parsed.conversation_id == NULL);
     fe_responses_bg_meta_t meta = {.start_ms = 1700000000123LL, .account_id = 7, .key_id = 9, .stream = true};
     snprintf(meta.request_id, sizeof meta.request_id, "%s", "req_1");
     json_t *snap = fe_responses_bg_snapshot(&r.parsed, &meta);
@@ -492,6 +508,7 @@ int main(void)
         return 1;
     test_parse();
     test_parse_errors();
+    test_parse_conversation();
     test_render();
     test_builtin_tools();
     test_builtin_render();
