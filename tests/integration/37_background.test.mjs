@@ -176,6 +176,20 @@ test('cancel: a running response is cancelled (upstream closed, one request_log 
   assert.equal(c5.status, 404, c5.text);
 });
 
+test('cancel right after submitting (queued or just started): cancelled, never run to its end', async () => {
+  const res = await http('POST', '/v1/responses', {
+    body: { model: 'emu-chat', input: `[[emu:latency=1500]] ${unique('bgq')}`, background: true },
+  });
+  assert.equal(res.status, 200, res.text);
+  const c = await http('POST', `/v1/responses/${res.json.id}/cancel`, { base: cfg.frontendB });
+  assert.equal(c.status, 200, c.text);
+  assert.equal(c.json.status, 'cancelled');
+  await sleep(2000); // past the upstream's latency: a job that ran on would have completed by now
+  const got = await http('GET', `/v1/responses/${res.json.id}`);
+  assert.equal(got.json.status, 'cancelled');
+  assert.deepEqual(psql(`SELECT count(*) FROM request_log WHERE request_id = :'v1'`, res.headers.get('x-request-id')), ['1']);
+});
+
 test('cancel through the SDK while the client streams it: the stream ends cancelled', async () => {
   const res = await post({ model: 'emu-chat', input: `[[emu:endless]] ${unique('bgcs')}`, background: true, stream: true });
   assert.equal(res.status, 200);

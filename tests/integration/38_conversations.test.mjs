@@ -173,3 +173,21 @@ test('another account gets 404 for every conversation endpoint; a deleted conver
   const after = await http('POST', '/v1/responses', { body: { model: 'emu-chat', input: 'x', conversation: conv.id } });
   assert.equal(after.status, 404, after.text);
 });
+
+test('a conversation works with every upstream kind', async () => {
+  const openai = client();
+  for (const model of ['emu-chat', 'emu-responses', 'emu-claude', 'emu-gemini']) {
+    const m = unique('kind');
+    const conv = await openai.conversations.create({ items: [{ type: 'message', role: 'user', content: `the word is ${m}` }] });
+    const r1 = await openai.responses.create({ model, input: 'say something', conversation: conv.id });
+    assert.equal(r1.status, 'completed', model);
+    const up = JSON.stringify((await upstreamRequestContaining(`the word is ${m}`)).body);
+    assert.ok(up.includes('say something'), `${model}: the context and the input reach the upstream`);
+    const r2 = await openai.responses.create({ model, input: 'and again', conversation: conv.id });
+    assert.equal(r2.status, 'completed', model);
+    const items = (await openai.conversations.items.list(conv.id, { order: 'asc' })).data;
+    assert.equal(items.length, 5, model);
+    assert.equal(items[2].id, r1.output.at(-1).id, model);
+    assert.equal(items[4].id, r2.output.at(-1).id, model);
+  }
+});
