@@ -73,3 +73,20 @@ json_t *fe_list_page(const json_t *all, const fe_list_query_t *q)
     }
     return out;
 }
+
+void fe_list_reply_all(fe_request_t *r, json_t *all, int max_limit, int dflt_limit, const char *dflt_order,
+                       void (*show)(json_t *page))
+{
+    fe_list_query_t q;
+    fe_error_t e;
+    if (fe_list_parse(r, max_limit, dflt_limit, dflt_order, &q, &e) < 0) {
+        json_decref(all);
+        fe_request_fail(r, &e);
+        return;
+    }
+    json_t *page = fe_list_page(all, &q);
+    json_decref(all);
+    if (show)
+        show(page);
+    fe_list_reply(r, page, q.limit);
+}

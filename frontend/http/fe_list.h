@@ -27,4 +27,11 @@ void fe_list_reply(fe_request_t *r, json_t *data, int limit);
  * Returns a new array of up to limit + 1 entries for fe_list_reply. */
 json_t *fe_list_page(const json_t *all, const fe_list_query_t *q);
 
+/* The whole list endpoint's reply from every entry (all, stolen, in
+ * order): the query read (max_limit, dflt_limit, dflt_order as
+ * fe_list_parse), the page cut, each entry of it passed to show (may be
+ * NULL: shown as stored), and the reply sent (or the query's 400). */
+void fe_list_reply_all(fe_request_t *r, json_t *all, int max_limit, int dflt_limit, const char *dflt_order,
+                       void (*show)(json_t *page));
+
 #endif

@@ -293,28 +293,48 @@ static void fe_generate_submit(fe_request_t *r)
     evtimer_add(r->deadline, &tv);
 }
 
+/* The context a previous response or a conversation hands the request (one
+ * JSON array of items), or its 404. */
 static void fe_generate_on_context(fe_request_t *r, const PGresult *res)
 {
     json_t *items = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
     if (!json_is_array(items)) {
         json_decref(items);
-        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "previous_response_not_found", "previous_response_id",
-                         "Previous response with id '%s' not found.", r->parsed.previous_response_id);
+        if (r->parsed.conversation_id)
+            fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, "conversation", "Conversation with id '%.128s' not found.",
+                             r->parsed.conversation_id);
+        else
+            fe_request_failf(r, 404, SB_ERR_NOT_FOUND, "previous_response_not_found", "previous_response_id",
+                             "Previous response with id '%s' not found.", r->parsed.previous_response_id);
         return;
     }
     r->context = items;
     r->prep_done(r);
 }
 
-/* Step: the previous response's context and output items. */
-static void fe_generate_load_context(fe_request_t *r, fe_request_then_fn done)
+/* Loads the context by stmt ($1 the id, $2 the account). */
+static void fe_generate_load_items(fe_request_t *r, const char *stmt, const char *id, const char *unavailable,
+                                   fe_request_then_fn done)
 {
     char account[24];
     fe_request_account(r, account, sizeof account);
-    const char *params[2] = {r->parsed.previous_response_id, account};
+    const char *params[2] = {id, account};
     r->prep_done = done;
-    fe_request_db_query(r, FE_SQL_RESPONSE_CONTEXT, 2, params,
-                        "Stored responses are temporarily unavailable, retry later", fe_generate_on_context);
+    fe_request_db_query(r, stmt, 2, params, unavailable, fe_generate_on_context);
+}
+
+/* Step: the previous response's context and output items. */
+static void fe_generate_load_context(fe_request_t *r, fe_request_then_fn done)
+{
+    fe_generate_load_items(r, FE_SQL_RESPONSE_CONTEXT, r->parsed.previous_response_id,
+                           "Stored responses are temporarily unavailable, retry later", done);
+}
+
+/* Step: the conversation's items (a request has one or the other). */
+static void fe_generate_load_conversation(fe_request_t *r, fe_request_then_fn done)
+{
+    fe_generate_load_items(r, FE_SQL_CONV_ITEMS, r->parsed.conversation_id,
+                           "Conversations are temporarily unavailable, retry later", done);
 }
 
 /* Output limit and context length of r->model against the request: sets
@@ -397,30 +417,6 @@ static bool fe_generate_has_previous(const fe_request_t *r)
 static bool fe_generate_has_conversation(const fe_request_t *r)
 {
     return r->parsed.conversation_id != NULL;
-}
-
-static void fe_generate_on_conversation(fe_request_t *r, const PGresult *res)
-{
-    json_t *items = PQntuples(res) == 1 ? json_loads(PQgetvalue(res, 0, 0), 0, NULL) : NULL;
-    if (!json_is_array(items)) {
-        json_decref(items);
-        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, "conversation", "Conversation with id '%.128s' not found.",
-                         r->parsed.conversation_id);
-        return;
-    }
-    r->context = items;
-    r->prep_done(r);
-}
-
-/* Step: the conversation's items, the request's context. */
-static void fe_generate_load_conversation(fe_request_t *r, fe_request_then_fn done)
-{
-    char account[24];
-    fe_request_account(r, account, sizeof account);
-    const char *params[2] = {r->parsed.conversation_id, account};
-    r->prep_done = done;
-    fe_request_db_query(r, FE_SQL_CONV_ITEMS, 2, params, "Conversations are temporarily unavailable, retry later",
-                        fe_generate_on_conversation);
 }
 
 static bool fe_generate_always(const fe_request_t *r)

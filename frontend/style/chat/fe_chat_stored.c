@@ -85,16 +85,7 @@ static void fe_chat_stored_on_messages(fe_request_t *r, const PGresult *res)
         if (json_is_object(m) && !json_object_get(m, "id"))
             json_object_set_new(m, "id", json_string(id));
     }
-    fe_list_query_t q;
-    fe_error_t e;
-    if (fe_list_parse(r, 100, 20, "asc", &q, &e) < 0) {
-        json_decref(messages);
-        fe_request_fail(r, &e);
-        return;
-    }
-    json_t *page = fe_list_page(messages, &q);
-    json_decref(messages);
-    fe_list_reply(r, page, q.limit);
+    fe_list_reply_all(r, messages, 100, 20, "asc", NULL);
 }
 
 void fe_chat_stored_messages(fe_request_t *r)

@@ -174,16 +174,7 @@ static void fe_stored_on_input_items(fe_request_t *r, const PGresult *res)
         fe_stored_not_found(r);
         return;
     }
-    fe_list_query_t q;
-    fe_error_t e;
-    if (fe_list_parse(r, 100, 20, "desc", &q, &e) < 0) { /* checked before the query; cannot fail here */
-        json_decref(all);
-        fe_request_fail(r, &e);
-        return;
-    }
-    json_t *page = fe_list_page(all, &q);
-    json_decref(all);
-    fe_list_reply(r, page, q.limit);
+    fe_list_reply_all(r, all, 100, 20, "desc", NULL); /* the query was checked before the database */
 }
 
 /* GET /v1/responses/{id}/input_items?limit&order&after&before: the items
