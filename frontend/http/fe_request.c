@@ -37,16 +37,12 @@ static void fe_request_free(fe_request_t *r)
     json_decref(r->key);
     json_decref(r->model);
     json_decref(r->body);
-    json_decref(r->parsed.canonical);
     json_decref(r->context);
     json_decref(r->job_input);
-    json_decref(r->parsed.prompt_ref);
-    json_decref(r->parsed.style_state);
+    fe_parsed_free(&r->parsed);
     fe_collect_free(&r->result);
-    free(r->parsed.model_id);
     free(r->requested_model);
     json_decref(r->fallbacks);
-    free(r->parsed.previous_response_id);
     free(r->path);
     free(r->path_arg);
     free(r->error_text);

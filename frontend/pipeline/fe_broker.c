@@ -412,9 +412,8 @@ void fe_broker_cancel(fe_broker_t *b, const char *job_id)
 
 void fe_broker_cancel_any(fe_broker_t *b, const char *job_id)
 {
-    fe_job_sink_t *s = sb_map_get(b->jobs, job_id);
-    if (s)
-        s->sink = NULL; /* the holder hears nothing more of it; its final event still frees s */
+    /* A sink of this frontend's for it stays: it hears the job's final
+     * event (the cancel's) as any other, and frees what it holds then. */
     fe_broker_send_cancel(b, job_id);
 }
 

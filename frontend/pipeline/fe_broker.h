@@ -47,7 +47,7 @@ void fe_broker_cancel(fe_broker_t *b, const char *job_id);
 
 /* Tells the broker to cancel job_id, whoever submitted it (a background
  * job, which any frontend may cancel). A sink of this frontend's for it
- * hears nothing more, and is freed when the job's final event comes. */
+ * still gets the job's final event (the cancel's). */
 void fe_broker_cancel_any(fe_broker_t *b, const char *job_id);
 
 size_t fe_broker_outstanding(const fe_broker_t *b);

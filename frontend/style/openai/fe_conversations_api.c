@@ -117,7 +117,7 @@ void fe_conversations_create(fe_request_t *r)
     sb_id_new_ordered(id, sizeof id, "conv_", 24);
     fe_request_account(r, account, sizeof account);
     json_t *meta = json_object_get(md, "metadata");
-    char *mtext = json_dumps(meta ? meta : json_object(), JSON_COMPACT);
+    char *mtext = (meta ? json_dumps(meta, JSON_COMPACT) : sb_xstrdup("{}"));
     char *itext = json_dumps(items, JSON_COMPACT);
     const char *params[4] = {id, account, mtext, itext};
     fe_conv_query(r, FE_SQL_CONV_CREATE, 4, params, fe_conv_on_object);
@@ -157,7 +157,7 @@ void fe_conversations_update(fe_request_t *r)
         return;
     }
     json_t *meta = json_object_get(md, "metadata");
-    char *text = json_dumps(meta ? meta : json_object(), JSON_COMPACT);
+    char *text = (meta ? json_dumps(meta, JSON_COMPACT) : sb_xstrdup("{}"));
     json_decref(md);
     fe_conv_by_id(r, FE_SQL_CONV_UPDATE, text, fe_conv_on_object);
     free(text);
