@@ -240,6 +240,25 @@ static int fe_conv_item_id(fe_request_t *r, char *buf, size_t len)
     return fe_router_path_arg(r->route, r->path, 1, buf, len);
 }
 
+static void fe_conv_item_not_found(fe_request_t *r)
+{
+    char id[FE_CONV_ITEM_ID_MAX];
+    if (fe_conv_item_id(r, id, sizeof id) != 0)
+        id[0] = '\0';
+    fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Item with id '%.128s' not found.", id);
+}
+
+/* The item {item_id} of the caller's conversation {id}, by stmt. */
+static void fe_conv_by_item(fe_request_t *r, const char *stmt, fe_request_db_cb cb)
+{
+    char id[FE_CONV_ITEM_ID_MAX];
+    if (fe_conv_item_id(r, id, sizeof id) != 0) {
+        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Item not found.");
+        return;
+    }
+    fe_conv_by_id(r, stmt, id, cb);
+}
+
 static void fe_conv_on_item(fe_request_t *r, const PGresult *res)
 {
     if (PQntuples(res) != 1) {
@@ -248,10 +267,7 @@ static void fe_conv_on_item(fe_request_t *r, const PGresult *res)
     }
     json_t *item = PQgetisnull(res, 0, 1) ? NULL : json_loads(PQgetvalue(res, 0, 1), 0, NULL);
     if (!item) {
-        char id[FE_CONV_ITEM_ID_MAX];
-        if (fe_conv_item_id(r, id, sizeof id) != 0)
-            id[0] = '\0';
-        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Item with id '%.128s' not found.", id);
+        fe_conv_item_not_found(r);
         return;
     }
     fe_parsed_t none;
@@ -262,12 +278,7 @@ static void fe_conv_on_item(fe_request_t *r, const PGresult *res)
 
 void fe_conversations_item_get(fe_request_t *r)
 {
-    char id[FE_CONV_ITEM_ID_MAX];
-    if (fe_conv_item_id(r, id, sizeof id) != 0) {
-        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Item not found.");
-        return;
-    }
-    fe_conv_by_id(r, FE_SQL_CONV_ITEM_GET, id, fe_conv_on_item);
+    fe_conv_by_item(r, FE_SQL_CONV_ITEM_GET, fe_conv_on_item);
 }
 
 static void fe_conv_on_item_delete(fe_request_t *r, const PGresult *res)
@@ -278,10 +289,7 @@ static void fe_conv_on_item_delete(fe_request_t *r, const PGresult *res)
         return;
     }
     if (!strcmp(outcome, "no_item")) {
-        char id[FE_CONV_ITEM_ID_MAX];
-        if (fe_conv_item_id(r, id, sizeof id) != 0)
-            id[0] = '\0';
-        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Item with id '%.128s' not found.", id);
+        fe_conv_item_not_found(r);
         return;
     }
     json_t *conv = json_loads(PQgetvalue(res, 0, 1), 0, NULL);
@@ -294,10 +302,5 @@ static void fe_conv_on_item_delete(fe_request_t *r, const PGresult *res)
 
 void fe_conversations_item_delete(fe_request_t *r)
 {
-    char id[FE_CONV_ITEM_ID_MAX];
-    if (fe_conv_item_id(r, id, sizeof id) != 0) {
-        fe_request_failf(r, 404, SB_ERR_NOT_FOUND, NULL, NULL, "Item not found.");
-        return;
-    }
-    fe_conv_by_id(r, FE_SQL_CONV_ITEM_DELETE, id, fe_conv_on_item_delete);
+    fe_conv_by_item(r, FE_SQL_CONV_ITEM_DELETE, fe_conv_on_item_delete);
 }
