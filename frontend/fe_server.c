@@ -1,7 +1,7 @@
 /*
  * fe_server: builds one frontend instance: database pool and LISTEN for
  * cache invalidation, broker client, request log, and the HTTP listener
- * (fe_http: SO_REUSEPORT so several processes share a port; limits on
+ * (sb_http: SO_REUSEPORT so several processes share a port; limits on
  * header size, body memory, read time and open connections).
  */
 #include "fe_server.h"
@@ -105,7 +105,7 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     s->bg = fe_bg_new(s);
 
     fe_body_set_max_elements(cfg->max_json_elements);
-    fe_http_limits_t lim = {
+    sb_http_limits_t lim = {
         .host = cfg->listen_host,
         .port = cfg->listen_port,
         .max_connections = cfg->max_connections,
@@ -116,7 +116,7 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
         .max_head = cfg->max_header_bytes,
         .body_budget = cfg->max_body_memory,
     };
-    s->http = fe_http_new(base, &lim, fe_request_handle, s, err, errlen);
+    s->http = sb_http_new(base, &lim, fe_request_handle, s, err, errlen);
     if (!s->http)
         goto fail;
     sb_info("listening on %s:%d, broker %s", cfg->listen_host, cfg->listen_port, cfg->broker_endpoint);
@@ -131,14 +131,14 @@ fail:
 void fe_server_drain(fe_server_t *s)
 {
     s->draining = true;
-    fe_http_drain(s->http);
+    sb_http_drain(s->http);
 }
 
 bool fe_server_quiesce(fe_server_t *s)
 {
-    fe_http_stop_accepting(s->http);
-    fe_http_drain(s->http);
-    return fe_http_open(s->http) == 0;
+    sb_http_stop_accepting(s->http);
+    sb_http_drain(s->http);
+    return sb_http_open(s->http) == 0;
 }
 
 void fe_server_destroy(fe_server_t **ps)
@@ -146,7 +146,7 @@ void fe_server_destroy(fe_server_t **ps)
     if (!ps || !*ps)
         return;
     fe_server_t *s = *ps;
-    fe_http_free(&s->http); /* closes every client connection */
+    sb_http_free(&s->http); /* closes every client connection */
     /* Outstanding jobs fail now; their requests log a row each. */
     fe_broker_destroy(&s->broker);
     if (s->reqlog) {

@@ -1,5 +1,5 @@
 /*
- * fe_server: one frontend instance: the HTTP listener (fe_http; SO_REUSEPORT,
+ * fe_server: one frontend instance: the HTTP listener (sb_http; SO_REUSEPORT,
  * so several processes can share a port), and the modules every request uses.
  */
 #ifndef FE_SERVER_H
@@ -11,7 +11,7 @@
 
 #include "fe_auth.h"
 #include "fe_broker.h"
-#include "fe_http.h"
+#include "sb_http.h"
 #include "fe_reqlog.h"
 #include "sb_db.h"
 #include "sb_seal.h"
@@ -31,7 +31,7 @@ typedef struct {
     int db_conns;
     int read_timeout_s;   /* idle limit: the longest silence while reading a request, or between two requests */
     int read_deadline_ms; /* absolute limit for reading one request, first byte to last; 408 after; 0 = none */
-    int max_connections;  /* open client connections (fe_http.h: shedding at the cap) */
+    int max_connections;  /* open client connections (sb_http.h: shedding at the cap) */
     int max_connections_per_source; /* open connections one peer address may hold */
     size_t max_body_memory;         /* request body bytes buffered at once (503 when spent) */
     int default_timeout_ms;         /* job deadline when the model has none */
@@ -44,7 +44,7 @@ typedef struct {
 typedef struct fe_server {
     struct event_base *base;
     fe_config_t cfg;
-    fe_http_t *http; /* listener and client connections: framing, caps, deadlines */
+    sb_http_t *http; /* listener and client connections: framing, caps, deadlines */
     sb_db_t *db;
     fe_auth_t *auth;
     fe_broker_t *broker;

@@ -3,7 +3,7 @@
  * of RFC 2046 section 5.1) for uploads such as OpenAI's POST /v1/files
  * (fields "purpose" and "file").
  *
- * The whole body is already in memory (fe_http buffers it, capped by the
+ * The whole body is already in memory (sb_http buffers it, capped by the
  * server's body limit), so the parser is a single pass over one buffer: each
  * part's data is located with memmem() for "\r\n--boundary" and returned as a
  * borrowed slice of that buffer; only the small per-part header values are

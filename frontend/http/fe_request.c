@@ -153,18 +153,18 @@ static void fe_request_log(fe_request_t *r)
 
 static void fe_request_add_headers(fe_request_t *r, const char *content_type, int retry_after)
 {
-    fe_http_req_t *h = r->http;
+    sb_http_req_t *h = r->http;
     if (content_type)
-        fe_http_req_add_header(h, "Content-Type", content_type);
-    fe_http_req_add_header(h, "x-request-id", r->request_id);
-    fe_http_req_add_header(h, "request-id", r->request_id); /* the name Anthropic's SDKs read */
+        sb_http_req_add_header(h, "Content-Type", content_type);
+    sb_http_req_add_header(h, "x-request-id", r->request_id);
+    sb_http_req_add_header(h, "request-id", r->request_id); /* the name Anthropic's SDKs read */
     if (retry_after > 0) {
         char ra[16];
         snprintf(ra, sizeof ra, "%d", retry_after);
-        fe_http_req_add_header(h, "Retry-After", ra);
+        sb_http_req_add_header(h, "Retry-After", ra);
     }
     if (r->no_retry && r->status >= 400)
-        fe_http_req_add_header(h, "x-should-retry", "false");
+        sb_http_req_add_header(h, "x-should-retry", "false");
 }
 
 /* The request is over (its reply sent, or its client gone): state DONE, the
@@ -200,14 +200,14 @@ static void fe_request_send(fe_request_t *r, int status, const char *content_typ
     r->status = status;
     if (r->stream_started) {
         if (r->http) {
-            fe_http_reply_end(r->http);
+            sb_http_reply_end(r->http);
             r->http = NULL;
         } else if (status < 400) {
             r->status = 499; /* the client left before the end */
         }
     } else if (r->http) {
         fe_request_add_headers(r, content_type, retry_after);
-        fe_http_reply(r->http, status, data, data ? len : 0);
+        sb_http_reply(r->http, status, data, data ? len : 0);
         r->http = NULL;
     }
     fe_request_done(r);
@@ -220,16 +220,16 @@ bool fe_request_stream_start(fe_request_t *r, const char *content_type)
     r->stream_started = true;
     r->status = 200;
     fe_request_add_headers(r, content_type, 0);
-    fe_http_req_add_header(r->http, "Cache-Control", "no-cache");
-    fe_http_req_add_header(r->http, "X-Accel-Buffering", "no"); /* proxies must not buffer the stream */
-    fe_http_reply_start(r->http, 200);
+    sb_http_req_add_header(r->http, "Cache-Control", "no-cache");
+    sb_http_req_add_header(r->http, "X-Accel-Buffering", "no"); /* proxies must not buffer the stream */
+    sb_http_reply_start(r->http, 200);
     return true;
 }
 
 void fe_request_stream_write(fe_request_t *r, struct evbuffer *buf)
 {
     if (r->http && r->stream_started && r->state != FE_REQ_DONE && evbuffer_get_length(buf) > 0)
-        fe_http_reply_chunk(r->http, buf);
+        sb_http_reply_chunk(r->http, buf);
     evbuffer_drain(buf, evbuffer_get_length(buf));
 }
 
@@ -258,7 +258,7 @@ void fe_request_reply_raw(fe_request_t *r, int status, const char *content_type,
 
 int fe_request_query_get(const fe_request_t *r, const char *name, char *buf, size_t len)
 {
-    return r->http ? fe_http_query_get(fe_http_req_query(r->http), name, buf, len) : -1;
+    return r->http ? sb_http_query_get(sb_http_req_query(r->http), name, buf, len) : -1;
 }
 
 void fe_request_fail(fe_request_t *r, const fe_error_t *e)
@@ -282,7 +282,7 @@ void fe_request_failf(fe_request_t *r, int status, const char *kind, const char 
     fe_request_fail(r, &e);
 }
 
-/* The client closed its connection before the reply (fe_http's gone
+/* The client closed its connection before the reply (sb_http's gone
  * callback): the request ends (its cleanups cancel a running job); one that
  * is storing its result finishes the store first. */
 static void fe_request_on_gone(void *arg)
@@ -312,9 +312,9 @@ static size_t fe_request_body_max(const fe_request_t *r)
     return r->srv->cfg.max_body_bytes;
 }
 
-/* An error fe_http found in the request's framing or body, in the style's
+/* An error sb_http found in the request's framing or body, in the style's
  * body: e->kind from the status. */
-static void fe_request_http_error(fe_request_t *r, const fe_http_err_t *he)
+static void fe_request_http_error(fe_request_t *r, const sb_http_err_t *he)
 {
     fe_error_t e;
     const char *kind = he->status == 413 || he->status == 431 ? SB_ERR_TOO_LARGE
@@ -329,7 +329,7 @@ static void fe_request_http_error(fe_request_t *r, const fe_http_err_t *he)
         fe_error_set(&e, 413, kind, "file_too_large", "file",
                      "File is too large: the upload exceeds the limit of %zu bytes.", r->srv->cfg.max_file_bytes);
     else if (he->status == 413) {
-        const char *declared = r->http ? fe_http_req_header(r->http, "Content-Length") : NULL;
+        const char *declared = r->http ? sb_http_req_header(r->http, "Content-Length") : NULL;
         fe_error_set(&e, 413, kind, "request_too_large", NULL, "Request body%s%s%s exceeds the limit of %zu bytes.",
                      declared ? " of " : "", declared ? declared : "", declared ? " bytes" : "",
                      r->endpoint ? fe_request_body_max(r) : r->srv->cfg.max_body_bytes);
@@ -343,7 +343,7 @@ static void fe_request_http_error(fe_request_t *r, const fe_http_err_t *he)
     fe_request_fail(r, &e);
 }
 
-static void fe_request_on_body(fe_http_req_t *http, const fe_http_err_t *err, void *arg)
+static void fe_request_on_body(sb_http_req_t *http, const sb_http_err_t *err, void *arg)
 {
     (void)http;
     fe_request_t *r = arg;
@@ -376,10 +376,10 @@ static void fe_request_on_key(json_t *rec, const char *err, void *arg)
      * buffered. The callback may run before this returns. */
     fe_request_hold(r);
     r->reading_body = true;
-    fe_http_req_read_body(r->http, fe_request_body_max(r), fe_request_on_body, r);
+    sb_http_req_read_body(r->http, fe_request_body_max(r), fe_request_on_body, r);
 }
 
-void fe_request_handle(fe_http_req_t *http, void *arg)
+void fe_request_handle(sb_http_req_t *http, void *arg)
 {
     fe_server_t *srv = arg;
     fe_request_t *r = sb_xcalloc(1, sizeof *r);
@@ -392,24 +392,24 @@ void fe_request_handle(fe_http_req_t *http, void *arg)
     sb_id_new_ordered(r->request_id, sizeof r->request_id, "req_", 16);
     fe_collect_init(&r->result);
     srv->active_requests++;
-    fe_http_req_on_gone(http, fe_request_on_gone, r);
+    sb_http_req_on_gone(http, fe_request_on_gone, r);
 
     /* Routing works on the path as sent, decoded except for "%2F": an
-     * encoded slash is never a separator. A request fe_http refused is
+     * encoded slash is never a separator. A request sb_http refused is
      * answered in the style of its path (OpenAI's when it is unknown). */
-    r->path = sb_xstrdup(fe_http_req_path(http)[0] ? fe_http_req_path(http) : "/");
+    r->path = sb_xstrdup(sb_http_req_path(http)[0] ? sb_http_req_path(http) : "/");
     /* Escapes may decode to bytes that are not UTF-8; such a path matches no
      * route, and its request-log row must still be text PostgreSQL takes
      * (a row it refused stalled the log behind it). */
     sb_utf8_fix(r->path);
     r->style = fe_router_style_for_path(srv->routes, r->path);
-    const fe_http_err_t *he = fe_http_req_error(http);
+    const sb_http_err_t *he = sb_http_req_error(http);
     if (he) {
         fe_request_http_error(r, he);
         return;
     }
 
-    const char *method = fe_http_req_method(http);
+    const char *method = sb_http_req_method(http);
     const fe_route_t *route;
     switch (fe_router_match(srv->routes, method, r->path, &route, &r->path_arg)) {
     case FE_ROUTE_NO_PATH:

@@ -13,7 +13,7 @@
 
 #include "fe_collect.h"
 #include "fe_error.h"
-#include "fe_http.h"
+#include "sb_http.h"
 #include "fe_limits_block.h"
 #include "fe_server.h"
 #include "fe_style.h"
@@ -45,7 +45,7 @@ enum fe_req_state {
 
 struct fe_request {
     fe_server_t *srv;
-    fe_http_req_t *http; /* NULL once replied or the client is gone */
+    sb_http_req_t *http; /* NULL once replied or the client is gone */
     enum fe_req_state state;
     const fe_style_t *style;
     fe_endpoint_fn endpoint;
@@ -64,7 +64,7 @@ struct fe_request {
     json_t *job_input;       /* context + input as the worker gets it (files, reasoning resolved), owned */
     bool stream_started;     /* the streamed reply's status and headers are out */
     fe_stream_t *stream_out; /* the stream's state while it runs, owned */
-    bool reading_body;       /* fe_http is reading the body for us (a hold is taken) */
+    bool reading_body;       /* sb_http is reading the body for us (a hold is taken) */
     bool submitted;          /* a job went to the broker (its upstream may bill) */
     bool lease;              /* admitted under limits; released at the end (fe_limits.h) */
     fe_limits_taken_t taken; /* what it took from its key's capacity block, if admitted from one */
@@ -90,8 +90,8 @@ struct fe_request {
     char *error_text;                      /* for the request log */
 };
 
-/* fe_http's handler for every request (arg: the fe_server_t). */
-void fe_request_handle(fe_http_req_t *http, void *arg);
+/* sb_http's handler for every request (arg: the fe_server_t). */
+void fe_request_handle(sb_http_req_t *http, void *arg);
 
 /* Reply helpers: each ends the request (state DONE). body is stolen. */
 void fe_request_reply_json(fe_request_t *r, int status, json_t *body);

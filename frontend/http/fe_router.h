@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fe_http.h"
+#include "sb_http.h"
 #include "fe_request.h"
 
 typedef struct fe_route {
@@ -21,7 +21,7 @@ typedef struct fe_route {
     fe_endpoint_fn fn;
     /* For a path two APIs share (/v1/models): the style of this request
      * (style is its default). NULL: always style. */
-    const fe_style_t *(*style_of)(fe_http_req_t *http, const fe_style_t *dflt);
+    const fe_style_t *(*style_of)(sb_http_req_t *http, const fe_style_t *dflt);
     bool file_body; /* the body is a file upload: up to max_file_bytes plus multipart framing */
 } fe_route_t;
 

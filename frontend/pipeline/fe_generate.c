@@ -585,7 +585,7 @@ void fe_generate_start(fe_request_t *r)
 {
     fe_error_t err;
     fe_request_cleanup_add(r, fe_generate_on_end, NULL);
-    r->body = fe_body_json(fe_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
+    r->body = fe_body_json(sb_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
     if (!r->body) {
         fe_request_fail(r, &err);
         return;

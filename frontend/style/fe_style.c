@@ -9,12 +9,12 @@
 
 const char *fe_style_in_header(const fe_style_in_t *in, const char *name)
 {
-    return in->http ? fe_http_req_header(in->http, name) : NULL;
+    return in->http ? sb_http_req_header(in->http, name) : NULL;
 }
 
 int fe_style_in_query(const fe_style_in_t *in, const char *name, char *buf, size_t len)
 {
-    return in->http ? fe_http_query_get(fe_http_req_query(in->http), name, buf, len) : -1;
+    return in->http ? sb_http_query_get(sb_http_req_query(in->http), name, buf, len) : -1;
 }
 
 void fe_parsed_init(fe_parsed_t *p)

@@ -32,7 +32,7 @@
 
 #include "fe_collect.h"
 #include "fe_error.h"
-#include "fe_http.h"
+#include "sb_http.h"
 #include "sb_db.h"
 #include "sb_id.h"
 #include "sb_seal.h"
@@ -50,7 +50,7 @@ typedef struct fe_sealer {
 
 /* What a style's parse reads of the HTTP request besides its body. */
 typedef struct fe_style_in {
-    const fe_http_req_t *http; /* headers and query string (fe_style_in_header, _query); NULL: none */
+    const sb_http_req_t *http; /* headers and query string (fe_style_in_header, _query); NULL: none */
     const char *path;          /* the path as routed (Generate Content reads its ":method") */
     const char *path_arg;      /* the route's {} segment (Generate Content's model), or NULL */
     bool count_tokens;         /* the body of a token-count endpoint (fe_style_t.render_count) */
@@ -132,7 +132,7 @@ typedef struct fe_style {
     const char *effort_param;
     const char *parts_param;
     /* The presented key, or NULL (sets *len). */
-    const char *(*key)(fe_http_req_t *http, size_t *len);
+    const char *(*key)(sb_http_req_t *http, size_t *len);
     /* The style's error body; request_id may be NULL (new reference). */
     json_t *(*error_body)(const fe_error_t *e, const char *request_id);
     /* The body -> out: 0, or -1 with err set (in the style's wording). */

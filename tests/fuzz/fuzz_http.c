@@ -1,5 +1,5 @@
 /*
- * fuzz_http: libFuzzer harness for fe_http_parse, the frontend's strict
+ * fuzz_http: libFuzzer harness for sb_http_parse, the frontend's strict
  * HTTP/1.1 framing: where a request head ends, what it says, the chunked
  * body decoder, path decoding and query parameters. The bytes come straight
  * from any client that can reach a frontend.
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fe_http_parse.h"
+#include "sb_http_parse.h"
 #include "fuzz.h"
 
 #define FUZZ_MAX_HEAD 4096
@@ -44,17 +44,17 @@ static void fuzz_sink(void *arg, const char *d, size_t n)
 /* Decodes in[0..len) as a chunked body, split at cut: verdict, bytes used. */
 static int fuzz_chunked(const char *in, size_t len, size_t cut, fuzz_sink_t *out, size_t *used, int *status)
 {
-    fe_http_chunked_t c;
-    fe_http_chunked_init(&c, FUZZ_MAX_BODY, 1024);
-    fe_http_err_t err = {0};
+    sb_http_chunked_t c;
+    sb_http_chunked_init(&c, FUZZ_MAX_BODY, 1024);
+    sb_http_err_t err = {0};
     out->n = 0;
     size_t u1 = 0;
-    int rc = fe_http_chunked_feed(&c, in, cut, &u1, fuzz_sink, out, &err);
+    int rc = sb_http_chunked_feed(&c, in, cut, &u1, fuzz_sink, out, &err);
     *used = u1;
     if (rc == 0 && cut < len) {
         FUZZ_REQUIRE(u1 == cut);
         size_t u2 = 0;
-        rc = fe_http_chunked_feed(&c, in + cut, len - cut, &u2, fuzz_sink, out, &err);
+        rc = sb_http_chunked_feed(&c, in + cut, len - cut, &u2, fuzz_sink, out, &err);
         *used += u2;
     }
     *status = rc < 0 ? err.status : 0;
@@ -66,7 +66,7 @@ static int fuzz_chunked(const char *in, size_t len, size_t cut, fuzz_sink_t *out
 static void fuzz_path(const char *target, size_t len)
 {
     char out[FUZZ_MAX_HEAD + 8];
-    if (fe_http_target_path(target, len, out, sizeof out) < 0)
+    if (sb_http_target_path(target, len, out, sizeof out) < 0)
         return;
     size_t slashes_in = 0, slashes_out = 0;
     for (size_t i = 0; i < len && target[i] != '?'; i++)
@@ -90,21 +90,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cut = len;
 
     /* The head's end, whole and in two reads. */
-    fe_http_err_t e1 = {0}, e2 = {0};
+    sb_http_err_t e1 = {0}, e2 = {0};
     size_t s1 = 0, s2 = 0;
-    ssize_t whole = fe_http_head_end(buf, len, FUZZ_MAX_HEAD, &s1, &e1);
-    ssize_t split = fe_http_head_end(buf, cut, FUZZ_MAX_HEAD, &s2, &e2);
+    ssize_t whole = sb_http_head_end(buf, len, FUZZ_MAX_HEAD, &s1, &e1);
+    ssize_t split = sb_http_head_end(buf, cut, FUZZ_MAX_HEAD, &s2, &e2);
     if (split == 0)
-        split = fe_http_head_end(buf, len, FUZZ_MAX_HEAD, &s2, &e2);
+        split = sb_http_head_end(buf, len, FUZZ_MAX_HEAD, &s2, &e2);
     FUZZ_REQUIRE(whole == split);
     if (whole < 0)
         FUZZ_REQUIRE(e1.status == e2.status);
 
     size_t body_at = 0;
     if (whole > 0) {
-        fe_http_head_t h;
-        fe_http_err_t err = {0};
-        if (fe_http_head_parse(buf, (size_t)whole, &h, &err) == 0) {
+        sb_http_head_t h;
+        sb_http_err_t err = {0};
+        if (sb_http_head_parse(buf, (size_t)whole, &h, &err) == 0) {
             FUZZ_REQUIRE(!(h.has_length && h.chunked));
             FUZZ_REQUIRE(h.minor == 0 || h.minor == 1);
             /* inside the head, or "/" for an absolute-form target without a path */
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                          (h.target_len == 1 && h.target[0] == '/'));
             FUZZ_REQUIRE(h.target[0] == '/' || (h.target[0] == '*' && h.target_len == 1));
             for (size_t k = 0; k < h.nfields; k++) {
-                const fe_http_field_t *f = &h.fields[k];
+                const sb_http_field_t *f = &h.fields[k];
                 FUZZ_REQUIRE(f->name >= buf && f->name + f->name_len <= buf + whole && f->name_len > 0);
                 FUZZ_REQUIRE(f->value >= buf && f->value + f->value_len <= buf + whole);
                 FUZZ_REQUIRE(memchr(f->value, '\r', f->value_len) == NULL);
@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_REQUIRE(memchr(f->value, '\0', f->value_len) == NULL);
             }
             size_t n;
-            (void)fe_http_head_field(&h, "host", &n);
+            (void)sb_http_head_field(&h, "host", &n);
             fuzz_path(h.target, h.target_len);
             char q[256];
             const char *qm = memchr(h.target, '?', h.target_len);
@@ -130,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 size_t ql = h.target_len - (size_t)(qm + 1 - h.target);
                 memcpy(query, qm + 1, ql);
                 query[ql] = '\0';
-                if (fe_http_query_get(query, "key", q, sizeof q) == 0)
+                if (sb_http_query_get(query, "key", q, sizeof q) == 0)
                     FUZZ_REQUIRE(strlen(q) < sizeof q);
             }
         } else {
@@ -139,8 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         body_at = (size_t)whole;
     } else if (whole < 0) {
         FUZZ_REQUIRE(e1.status == 400 || e1.status == 431);
-        fe_http_head_t h;
-        (void)fe_http_peek_target(buf, len, &h);
+        sb_http_head_t h;
+        (void)sb_http_peek_target(buf, len, &h);
     }
 
     /* What follows (or the whole input) as a chunked body, whole and split. */

@@ -99,7 +99,7 @@ void fe_chat_stored_update(fe_request_t *r)
 {
     fe_error_t err;
     memset(&err, 0, sizeof err);
-    r->body = fe_body_json(fe_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
+    r->body = fe_body_json(sb_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
     if (!r->body) {
         fe_request_fail(r, &err);
         return;

@@ -59,15 +59,15 @@
 
 /* "x-goog-api-key: KEY", or the query parameter key=KEY. The query value
  * lives in a per-thread buffer: the caller hashes it at once. */
-static const char *fe_gemini_key(fe_http_req_t *http, size_t *len)
+static const char *fe_gemini_key(sb_http_req_t *http, size_t *len)
 {
-    const char *k = fe_http_req_header(http, "x-goog-api-key");
+    const char *k = sb_http_req_header(http, "x-goog-api-key");
     if (k && *k) {
         *len = strlen(k);
         return k;
     }
     static _Thread_local char buf[256];
-    if (fe_http_query_get(fe_http_req_query(http), "key", buf, sizeof buf) < 0 || !buf[0])
+    if (sb_http_query_get(sb_http_req_query(http), "key", buf, sizeof buf) < 0 || !buf[0])
         return NULL;
     *len = strlen(buf);
     return buf;

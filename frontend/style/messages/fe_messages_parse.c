@@ -60,9 +60,9 @@
 #define FE_MESSAGES_MIN_VERSION "2023-06-01"
 
 /* "x-api-key: KEY", or "Authorization: Bearer KEY" (the 1.x SDK sends it). */
-static const char *fe_messages_key(fe_http_req_t *http, size_t *len)
+static const char *fe_messages_key(sb_http_req_t *http, size_t *len)
 {
-    const char *k = fe_http_req_header(http, "x-api-key");
+    const char *k = sb_http_req_header(http, "x-api-key");
     if (k && *k) {
         *len = strlen(k);
         return k;

@@ -127,7 +127,7 @@ static void fe_cfile_create_json(fe_request_t *r)
 {
     fe_error_t err;
     memset(&err, 0, sizeof err);
-    r->body = fe_body_json(fe_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
+    r->body = fe_body_json(sb_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
     if (!r->body) {
         fe_request_fail(r, &err);
         return;
@@ -158,7 +158,7 @@ static void fe_cfile_create_json(fe_request_t *r)
  * "file_id" field). */
 static void fe_cfile_create_multipart(fe_request_t *r, const char *boundary)
 {
-    struct evbuffer *in = fe_http_req_body(r->http);
+    struct evbuffer *in = sb_http_req_body(r->http);
     size_t len = evbuffer_get_length(in);
     const unsigned char *body = evbuffer_pullup(in, -1);
     fe_multipart_t mp = {0};
@@ -207,14 +207,14 @@ static void fe_cfile_create_multipart(fe_request_t *r, const char *boundary)
 
 void fe_container_files_create(fe_request_t *r)
 {
-    const char *ct = fe_http_req_header(r->http, "Content-Type");
+    const char *ct = sb_http_req_header(r->http, "Content-Type");
     char boundary[FE_MULTIPART_BOUNDARY_MAX + 1];
     if (ct && fe_multipart_boundary(ct, boundary, sizeof boundary) == 0) {
         fe_cfile_create_multipart(r, boundary);
         return;
     }
     /* The route takes a file-sized body; a JSON one gets the usual limit. */
-    size_t len = evbuffer_get_length(fe_http_req_body(r->http));
+    size_t len = evbuffer_get_length(sb_http_req_body(r->http));
     if (len > r->srv->cfg.max_body_bytes) {
         fe_request_failf(r, 413, SB_ERR_TOO_LARGE, "request_too_large", NULL,
                          "Request body of %zu bytes exceeds the limit of %zu bytes.", len, r->srv->cfg.max_body_bytes);

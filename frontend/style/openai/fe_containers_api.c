@@ -312,7 +312,7 @@ void fe_containers_create(fe_request_t *r)
 {
     fe_error_t err;
     memset(&err, 0, sizeof err);
-    r->body = fe_body_json(fe_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
+    r->body = fe_body_json(sb_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
     fe_container_spec_t spec;
     if (!r->body || fe_containers_parse_create(r->body, &spec, &err) < 0) {
         fe_request_fail(r, &err);

@@ -46,11 +46,11 @@ static int fe_conv_body(fe_request_t *r)
 {
     fe_error_t err;
     memset(&err, 0, sizeof err);
-    if (evbuffer_get_length(fe_http_req_body(r->http)) == 0) {
+    if (evbuffer_get_length(sb_http_req_body(r->http)) == 0) {
         r->body = json_object();
         return 0;
     }
-    r->body = fe_body_json(fe_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
+    r->body = fe_body_json(sb_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
     if (!r->body) {
         fe_request_fail(r, &err);
         return -1;

@@ -65,14 +65,14 @@ static void fe_files_on_inserted(fe_request_t *r, const PGresult *res)
 
 void fe_files_upload(fe_request_t *r)
 {
-    const char *ct = fe_http_req_header(r->http, "Content-Type");
+    const char *ct = sb_http_req_header(r->http, "Content-Type");
     char boundary[FE_MULTIPART_BOUNDARY_MAX + 1];
     if (!ct || fe_multipart_boundary(ct, boundary, sizeof boundary) != 0) {
         fe_request_failf(r, 400, SB_ERR_INVALID_REQUEST, "invalid_content_type", NULL,
                          "The request must be multipart/form-data with a boundary, carrying 'file' and 'purpose'.");
         return;
     }
-    struct evbuffer *in = fe_http_req_body(r->http);
+    struct evbuffer *in = sb_http_req_body(r->http);
     size_t len = evbuffer_get_length(in);
     if (len > r->srv->cfg.max_file_bytes + 65536) {
         fe_request_failf(r, 413, SB_ERR_TOO_LARGE, "file_too_large", "file",

@@ -18,9 +18,9 @@
 #include "fe_sql.h"
 #include "sb_event.h"
 
-const fe_style_t *fe_models_style(fe_http_req_t *http, const fe_style_t *dflt)
+const fe_style_t *fe_models_style(sb_http_req_t *http, const fe_style_t *dflt)
 {
-    const char *v = fe_http_req_header(http, "anthropic-version");
+    const char *v = sb_http_req_header(http, "anthropic-version");
     return v ? &fe_style_messages : dflt;
 }
 

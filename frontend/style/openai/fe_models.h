@@ -5,7 +5,7 @@
 #ifndef FE_MODELS_H
 #define FE_MODELS_H
 
-#include "fe_http.h"
+#include "sb_http.h"
 #include "fe_request.h"
 
 /* Endpoint of both routes (fe_routes.c). */
@@ -14,6 +14,6 @@ void fe_models_list(fe_request_t *r);
 /* The style of a request to a path OpenAI's and Anthropic's APIs share
  * (/v1/models): Anthropic's when it carries anthropic-version, else dflt
  * (a route's style_of, fe_router.h). */
-const fe_style_t *fe_models_style(fe_http_req_t *http, const fe_style_t *dflt);
+const fe_style_t *fe_models_style(sb_http_req_t *http, const fe_style_t *dflt);
 
 #endif

@@ -10,9 +10,9 @@
 
 #include "sb_errkind.h"
 
-const char *fe_openai_bearer_key(fe_http_req_t *http, size_t *len)
+const char *fe_openai_bearer_key(sb_http_req_t *http, size_t *len)
 {
-    const char *h = fe_http_req_header(http, "Authorization");
+    const char *h = sb_http_req_header(http, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0)
         return NULL;
     h += 7;

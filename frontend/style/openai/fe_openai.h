@@ -10,12 +10,12 @@
 #include <stddef.h>
 
 #include "fe_error.h"
-#include "fe_http.h"
+#include "sb_http.h"
 
 /* "Authorization: Bearer KEY": the key (borrowed from the request's headers,
  * surrounding blanks trimmed) with *len set, or NULL when absent or empty.
  * The Messages style takes it too (Anthropic's 1.x SDK sends it). */
-const char *fe_openai_bearer_key(fe_http_req_t *http, size_t *len);
+const char *fe_openai_bearer_key(sb_http_req_t *http, size_t *len);
 
 /* OpenAI's error body, {"error":{"message","type","param","code"}}; type
  * from the canonical kind (new reference). The two styles' error_body:

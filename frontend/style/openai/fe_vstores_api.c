@@ -31,7 +31,7 @@ json_t *fe_vstores_body(fe_request_t *r, const char *const *allowed)
 {
     fe_error_t err;
     memset(&err, 0, sizeof err);
-    r->body = fe_body_json(fe_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
+    r->body = fe_body_json(sb_http_req_body(r->http), r->srv->cfg.max_body_bytes, r->srv->cfg.max_json_depth, &err);
     if (!r->body || fe_params_only(r->body, allowed, "Unknown parameter: '%s'.", &err) < 0) {
         fe_request_fail(r, &err);
         return NULL;

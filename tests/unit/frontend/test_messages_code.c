@@ -57,7 +57,7 @@ static void check_json(const json_t *got, const char *expect)
 }
 
 typedef struct {
-    fe_http_req_t *http;
+    sb_http_req_t *http;
     fe_style_in_t in;
     fe_parsed_t parsed;
     fe_collect_t result;
@@ -68,7 +68,7 @@ static int parse(req_t *r, const char *body, fe_error_t *err)
 {
     memset(r, 0, sizeof *r);
     static const char head[] = "POST /v1/messages HTTP/1.1\r\nHost: t\r\nanthropic-version: 2023-06-01\r\n\r\n";
-    r->http = fe_http_req_parse_detached(head, sizeof head - 1);
+    r->http = sb_http_req_parse_detached(head, sizeof head - 1);
     r->in.http = r->http;
     r->in.path = "/v1/messages";
     r->in.seal.account_id = 7;
@@ -83,7 +83,7 @@ static int parse(req_t *r, const char *body, fe_error_t *err)
 
 static void req_free(req_t *r)
 {
-    fe_http_req_destroy(r->http);
+    sb_http_req_destroy(r->http);
     fe_parsed_free(&r->parsed);
     fe_collect_free(&r->result);
 }

@@ -15,7 +15,7 @@ static bool seal_ready; /* the gateway has a reasoning key */
 /* What the hooks get: the HTTP input parse reads (its head holds the
  * anthropic-version header), the parsed request, the result render reads. */
 typedef struct {
-    fe_http_req_t *http;
+    sb_http_req_t *http;
     fe_style_in_t in;
     fe_parsed_t parsed;
     fe_collect_t result;
@@ -27,7 +27,7 @@ static void req_init(req_t *r, const char *version)
     char head[256];
     int n = snprintf(head, sizeof head, "POST /v1/messages HTTP/1.1\r\nHost: t\r\n%s%s%s\r\n",
                      version ? "anthropic-version: " : "", version ? version : "", version ? "\r\n" : "");
-    r->http = fe_http_req_parse_detached(head, (size_t)n);
+    r->http = sb_http_req_parse_detached(head, (size_t)n);
     r->in.http = r->http;
     r->in.path = "/v1/messages";
     r->in.seal.key = seal_ready ? &key : NULL;
@@ -38,7 +38,7 @@ static void req_init(req_t *r, const char *version)
 
 static void req_free(req_t *r)
 {
-    fe_http_req_destroy(r->http);
+    sb_http_req_destroy(r->http);
     fe_parsed_free(&r->parsed);
     fe_collect_free(&r->result);
 }

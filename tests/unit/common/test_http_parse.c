@@ -1,32 +1,32 @@
-/* test_http_parse: the frontend's strict HTTP/1.1 framing (fe_http_parse.c):
- * each rule of fe_http_parse.h on a request that breaks it, and the requests
+/* test_http_parse: the frontend's strict HTTP/1.1 framing (sb_http_parse.c):
+ * each rule of sb_http_parse.h on a request that breaks it, and the requests
  * real clients send accepted with what they say. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fe_http_parse.h"
+#include "sb_http_parse.h"
 #include "sb_test.h"
 
 /* The status a complete head gets: 0 when accepted (h filled), else the
  * refusal's status. */
-static int head_status(const char *text, fe_http_head_t *h)
+static int head_status(const char *text, sb_http_head_t *h)
 {
     size_t len = strlen(text), scanned = 0;
-    fe_http_err_t err = {0};
-    ssize_t n = fe_http_head_end(text, len, 4096, &scanned, &err);
+    sb_http_err_t err = {0};
+    ssize_t n = sb_http_head_end(text, len, 4096, &scanned, &err);
     if (n < 0)
         return err.status;
     if (n == 0)
         return -1; /* incomplete */
-    if (fe_http_head_parse(text, (size_t)n, h, &err) < 0)
+    if (sb_http_head_parse(text, (size_t)n, h, &err) < 0)
         return err.status;
     return 0;
 }
 
 #define EXPECT_HEAD(text, want)                                                                                        \
     do {                                                                                                               \
-        fe_http_head_t h_;                                                                                             \
+        sb_http_head_t h_;                                                                                             \
         int got_ = head_status(text, &h_);                                                                             \
         if (got_ != (want))                                                                                            \
             fprintf(stderr, "  head: %s\n", text);                                                                     \
@@ -35,16 +35,16 @@ static int head_status(const char *text, fe_http_head_t *h)
 
 static void test_accepted(void)
 {
-    fe_http_head_t h;
+    sb_http_head_t h;
     CHECK_INT(head_status("POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
                           "Authorization:   Bearer k  \r\nContent-Length: 12\r\nEXPECT: 100-Continue\r\n\r\n",
                           &h),
               0);
-    CHECK(h.method == FE_HTTP_M_POST && h.minor == 1 && h.has_length && h.length == 12 && !h.chunked);
+    CHECK(h.method == SB_HTTP_M_POST && h.minor == 1 && h.has_length && h.length == 12 && !h.chunked);
     CHECK(h.keep_alive && h.expect_continue);
     CHECK(h.target_len == 24 && memcmp(h.target, "/v1/chat/completions?x=1", 24) == 0);
     size_t n;
-    const char *v = fe_http_head_field(&h, "authorization", &n);
+    const char *v = sb_http_head_field(&h, "authorization", &n);
     CHECK(v && n == 8 && memcmp(v, "Bearer k", 8) == 0); /* OWS trimmed both sides */
     /* Identical Content-Length values, repeated or as a list (RFC 9110 §8.6). */
     CHECK_INT(head_status("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5, 5\r\n\r\n", &h), 0);
@@ -119,48 +119,48 @@ static void test_refused(void)
 
 static void test_head_end(void)
 {
-    fe_http_err_t err;
+    sb_http_err_t err;
     size_t scanned = 0;
     const char *req = "GET / HTTP/1.1\r\nHost: a\r\n\r\nNEXT";
     /* Fed a byte at a time, the end is found once, at the same place. */
     ssize_t found = 0;
     for (size_t i = 1; i <= strlen(req) && found == 0; i++)
-        found = fe_http_head_end(req, i, 4096, &scanned, &err);
+        found = sb_http_head_end(req, i, 4096, &scanned, &err);
     CHECK_INT(found, (ssize_t)strlen(req) - 4);
     /* Over the ceiling with no end in sight: 431 at once. */
     char big[600];
     memset(big, 'a', sizeof big);
     memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
     scanned = 0;
-    CHECK_INT(fe_http_head_end(big, sizeof big, 512, &scanned, &err), -1);
+    CHECK_INT(sb_http_head_end(big, sizeof big, 512, &scanned, &err), -1);
     CHECK_INT(err.status, 431);
     /* The refused head's path is still known for the style of the answer. */
-    fe_http_head_t h;
-    CHECK_INT(fe_http_peek_target(big, sizeof big, &h), 0);
+    sb_http_head_t h;
+    CHECK_INT(sb_http_peek_target(big, sizeof big, &h), 0);
     CHECK(h.target_len == 1 && h.target[0] == '/');
     scanned = 0;
-    CHECK_INT(fe_http_head_end("GET / HTTP/1.1\nHost: a\n\n", 24, 4096, &scanned, &err), -1);
+    CHECK_INT(sb_http_head_end("GET / HTTP/1.1\nHost: a\n\n", 24, 4096, &scanned, &err), -1);
     CHECK_INT(err.status, 400);
 }
 
 static void test_paths(void)
 {
     char out[64];
-    CHECK_INT(fe_http_target_path("/v1/chat/%63ompletions?x=%2f", 28, out, sizeof out), 0);
+    CHECK_INT(sb_http_target_path("/v1/chat/%63ompletions?x=%2f", 28, out, sizeof out), 0);
     CHECK_STR(out, "/v1/chat/completions");
-    CHECK_INT(fe_http_target_path("/v1%2fchat%2Fcompletions", 24, out, sizeof out), 0);
+    CHECK_INT(sb_http_target_path("/v1%2fchat%2Fcompletions", 24, out, sizeof out), 0);
     CHECK_STR(out, "/v1%2Fchat%2Fcompletions"); /* never a separator */
-    CHECK_INT(fe_http_target_path("/a%00b", 6, out, sizeof out), -1);
-    CHECK_INT(fe_http_target_path("/a%zz", 5, out, sizeof out), -1);
-    CHECK_INT(fe_http_target_path("/a%2", 4, out, sizeof out), -1);
-    CHECK_INT(fe_http_target_path("*", 1, out, sizeof out), -1);
+    CHECK_INT(sb_http_target_path("/a%00b", 6, out, sizeof out), -1);
+    CHECK_INT(sb_http_target_path("/a%zz", 5, out, sizeof out), -1);
+    CHECK_INT(sb_http_target_path("/a%2", 4, out, sizeof out), -1);
+    CHECK_INT(sb_http_target_path("*", 1, out, sizeof out), -1);
     char q[32];
-    CHECK_INT(fe_http_query_get("alt=sse&key=AIza%2Bx+y&z", "key", q, sizeof q), 0);
+    CHECK_INT(sb_http_query_get("alt=sse&key=AIza%2Bx+y&z", "key", q, sizeof q), 0);
     CHECK_STR(q, "AIza+x y");
-    CHECK_INT(fe_http_query_get("alt=sse&z", "key", q, sizeof q), -1);
-    CHECK_INT(fe_http_query_get("k%65y=v", "key", q, sizeof q), 0);
+    CHECK_INT(sb_http_query_get("alt=sse&z", "key", q, sizeof q), -1);
+    CHECK_INT(sb_http_query_get("k%65y=v", "key", q, sizeof q), 0);
     CHECK_STR(q, "v");
-    CHECK_INT(fe_http_query_get("key=%zz", "key", q, sizeof q), -1);
+    CHECK_INT(sb_http_query_get("key=%zz", "key", q, sizeof q), -1);
 }
 
 typedef struct {
@@ -180,11 +180,11 @@ static void sink(void *arg, const char *d, size_t n)
 /* Decodes a chunked body whole: 1 done (data in *s), else the status. */
 static int chunked(const char *body, uint64_t max, sink_t *s, size_t *used)
 {
-    fe_http_chunked_t c;
-    fe_http_chunked_init(&c, max, 64);
-    fe_http_err_t err;
+    sb_http_chunked_t c;
+    sb_http_chunked_init(&c, max, 64);
+    sb_http_err_t err;
     memset(s, 0, sizeof *s);
-    int rc = fe_http_chunked_feed(&c, body, strlen(body), used, sink, s, &err);
+    int rc = sb_http_chunked_feed(&c, body, strlen(body), used, sink, s, &err);
     return rc < 0 ? err.status : rc;
 }
 

@@ -1,10 +1,10 @@
 /*
- * fe_http_req: a request's memory. A request is several KiB (its parsed
- * head, up to FE_HTTP_MAX_FIELDS fields), and allocating that much for every
+ * sb_http_req: a request's memory. A request is several KiB (its parsed
+ * head, up to SB_HTTP_MAX_FIELDS fields), and allocating that much for every
  * request made glibc consolidate its small-chunk bins each time; freed
- * requests are kept (up to FE_HTTP_SPARE_MAX per server) and reused.
+ * requests are kept (up to SB_HTTP_SPARE_MAX per server) and reused.
  */
-#include "fe_http_internal.h"
+#include "sb_http_internal.h"
 
 #include <event2/buffer.h>
 #include <stdlib.h>
@@ -12,10 +12,10 @@
 
 #include "sb_alloc.h"
 
-fe_http_req_t *fe_http_req_new(fe_http_conn_t *c)
+sb_http_req_t *sb_http_req_new(sb_http_conn_t *c)
 {
-    fe_http_t *srv = c ? c->srv : NULL; /* none: a detached request (tests) */
-    fe_http_req_t *r = srv ? srv->spare : NULL;
+    sb_http_t *srv = c ? c->srv : NULL; /* none: a detached request (tests) */
+    sb_http_req_t *r = srv ? srv->spare : NULL;
     if (r) {
         struct evbuffer *out = r->out_headers;
         srv->spare = r->next_spare;
@@ -31,13 +31,13 @@ fe_http_req_t *fe_http_req_new(fe_http_conn_t *c)
     return r;
 }
 
-#define FE_HTTP_SPARE_MAX 64
+#define SB_HTTP_SPARE_MAX 64
 
-void fe_http_req_free(fe_http_req_t *r)
+void sb_http_req_free(sb_http_req_t *r)
 {
     if (!r)
         return;
-    fe_http_t *srv = r->c ? r->c->srv : NULL;
+    sb_http_t *srv = r->c ? r->c->srv : NULL;
     if (srv)
         srv->body_used -= r->reserved;
     if (r->body)
@@ -45,7 +45,7 @@ void fe_http_req_free(fe_http_req_t *r)
     free(r->head);
     free(r->path);
     free(r->target);
-    if (srv && srv->n_spare < FE_HTTP_SPARE_MAX && r->out_headers) {
+    if (srv && srv->n_spare < SB_HTTP_SPARE_MAX && r->out_headers) {
         evbuffer_drain(r->out_headers, evbuffer_get_length(r->out_headers));
         r->next_spare = srv->spare;
         srv->spare = r;
@@ -57,10 +57,10 @@ void fe_http_req_free(fe_http_req_t *r)
     free(r);
 }
 
-void fe_http_spare_free(fe_http_t *h)
+void sb_http_spare_free(sb_http_t *h)
 {
     while (h->spare) {
-        fe_http_req_t *r = h->spare;
+        sb_http_req_t *r = h->spare;
         h->spare = r->next_spare;
         evbuffer_free(r->out_headers);
         free(r);

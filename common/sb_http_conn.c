@@ -1,17 +1,17 @@
 /*
- * fe_http_conn: one client connection of the frontend's HTTP/1.1 layer
- * (fe_http.h): reading a head, handing it to the handler, reading the body
+ * sb_http_conn: one client connection of the frontend's HTTP/1.1 layer
+ * (sb_http.h): reading a head, handing it to the handler, reading the body
  * when asked, writing the reply (whole or chunked), then the next request or
  * the close. One request at a time: pipelined bytes wait in the input buffer
  * (reading pauses above the head ceiling) until the reply before them is
  * written.
  *
  * Safe points: a connection is freed only from its own event callbacks, an
- * accept that sheds it, or fe_http_free — never inside a call the handler
+ * accept that sheds it, or sb_http_free — never inside a call the handler
  * made; the handler's calls only change state and schedule work (the kick
  * event parses what is buffered after a reply).
  */
-#include "fe_http_internal.h"
+#include "sb_http_internal.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -26,17 +26,17 @@
 #include "sb_log.h"
 #include "sb_time.h"
 
-#define FE_HTTP_LINGER_MS 3000      /* longest a closing connection is drained */
-#define FE_HTTP_LINGER_IDLE_MS 1000 /* ... or this long without a byte */
-#define FE_HTTP_REFUSE_MS 2000      /* a connection accepted over a cap: time to send its head */
+#define SB_HTTP_LINGER_MS 3000      /* longest a closing connection is drained */
+#define SB_HTTP_LINGER_IDLE_MS 1000 /* ... or this long without a byte */
+#define SB_HTTP_REFUSE_MS 2000      /* a connection accepted over a cap: time to send its head */
 /* A streamed reply the client does not read: past this many bytes waiting
  * to be sent, the client is taken as gone (its job is cancelled) rather than
  * buffered without limit. */
-#define FE_HTTP_MAX_PENDING_OUT (16u << 20)
+#define SB_HTTP_MAX_PENDING_OUT (16u << 20)
 
-static void fe_http_conn_process(fe_http_conn_t *c);
+static void sb_http_conn_process(sb_http_conn_t *c);
 
-static void fe_http_timer_ms(fe_http_conn_t *c, int64_t ms)
+static void sb_http_timer_ms(sb_http_conn_t *c, int64_t ms)
 {
     if (ms < 1)
         ms = 1;
@@ -44,16 +44,16 @@ static void fe_http_timer_ms(fe_http_conn_t *c, int64_t ms)
     event_add(c->timer, &tv);
 }
 
-bool fe_http_conn_idle(const fe_http_conn_t *c)
+bool sb_http_conn_idle(const sb_http_conn_t *c)
 {
     return !c->req && (c->state == FE_C_HEAD || c->state == FE_C_LINGER || c->state == FE_C_CLOSING);
 }
 
 /* The connection joins its peer address's source (the listener found or
  * made it): the counts its admission reads, and the list shedding walks. */
-static void fe_http_conn_join(fe_http_conn_t *c, fe_http_source_t *src)
+static void sb_http_conn_join(sb_http_conn_t *c, sb_http_source_t *src)
 {
-    fe_http_t *h = c->srv;
+    sb_http_t *h = c->srv;
     c->src = src;
     if (c->refuse) {
         h->refusing++;
@@ -68,10 +68,10 @@ static void fe_http_conn_join(fe_http_conn_t *c, fe_http_source_t *src)
 
 /* The connection leaves its source (it closes): the source's counts drop,
  * and a source left with no connection is forgotten. */
-static void fe_http_conn_leave(fe_http_conn_t *c)
+static void sb_http_conn_leave(sb_http_conn_t *c)
 {
-    fe_http_t *h = c->srv;
-    fe_http_source_t *s = c->src;
+    sb_http_t *h = c->srv;
+    sb_http_source_t *s = c->src;
     if (!s)
         return;
     if (c->src_prev)
@@ -91,23 +91,23 @@ static void fe_http_conn_leave(fe_http_conn_t *c)
     }
 }
 
-void fe_http_conn_close(fe_http_conn_t *c)
+void sb_http_conn_close(sb_http_conn_t *c)
 {
-    fe_http_t *h = c->srv;
-    fe_http_req_t *r = c->req;
+    sb_http_t *h = c->srv;
+    sb_http_req_t *r = c->req;
     c->req = NULL;
     if (r && r->gone) {
         void (*gone)(void *) = r->gone;
         r->gone = NULL;
         gone(r->gone_arg);
     }
-    fe_http_req_free(r);
+    sb_http_req_free(r);
     if (c->bev)
         bufferevent_free(c->bev); /* closes the socket */
     event_free(c->timer);
     event_free(c->kick);
     evbuffer_free(c->stage);
-    fe_http_conn_leave(c);
+    sb_http_conn_leave(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -122,16 +122,16 @@ void fe_http_conn_close(fe_http_conn_t *c)
 
 /* NUL-terminates the parsed names and values in place (each is followed by
  * ':' or by whitespace or the CR of its line, which are no longer needed). */
-static void fe_http_req_terminate(fe_http_req_t *r)
+static void sb_http_req_terminate(sb_http_req_t *r)
 {
     for (size_t k = 0; k < r->h.nfields; k++) {
-        fe_http_field_t *f = &r->h.fields[k];
+        sb_http_field_t *f = &r->h.fields[k];
         ((char *)f->name)[f->name_len] = '\0';
         ((char *)f->value)[f->value_len] = '\0';
     }
 }
 
-static void fe_http_req_set_target(fe_http_req_t *r)
+static void sb_http_req_set_target(sb_http_req_t *r)
 {
     if (!r->h.target)
         return;
@@ -140,11 +140,11 @@ static void fe_http_req_set_target(fe_http_req_t *r)
     r->query = q ? q + 1 : NULL;
     size_t cap = r->h.target_len + 1;
     r->path = sb_xmalloc(cap > 4 ? cap : 4);
-    if (fe_http_target_path(r->target, r->h.target_len, r->path, cap) < 0) {
+    if (sb_http_target_path(r->target, r->h.target_len, r->path, cap) < 0) {
         r->path[0] = '\0';
         if (!r->has_err) {
             r->has_err = true;
-            r->err = (fe_http_err_t){400, "bad_request_target",
+            r->err = (sb_http_err_t){400, "bad_request_target",
                                      "Malformed HTTP request: the request target is not a valid path."};
         }
     }
@@ -152,7 +152,7 @@ static void fe_http_req_set_target(fe_http_req_t *r)
 
 /* Hands the request to the handler: reading stops until it asks for the
  * body or replies. */
-static void fe_http_hand_over(fe_http_conn_t *c, fe_http_req_t *r)
+static void sb_http_hand_over(sb_http_conn_t *c, sb_http_req_t *r)
 {
     c->req = r;
     c->state = FE_C_WAIT;
@@ -164,7 +164,7 @@ static void fe_http_hand_over(fe_http_conn_t *c, fe_http_req_t *r)
     c->srv->fn(r, c->srv->arg);
 }
 
-static void fe_http_read_head(fe_http_conn_t *c)
+static void sb_http_read_head(sb_http_conn_t *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
     /* Empty lines before a request line are skipped (RFC 9112 §2.2). */
@@ -181,63 +181,63 @@ static void fe_http_read_head(fe_http_conn_t *c)
     if (c->first_byte_ms == 0) {
         c->first_byte_ms = sb_mono_ms();
         if (!c->refuse)
-            fe_http_timer_ms(c, c->srv->lim.read_deadline_ms);
+            sb_http_timer_ms(c, c->srv->lim.read_deadline_ms);
     }
     size_t max = c->srv->lim.max_head;
     size_t look = len < max + 1 ? len : max + 1;
     const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
-    fe_http_err_t err;
-    ssize_t n = fe_http_head_end(p, look, max, &c->scanned, &err);
+    sb_http_err_t err;
+    ssize_t n = sb_http_head_end(p, look, max, &c->scanned, &err);
     if (n == 0)
         return;
-    fe_http_req_t *r = fe_http_req_new(c);
+    sb_http_req_t *r = sb_http_req_new(c);
     if (n < 0) {
         r->has_err = true;
         r->err = err;
-        if (fe_http_peek_target(p, look, &r->h) == 0) {
+        if (sb_http_peek_target(p, look, &r->h) == 0) {
             r->head = sb_xstrndup(r->h.target, r->h.target_len); /* the target must outlive the buffer */
             r->h.target = r->head;
-            fe_http_req_set_target(r);
+            sb_http_req_set_target(r);
         }
         r->h.nfields = 0;
-        fe_http_hand_over(c, r);
+        sb_http_hand_over(c, r);
         return;
     }
     r->head_len = (size_t)n;
     r->head = sb_xmalloc(r->head_len + 1);
     evbuffer_remove(in, r->head, r->head_len);
     r->head[r->head_len] = '\0';
-    if (fe_http_head_parse(r->head, r->head_len, &r->h, &err) < 0) {
+    if (sb_http_head_parse(r->head, r->head_len, &r->h, &err) < 0) {
         r->has_err = true;
         r->err = err;
         r->h.nfields = 0; /* the fields of a refused head are not offered */
     } else {
         r->body_read = !r->h.chunked && (!r->h.has_length || r->h.length == 0);
     }
-    fe_http_req_set_target(r);
-    fe_http_req_terminate(r);
+    sb_http_req_set_target(r);
+    sb_http_req_terminate(r);
     if (c->refuse && !r->has_err) {
         r->has_err = true;
-        r->err = (fe_http_err_t){503, "too_many_connections", c->refuse};
+        r->err = (sb_http_err_t){503, "too_many_connections", c->refuse};
     }
-    fe_http_hand_over(c, r);
+    sb_http_hand_over(c, r);
 }
 
 /* ---- bodies ---- */
 
-static void fe_http_body_fail(fe_http_conn_t *c, fe_http_req_t *r, const fe_http_err_t *err)
+static void sb_http_body_fail(sb_http_conn_t *c, sb_http_req_t *r, const sb_http_err_t *err)
 {
     c->state = FE_C_WAIT;
     r->close_after = true;
     event_del(c->timer);
     bufferevent_disable(c->bev, EV_READ);
-    void (*done)(fe_http_req_t *, const fe_http_err_t *, void *) = r->done;
+    void (*done)(sb_http_req_t *, const sb_http_err_t *, void *) = r->done;
     r->done = NULL;
     if (done)
         done(r, err, r->done_arg);
 }
 
-static void fe_http_body_done(fe_http_conn_t *c, fe_http_req_t *r)
+static void sb_http_body_done(sb_http_conn_t *c, sb_http_req_t *r)
 {
     c->state = FE_C_APP;
     r->body_read = true;
@@ -245,21 +245,21 @@ static void fe_http_body_done(fe_http_conn_t *c, fe_http_req_t *r)
     /* Reading goes on to notice the client leaving (EOF); what a pipelining
      * client sends meanwhile waits, up to the head ceiling. */
     bufferevent_enable(c->bev, EV_READ);
-    void (*done)(fe_http_req_t *, const fe_http_err_t *, void *) = r->done;
+    void (*done)(sb_http_req_t *, const sb_http_err_t *, void *) = r->done;
     r->done = NULL;
     if (done)
         done(r, NULL, r->done_arg);
 }
 
 typedef struct {
-    fe_http_req_t *r;
+    sb_http_req_t *r;
     bool over_budget;
-} fe_http_sink_t;
+} sb_http_sink_t;
 
-static void fe_http_chunk_sink(void *arg, const char *data, size_t n)
+static void sb_http_chunk_sink(void *arg, const char *data, size_t n)
 {
-    fe_http_sink_t *s = arg;
-    fe_http_t *h = s->r->c->srv;
+    sb_http_sink_t *s = arg;
+    sb_http_t *h = s->r->c->srv;
     if (s->over_budget || h->body_used + n > h->lim.body_budget) {
         s->over_budget = true;
         return;
@@ -269,12 +269,12 @@ static void fe_http_chunk_sink(void *arg, const char *data, size_t n)
     evbuffer_add(s->r->body, data, n);
 }
 
-static const fe_http_err_t fe_http_e_budget = {
+static const sb_http_err_t sb_http_e_budget = {
     503, "server_busy", "The gateway is receiving too many request bodies at once; retry shortly."};
 
-static void fe_http_read_body(fe_http_conn_t *c)
+static void sb_http_read_body(sb_http_conn_t *c)
 {
-    fe_http_req_t *r = c->req;
+    sb_http_req_t *r = c->req;
     struct evbuffer *in = bufferevent_get_input(c->bev);
     if (!r->h.chunked) {
         size_t avail = evbuffer_get_length(in);
@@ -284,38 +284,38 @@ static void fe_http_read_body(fe_http_conn_t *c)
             r->length_left -= n;
         }
         if (r->length_left == 0)
-            fe_http_body_done(c, r);
+            sb_http_body_done(c, r);
         return;
     }
     while (evbuffer_get_length(in) > 0) {
         struct evbuffer_iovec v;
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
             break;
-        fe_http_sink_t sink = {r, false};
-        fe_http_err_t err;
+        sb_http_sink_t sink = {r, false};
+        sb_http_err_t err;
         size_t used = 0;
-        int rc = fe_http_chunked_feed(&r->chunked, v.iov_base, v.iov_len, &used, fe_http_chunk_sink, &sink, &err);
+        int rc = sb_http_chunked_feed(&r->chunked, v.iov_base, v.iov_len, &used, sb_http_chunk_sink, &sink, &err);
         evbuffer_drain(in, used);
         if (sink.over_budget) {
-            fe_http_body_fail(c, r, &fe_http_e_budget);
+            sb_http_body_fail(c, r, &sb_http_e_budget);
             return;
         }
         if (rc < 0) {
-            fe_http_body_fail(c, r, &err);
+            sb_http_body_fail(c, r, &err);
             return;
         }
         if (rc == 1) {
-            fe_http_body_done(c, r);
+            sb_http_body_done(c, r);
             return;
         }
     }
 }
 
-void fe_http_req_read_body(fe_http_req_t *r, size_t max,
-                           void (*done)(fe_http_req_t *req, const fe_http_err_t *err, void *arg), void *arg)
+void sb_http_req_read_body(sb_http_req_t *r, size_t max,
+                           void (*done)(sb_http_req_t *req, const sb_http_err_t *err, void *arg), void *arg)
 {
-    fe_http_conn_t *c = r->c;
-    fe_http_t *h = c->srv;
+    sb_http_conn_t *c = r->c;
+    sb_http_t *h = c->srv;
     r->done = done;
     r->done_arg = arg;
     r->body_max = max;
@@ -323,49 +323,49 @@ void fe_http_req_read_body(fe_http_req_t *r, size_t max,
         r->body = evbuffer_new();
     if (r->body_read || c->state != FE_C_WAIT) {
         if (c->state == FE_C_WAIT)
-            fe_http_body_done(c, r);
+            sb_http_body_done(c, r);
         return;
     }
     if (r->h.has_length) {
         if (r->h.length > max) {
-            fe_http_err_t e = {413, "request_too_large", "Request body too large."};
-            fe_http_body_fail(c, r, &e);
+            sb_http_err_t e = {413, "request_too_large", "Request body too large."};
+            sb_http_body_fail(c, r, &e);
             return;
         }
         if (h->body_used + r->h.length > h->lim.body_budget) {
-            fe_http_body_fail(c, r, &fe_http_e_budget);
+            sb_http_body_fail(c, r, &sb_http_e_budget);
             return;
         }
         r->reserved = (size_t)r->h.length;
         h->body_used += r->reserved;
         r->length_left = r->h.length;
     } else {
-        fe_http_chunked_init(&r->chunked, max, h->lim.max_head);
+        sb_http_chunked_init(&r->chunked, max, h->lim.max_head);
     }
     if (r->h.expect_continue)
         bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
     c->state = FE_C_BODY;
     int64_t left = c->first_byte_ms + h->lim.read_deadline_ms - sb_mono_ms();
-    fe_http_timer_ms(c, left);
+    sb_http_timer_ms(c, left);
     bufferevent_enable(c->bev, EV_READ);
-    fe_http_read_body(c);
+    sb_http_read_body(c);
 }
 
 /* ---- replies ---- */
 
-void fe_http_req_add_header(fe_http_req_t *r, const char *name, const char *value)
+void sb_http_req_add_header(sb_http_req_t *r, const char *name, const char *value)
 {
     if (strpbrk(name, "\r\n:") || strpbrk(value, "\r\n"))
         return;
     evbuffer_add_printf(r->out_headers, "%s: %s\r\n", name, value);
 }
 
-void fe_http_req_close_after(fe_http_req_t *r)
+void sb_http_req_close_after(sb_http_req_t *r)
 {
     r->close_after = true;
 }
 
-static void fe_http_date(char *buf, size_t len)
+static void sb_http_date(char *buf, size_t len)
 {
     time_t now = time(NULL);
     struct tm tm;
@@ -380,7 +380,7 @@ static void fe_http_date(char *buf, size_t len)
  * chunk). What the socket does not take, or all of it when bytes are queued,
  * goes to the bufferevent, which sends it as the socket drains; a write that
  * fails leaves msg whole for the bufferevent, which then meets the error. */
-static void fe_http_send(fe_http_conn_t *c, struct evbuffer *msg)
+static void sb_http_send(sb_http_conn_t *c, struct evbuffer *msg)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
     if (evbuffer_get_length(out) == 0)
@@ -391,14 +391,14 @@ static void fe_http_send(fe_http_conn_t *c, struct evbuffer *msg)
 
 /* Status line and headers into out; decides whether the connection closes
  * after. */
-static void fe_http_write_head(fe_http_req_t *r, struct evbuffer *out, int status, bool streamed, size_t len)
+static void sb_http_write_head(sb_http_req_t *r, struct evbuffer *out, int status, bool streamed, size_t len)
 {
-    fe_http_conn_t *c = r->c;
+    sb_http_conn_t *c = r->c;
     if (!r->h.keep_alive || !r->body_read || r->has_err || (streamed && r->h.minor == 0) || c->srv->draining)
         r->close_after = true;
     char date[64];
-    fe_http_date(date, sizeof date);
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, fe_http_reason(status), date);
+    sb_http_date(date, sizeof date);
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nDate: %s\r\n", status, sb_http_reason(status), date);
     evbuffer_add_buffer(out, r->out_headers);
     if (streamed) {
         if (r->h.minor == 1)
@@ -415,13 +415,13 @@ static void fe_http_write_head(fe_http_req_t *r, struct evbuffer *out, int statu
 
 /* The reply is written: the request ends; the connection closes once the
  * reply is sent, or goes on to the next request. */
-static void fe_http_req_over(fe_http_req_t *r)
+static void sb_http_req_over(sb_http_req_t *r)
 {
-    fe_http_conn_t *c = r->c;
+    sb_http_conn_t *c = r->c;
     bool close = r->close_after;
     c->req = NULL;
     r->gone = NULL;
-    fe_http_req_free(r);
+    sb_http_req_free(r);
     c->first_byte_ms = 0;
     c->scanned = 0;
     if (close) {
@@ -433,38 +433,38 @@ static void fe_http_req_over(fe_http_req_t *r)
         return;
     }
     c->state = FE_C_HEAD;
-    fe_http_timer_ms(c, c->srv->lim.idle_timeout_ms);
+    sb_http_timer_ms(c, c->srv->lim.idle_timeout_ms);
     bufferevent_enable(c->bev, EV_READ);
     event_active(c->kick, 0, 0); /* a pipelined request may be buffered already */
 }
 
-void fe_http_reply(fe_http_req_t *r, int status, const void *body, size_t len)
+void sb_http_reply(sb_http_req_t *r, int status, const void *body, size_t len)
 {
     struct evbuffer *msg = r->c->stage;
-    fe_http_write_head(r, msg, status, false, len);
-    if (len && r->h.method != FE_HTTP_M_HEAD)
+    sb_http_write_head(r, msg, status, false, len);
+    if (len && r->h.method != SB_HTTP_M_HEAD)
         evbuffer_add(msg, body, len);
-    fe_http_send(r->c, msg);
-    fe_http_req_over(r);
+    sb_http_send(r->c, msg);
+    sb_http_req_over(r);
 }
 
-void fe_http_reply_start(fe_http_req_t *r, int status)
+void sb_http_reply_start(sb_http_req_t *r, int status)
 {
     r->streaming = true;
-    fe_http_write_head(r, r->c->stage, status, true, 0);
-    fe_http_send(r->c, r->c->stage);
+    sb_http_write_head(r, r->c->stage, status, true, 0);
+    sb_http_send(r->c, r->c->stage);
 }
 
-void fe_http_reply_chunk(fe_http_req_t *r, struct evbuffer *buf)
+void sb_http_reply_chunk(sb_http_req_t *r, struct evbuffer *buf)
 {
     size_t n = evbuffer_get_length(buf);
     if (n == 0)
         return;
     struct evbuffer *out = bufferevent_get_output(r->c->bev);
-    if (evbuffer_get_length(out) + n > FE_HTTP_MAX_PENDING_OUT) {
+    if (evbuffer_get_length(out) + n > SB_HTTP_MAX_PENDING_OUT) {
         evbuffer_drain(buf, n);
         if (!r->c->dead) {
-            sb_warn("closing a connection from %s: %zu bytes of its streamed reply are unread", fe_http_req_peer(r),
+            sb_warn("closing a connection from %s: %zu bytes of its streamed reply are unread", sb_http_req_peer(r),
                     evbuffer_get_length(out));
             r->c->dead = true;
             event_active(r->c->kick, 0, 0); /* closed from the loop, not inside the caller */
@@ -477,75 +477,75 @@ void fe_http_reply_chunk(fe_http_req_t *r, struct evbuffer *buf)
     evbuffer_add_buffer(msg, buf);
     if (r->h.minor == 1)
         evbuffer_add(msg, "\r\n", 2);
-    fe_http_send(r->c, msg);
+    sb_http_send(r->c, msg);
 }
 
-void fe_http_reply_end(fe_http_req_t *r)
+void sb_http_reply_end(sb_http_req_t *r)
 {
     if (r->h.minor == 1) {
         evbuffer_add(r->c->stage, "0\r\n\r\n", 5);
-        fe_http_send(r->c, r->c->stage);
+        sb_http_send(r->c, r->c->stage);
     }
-    fe_http_req_over(r);
+    sb_http_req_over(r);
 }
 
 /* ---- accessors ---- */
 
-const fe_http_err_t *fe_http_req_error(const fe_http_req_t *r)
+const sb_http_err_t *sb_http_req_error(const sb_http_req_t *r)
 {
     return r->has_err ? &r->err : NULL;
 }
-const char *fe_http_req_method(const fe_http_req_t *r)
+const char *sb_http_req_method(const sb_http_req_t *r)
 {
     return r->h.method_name;
 }
-const char *fe_http_req_path(const fe_http_req_t *r)
+const char *sb_http_req_path(const sb_http_req_t *r)
 {
     return r->path ? r->path : "";
 }
-const char *fe_http_req_query(const fe_http_req_t *r)
+const char *sb_http_req_query(const sb_http_req_t *r)
 {
     return r->query;
 }
-size_t fe_http_req_head_bytes(const fe_http_req_t *r)
+size_t sb_http_req_head_bytes(const sb_http_req_t *r)
 {
     return r->head_len;
 }
-const char *fe_http_req_peer(const fe_http_req_t *r)
+const char *sb_http_req_peer(const sb_http_req_t *r)
 {
     return r->c && r->c->src ? r->c->src->addr : "?";
 }
 
-fe_http_req_t *fe_http_req_parse_detached(const char *head, size_t len)
+sb_http_req_t *sb_http_req_parse_detached(const char *head, size_t len)
 {
-    fe_http_req_t *r = fe_http_req_new(NULL);
+    sb_http_req_t *r = sb_http_req_new(NULL);
     r->head_len = len;
     r->head = sb_xmalloc(len + 1);
     memcpy(r->head, head, len);
     r->head[len] = '\0';
-    fe_http_err_t err;
-    if (fe_http_head_parse(r->head, len, &r->h, &err) < 0) {
-        fe_http_req_free(r);
+    sb_http_err_t err;
+    if (sb_http_head_parse(r->head, len, &r->h, &err) < 0) {
+        sb_http_req_free(r);
         return NULL;
     }
-    fe_http_req_set_target(r);
-    fe_http_req_terminate(r);
+    sb_http_req_set_target(r);
+    sb_http_req_terminate(r);
     return r;
 }
 
-void fe_http_req_destroy(fe_http_req_t *r)
+void sb_http_req_destroy(sb_http_req_t *r)
 {
     if (r && !r->c)
-        fe_http_req_free(r);
+        sb_http_req_free(r);
 }
-struct evbuffer *fe_http_req_body(fe_http_req_t *r)
+struct evbuffer *sb_http_req_body(sb_http_req_t *r)
 {
     if (!r->body)
         r->body = evbuffer_new();
     return r->body;
 }
 
-const char *fe_http_req_header(const fe_http_req_t *r, const char *name)
+const char *sb_http_req_header(const sb_http_req_t *r, const char *name)
 {
     for (size_t k = 0; k < r->h.nfields; k++)
         if (strcasecmp(r->h.fields[k].name, name) == 0)
@@ -553,7 +553,7 @@ const char *fe_http_req_header(const fe_http_req_t *r, const char *name)
     return NULL;
 }
 
-void fe_http_req_on_gone(fe_http_req_t *r, void (*gone)(void *arg), void *arg)
+void sb_http_req_on_gone(sb_http_req_t *r, void (*gone)(void *arg), void *arg)
 {
     r->gone = gone;
     r->gone_arg = arg;
@@ -561,24 +561,24 @@ void fe_http_req_on_gone(fe_http_req_t *r, void (*gone)(void *arg), void *arg)
 
 /* ---- connection events ---- */
 
-static void fe_http_linger(fe_http_conn_t *c)
+static void sb_http_linger(sb_http_conn_t *c)
 {
     c->state = FE_C_LINGER;
     shutdown(c->fd, SHUT_WR);
-    c->linger_until_ms = sb_mono_ms() + FE_HTTP_LINGER_MS;
-    fe_http_timer_ms(c, FE_HTTP_LINGER_IDLE_MS);
+    c->linger_until_ms = sb_mono_ms() + SB_HTTP_LINGER_MS;
+    sb_http_timer_ms(c, SB_HTTP_LINGER_IDLE_MS);
     bufferevent_enable(c->bev, EV_READ);
 }
 
-static void fe_http_conn_process(fe_http_conn_t *c)
+static void sb_http_conn_process(sb_http_conn_t *c)
 {
     struct evbuffer *in = bufferevent_get_input(c->bev);
     switch (c->state) {
     case FE_C_HEAD:
-        fe_http_read_head(c);
+        sb_http_read_head(c);
         break;
     case FE_C_BODY:
-        fe_http_read_body(c);
+        sb_http_read_body(c);
         break;
     case FE_C_APP:
         if (evbuffer_get_length(in) > c->srv->lim.max_head)
@@ -589,111 +589,111 @@ static void fe_http_conn_process(fe_http_conn_t *c)
     case FE_C_CLOSING:
         evbuffer_drain(in, evbuffer_get_length(in));
         if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-            fe_http_linger(c);
+            sb_http_linger(c);
         break;
     case FE_C_LINGER: {
         evbuffer_drain(in, evbuffer_get_length(in));
         int64_t left = c->linger_until_ms - sb_mono_ms();
-        fe_http_timer_ms(c, left < FE_HTTP_LINGER_IDLE_MS ? left : FE_HTTP_LINGER_IDLE_MS);
+        sb_http_timer_ms(c, left < SB_HTTP_LINGER_IDLE_MS ? left : SB_HTTP_LINGER_IDLE_MS);
         break;
     }
     }
 }
 
-static void fe_http_on_read(struct bufferevent *bev, void *arg)
+static void sb_http_on_read(struct bufferevent *bev, void *arg)
 {
     (void)bev;
-    fe_http_conn_process(arg);
+    sb_http_conn_process(arg);
 }
 
-static void fe_http_on_kick(evutil_socket_t fd, short what, void *arg)
+static void sb_http_on_kick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    fe_http_conn_t *c = arg;
+    sb_http_conn_t *c = arg;
     if (c->dead) {
-        fe_http_conn_close(c);
+        sb_http_conn_close(c);
         return;
     }
-    fe_http_conn_process(c);
+    sb_http_conn_process(c);
 }
 
-static void fe_http_on_write(struct bufferevent *bev, void *arg)
+static void sb_http_on_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
-    fe_http_conn_t *c = arg;
+    sb_http_conn_t *c = arg;
     if (c->state == FE_C_CLOSING)
-        fe_http_linger(c);
+        sb_http_linger(c);
 }
 
-static void fe_http_on_event(struct bufferevent *bev, short what, void *arg)
+static void sb_http_on_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)bev;
-    fe_http_conn_t *c = arg;
+    sb_http_conn_t *c = arg;
     if ((what & BEV_EVENT_EOF) && c->state == FE_C_CLOSING && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
         return;            /* the client stopped sending; the reply is still going out */
-    fe_http_conn_close(c); /* EOF, error, or a reply not read within the write timeout */
+    sb_http_conn_close(c); /* EOF, error, or a reply not read within the write timeout */
 }
 
-static void fe_http_on_timer(evutil_socket_t fd, short what, void *arg)
+static void sb_http_on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    fe_http_conn_t *c = arg;
+    sb_http_conn_t *c = arg;
     switch (c->state) {
     case FE_C_HEAD:
         if (c->first_byte_ms == 0 && !c->refuse) {
-            fe_http_conn_close(c); /* idle keep-alive connection */
+            sb_http_conn_close(c); /* idle keep-alive connection */
             return;
         }
         {
-            fe_http_req_t *r = fe_http_req_new(c);
+            sb_http_req_t *r = sb_http_req_new(c);
             r->has_err = true;
-            r->err = c->refuse ? (fe_http_err_t){503, "too_many_connections", c->refuse}
-                               : (fe_http_err_t){408, "request_timeout", "The request was not received in time."};
+            r->err = c->refuse ? (sb_http_err_t){503, "too_many_connections", c->refuse}
+                               : (sb_http_err_t){408, "request_timeout", "The request was not received in time."};
             /* The path's style when the request line is in. */
             struct evbuffer *in = bufferevent_get_input(c->bev);
             size_t len = evbuffer_get_length(in), max = c->srv->lim.max_head;
             const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)(len < max ? len : max));
-            if (p && fe_http_peek_target(p, len < max ? len : max, &r->h) == 0) {
+            if (p && sb_http_peek_target(p, len < max ? len : max, &r->h) == 0) {
                 r->head = sb_xstrndup(r->h.target, r->h.target_len);
                 r->h.target = r->head;
-                fe_http_req_set_target(r);
+                sb_http_req_set_target(r);
             }
             r->h.nfields = 0;
-            fe_http_hand_over(c, r);
+            sb_http_hand_over(c, r);
         }
         return;
     case FE_C_BODY: {
-        fe_http_err_t e = {408, "request_timeout", "The request body was not received in time."};
-        fe_http_body_fail(c, c->req, &e);
+        sb_http_err_t e = {408, "request_timeout", "The request body was not received in time."};
+        sb_http_body_fail(c, c->req, &e);
         return;
     }
     case FE_C_LINGER:
         if (sb_mono_ms() >= c->linger_until_ms || evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
-            fe_http_conn_close(c);
+            sb_http_conn_close(c);
             return;
         }
-        fe_http_conn_process(c);
+        sb_http_conn_process(c);
         return;
     default:
         return;
     }
 }
 
-fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_source_t *src, const char *refuse)
+sb_http_conn_t *sb_http_conn_new(sb_http_t *h, evutil_socket_t fd, sb_http_source_t *src, const char *refuse)
 {
-    fe_http_conn_t *c = sb_xcalloc(1, sizeof *c);
+    sb_http_conn_t *c = sb_xcalloc(1, sizeof *c);
     c->refuse = refuse;
     c->srv = h;
     c->fd = fd;
     c->bev = bufferevent_socket_new(h->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    c->timer = evtimer_new(h->base, fe_http_on_timer, c);
-    c->kick = event_new(h->base, -1, 0, fe_http_on_kick, c);
+    c->timer = evtimer_new(h->base, sb_http_on_timer, c);
+    c->kick = event_new(h->base, -1, 0, sb_http_on_kick, c);
     c->stage = evbuffer_new();
     c->state = FE_C_HEAD;
-    fe_http_conn_join(c, src);
-    bufferevent_setcb(c->bev, fe_http_on_read, fe_http_on_write, fe_http_on_event, c);
+    sb_http_conn_join(c, src);
+    bufferevent_setcb(c->bev, sb_http_on_read, sb_http_on_write, sb_http_on_event, c);
     if (h->lim.write_timeout_ms > 0) {
         struct timeval wt = {.tv_sec = h->lim.write_timeout_ms / 1000,
                              .tv_usec = (h->lim.write_timeout_ms % 1000) * 1000};
@@ -702,7 +702,7 @@ fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_sourc
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     /* A refused connection has a short while to send its request line and
      * headers, so that its 503 can be in the style of its path. */
-    fe_http_timer_ms(c, refuse ? FE_HTTP_REFUSE_MS : h->lim.idle_timeout_ms);
+    sb_http_timer_ms(c, refuse ? SB_HTTP_REFUSE_MS : h->lim.idle_timeout_ms);
     c->next = h->conns;
     if (h->conns)
         h->conns->prev = c;
@@ -711,7 +711,7 @@ fe_http_conn_t *fe_http_conn_new(fe_http_t *h, evutil_socket_t fd, fe_http_sourc
     return c;
 }
 
-const char *fe_http_reason(int status)
+const char *sb_http_reason(int status)
 {
     switch (status) {
     case 100:

@@ -1,17 +1,17 @@
 /*
- * fe_http_parse: strict HTTP/1.1 request framing; the rules are listed in
- * fe_http_parse.h. Written against RFC 9112 (message syntax) and RFC 9110
+ * sb_http_parse: strict HTTP/1.1 request framing; the rules are listed in
+ * sb_http_parse.h. Written against RFC 9112 (message syntax) and RFC 9110
  * (field semantics); no state beyond the structs the caller owns.
  */
-#include "fe_http_parse.h"
+#include "sb_http_parse.h"
 #include "sb_hex.h"
 
 #include <string.h>
 #include <strings.h>
 
-static const fe_http_err_t fe_http_e_bad = {400, "bad_request_framing", "Malformed HTTP request."};
+static const sb_http_err_t sb_http_e_bad = {400, "bad_request_framing", "Malformed HTTP request."};
 
-static void fe_http_set(fe_http_err_t *err, int status, const char *code, const char *message)
+static void sb_http_set(sb_http_err_t *err, int status, const char *code, const char *message)
 {
     err->status = status;
     err->code = code;
@@ -19,14 +19,14 @@ static void fe_http_set(fe_http_err_t *err, int status, const char *code, const 
 }
 
 /* RFC 9110 §5.6.2 tchar. */
-static bool fe_http_tchar(unsigned char c)
+static bool sb_http_tchar(unsigned char c)
 {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
         return true;
     return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-ssize_t fe_http_head_end(const char *buf, size_t len, size_t max, size_t *scanned, fe_http_err_t *err)
+ssize_t sb_http_head_end(const char *buf, size_t len, size_t max, size_t *scanned, sb_http_err_t *err)
 {
     size_t i = *scanned;
     for (; i < len; i++) {
@@ -35,7 +35,7 @@ ssize_t fe_http_head_end(const char *buf, size_t len, size_t max, size_t *scanne
             if (i + 1 == len)
                 break; /* its LF is still to come */
             if (buf[i + 1] != '\n') {
-                fe_http_set(err, 400, "bad_request_framing", "Malformed HTTP request: a CR not followed by LF.");
+                sb_http_set(err, 400, "bad_request_framing", "Malformed HTTP request: a CR not followed by LF.");
                 return -1;
             }
             continue;
@@ -43,13 +43,13 @@ ssize_t fe_http_head_end(const char *buf, size_t len, size_t max, size_t *scanne
         if (c != '\n')
             continue;
         if (i == 0 || buf[i - 1] != '\r') {
-            fe_http_set(err, 400, "bad_request_framing", "Malformed HTTP request: lines must end with CRLF.");
+            sb_http_set(err, 400, "bad_request_framing", "Malformed HTTP request: lines must end with CRLF.");
             return -1;
         }
         /* CRLF at i-1: the head ends when the line it closes is empty. */
         if (i >= 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
             if (i + 1 > max) {
-                fe_http_set(err, 431, "headers_too_large", "Request header fields too large.");
+                sb_http_set(err, 431, "headers_too_large", "Request header fields too large.");
                 return -1;
             }
             *scanned = i + 1;
@@ -58,7 +58,7 @@ ssize_t fe_http_head_end(const char *buf, size_t len, size_t max, size_t *scanne
     }
     *scanned = i;
     if (len > max) {
-        fe_http_set(err, 431, "headers_too_large", "Request header fields too large.");
+        sb_http_set(err, 431, "headers_too_large", "Request header fields too large.");
         return -1;
     }
     return 0;
@@ -66,21 +66,21 @@ ssize_t fe_http_head_end(const char *buf, size_t len, size_t max, size_t *scanne
 
 static const struct {
     const char *name;
-    fe_http_method_t m;
-} fe_http_methods[] = {
-    {"GET", FE_HTTP_M_GET},     {"POST", FE_HTTP_M_POST}, {"PUT", FE_HTTP_M_PUT},         {"DELETE", FE_HTTP_M_DELETE},
-    {"PATCH", FE_HTTP_M_PATCH}, {"HEAD", FE_HTTP_M_HEAD}, {"OPTIONS", FE_HTTP_M_OPTIONS},
+    sb_http_method_t m;
+} sb_http_methods[] = {
+    {"GET", SB_HTTP_M_GET},     {"POST", SB_HTTP_M_POST}, {"PUT", SB_HTTP_M_PUT},         {"DELETE", SB_HTTP_M_DELETE},
+    {"PATCH", SB_HTTP_M_PATCH}, {"HEAD", SB_HTTP_M_HEAD}, {"OPTIONS", SB_HTTP_M_OPTIONS},
 };
 
 /* Parses "METHOD SP target SP HTTP/x.y" (line without its CRLF). */
-static int fe_http_request_line(const char *p, size_t n, fe_http_head_t *h, fe_http_err_t *err)
+static int sb_http_request_line(const char *p, size_t n, sb_http_head_t *h, sb_http_err_t *err)
 {
     size_t i = 0;
-    while (i < n && fe_http_tchar((unsigned char)p[i]))
+    while (i < n && sb_http_tchar((unsigned char)p[i]))
         i++;
     size_t mlen = i;
     if (mlen == 0 || i >= n || p[i] != ' ') {
-        *err = fe_http_e_bad;
+        *err = sb_http_e_bad;
         return -1;
     }
     size_t t0 = ++i;
@@ -88,14 +88,14 @@ static int fe_http_request_line(const char *p, size_t n, fe_http_head_t *h, fe_h
         i++;
     size_t tlen = i - t0;
     if (tlen == 0 || i >= n || p[i] != ' ') {
-        *err = fe_http_e_bad;
+        *err = sb_http_e_bad;
         return -1;
     }
     const char *v = p + i + 1;
     size_t vlen = n - i - 1;
     if (vlen != 8 || memcmp(v, "HTTP/", 5) != 0 || v[5] < '0' || v[5] > '9' || v[6] != '.' || v[7] < '0' ||
         v[7] > '9') {
-        *err = fe_http_e_bad;
+        *err = sb_http_e_bad;
         return -1;
     }
     /* The target: origin-form, or absolute-form reduced to its path. */
@@ -115,45 +115,45 @@ static int fe_http_request_line(const char *p, size_t n, fe_http_head_t *h, fe_h
         h->target_len = tlen;
     }
     if (v[5] != '1') {
-        fe_http_set(err, 505, "http_version_not_supported", "HTTP version not supported: use HTTP/1.1.");
+        sb_http_set(err, 505, "http_version_not_supported", "HTTP version not supported: use HTTP/1.1.");
         return -1;
     }
     h->minor = v[7] - '0';
     if (h->minor > 1) {
-        fe_http_set(err, 505, "http_version_not_supported", "HTTP version not supported: use HTTP/1.1.");
+        sb_http_set(err, 505, "http_version_not_supported", "HTTP version not supported: use HTTP/1.1.");
         return -1;
     }
     bool known = false;
-    for (size_t k = 0; k < sizeof fe_http_methods / sizeof fe_http_methods[0]; k++) {
-        if (strlen(fe_http_methods[k].name) == mlen && memcmp(fe_http_methods[k].name, p, mlen) == 0) {
-            h->method = fe_http_methods[k].m;
-            h->method_name = fe_http_methods[k].name;
+    for (size_t k = 0; k < sizeof sb_http_methods / sizeof sb_http_methods[0]; k++) {
+        if (strlen(sb_http_methods[k].name) == mlen && memcmp(sb_http_methods[k].name, p, mlen) == 0) {
+            h->method = sb_http_methods[k].m;
+            h->method_name = sb_http_methods[k].name;
             known = true;
         }
     }
     if (!known) {
-        fe_http_set(err, 501, "method_not_implemented", "Method not implemented.");
+        sb_http_set(err, 501, "method_not_implemented", "Method not implemented.");
         return -1;
     }
-    if (h->target[0] != '/' && !(h->method == FE_HTTP_M_OPTIONS && h->target_len == 1 && h->target[0] == '*')) {
-        *err = fe_http_e_bad;
+    if (h->target[0] != '/' && !(h->method == SB_HTTP_M_OPTIONS && h->target_len == 1 && h->target[0] == '*')) {
+        *err = sb_http_e_bad;
         return -1;
     }
     return 0;
 }
 
 /* Parses one header line (without its CRLF) into a field. */
-static int fe_http_field_line(const char *p, size_t n, fe_http_field_t *f, fe_http_err_t *err)
+static int sb_http_field_line(const char *p, size_t n, sb_http_field_t *f, sb_http_err_t *err)
 {
     if (n > 0 && (p[0] == ' ' || p[0] == '\t')) {
-        fe_http_set(err, 400, "bad_request_framing", "Malformed HTTP request: folded header lines are not accepted.");
+        sb_http_set(err, 400, "bad_request_framing", "Malformed HTTP request: folded header lines are not accepted.");
         return -1;
     }
     size_t i = 0;
-    while (i < n && fe_http_tchar((unsigned char)p[i]))
+    while (i < n && sb_http_tchar((unsigned char)p[i]))
         i++;
     if (i == 0 || i >= n || p[i] != ':') {
-        fe_http_set(err, 400, "bad_request_framing", "Malformed HTTP request: a header field name is not valid.");
+        sb_http_set(err, 400, "bad_request_framing", "Malformed HTTP request: a header field name is not valid.");
         return -1;
     }
     f->name = p;
@@ -166,7 +166,7 @@ static int fe_http_field_line(const char *p, size_t n, fe_http_field_t *f, fe_ht
     for (size_t k = v0; k < v1; k++) {
         unsigned char c = (unsigned char)p[k];
         if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            fe_http_set(err, 400, "bad_request_framing",
+            sb_http_set(err, 400, "bad_request_framing",
                         "Malformed HTTP request: a header field value contains a control character.");
             return -1;
         }
@@ -176,13 +176,13 @@ static int fe_http_field_line(const char *p, size_t n, fe_http_field_t *f, fe_ht
     return 0;
 }
 
-static bool fe_http_name_is(const fe_http_field_t *f, const char *name)
+static bool sb_http_name_is(const sb_http_field_t *f, const char *name)
 {
     return f->name_len == strlen(name) && strncasecmp(f->name, name, f->name_len) == 0;
 }
 
 /* Next comma-separated element of v[*at..len), OWS trimmed; false at the end. */
-static bool fe_http_list_next(const char *v, size_t len, size_t *at, const char **el, size_t *el_len)
+static bool sb_http_list_next(const char *v, size_t len, size_t *at, const char **el, size_t *el_len)
 {
     if (*at > len)
         return false;
@@ -199,163 +199,163 @@ static bool fe_http_list_next(const char *v, size_t len, size_t *at, const char 
     return true;
 }
 
-static bool fe_http_token_is(const char *el, size_t n, const char *tok)
+static bool sb_http_token_is(const char *el, size_t n, const char *tok)
 {
     return n == strlen(tok) && strncasecmp(el, tok, n) == 0;
 }
 
 /* Content-Length: each element of each field is 1*DIGIT and all are equal. */
-static int fe_http_content_length(const fe_http_field_t *f, fe_http_head_t *h, fe_http_err_t *err)
+static int sb_http_content_length(const sb_http_field_t *f, sb_http_head_t *h, sb_http_err_t *err)
 {
     size_t at = 0;
     const char *el;
     size_t n;
     bool any = false;
-    while (fe_http_list_next(f->value, f->value_len, &at, &el, &n)) {
+    while (sb_http_list_next(f->value, f->value_len, &at, &el, &n)) {
         any = true;
         if (n == 0) {
-            fe_http_set(err, 400, "bad_content_length", "Malformed HTTP request: Content-Length is not a number.");
+            sb_http_set(err, 400, "bad_content_length", "Malformed HTTP request: Content-Length is not a number.");
             return -1;
         }
         uint64_t v = 0;
         for (size_t k = 0; k < n; k++) {
             if (el[k] < '0' || el[k] > '9') {
-                fe_http_set(err, 400, "bad_content_length", "Malformed HTTP request: Content-Length is not a number.");
+                sb_http_set(err, 400, "bad_content_length", "Malformed HTTP request: Content-Length is not a number.");
                 return -1;
             }
             unsigned d = (unsigned)(el[k] - '0');
             v = v > (UINT64_MAX - d) / 10 ? UINT64_MAX : v * 10 + d;
         }
         if (h->has_length && h->length != v) {
-            fe_http_set(err, 400, "bad_content_length", "Malformed HTTP request: conflicting Content-Length values.");
+            sb_http_set(err, 400, "bad_content_length", "Malformed HTTP request: conflicting Content-Length values.");
             return -1;
         }
         h->has_length = true;
         h->length = v;
     }
     if (!any) {
-        fe_http_set(err, 400, "bad_content_length", "Malformed HTTP request: Content-Length is not a number.");
+        sb_http_set(err, 400, "bad_content_length", "Malformed HTTP request: Content-Length is not a number.");
         return -1;
     }
     return 0;
 }
 
 /* Transfer-Encoding: the codings across every field; only "chunked", alone. */
-static int fe_http_transfer_encoding(const fe_http_field_t *f, fe_http_head_t *h, int *codings, fe_http_err_t *err)
+static int sb_http_transfer_encoding(const sb_http_field_t *f, sb_http_head_t *h, int *codings, sb_http_err_t *err)
 {
     size_t at = 0;
     const char *el;
     size_t n;
-    while (fe_http_list_next(f->value, f->value_len, &at, &el, &n)) {
+    while (sb_http_list_next(f->value, f->value_len, &at, &el, &n)) {
         if (n == 0)
             continue;     /* empty list elements are allowed and ignored (RFC 9110 §5.6.1) */
         if (h->chunked) { /* something after chunked: the body's end cannot be known */
-            fe_http_set(err, 400, "bad_transfer_encoding",
+            sb_http_set(err, 400, "bad_transfer_encoding",
                         "Malformed HTTP request: chunked must be the last transfer coding.");
             return -1;
         }
         (*codings)++;
-        if (fe_http_token_is(el, n, "chunked"))
+        if (sb_http_token_is(el, n, "chunked"))
             h->chunked = true;
     }
     return 0;
 }
 
-int fe_http_head_parse(const char *buf, size_t len, fe_http_head_t *h, fe_http_err_t *err)
+int sb_http_head_parse(const char *buf, size_t len, sb_http_head_t *h, sb_http_err_t *err)
 {
     memset(h, 0, sizeof *h);
     const char *end = buf + len;
     const char *eol = memchr(buf, '\n', len);
     if (!eol || eol == buf || eol[-1] != '\r') {
-        *err = fe_http_e_bad;
+        *err = sb_http_e_bad;
         return -1;
     }
-    if (fe_http_request_line(buf, (size_t)(eol - 1 - buf), h, err) < 0)
+    if (sb_http_request_line(buf, (size_t)(eol - 1 - buf), h, err) < 0)
         return -1;
     int hosts = 0, codings = 0;
     bool te = false;
     for (const char *p = eol + 1; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl || nl == p || nl[-1] != '\r') {
-            *err = fe_http_e_bad;
+            *err = sb_http_e_bad;
             return -1;
         }
         size_t n = (size_t)(nl - 1 - p);
         if (n == 0)
             break; /* the blank line */
-        if (h->nfields == FE_HTTP_MAX_FIELDS) {
-            fe_http_set(err, 431, "headers_too_large", "Request header fields too large: too many fields.");
+        if (h->nfields == SB_HTTP_MAX_FIELDS) {
+            sb_http_set(err, 431, "headers_too_large", "Request header fields too large: too many fields.");
             return -1;
         }
-        fe_http_field_t *f = &h->fields[h->nfields];
-        if (fe_http_field_line(p, n, f, err) < 0)
+        sb_http_field_t *f = &h->fields[h->nfields];
+        if (sb_http_field_line(p, n, f, err) < 0)
             return -1;
         h->nfields++;
         p = nl + 1;
-        if (fe_http_name_is(f, "Host")) {
+        if (sb_http_name_is(f, "Host")) {
             hosts++;
             for (size_t k = 0; k < f->value_len; k++) {
                 unsigned char c = (unsigned char)f->value[k];
                 if (c <= 0x20 || c >= 0x7f || c == '/' || c == '\\' || c == '@' || c == '?' || c == '#') {
-                    fe_http_set(err, 400, "bad_host", "Malformed HTTP request: the Host header is not valid.");
+                    sb_http_set(err, 400, "bad_host", "Malformed HTTP request: the Host header is not valid.");
                     return -1;
                 }
             }
-        } else if (fe_http_name_is(f, "Content-Length")) {
-            if (fe_http_content_length(f, h, err) < 0)
+        } else if (sb_http_name_is(f, "Content-Length")) {
+            if (sb_http_content_length(f, h, err) < 0)
                 return -1;
-        } else if (fe_http_name_is(f, "Transfer-Encoding")) {
+        } else if (sb_http_name_is(f, "Transfer-Encoding")) {
             te = true;
-            if (fe_http_transfer_encoding(f, h, &codings, err) < 0)
+            if (sb_http_transfer_encoding(f, h, &codings, err) < 0)
                 return -1;
         }
     }
     if (te) {
         if (h->minor == 0) {
-            fe_http_set(err, 400, "bad_transfer_encoding",
+            sb_http_set(err, 400, "bad_transfer_encoding",
                         "Malformed HTTP request: Transfer-Encoding is not defined for HTTP/1.0.");
             return -1;
         }
         if (codings == 0) {
-            fe_http_set(err, 400, "bad_transfer_encoding", "Malformed HTTP request: empty Transfer-Encoding.");
+            sb_http_set(err, 400, "bad_transfer_encoding", "Malformed HTTP request: empty Transfer-Encoding.");
             return -1;
         }
         if (!h->chunked) {
-            fe_http_set(err, 400, "bad_transfer_encoding",
+            sb_http_set(err, 400, "bad_transfer_encoding",
                         "Malformed HTTP request: chunked must be the last transfer coding.");
             return -1;
         }
         if (codings > 1) {
-            fe_http_set(err, 501, "unsupported_transfer_encoding",
+            sb_http_set(err, 501, "unsupported_transfer_encoding",
                         "Transfer codings other than chunked are not implemented.");
             return -1;
         }
         if (h->has_length) {
-            fe_http_set(err, 400, "bad_request_framing",
+            sb_http_set(err, 400, "bad_request_framing",
                         "Malformed HTTP request: both Content-Length and Transfer-Encoding are present.");
             return -1;
         }
     }
     if (hosts > 1 || (hosts == 0 && h->minor == 1)) {
-        fe_http_set(err, 400, "bad_host", "Malformed HTTP request: exactly one Host header is required.");
+        sb_http_set(err, 400, "bad_host", "Malformed HTTP request: exactly one Host header is required.");
         return -1;
     }
     h->keep_alive = h->minor == 1;
     for (size_t k = 0; k < h->nfields; k++) {
-        const fe_http_field_t *f = &h->fields[k];
-        if (fe_http_name_is(f, "Connection")) {
+        const sb_http_field_t *f = &h->fields[k];
+        if (sb_http_name_is(f, "Connection")) {
             size_t at = 0;
             const char *el;
             size_t n;
-            while (fe_http_list_next(f->value, f->value_len, &at, &el, &n)) {
-                if (fe_http_token_is(el, n, "close"))
+            while (sb_http_list_next(f->value, f->value_len, &at, &el, &n)) {
+                if (sb_http_token_is(el, n, "close"))
                     h->keep_alive = false;
-                else if (fe_http_token_is(el, n, "keep-alive") && h->minor == 0)
+                else if (sb_http_token_is(el, n, "keep-alive") && h->minor == 0)
                     h->keep_alive = true;
             }
-        } else if (fe_http_name_is(f, "Expect") && h->minor == 1) {
-            if (!fe_http_token_is(f->value, f->value_len, "100-continue")) {
-                fe_http_set(err, 417, "expectation_failed", "Expectation failed: only 100-continue is supported.");
+        } else if (sb_http_name_is(f, "Expect") && h->minor == 1) {
+            if (!sb_http_token_is(f->value, f->value_len, "100-continue")) {
+                sb_http_set(err, 417, "expectation_failed", "Expectation failed: only 100-continue is supported.");
                 return -1;
             }
             h->expect_continue = true;
@@ -366,21 +366,21 @@ int fe_http_head_parse(const char *buf, size_t len, fe_http_head_t *h, fe_http_e
     return 0;
 }
 
-int fe_http_peek_target(const char *buf, size_t len, fe_http_head_t *h)
+int sb_http_peek_target(const char *buf, size_t len, sb_http_head_t *h)
 {
     memset(h, 0, sizeof *h);
     const char *eol = memchr(buf, '\n', len);
     if (!eol || eol == buf || eol[-1] != '\r')
         return -1;
-    fe_http_err_t err;
-    fe_http_request_line(buf, (size_t)(eol - 1 - buf), h, &err);
+    sb_http_err_t err;
+    sb_http_request_line(buf, (size_t)(eol - 1 - buf), h, &err);
     return h->target ? 0 : -1;
 }
 
-const char *fe_http_head_field(const fe_http_head_t *h, const char *name, size_t *len)
+const char *sb_http_head_field(const sb_http_head_t *h, const char *name, size_t *len)
 {
     for (size_t k = 0; k < h->nfields; k++) {
-        if (fe_http_name_is(&h->fields[k], name)) {
+        if (sb_http_name_is(&h->fields[k], name)) {
             *len = h->fields[k].value_len;
             return h->fields[k].value;
         }
@@ -389,7 +389,7 @@ const char *fe_http_head_field(const fe_http_head_t *h, const char *name, size_t
     return NULL;
 }
 
-int fe_http_target_path(const char *target, size_t len, char *out, size_t outlen)
+int sb_http_target_path(const char *target, size_t len, char *out, size_t outlen)
 {
     if (len == 0 || target[0] != '/' || outlen == 0)
         return -1;
@@ -437,7 +437,7 @@ enum {
     FE_CH_DONE,
 };
 
-void fe_http_chunked_init(fe_http_chunked_t *c, uint64_t max, size_t trailer_max)
+void sb_http_chunked_init(sb_http_chunked_t *c, uint64_t max, size_t trailer_max)
 {
     memset(c, 0, sizeof *c);
     c->state = FE_CH_SIZE;
@@ -445,14 +445,14 @@ void fe_http_chunked_init(fe_http_chunked_t *c, uint64_t max, size_t trailer_max
     c->trailer_max = trailer_max;
 }
 
-static int fe_http_chunk_bad(fe_http_err_t *err, const char *msg)
+static int sb_http_chunk_bad(sb_http_err_t *err, const char *msg)
 {
-    fe_http_set(err, 400, "bad_chunk", msg);
+    sb_http_set(err, 400, "bad_chunk", msg);
     return -1;
 }
 
-int fe_http_chunked_feed(fe_http_chunked_t *c, const char *in, size_t len, size_t *used,
-                         void (*sink)(void *arg, const char *data, size_t n), void *arg, fe_http_err_t *err)
+int sb_http_chunked_feed(sb_http_chunked_t *c, const char *in, size_t len, size_t *used,
+                         void (*sink)(void *arg, const char *data, size_t n), void *arg, sb_http_err_t *err)
 {
     size_t i = 0;
     while (i < len) {
@@ -461,54 +461,54 @@ int fe_http_chunked_feed(fe_http_chunked_t *c, const char *in, size_t len, size_
         case FE_CH_SIZE:
             if (c->cr) {
                 if (b != '\n')
-                    return fe_http_chunk_bad(err, "Malformed chunked body: a chunk-size line must end with CRLF.");
+                    return sb_http_chunk_bad(err, "Malformed chunked body: a chunk-size line must end with CRLF.");
                 i++;
                 c->cr = false;
                 if (c->digits == 0)
-                    return fe_http_chunk_bad(err, "Malformed chunked body: a chunk size is missing.");
+                    return sb_http_chunk_bad(err, "Malformed chunked body: a chunk size is missing.");
                 c->line_len = 0;
                 c->digits = 0;
                 c->ext = 0;
                 c->state = c->left == 0 ? FE_CH_TRAILER : FE_CH_DATA;
                 continue;
             }
-            if (++c->line_len > FE_HTTP_CHUNK_LINE_MAX)
-                return fe_http_chunk_bad(err, "Malformed chunked body: a chunk-size line is too long.");
+            if (++c->line_len > SB_HTTP_CHUNK_LINE_MAX)
+                return sb_http_chunk_bad(err, "Malformed chunked body: a chunk-size line is too long.");
             i++;
             if (b == '\r') {
                 c->cr = true;
                 continue;
             }
             if (b == '\n')
-                return fe_http_chunk_bad(err, "Malformed chunked body: a chunk-size line must end with CRLF.");
+                return sb_http_chunk_bad(err, "Malformed chunked body: a chunk-size line must end with CRLF.");
             if (c->ext == 2) { /* inside the extensions: any visible text */
                 if ((b < 0x20 && b != '\t') || b == 0x7f)
-                    return fe_http_chunk_bad(err, "Malformed chunked body: a chunk extension is not valid.");
+                    return sb_http_chunk_bad(err, "Malformed chunked body: a chunk extension is not valid.");
                 continue;
             }
             if (b == ';') {
                 if (c->digits == 0)
-                    return fe_http_chunk_bad(err, "Malformed chunked body: a chunk size is missing.");
+                    return sb_http_chunk_bad(err, "Malformed chunked body: a chunk size is missing.");
                 c->ext = 2;
                 continue;
             }
             if (b == ' ' || b == '\t') { /* BWS before ';' */
                 if (c->digits == 0)
-                    return fe_http_chunk_bad(err, "Malformed chunked body: a chunk size is missing.");
+                    return sb_http_chunk_bad(err, "Malformed chunked body: a chunk size is missing.");
                 c->ext = 1;
                 continue;
             }
             int d = sb_hex_digit((char)b);
             if (d < 0 || c->ext == 1)
-                return fe_http_chunk_bad(err, "Malformed chunked body: a chunk size is not hexadecimal.");
+                return sb_http_chunk_bad(err, "Malformed chunked body: a chunk size is not hexadecimal.");
             if (c->digits >= 16) {
-                fe_http_set(err, 413, "request_too_large", "Request body too large.");
+                sb_http_set(err, 413, "request_too_large", "Request body too large.");
                 return -1;
             }
             c->digits++;
             c->left = c->left * 16 + (uint64_t)d;
             if (c->left > c->max - c->total) {
-                fe_http_set(err, 413, "request_too_large", "Request body too large.");
+                sb_http_set(err, 413, "request_too_large", "Request body too large.");
                 return -1;
             }
             continue;
@@ -527,25 +527,25 @@ int fe_http_chunked_feed(fe_http_chunked_t *c, const char *in, size_t len, size_
         }
         case FE_CH_DATA_CR:
             if (b != '\r')
-                return fe_http_chunk_bad(err, "Malformed chunked body: chunk data must be followed by CRLF.");
+                return sb_http_chunk_bad(err, "Malformed chunked body: chunk data must be followed by CRLF.");
             i++;
             c->state = FE_CH_DATA_LF;
             break;
         case FE_CH_DATA_LF:
             if (b != '\n')
-                return fe_http_chunk_bad(err, "Malformed chunked body: chunk data must be followed by CRLF.");
+                return sb_http_chunk_bad(err, "Malformed chunked body: chunk data must be followed by CRLF.");
             i++;
             c->state = FE_CH_SIZE;
             break;
         case FE_CH_TRAILER:
             i++;
             if (++c->trailer > c->trailer_max) {
-                fe_http_set(err, 431, "headers_too_large", "Request trailer fields too large.");
+                sb_http_set(err, 431, "headers_too_large", "Request trailer fields too large.");
                 return -1;
             }
             if (c->cr) {
                 if (b != '\n')
-                    return fe_http_chunk_bad(err, "Malformed chunked body: a trailer line must end with CRLF.");
+                    return sb_http_chunk_bad(err, "Malformed chunked body: a trailer line must end with CRLF.");
                 c->cr = false;
                 if (c->line_len == 0) {
                     c->state = FE_CH_DONE;
@@ -560,9 +560,9 @@ int fe_http_chunked_feed(fe_http_chunked_t *c, const char *in, size_t len, size_
                 continue;
             }
             if (b == '\n' || (b < 0x20 && b != '\t') || b == 0x7f)
-                return fe_http_chunk_bad(err, "Malformed chunked body: a trailer line is not valid.");
+                return sb_http_chunk_bad(err, "Malformed chunked body: a trailer line is not valid.");
             if (c->line_len == 0 && (b == ' ' || b == '\t'))
-                return fe_http_chunk_bad(err, "Malformed chunked body: folded trailer lines are not accepted.");
+                return sb_http_chunk_bad(err, "Malformed chunked body: folded trailer lines are not accepted.");
             c->line_len++;
             break;
         default:
@@ -578,7 +578,7 @@ int fe_http_chunked_feed(fe_http_chunked_t *c, const char *in, size_t len, size_
 
 /* Decodes s[0..n) (%XX and '+' as a space) into out; -1 on a bad escape, a
  * NUL, or no room. */
-static int fe_http_form_decode(const char *s, size_t n, char *out, size_t outlen)
+static int sb_http_form_decode(const char *s, size_t n, char *out, size_t outlen)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
@@ -602,7 +602,7 @@ static int fe_http_form_decode(const char *s, size_t n, char *out, size_t outlen
     return 0;
 }
 
-int fe_http_query_get(const char *query, const char *name, char *buf, size_t len)
+int sb_http_query_get(const char *query, const char *name, char *buf, size_t len)
 {
     if (!query || len == 0)
         return -1;
@@ -612,10 +612,10 @@ int fe_http_query_get(const char *query, const char *name, char *buf, size_t len
         size_t n = amp ? (size_t)(amp - p) : strlen(p);
         const char *eq = memchr(p, '=', n);
         size_t klen = eq ? (size_t)(eq - p) : n;
-        if (fe_http_form_decode(p, klen, key, sizeof key) == 0 && strcmp(key, name) == 0) {
+        if (sb_http_form_decode(p, klen, key, sizeof key) == 0 && strcmp(key, name) == 0) {
             if (!eq)
                 return len > 0 ? (buf[0] = '\0', 0) : -1;
-            return fe_http_form_decode(eq + 1, n - klen - 1, buf, len);
+            return sb_http_form_decode(eq + 1, n - klen - 1, buf, len);
         }
         if (!amp)
             break;
