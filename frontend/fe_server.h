@@ -11,9 +11,9 @@
 
 #include "fe_auth.h"
 #include "fe_broker.h"
-#include "sb_http.h"
 #include "fe_reqlog.h"
 #include "sb_db.h"
+#include "sb_http.h"
 #include "sb_seal.h"
 
 struct fe_route_table;

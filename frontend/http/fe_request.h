@@ -13,10 +13,10 @@
 
 #include "fe_collect.h"
 #include "fe_error.h"
-#include "sb_http.h"
 #include "fe_limits_block.h"
 #include "fe_server.h"
 #include "fe_style.h"
+#include "sb_http.h"
 #include "sb_id.h"
 
 struct fe_request;

@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sb_http.h"
 #include "fe_request.h"
+#include "sb_http.h"
 
 typedef struct fe_route {
     const char *method;      /* "GET", "POST", "DELETE" */

@@ -32,8 +32,8 @@
 
 #include "fe_collect.h"
 #include "fe_error.h"
-#include "sb_http.h"
 #include "sb_db.h"
+#include "sb_http.h"
 #include "sb_id.h"
 #include "sb_seal.h"
 

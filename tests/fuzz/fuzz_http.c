@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sb_http_parse.h"
 #include "fuzz.h"
+#include "sb_http_parse.h"
 
 #define FUZZ_MAX_HEAD 4096
 #define FUZZ_MAX_BODY 8192

@@ -5,8 +5,8 @@
 #ifndef FE_MODELS_H
 #define FE_MODELS_H
 
-#include "sb_http.h"
 #include "fe_request.h"
+#include "sb_http.h"
 
 /* Endpoint of both routes (fe_routes.c). */
 void fe_models_list(fe_request_t *r);
