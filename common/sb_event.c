@@ -80,10 +80,10 @@ json_t *sb_event_usage(int64_t input_tokens, int64_t output_tokens, int64_t reas
                      (json_int_t)output_tokens, "reasoning_tokens", (json_int_t)reasoning_tokens);
 }
 
-json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model, int64_t upstream_ms)
+json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model, int64_t upstream_us)
 {
     return json_pack("{s:s, s:s, s:s?, s:s?, s:I}", "type", "completed", "status", status, "incomplete_reason",
-                     incomplete_reason, "model", model, "upstream_ms", (json_int_t)upstream_ms);
+                     incomplete_reason, "model", model, "upstream_us", (json_int_t)upstream_us);
 }
 
 json_t *sb_event_error(int http_status, const char *kind, const char *code, const char *message)

@@ -14,7 +14,7 @@
  *   {"type":"usage", "input_tokens":I, "output_tokens":O, "reasoning_tokens":R}
  *   {"type":"completed", "status":"completed"|"incomplete",
  *        "incomplete_reason":"max_output_tokens"|"content_filter"|null,
- *        "model":"<model that answered>", "upstream_ms":U}          final
+ *        "model":"<model that answered>", "upstream_us":U}          final
  *   {"type":"error", "status":HTTP, "kind":"<sb_error_kind>", "code":str|null,
  *        "message":"..."}                                              final
  *   {"type":"item_progress", "item_index":N, "status":"searching"}    a built-in
@@ -95,7 +95,7 @@ json_t *sb_event_args_delta(int item_index, const char *delta, size_t len);
 json_t *sb_event_reasoning_delta(int item_index, const char *delta, size_t len);
 json_t *sb_event_item_done(int item_index, json_t *item);
 json_t *sb_event_usage(int64_t input_tokens, int64_t output_tokens, int64_t reasoning_tokens);
-json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model, int64_t upstream_ms);
+json_t *sb_event_completed(const char *status, const char *incomplete_reason, const char *model, int64_t upstream_us);
 json_t *sb_event_error(int http_status, const char *kind, const char *code, const char *message);
 json_t *sb_event_choice_done(int choice, const char *status, const char *incomplete_reason);
 json_t *sb_event_item_progress(int item_index, const char *status);

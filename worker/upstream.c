@@ -301,7 +301,7 @@ static void sb_upstream_check_done(struct sb_upstream_pool *pool)
         if (res.outcome == SB_UPSTREAM_OK && sb_upstream_redirecting(x, res.status) &&
             sb_upstream_follow(x, res.status, &res.outcome) == 0)
             continue;
-        res.elapsed_ms = (sb_mono_us() - x->start_us) / 1000;
+        res.elapsed_us = sb_mono_us() - x->start_us;
         if (res.outcome == SB_UPSTREAM_BLOCKED)
             res.detail = sb_upstream_blocked_text;
         x->cbs.on_done(&res, x->arg);

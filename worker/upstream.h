@@ -33,7 +33,7 @@ typedef struct sb_upstream_result {
     enum sb_upstream_outcome outcome;
     long status;        /* HTTP status; 0 when none was received */
     long retry_after;   /* Retry-After seconds, -1 when absent */
-    int64_t elapsed_ms; /* start to end */
+    int64_t elapsed_us; /* start to end, microseconds */
     const char *detail; /* static curl error text (no URLs, no secrets) */
 } sb_upstream_result_t;
 

@@ -236,7 +236,7 @@ static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg)
     switch (res->outcome) {
     case SB_UPSTREAM_OK: {
         sb_provider_response_t resp = {
-            .status = res->status, .retry_after = res->retry_after, .upstream_ms = res->elapsed_ms};
+            .status = res->status, .retry_after = res->retry_after, .upstream_us = res->elapsed_us};
         sb_provider_parser_finish(c->parser, &resp, c->events);
         break;
     }

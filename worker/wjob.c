@@ -179,8 +179,8 @@ void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
                      json_string_value(json_object_get(last, "kind")), upstream ? ", upstream " : "",
                      upstream ? upstream : "");
         else
-            sb_debug("job %s: %s in %lld ms", j->job_id, json_string_value(json_object_get(last, "status")),
-                     (long long)json_integer_value(json_object_get(last, "upstream_ms")));
+            sb_debug("job %s: %s in %lld us", j->job_id, json_string_value(json_object_get(last, "status")),
+                     (long long)json_integer_value(json_object_get(last, "upstream_us")));
         sb_wjob_send_events(j, json_array_size(j->events), upstream);
         json_array_clear(j->events);
         j->sent = true;
@@ -293,7 +293,7 @@ static void sb_wjob_on_call_final(sb_wcall_t *c)
     if (c->seen && sb_event_type_of(final) == SB_EV_COMPLETED)
         sb_wjob_pass(c); /* the rest of the stream, so the check sees all of it */
     if (sb_event_type_of(final) == SB_EV_COMPLETED) {
-        c->upstream_ms += json_integer_value(json_object_get(final, "upstream_ms"));
+        c->upstream_us += json_integer_value(json_object_get(final, "upstream_us"));
         json_t *err = NULL;
         int rc = j->strict ? sb_wjob_check_strict(c, final, &err) : 0;
         if (rc > 0) { /* retrying */
@@ -314,7 +314,7 @@ static void sb_wjob_on_call_final(sb_wcall_t *c)
     }
     sb_wjob_pass(c);
     if (c->choice < 0) {
-        json_object_set_new(final, "upstream_ms", json_integer(c->upstream_ms));
+        json_object_set_new(final, "upstream_us", json_integer(c->upstream_us));
         sb_wjob_finish(j, final);
         return;
     }
@@ -335,15 +335,15 @@ static void sb_wjob_on_call_final(sb_wcall_t *c)
     }
     json_array_append_new(j->events, sb_event_choice_done(c->choice, status, reason));
     json_decref(final);
-    if (c->upstream_ms > j->upstream_ms)
-        j->upstream_ms = c->upstream_ms;
+    if (c->upstream_us > j->upstream_us)
+        j->upstream_us = c->upstream_us;
     sb_wjob_flush_partial(j);
     if (j->calls_open > 0)
         return;
     if (j->have_usage)
         json_array_append_new(j->events, sb_event_usage(j->usage_in, j->usage_out, j->usage_reasoning));
     sb_wjob_finish(j, sb_event_completed(j->incomplete ? "incomplete" : "completed", j->incomplete_reason,
-                                         json_string_value(json_object_get(j->job, "model")), j->upstream_ms));
+                                         json_string_value(json_object_get(j->job, "model")), j->upstream_us));
 }
 
 /* New events from a call's parser: passed on at once, unless the job's

@@ -59,9 +59,9 @@ static void sb_wloop_end(sb_wloop_t *l, json_t *final)
             json_array_append_new(l->j->events, sb_event_usage(l->usage_in, l->usage_out, l->usage_reasoning));
         if (!final)
             final = sb_event_completed(l->incomplete ? "incomplete" : "completed", l->incomplete_reason,
-                                       json_string_value(json_object_get(l->j->job, "model")), l->upstream_ms);
+                                       json_string_value(json_object_get(l->j->job, "model")), l->upstream_us);
         else
-            json_object_set_new(final, "upstream_ms", json_integer(l->upstream_ms));
+            json_object_set_new(final, "upstream_us", json_integer(l->upstream_us));
     }
     l->ops->finish(l->j, final);
 }
@@ -232,7 +232,7 @@ static void sb_wloop_on_call_final(sb_wcall_t *c)
         sb_wloop_end(l, final);
         return;
     }
-    l->upstream_ms += json_integer_value(json_object_get(final, "upstream_ms"));
+    l->upstream_us += json_integer_value(json_object_get(final, "upstream_us"));
     const char *status = json_string_value(json_object_get(final, "status"));
     if (status && !strcmp(status, "incomplete")) {
         /* Cut short (a token limit, a filter): the response ends so. */

@@ -78,7 +78,7 @@ struct sb_wloop {
     long long max_tool_calls; /* -1: none */
     int iter_calls;           /* built-in calls the running model call started (SB_WLOOP_MAX_TURN_CALLS) */
     bool have_usage;
-    int64_t usage_in, usage_out, usage_reasoning, upstream_ms;
+    int64_t usage_in, usage_out, usage_reasoning, upstream_us;
     bool incomplete;
     const char *incomplete_reason; /* static */
     struct sb_wci *ci;             /* owned: the code interpreter's sandbox and container (wloop_code.c), or NULL */

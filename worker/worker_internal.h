@@ -165,7 +165,7 @@ struct sb_wcall {
     json_t *seen;
     struct event *idle;  /* owned; streaming: fires when the upstream is quiet for stream_idle_ms */
     int64_t timeout_ms;  /* this attempt's total upstream timeout */
-    int64_t upstream_ms; /* summed over attempts */
+    int64_t upstream_us; /* summed over attempts */
     int feed_error;      /* why the parser refused the body, or 0 */
 };
 
@@ -218,7 +218,7 @@ struct sb_wjob {
     int64_t usage_in, usage_out, usage_reasoning;
     const char *incomplete_reason; /* the first incomplete choice's (static string), or NULL */
     bool incomplete;
-    int64_t upstream_ms;       /* the slowest call's */
+    int64_t upstream_us;       /* the slowest call's */
     sb_wloop_t *loop;          /* owned: the tool loop that makes this job's calls (wloop.c), or NULL */
     struct sb_vsjob *vs;       /* owned: a file search operation (request.op vs_*; wtool_vsjob.h), or NULL */
     struct sb_wbg *bg;         /* owned until the job ends: a background job's event writer (wbg.h), or NULL */

@@ -136,7 +136,7 @@ static void fe_request_log(fe_request_t *r)
         .path = r->path,
         .status = r->status,
         .latency_ms = (int)((sb_mono_us() - r->start_us) / 1000),
-        .upstream_ms = (int)r->result.upstream_ms,
+        .upstream_ms = r->result.upstream_us >= 0 ? (int)(r->result.upstream_us / 1000) : -1,
         .requested_model = r->requested_model,
         .tokens_in = r->log_tokens_in,
         .tokens_out = r->log_tokens_out,

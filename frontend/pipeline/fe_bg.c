@@ -95,8 +95,8 @@ static json_t *fe_bg_render(fe_server_t *srv, const json_t *snap, const json_t *
             (json_int_t)(now > meta.start_ms ? now - meta.start_ms : 0), "tokens_in", (json_int_t)c.input_tokens,
             "tokens_out", (json_int_t)c.output_tokens, "reasoning_tokens", (json_int_t)c.reasoning_tokens, "stream",
             meta.stream, "frontend", srv->cfg.name ? srv->cfg.name : "");
-        if (c.upstream_ms >= 0)
-            json_object_set_new(log, "upstream_latency_ms", json_integer(c.upstream_ms));
+        if (c.upstream_us >= 0)
+            json_object_set_new(log, "upstream_latency_ms", json_integer(c.upstream_us / 1000));
         if (c.failed)
             json_object_set_new(log, "error", json_string(c.error.message));
         if (meta.requested_model)

@@ -17,7 +17,7 @@ void fe_collect_init(fe_collect_t *c)
     c->items = json_array();
     c->more = json_array();
     c->tool_calls = json_array();
-    c->upstream_ms = -1;
+    c->upstream_us = -1;
 }
 
 void fe_collect_free(fe_collect_t *c)
@@ -260,8 +260,8 @@ bool fe_collect_event(fe_collect_t *c, const json_t *ev)
         snprintf(c->incomplete_reason, sizeof c->incomplete_reason, "%s", why ? why : "");
         const char *m = json_string_value(json_object_get(ev, "model"));
         snprintf(c->model, sizeof c->model, "%s", m ? m : "");
-        json_t *u = json_object_get(ev, "upstream_ms");
-        c->upstream_ms = json_is_integer(u) ? (int64_t)json_integer_value(u) : -1;
+        json_t *u = json_object_get(ev, "upstream_us");
+        c->upstream_us = json_is_integer(u) ? (int64_t)json_integer_value(u) : -1;
         c->done = true;
         break;
     }

@@ -33,7 +33,7 @@ typedef struct {
     char choice0_status[16]; /* from choice_done for choice 0; "" if none came */
     char choice0_reason[32];
     char model[128];     /* model that answered */
-    int64_t upstream_ms; /* -1 unknown */
+    int64_t upstream_us; /* -1 unknown */
     /* tool_calls rows, in arrival order: {"ts_ms", "kind", "outcome", and
      * when known "server", "name", "item_id", "duration_ms", "bytes_in",
      * "bytes_out", "error", "model" (a fallback's earlier model),

@@ -176,7 +176,7 @@ static int fuzz_provider_run(const sb_provider_t *provider, const uint8_t *data,
             .body = NULL,
             .body_len = 0,
             .retry_after = (flags & FUZZ_PROVIDER_RETRY_AFTER) ? 7 : -1,
-            .upstream_ms = 12,
+            .upstream_us = 12,
         };
         sb_provider_parser_finish(p, &resp, events);
         fuzz_provider_check_events(events, &checked, &finals, seen);

@@ -222,7 +222,7 @@ static inline json_t *parse_raw(const char *request, long status, const char *bo
     json_t *job = job_with(request);
     json_t *events = json_array();
     sb_provider_response_t resp = {
-        .status = status, .body = body, .body_len = strlen(body), .retry_after = retry_after, .upstream_ms = 42};
+        .status = status, .body = body, .body_len = strlen(body), .retry_after = retry_after, .upstream_us = 42};
     sb_ptest.provider->parse_response(job, &resp, events);
     json_decref(job);
     if (sb_ptest.normalize_ids)
@@ -278,7 +278,7 @@ static inline json_t *parse_count(long status, const char *body)
     char *sent = sb_ptest_body(body);
     json_t *events = json_array();
     sb_provider_response_t resp = {
-        .status = status, .body = sent, .body_len = strlen(sent), .retry_after = -1, .upstream_ms = 42};
+        .status = status, .body = sent, .body_len = strlen(sent), .retry_after = -1, .upstream_us = 42};
     sb_ptest.provider->parse_count_response(job, &resp, events);
     free(sent);
     json_decref(job);

@@ -91,7 +91,7 @@ void sb_anth_take_stop_reason(sb_anth_out_t *o, const json_t *v);
 /* The message is over: closes what is open and sends usage. */
 void sb_anth_end_items(sb_anth_out_t *o);
 /* The completed event (incomplete on max_tokens). New reference. */
-json_t *sb_anth_completed(const sb_anth_out_t *o, const json_t *job, int64_t upstream_ms);
+json_t *sb_anth_completed(const sb_anth_out_t *o, const json_t *job, int64_t upstream_us);
 
 /* The error event for an Anthropic error: {"type":"error","error":{"type",
  * "message"}} (root may be NULL or anything else). The status of an error

@@ -298,13 +298,13 @@ void sb_anth_end_items(sb_anth_out_t *o)
         sb_anth_emit(o, sb_event_usage(o->in + o->cache_read + o->cache_write, o->out, 0));
 }
 
-json_t *sb_anth_completed(const sb_anth_out_t *o, const json_t *job, int64_t upstream_ms)
+json_t *sb_anth_completed(const sb_anth_out_t *o, const json_t *job, int64_t upstream_us)
 {
     bool cut = !strcmp(o->stop_reason, "max_tokens") || !strcmp(o->stop_reason, "model_context_window_exceeded");
     /* "model": the public model id, as every adapter reports it, not the
      * upstream's (dated) model name. */
     return sb_event_completed(cut ? "incomplete" : "completed", cut ? "max_output_tokens" : NULL,
-                              json_string_value(json_object_get(job, "model")), upstream_ms);
+                              json_string_value(json_object_get(job, "model")), upstream_us);
 }
 
 /* The error event for an Anthropic error: {"type":"error","error":{"type",
@@ -357,7 +357,7 @@ void sb_anth_parse_response(const json_t *job, const sb_provider_response_t *res
     }
     sb_anth_end_items(&o);
     json_array_extend(events, out);
-    json_array_append_new(events, sb_anth_completed(&o, job, resp->upstream_ms));
+    json_array_append_new(events, sb_anth_completed(&o, job, resp->upstream_us));
     goto out;
 done:
     json_array_append_new(events, final);
@@ -382,7 +382,7 @@ void sb_anth_parse_count_response(const json_t *job, const sb_provider_response_
         json_array_append_new(
             events, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream count response has no input_tokens"));
     } else {
-        sb_provider_count_result(job, json_integer_value(n), resp->upstream_ms, events);
+        sb_provider_count_result(job, json_integer_value(n), resp->upstream_us, events);
     }
     json_decref(root);
 }

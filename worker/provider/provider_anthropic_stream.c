@@ -124,7 +124,7 @@ void sb_anth_stream_finish(void *state, const sb_provider_response_t *resp, json
         sb_anth_stream_fail(s, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream stream ended before message_stop"));
         break;
     case SB_ANTH_STREAM_STOPPED:
-        sb_anth_emit(&s->o, sb_anth_completed(&s->o, s->job, resp->upstream_ms));
+        sb_anth_emit(&s->o, sb_anth_completed(&s->o, s->job, resp->upstream_us));
         break;
     }
 }

@@ -75,7 +75,7 @@ void sb_gem_fail(sb_gem_state_t *st, json_t *ev);
 void sb_gem_chunk(sb_gem_state_t *st, json_t *out, const json_t *root);
 /* The end of the response: closes what is open, appends usage and completed,
  * or the error that ended it. */
-void sb_gem_end(sb_gem_state_t *st, json_t *out, int64_t upstream_ms);
+void sb_gem_end(sb_gem_state_t *st, json_t *out, int64_t upstream_us);
 
 /* The vtable's response hooks. */
 void sb_gem_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events);

@@ -364,7 +364,7 @@ static json_t *sb_gem_usage(const json_t *u)
 
 /* The end of the response: closes what is open, appends usage and completed,
  * or the error that ended it. */
-void sb_gem_end(sb_gem_state_t *st, json_t *out, int64_t upstream_ms)
+void sb_gem_end(sb_gem_state_t *st, json_t *out, int64_t upstream_us)
 {
     if (!st->final && !st->any_candidate)
         sb_gem_fail(st, sb_event_error(502, SB_ERR_UPSTREAM, NULL,
@@ -388,7 +388,7 @@ void sb_gem_end(sb_gem_state_t *st, json_t *out, int64_t upstream_ms)
     if (st->usage)
         json_array_append_new(out, sb_gem_usage(st->usage));
     const char *model = st->model ? st->model : json_string_value(json_object_get(st->job, "model"));
-    json_array_append_new(out, sb_event_completed(st->status, st->reason, model, upstream_ms));
+    json_array_append_new(out, sb_event_completed(st->status, st->reason, model, upstream_us));
 }
 
 void sb_gem_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events)
@@ -405,7 +405,7 @@ void sb_gem_parse_response(const json_t *job, const sb_provider_response_t *resp
         st.multi = true;
     json_t *out = json_array(); /* appended only when the response is good */
     sb_gem_chunk(&st, out, root);
-    sb_gem_end(&st, out, resp->upstream_ms);
+    sb_gem_end(&st, out, resp->upstream_us);
     json_t *last = json_array_get(out, json_array_size(out) - 1);
     if (sb_event_type_of(last) == SB_EV_ERROR)
         json_array_append(events, last);
@@ -430,6 +430,6 @@ void sb_gem_parse_count_response(const json_t *job, const sb_provider_response_t
         json_array_append_new(
             events, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a malformed countTokens response"));
     else
-        sb_provider_count_result(job, n ? json_integer_value(n) : 0, resp->upstream_ms, events);
+        sb_provider_count_result(job, n ? json_integer_value(n) : 0, resp->upstream_us, events);
     json_decref(root);
 }

@@ -75,5 +75,5 @@ void sb_gem_stream_finish(void *state, const sb_provider_response_t *resp, json_
     /* A last event without its blank line still counts. */
     if (sb_sse_finish(&s->sse, sb_gem_on_sse, s) < 0)
         sb_gem_fail(&s->st, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream returned a malformed stream event"));
-    sb_gem_end(&s->st, events, resp->upstream_ms);
+    sb_gem_end(&s->st, events, resp->upstream_us);
 }

@@ -265,7 +265,7 @@ void sb_chat_parse_response(const json_t *job, const sb_provider_response_t *res
         json_array_append_new(out, sb_chat_usage(usage));
     json_array_extend(events, out);
     json_array_append_new(events, sb_event_completed(status, reason, json_string_value(json_object_get(job, "model")),
-                                                     resp->upstream_ms));
+                                                     resp->upstream_us));
     json_decref(out);
     json_decref(root);
     return;

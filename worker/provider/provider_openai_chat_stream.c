@@ -537,7 +537,7 @@ void sb_chat_stream_finish(void *state, const sb_provider_response_t *resp, json
         }
         json_array_append_new(
             events,
-            sb_event_completed(status, reason, json_string_value(json_object_get(s->job, "model")), resp->upstream_ms));
+            sb_event_completed(status, reason, json_string_value(json_object_get(s->job, "model")), resp->upstream_us));
         break;
     }
     case SB_CHAT_STREAM_JSON:

@@ -52,7 +52,7 @@ json_t *sb_oresp_failed(const json_t *job, const json_t *error);
 json_t *sb_oresp_usage(const json_t *usage);
 /* A response object's outcome: the final event (completed, or error);
  * `status` is used when the response has none. */
-json_t *sb_oresp_outcome(const json_t *job, const json_t *response, const char *status, int64_t upstream_ms);
+json_t *sb_oresp_outcome(const json_t *job, const json_t *response, const char *status, int64_t upstream_us);
 /* The vtable's parse hooks; the stream also uses parse_response for a 2xx
  * body that came as plain JSON (an upstream that ignored "stream"). */
 void sb_oresp_parse_response(const json_t *job, const sb_provider_response_t *resp, json_t *events);

@@ -213,7 +213,7 @@ json_t *sb_oresp_usage(const json_t *usage)
 /* A response object's outcome: the final event (completed, or error).
  * `status` is the response's status when it has none (a stream's terminal
  * event names it too). */
-json_t *sb_oresp_outcome(const json_t *job, const json_t *response, const char *status, int64_t upstream_ms)
+json_t *sb_oresp_outcome(const json_t *job, const json_t *response, const char *status, int64_t upstream_us)
 {
     if (json_is_string(json_object_get(response, "status")))
         status = json_string_value(json_object_get(response, "status"));
@@ -221,11 +221,11 @@ json_t *sb_oresp_outcome(const json_t *job, const json_t *response, const char *
     if (!model)
         model = json_string_value(json_object_get(job, "model"));
     if (!status || !strcmp(status, "completed"))
-        return sb_event_completed("completed", NULL, model, upstream_ms);
+        return sb_event_completed("completed", NULL, model, upstream_us);
     if (!strcmp(status, "incomplete")) {
         const char *reason =
             json_string_value(json_object_get(json_object_get(response, "incomplete_details"), "reason"));
-        return sb_event_completed("incomplete", reason, model, upstream_ms);
+        return sb_event_completed("incomplete", reason, model, upstream_us);
     }
     if (!strcmp(status, "failed"))
         return sb_oresp_failed(job, json_object_get(response, "error"));
@@ -269,7 +269,7 @@ void sb_oresp_parse_response(const json_t *job, const sb_provider_response_t *re
         final = sb_provider_upstream_error(502, root, m ? m : "upstream response has no output", false, -1);
         goto done;
     }
-    final = sb_oresp_outcome(job, root, NULL, resp->upstream_ms);
+    final = sb_oresp_outcome(job, root, NULL, resp->upstream_us);
     if (sb_event_type_of(final) == SB_EV_ERROR)
         goto done;
     size_t i;
@@ -306,7 +306,7 @@ void sb_oresp_parse_count_response(const json_t *job, const sb_provider_response
         json_array_append_new(events, sb_provider_error_for_status(
                                           502, m ? m : "upstream count response has no input_tokens", false, -1));
     } else {
-        sb_provider_count_result(job, json_integer_value(n), resp->upstream_ms, events);
+        sb_provider_count_result(job, json_integer_value(n), resp->upstream_us, events);
     }
     json_decref(root);
 }

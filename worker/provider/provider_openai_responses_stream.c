@@ -15,7 +15,7 @@
  * summary deltas, built-in tool progress) is implied by the events above.
  * Reasoning summary text arrives with the reasoning item's item_done: the
  * canonical events have no summary delta. The final event is held until
- * stream_finish, which knows upstream_ms. A 2xx body that is plain JSON (an
+ * stream_finish, which knows upstream_us. A 2xx body that is plain JSON (an
  * upstream that ignored "stream") is translated as a whole.
  */
 #include <errno.h>
@@ -236,7 +236,7 @@ void sb_oresp_stream_finish(void *state, const sb_provider_response_t *resp, jso
         return;
     }
     if (sb_event_type_of(s->final) == SB_EV_COMPLETED)
-        json_object_set_new(s->final, "upstream_ms", json_integer(resp->upstream_ms));
+        json_object_set_new(s->final, "upstream_us", json_integer(resp->upstream_us));
     json_array_append_new(events, s->final);
     s->final = NULL;
 }

@@ -129,11 +129,11 @@ void sb_provider_scrub_events(const json_t *job, json_t *events, size_t from)
  * Shared helpers.
  */
 
-void sb_provider_count_result(const json_t *job, int64_t count, int64_t upstream_ms, json_t *events)
+void sb_provider_count_result(const json_t *job, int64_t count, int64_t upstream_us, json_t *events)
 {
     json_array_append_new(events, sb_event_usage(count, 0, 0));
     json_array_append_new(
-        events, sb_event_completed("completed", NULL, json_string_value(json_object_get(job, "model")), upstream_ms));
+        events, sb_event_completed("completed", NULL, json_string_value(json_object_get(job, "model")), upstream_us));
 }
 
 /* Longest upstream message kept in an error event; longer ones are cut at a

@@ -42,12 +42,12 @@ typedef struct sb_provider_response {
     const char *body; /* not NUL-terminated */
     size_t body_len;
     long retry_after;    /* Retry-After in seconds, -1 when absent */
-    int64_t upstream_ms; /* request start to last byte */
+    int64_t upstream_us; /* request start to last byte */
 } sb_provider_response_t;
 
 /* Appends a count job's answer: a usage event with input_tokens = count
  * (output 0), then completed with the job's public model. */
-void sb_provider_count_result(const json_t *job, int64_t count, int64_t upstream_ms, json_t *events);
+void sb_provider_count_result(const json_t *job, int64_t count, int64_t upstream_us, json_t *events);
 
 /* A 400 invalid_request error event (a malformed job), message formatted.
  * New reference. */

@@ -51,7 +51,7 @@ struct sb_embed {
     size_t n_batches, next, in_flight, done;
     float *vecs; /* owned until handed to cb */
     size_t dim;
-    int64_t tokens, upstream_ms;
+    int64_t tokens, upstream_us;
     struct event *kick; /* owned; starts the first batches from the loop */
     sb_embed_cb cb;
     void *arg;
@@ -104,7 +104,7 @@ static void deliver(sb_embed_t *e, json_t *err)
         vecs = e->vecs;
         e->vecs = NULL;
     }
-    e->cb(e->arg, vecs, e->dim, e->tokens, e->upstream_ms, err);
+    e->cb(e->arg, vecs, e->dim, e->tokens, e->upstream_us, err);
     embed_free(e);
 }
 
@@ -201,7 +201,7 @@ static void on_done(const sb_upstream_result_t *res, void *arg)
     struct batch *b = arg;
     sb_embed_t *e = b->e;
     b->xfer = NULL; /* freed by upstream when this returns */
-    e->upstream_ms += res->elapsed_ms;
+    e->upstream_us += res->elapsed_us;
     long status = res->outcome == SB_UPSTREAM_OK ? res->status : b->status;
     json_t *err = NULL;
     switch (res->outcome) {

@@ -84,8 +84,8 @@ typedef struct sb_embed_env {
 
 /* The end of an embedding call: vecs (owned by the callee: free() it) holds
  * n*dim floats; or err (owned: an error event) and vecs NULL. tokens: the
- * upstream's count, summed; upstream_ms: time spent in its requests. */
-typedef void (*sb_embed_cb)(void *arg, float *vecs, size_t dim, int64_t tokens, int64_t upstream_ms, json_t *err);
+ * upstream's count, summed; upstream_us: time spent in its requests. */
+typedef void (*sb_embed_cb)(void *arg, float *vecs, size_t dim, int64_t tokens, int64_t upstream_us, json_t *err);
 
 typedef struct sb_embed sb_embed_t;
 

@@ -246,7 +246,7 @@ static void on_files(const PGresult *res, const char *err, void *arg)
         rank(s);
 }
 
-static void on_embedded(void *arg, float *vecs, size_t dim, int64_t tokens, int64_t upstream_ms, json_t *err)
+static void on_embedded(void *arg, float *vecs, size_t dim, int64_t tokens, int64_t upstream_us, json_t *err)
 {
     sb_vsearch_t *s = arg;
     s->embed = NULL; /* it frees itself when this returns */

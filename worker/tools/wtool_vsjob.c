@@ -57,7 +57,7 @@ struct sb_vsjob {
     sb_embed_input_t *inputs; /* owned: the chunks as embedding inputs (into text) */
     sb_embed_t *embed;
     sb_vsearch_t *search;
-    int64_t tokens, upstream_ms;
+    int64_t tokens, upstream_us;
     json_t *error; /* owned: the job's error event, sent once the failure is written */
     sb_vsjob_cb cb;
     void *arg;
@@ -112,7 +112,7 @@ static json_t *completed(sb_vsjob_t *v, json_t *events)
 
 static json_t *final_completed(const sb_vsjob_t *v)
 {
-    return sb_event_completed("completed", NULL, json_string_value(json_object_get(v->job, "model")), v->upstream_ms);
+    return sb_event_completed("completed", NULL, json_string_value(json_object_get(v->job, "model")), v->upstream_us);
 }
 
 static void query(sb_vsjob_t *v, const char *stmt, int n, const char *const *params, sb_db_cb cb)
@@ -205,12 +205,12 @@ static void on_written(const PGresult *res, const char *err, void *arg)
     deliver(v, completed(v, NULL), final_completed(v));
 }
 
-static void on_embedded(void *arg, float *vecs, size_t dim, int64_t tokens, int64_t upstream_ms, json_t *err)
+static void on_embedded(void *arg, float *vecs, size_t dim, int64_t tokens, int64_t upstream_us, json_t *err)
 {
     sb_vsjob_t *v = arg;
     v->embed = NULL; /* it frees itself when this returns */
     v->tokens = tokens;
-    v->upstream_ms = upstream_ms;
+    v->upstream_us = upstream_us;
     if (err) {
         fail_server(v, err);
         return;

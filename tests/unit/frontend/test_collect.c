@@ -145,7 +145,7 @@ static void test_collect(void)
 
     /* A fallback: the rows stay, named after the model that failed. */
     fe_collect_restart(&c, "m-first");
-    CHECK(!c.done && !c.failed && c.upstream_ms == -1);
+    CHECK(!c.done && !c.failed && c.upstream_us == -1);
     CHECK_INT((long long)json_array_size(c.tool_calls), 2);
     CHECK_STR(json_string_value(json_object_get(json_array_get(c.tool_calls, 1), "model")), "m-first");
     ev = tool_log("web_search", "ok", NULL);

@@ -217,11 +217,11 @@ struct got {
     json_t *err;
 };
 
-static void on_embedded(void *arg, float *vecs, size_t dim, int64_t tokens, int64_t upstream_ms, json_t *err)
+static void on_embedded(void *arg, float *vecs, size_t dim, int64_t tokens, int64_t upstream_us, json_t *err)
 {
     struct got *g = arg;
     CHECK(!starting);
-    CHECK(upstream_ms >= 0);
+    CHECK(upstream_us >= 0);
     g->done = true;
     g->calls++;
     g->vecs = vecs;

@@ -26,7 +26,7 @@ static void fake_parse(const json_t *job, const sb_provider_response_t *resp, js
 {
     fake_parsed++;
     fake_body_len = resp->body_len;
-    json_array_append_new(events, sb_event_completed("completed", NULL, "m", resp->upstream_ms));
+    json_array_append_new(events, sb_event_completed("completed", NULL, "m", resp->upstream_us));
 }
 static void *fake_stream_new(const json_t *job)
 {
@@ -41,7 +41,7 @@ static int fake_stream_feed(void *state, const char *data, size_t len, json_t *e
 static void fake_stream_finish(void *state, const sb_provider_response_t *resp, json_t *events)
 {
     fake_finished++;
-    json_array_append_new(events, sb_event_completed("completed", NULL, "m", resp->upstream_ms));
+    json_array_append_new(events, sb_event_completed("completed", NULL, "m", resp->upstream_us));
 }
 static void fake_stream_destroy(void *state)
 {
@@ -74,7 +74,7 @@ static void test_parser(void)
     CHECK_INT(sb_provider_parser_feed(p, 200, "{\"a\":", 5, events), 0);
     CHECK_INT(sb_provider_parser_feed(p, 200, "1}", 2, events), 0);
     CHECK_INT(json_array_size(events), 0);
-    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_ms = 5};
+    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_us = 5};
     sb_provider_parser_finish(p, &resp, events);
     CHECK_INT(fake_parsed, 1);
     CHECK_INT(fake_body_len, 7);
@@ -231,7 +231,7 @@ static char *scrubbed_final(const char *kind, bool stream, long status, const ch
     json_t *events = json_array();
     sb_provider_parser_t *p = sb_provider_parser_new(prov, job);
     CHECK_INT(sb_provider_parser_feed(p, status, body, strlen(body), events), 0);
-    sb_provider_response_t resp = {.status = status, .retry_after = -1, .upstream_ms = 1};
+    sb_provider_response_t resp = {.status = status, .retry_after = -1, .upstream_us = 1};
     sb_provider_parser_finish(p, &resp, events);
     char *all = json_dumps(events, 0);
     CHECK(all && !strstr(all, secret));

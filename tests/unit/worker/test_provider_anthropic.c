@@ -493,10 +493,10 @@ static char *compact_body(const char *text)
     "'name':'" name "','arguments':'" args "','status':'completed'}}"
 #define USAGE(in, out) "{'type':'usage','input_tokens':" #in ",'output_tokens':" #out ",'reasoning_tokens':0}"
 #define COMPLETED                                                                                                      \
-    "{'type':'completed','status':'completed','incomplete_reason':null,'model':'public-model','upstream_ms':42}"
+    "{'type':'completed','status':'completed','incomplete_reason':null,'model':'public-model','upstream_us':42}"
 #define CUT                                                                                                            \
     "{'type':'completed','status':'incomplete','incomplete_reason':'max_output_tokens','model':'public-model',"        \
-    "'upstream_ms':42}"
+    "'upstream_us':42}"
 
 static void test_response_text(void)
 {
@@ -685,7 +685,7 @@ static json_t *stream_events(const char *text, size_t chunk)
         size_t n = len - off < step ? len - off : step;
         CHECK(sb_provider_parser_feed(p, 200, text + off, n, events) == 0);
     }
-    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_ms = 42};
+    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_us = 42};
     sb_provider_parser_finish(p, &resp, events);
     sb_provider_parser_destroy(&p);
     CHECK(p == NULL);
@@ -863,7 +863,7 @@ static void test_stream(void)
     events = json_array();
     const char *body = "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down\"}}";
     CHECK(sb_provider_parser_feed(p, 429, body, strlen(body), events) == 0);
-    sb_provider_response_t resp = {.status = 429, .retry_after = 3, .upstream_ms = 42};
+    sb_provider_response_t resp = {.status = 429, .retry_after = 3, .upstream_us = 42};
     sb_provider_parser_finish(p, &resp, events);
     CHECK_JSON(events, "[{'type':'error','status':429,'kind':'rate_limit','code':null,'message':'slow down',"
                        "'retry_after':3}]");
@@ -945,7 +945,7 @@ static void test_count(void)
                                        .body = cases[i].body,
                                        .body_len = strlen(cases[i].body),
                                        .retry_after = -1,
-                                       .upstream_ms = 42};
+                                       .upstream_us = 42};
         sb_provider_anthropic.parse_count_response(job, &resp, events);
         CHECK_JSON(events, cases[i].expected);
         json_decref(events);

@@ -436,9 +436,9 @@ static void normalize_ids(json_t *events)
 #define USAGE(in, out, reasoning)                                                                                      \
     "{'type':'usage','input_tokens':" #in ",'output_tokens':" #out ",'reasoning_tokens':" #reasoning "}"
 #define COMPLETED(model)                                                                                               \
-    "{'type':'completed','status':'completed','incomplete_reason':null,'model':'" model "','upstream_ms':42}"
+    "{'type':'completed','status':'completed','incomplete_reason':null,'model':'" model "','upstream_us':42}"
 #define INCOMPLETE(reason, model)                                                                                      \
-    "{'type':'completed','status':'incomplete','incomplete_reason':'" reason "','model':'" model "','upstream_ms':42}"
+    "{'type':'completed','status':'incomplete','incomplete_reason':'" reason "','model':'" model "','upstream_us':42}"
 #define ERROR(status, kind, message)                                                                                   \
     "{'type':'error','status':" #status ",'kind':'" kind "','code':null,'message':'" message "'}"
 
@@ -624,7 +624,7 @@ static void test_response_candidates(void)
         "{'type':'choice_done','choice':2,'status':'completed','incomplete_reason':null},"
         "{'type':'usage','input_tokens':4,'output_tokens':12,'reasoning_tokens':0},"
         "{'type':'completed','status':'incomplete','incomplete_reason':'max_output_tokens',"
-        "'model':'gemini-2.5-pro','upstream_ms':42}]");
+        "'model':'gemini-2.5-pro','upstream_us':42}]");
     /* n asked for, one candidate back: still tagged, with its choice_done. */
     CHECK_EVENTS_FOR("{'input':[],'n':2}", "{'candidates':[{'finishReason':'STOP'}]}",
                      EVENTS("{'type':'choice_done','choice':0,'status':'completed','incomplete_reason':null}",
@@ -718,7 +718,7 @@ static json_t *stream(const char *request, const char *sse, size_t step, int *fe
         pos += n;
     }
     if (*feed_rc == 0) {
-        sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_ms = 42};
+        sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_us = 42};
         sb_provider_parser_finish(p, &resp, events);
         normalize_ids(events);
     } else {
@@ -796,7 +796,7 @@ static void test_stream(void)
                  "'annotations':[]}]}},"
                  "{'type':'choice_done','choice':0,'status':'completed','incomplete_reason':null},"
                  "{'type':'completed','status':'incomplete','incomplete_reason':'content_filter',"
-                 "'model':'public-model','upstream_ms':42}]");
+                 "'model':'public-model','upstream_us':42}]");
     /* An error in the stream ends it with that error. */
     CHECK_STREAM("{'input':[]}",
                  "data: {'candidates':[{'content':{'parts':[{'text':'A'}]}}]}\n\n"
@@ -839,7 +839,7 @@ static void test_stream(void)
     sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_gemini, job);
     const char *body = "{\"error\":{\"code\":429,\"message\":\"Slow down\",\"status\":\"RESOURCE_EXHAUSTED\"}}";
     CHECK_INT(sb_provider_parser_feed(p, 429, body, strlen(body), evs), 0);
-    sb_provider_response_t resp = {.status = 429, .retry_after = 5, .upstream_ms = 1};
+    sb_provider_response_t resp = {.status = 429, .retry_after = 5, .upstream_us = 1};
     sb_provider_parser_finish(p, &resp, evs);
     CHECK_JSON(evs, "[{'type':'error','status':429,'kind':'rate_limit','code':null,'message':'Slow down',"
                     "'retry_after':5}]");

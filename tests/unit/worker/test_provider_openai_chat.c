@@ -325,7 +325,7 @@ static void test_response_text(void)
         "\"text\":\"Hello there\",\"annotations\":[]}]}},"
         "{\"type\":\"usage\",\"input_tokens\":9,\"output_tokens\":3,\"reasoning_tokens\":0},"
         "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-        "\"model\":\"public-model\",\"upstream_ms\":42}]");
+        "\"model\":\"public-model\",\"upstream_us\":42}]");
 
     /* The same id in item_added and item_done. */
     json_t *job = job_with("{\"input\":[]}");
@@ -364,7 +364,7 @@ static void test_response_tool_calls(void)
                  "\"call_id\":\"call_b\",\"name\":\"now\",\"arguments\":\"\",\"status\":\"completed\"}},"
                  "{\"type\":\"usage\",\"input_tokens\":20,\"output_tokens\":15,\"reasoning_tokens\":5},"
                  "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-                 "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                 "\"model\":\"public-model\",\"upstream_us\":42}]");
 
     /* Text and a tool call: message item first, then the call. */
     json_t *events = parse(200,
@@ -393,10 +393,10 @@ static void test_response_finish_reasons(void)
         "\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\","
         "\"text\":\"Once upon\",\"annotations\":[]}]}},"
         "{\"type\":\"completed\",\"status\":\"incomplete\",\"incomplete_reason\":\"max_output_tokens\","
-        "\"model\":\"public-model\",\"upstream_ms\":42}]");
+        "\"model\":\"public-model\",\"upstream_us\":42}]");
     CHECK_EVENTS(200, "{\"choices\":[{\"message\":{\"content\":\"\"},\"finish_reason\":\"content_filter\"}]}",
                  "[{\"type\":\"completed\",\"status\":\"incomplete\",\"incomplete_reason\":\"content_filter\","
-                 "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                 "\"model\":\"public-model\",\"upstream_us\":42}]");
     /* A refusal is a content part of its own. */
     CHECK_EVENTS(200,
                  "{\"choices\":[{\"message\":{\"content\":null,\"refusal\":\"I can't help with that.\"},"
@@ -407,7 +407,7 @@ static void test_response_finish_reasons(void)
                  "\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"refusal\","
                  "\"refusal\":\"I can't help with that.\"}]}},"
                  "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-                 "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                 "\"model\":\"public-model\",\"upstream_us\":42}]");
     /* vLLM/DeepSeek reasoning_content becomes a reasoning item first. */
     CHECK_EVENTS(200,
                  "{\"choices\":[{\"message\":{\"reasoning_content\":\"think\",\"content\":\"42\"},"
@@ -424,7 +424,7 @@ static void test_response_finish_reasons(void)
                  "\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\","
                  "\"text\":\"42\",\"annotations\":[]}]}},"
                  "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-                 "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                 "\"model\":\"public-model\",\"upstream_us\":42}]");
 }
 
 static void test_response_reasoning_and_refusal(void)
@@ -446,7 +446,7 @@ static void test_response_reasoning_and_refusal(void)
                  "\"refusal\":\"No.\"}]}},"
                  "{\"type\":\"usage\",\"input_tokens\":3,\"output_tokens\":9,\"reasoning_tokens\":7},"
                  "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-                 "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                 "\"model\":\"public-model\",\"upstream_us\":42}]");
     /* reasoning_content wins over reasoning when both are there. */
     json_t *events = parse(200,
                            "{\"choices\":[{\"message\":{\"reasoning_content\":\"a\",\"reasoning\":\"b\","
@@ -495,13 +495,13 @@ static void test_response_choices(void)
         "{\"type\":\"choice_done\",\"choice\":2,\"status\":\"completed\",\"incomplete_reason\":null},"
         "{\"type\":\"usage\",\"input_tokens\":4,\"output_tokens\":12,\"reasoning_tokens\":0},"
         "{\"type\":\"completed\",\"status\":\"incomplete\",\"incomplete_reason\":\"max_output_tokens\","
-        "\"model\":\"public-model\",\"upstream_ms\":42}]");
+        "\"model\":\"public-model\",\"upstream_us\":42}]");
     /* n asked for but one choice came back: still tagged, with its choice_done. */
     CHECK_EVENTS_FOR("{\"input\":[],\"n\":2}",
                      "{\"choices\":[{\"message\":{\"content\":\"\"},\"finish_reason\":\"stop\"}]}",
                      "[{\"type\":\"choice_done\",\"choice\":0,\"status\":\"completed\",\"incomplete_reason\":null},"
                      "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-                     "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                     "\"model\":\"public-model\",\"upstream_us\":42}]");
     /* A bad choice anywhere fails the response. */
     CHECK_EVENTS_FOR("{\"input\":[],\"n\":2}",
                      "{\"choices\":[{\"message\":{\"content\":\"a\"},\"finish_reason\":\"stop\"},{\"index\":1}]}",
@@ -560,7 +560,7 @@ static json_t *count_events(const json_t *job, long status, const char *body)
     json_t *events = json_array();
     sb_provider_parser_t *p = sb_provider_parser_new(&sb_provider_openai_chat, job);
     CHECK(sb_provider_parser_feed(p, status, body, strlen(body), events) == 0);
-    sb_provider_response_t resp = {.status = status, .retry_after = -1, .upstream_ms = 42};
+    sb_provider_response_t resp = {.status = status, .retry_after = -1, .upstream_us = 42};
     sb_provider_parser_finish(p, &resp, events);
     sb_provider_parser_destroy(&p);
     return events;
@@ -595,7 +595,7 @@ static void test_count(void)
                                   "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1,\"total_tokens\":10}}");
     CHECK_JSON(events, "[{\"type\":\"usage\",\"input_tokens\":9,\"output_tokens\":1,\"reasoning_tokens\":0},"
                        "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-                       "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                       "\"model\":\"public-model\",\"upstream_us\":42}]");
     json_decref(events);
     /* No usage: nothing was counted. */
     events = count_events(gen, 200,
@@ -650,7 +650,7 @@ static json_t *stream_raw(const char *request, const char *text, size_t chunk)
         size_t n = len - off < step ? len - off : step;
         CHECK(sb_provider_parser_feed(p, 200, text + off, n, events) == 0);
     }
-    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_ms = 42};
+    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_us = 42};
     sb_provider_parser_finish(p, &resp, events);
     sb_provider_parser_destroy(&p);
     CHECK(p == NULL);
@@ -717,7 +717,7 @@ static json_t *stream_events(const char *text, size_t chunk)
     "{'type':'choice_done','choice':" #k ",'status':'" status "','incomplete_reason':" reason "}"
 #define USAGE(in, out, r) "{'type':'usage','input_tokens':" #in ",'output_tokens':" #out ",'reasoning_tokens':" #r "}"
 #define COMPLETED_AS(status, reason)                                                                                   \
-    "{'type':'completed','status':'" status "','incomplete_reason':" reason ",'model':'public-model','upstream_ms':"   \
+    "{'type':'completed','status':'" status "','incomplete_reason':" reason ",'model':'public-model','upstream_us':"   \
     "42}"
 #define COMPLETED COMPLETED_AS("completed", "null")
 #define ERR(status, kind, msg)                                                                                         \
@@ -805,7 +805,7 @@ static void test_stream_text(void)
     /* The rest, with the data line of [DONE] last and unterminated. */
     size_t len = strlen(text) - 2;
     CHECK(sb_provider_parser_feed(p, 200, text + upto, len - upto, events) == 0);
-    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_ms = 42};
+    sb_provider_response_t resp = {.status = 200, .retry_after = -1, .upstream_us = 42};
     sb_provider_parser_finish(p, &resp, events);
     normalize_ids(events);
     CHECK_JSON(events, EVENTS(TEXT_DELTA(NC, 0, " there"), MSG_DONE(NC, 0, TEXT_PART("Hello there")), USAGE(9, 3, 0),
@@ -1205,7 +1205,7 @@ static void test_stream_errors(void)
     events = json_array();
     const char *body = "{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\"}}";
     CHECK(sb_provider_parser_feed(p, 429, body, strlen(body), events) == 0);
-    sb_provider_response_t resp = {.status = 429, .retry_after = 3, .upstream_ms = 42};
+    sb_provider_response_t resp = {.status = 429, .retry_after = 3, .upstream_us = 42};
     sb_provider_parser_finish(p, &resp, events);
     CHECK_JSON(events, "[{'type':'error','status':429,'kind':'rate_limit','code':null,'message':'Rate limit reached',"
                        "'retry_after':3}]");

@@ -314,7 +314,7 @@ static void test_response_text(void)
         "\"title\":\"X\",\"start_index\":0,\"end_index\":5}],\"logprobs\":[]}]}},"
         "{\"type\":\"usage\",\"input_tokens\":10,\"output_tokens\":25,\"reasoning_tokens\":20},"
         "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-        "\"model\":\"gpt-5-2025-08-07\",\"upstream_ms\":42}]");
+        "\"model\":\"gpt-5-2025-08-07\",\"upstream_us\":42}]");
 
     /* A refusal part is kept; missing ids are generated; no usage, no model:
      * the job's model. */
@@ -327,7 +327,7 @@ static void test_response_text(void)
         "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"message\",\"id\":\"msg_\","
         "\"role\":\"assistant\",\"content\":[{\"type\":\"refusal\",\"refusal\":\"I can't help with that.\"}]}},"
         "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-        "\"model\":\"public-model\",\"upstream_ms\":42}]");
+        "\"model\":\"public-model\",\"upstream_us\":42}]");
 }
 
 static void test_response_reasoning_and_tools(void)
@@ -360,7 +360,7 @@ static void test_response_reasoning_and_tools(void)
         "\"status\":\"completed\"}},"
         "{\"type\":\"usage\",\"input_tokens\":5,\"output_tokens\":7,\"reasoning_tokens\":3},"
         "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,\"model\":\"o4-mini\","
-        "\"upstream_ms\":42}]");
+        "\"upstream_us\":42}]");
 
     /* Reasoning text content streams as reasoning_delta. */
     CHECK_EVENTS(200,
@@ -372,7 +372,7 @@ static void test_response_reasoning_and_tools(void)
                  "{\"type\":\"item_done\",\"item_index\":0,\"item\":{\"type\":\"reasoning\",\"id\":\"rs_2\","
                  "\"summary\":[],\"content\":[{\"type\":\"reasoning_text\",\"text\":\"hmm\"}]}},"
                  "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,\"model\":\"gpt-oss\","
-                 "\"upstream_ms\":42}]");
+                 "\"upstream_us\":42}]");
 
     /* A function call without call_id is malformed. */
     CHECK_EVENTS(200,
@@ -435,11 +435,11 @@ static void test_response_status(void)
                  "\"text\":\"Once\",\"annotations\":[]}]}},"
                  "{\"type\":\"usage\",\"input_tokens\":3,\"output_tokens\":16,\"reasoning_tokens\":0},"
                  "{\"type\":\"completed\",\"status\":\"incomplete\",\"incomplete_reason\":\"max_output_tokens\","
-                 "\"model\":\"gpt-5\",\"upstream_ms\":42}]");
+                 "\"model\":\"gpt-5\",\"upstream_us\":42}]");
     CHECK_EVENTS(200,
                  "{\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"content_filter\"},\"output\":[]}",
                  "[{\"type\":\"completed\",\"status\":\"incomplete\",\"incomplete_reason\":\"content_filter\","
-                 "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                 "\"model\":\"public-model\",\"upstream_us\":42}]");
 
     /* failed -> an error event by error.code. */
     CHECK_EVENTS(200,
@@ -548,7 +548,7 @@ static json_t *stream(const char *body, size_t chunk, long status)
     if (rc < 0)
         json_array_append_new(events, json_pack("{s:s, s:i}", "type", "feed_failed", "rc", rc));
     else {
-        sb_provider_response_t resp = {.status = status, .retry_after = -1, .upstream_ms = 99};
+        sb_provider_response_t resp = {.status = status, .retry_after = -1, .upstream_us = 99};
         sb_provider_parser_finish(p, &resp, events);
     }
     sb_provider_parser_destroy(&p);
@@ -610,7 +610,7 @@ static const char *const sse_ok_events =
     "\"call_id\":\"call_s\",\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\",\"status\":\"completed\"}},"
     "{\"type\":\"usage\",\"input_tokens\":4,\"output_tokens\":9,\"reasoning_tokens\":2},"
     "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,\"model\":\"gpt-5-mini\","
-    "\"upstream_ms\":99}]";
+    "\"upstream_us\":99}]";
 
 /* s with every "\n" replaced by "\r\n" (owned). */
 static char *crlf(const char *s)
@@ -658,7 +658,7 @@ static void test_stream(void)
     CHECK(a && b && !strcmp(a, "msg_") && !strcmp(a, b));
     CHECK_JSON(json_array_get(events, 2), "{\"type\":\"completed\",\"status\":\"incomplete\","
                                           "\"incomplete_reason\":\"max_output_tokens\",\"model\":\"gpt-5\","
-                                          "\"upstream_ms\":99}");
+                                          "\"upstream_us\":99}");
     CHECK_INT(json_array_size(events), 3);
     json_decref(events);
 
@@ -701,7 +701,7 @@ static void test_stream(void)
                3, 200);
     CHECK_INT(json_array_size(events), 4);
     CHECK_JSON(json_array_get(events, 3), "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-                                          "\"model\":\"gpt-5\",\"upstream_ms\":99}");
+                                          "\"model\":\"gpt-5\",\"upstream_us\":99}");
     json_decref(events);
 
     /* A long line (a generated image, a few MB of base64) in small chunks:
@@ -764,7 +764,7 @@ static void test_count(void)
     json_t *events = parse_count(200, "{\"object\":\"response.input_tokens\",\"input_tokens\":12}");
     CHECK_JSON(events, "[{\"type\":\"usage\",\"input_tokens\":12,\"output_tokens\":0,\"reasoning_tokens\":0},"
                        "{\"type\":\"completed\",\"status\":\"completed\",\"incomplete_reason\":null,"
-                       "\"model\":\"public-model\",\"upstream_ms\":42}]");
+                       "\"model\":\"public-model\",\"upstream_us\":42}]");
     json_decref(events);
     events = parse_count(200, "{\"object\":\"response.input_tokens\"}");
     CHECK_JSON(events, "[{\"type\":\"error\",\"status\":502,\"kind\":\"upstream_error\",\"code\":null,"
