@@ -27,6 +27,7 @@
 
 #include "broker_breaker.h"
 #include "broker_internal.h"
+#include "broker_metrics.h"
 #include "sb_alloc.h"
 #include "sb_broker.h"
 #include "sb_event.h"
@@ -105,6 +106,7 @@ static void sb_broker_stamp(const sb_broker_t *b, json_t *header)
 static void sb_broker_send_error_retry(sb_broker_t *b, zframe_t *frontend, const char *job_id, int status,
                                        const char *kind, const char *code, const char *message, int retry_after_s)
 {
+    sb_broker_metrics_error(code);
     json_t *hdr = json_pack("{s:s, s:b, s:s}", "job_id", job_id, "final", 1, "epoch", b->epoch);
     json_t *ev = sb_event_error(status, kind, code, message);
     if (ev && retry_after_s > 0)
@@ -300,6 +302,7 @@ static int sb_broker_dispatch_one(sb_broker_t *b, sb_broker_queue_t *q, sb_broke
         return rc;
     }
     sb_broker_queue_remove(b->queues, job);
+    sb_broker_metrics_dispatched(job->model, sb_mono_us() - job->queued_us);
     sb_broker_worker_attach(w, job);
     sb_broker_job_set_state(job, SB_BJOB_DISPATCHED);
     json_decref(job->header);
@@ -507,6 +510,8 @@ static void sb_broker_on_submit(sb_broker_t *b, sb_wire_msg_t *msg)
         return;
     }
     sb_map_put(b->jobs, job->id, job);
+    job->queued_us = sb_mono_us();
+    sb_broker_metrics_queued(model);
     b->need_dispatch = true;
     b->stats_dirty = true;
     if (ack) {
@@ -692,6 +697,8 @@ static void sb_broker_on_event(sb_broker_t *b, sb_broker_worker_t *w, const sb_w
             sb_warn("job %s: frontend unreachable for the final event (%s)", job_id, strerror(-rc));
         }
     }
+    if (final && job->state == SB_BJOB_DISPATCHED)
+        sb_broker_metrics_finished(job->model);
     if (final)
         sb_broker_job_end(b, job, msg);
     else if (job->state == SB_BJOB_DISPATCHED)
@@ -881,6 +888,7 @@ static void sb_broker_run_timers(sb_broker_t *b)
     }
     if (now >= b->next_sweep) {
         sb_broker_sweep_deadlines(b);
+        sb_broker_metrics_publish(b->queues, b->registry, b->breakers, now);
         b->next_sweep = now + SB_BROKER_SWEEP_MS;
     }
     if (now >= b->next_stats) {

@@ -613,3 +613,22 @@ size_t sb_breakers_describe(sb_breakers_t *bs, int64_t now, char *buf, size_t si
         memcpy(buf + size - 5, " ...", 5);
     return c.count;
 }
+
+struct sb_breakers_each_ctx {
+    void (*fn)(const sb_breaker_t *br, void *arg);
+    void *arg;
+};
+
+static void sb_breakers_each_one(const char *key, void *value, void *arg)
+{
+    (void)key;
+    struct sb_breakers_each_ctx *c = arg;
+    c->fn(value, c->arg);
+}
+
+void sb_breakers_each(sb_breakers_t *bs, void (*fn)(const sb_breaker_t *br, void *arg), void *arg)
+{
+    struct sb_breakers_each_ctx c = {fn, arg};
+    sb_map_foreach(bs->by_model, sb_breakers_each_one, &c);
+    sb_map_foreach(bs->by_client, sb_breakers_each_one, &c);
+}

@@ -169,6 +169,9 @@ void sb_breakers_prune(sb_breakers_t *bs);
 /* The circuits that are not CLOSED, as " m1=open(9s) m2[key:7]=half-open"
  * into buf (a per-client one names its client in brackets; truncated with
  * " ..."), for the status log. Returns how many there are. */
+/* Calls fn for every breaker, model-wide and per client. */
+void sb_breakers_each(sb_breakers_t *bs, void (*fn)(const sb_breaker_t *br, void *arg), void *arg);
+
 size_t sb_breakers_describe(sb_breakers_t *bs, int64_t now, char *buf, size_t size);
 
 #endif

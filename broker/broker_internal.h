@@ -47,6 +47,7 @@ struct sb_broker_job {
                             whatever becomes of its frontend, and any frontend may cancel it
                             (docs/background.md) */
     int64_t deadline_ms; /* absolute, epoch ms (sb_now_ms) */
+    int64_t queued_us;   /* when it was last queued (sb_mono_us), for the queue wait metric */
     zframe_t *frontend;  /* owned copy of the submitter's routing id */
     json_t *header;      /* owned SUBMIT header, forwarded as the JOB header; NULL once dispatched */
     zframe_t *body;      /* owned job body, forwarded untouched; NULL once dispatched */

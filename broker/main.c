@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sb_admin.h"
 #include "sb_broker.h"
 #include "sb_log.h"
 #include "sb_protocol.h"
@@ -27,8 +29,23 @@ static void sb_broker_usage(FILE *out)
             "  --breaker-cooldown-ms MS  how long an open circuit refuses jobs before one\n"
             "                          probe goes out; doubled on each failed probe, up to\n"
             "                          8x (default %d)\n"
+            "  --admin-listen HOST:PORT  the admin port: GET /metrics (Prometheus), /healthz,\n"
+            "                          /readyz; off unless given\n"
             "  --help\n",
             SB_BROKER_QUEUE_MAX_DEFAULT, SB_BROKER_BREAKER_FAILURES_DEFAULT, SB_BROKER_BREAKER_COOLDOWN_MS_DEFAULT);
+}
+
+/* Ready while the loop runs (its sockets are bound before it starts); read
+ * from the admin thread. */
+static atomic_bool sb_broker_running;
+
+static bool sb_broker_ready(void *arg, char *why, size_t len)
+{
+    (void)arg;
+    if (atomic_load(&sb_broker_running))
+        return true;
+    snprintf(why, len, "stopping");
+    return false;
 }
 
 /* A whole decimal number in [min, INT_MAX]; -EINVAL otherwise. */
@@ -51,16 +68,29 @@ int main(int argc, char **argv)
     cfg.frontend_endpoint = getenv("SB_BROKER_FRONTEND_ENDPOINT");
     cfg.worker_endpoint = getenv("SB_BROKER_WORKER_ENDPOINT");
 
-    enum { OPT_FRONTEND = 1, OPT_WORKER, OPT_QUEUE_MAX, OPT_BREAKER_FAILURES, OPT_BREAKER_COOLDOWN, OPT_HELP };
+    enum {
+        OPT_FRONTEND = 1,
+        OPT_WORKER,
+        OPT_QUEUE_MAX,
+        OPT_BREAKER_FAILURES,
+        OPT_BREAKER_COOLDOWN,
+        OPT_ADMIN,
+        OPT_HELP
+    };
     static const struct option options[] = {
         {"frontend-endpoint", required_argument, NULL, OPT_FRONTEND},
         {"worker-endpoint", required_argument, NULL, OPT_WORKER},
         {"queue-max", required_argument, NULL, OPT_QUEUE_MAX},
         {"breaker-failures", required_argument, NULL, OPT_BREAKER_FAILURES},
         {"breaker-cooldown-ms", required_argument, NULL, OPT_BREAKER_COOLDOWN},
+        {"admin-listen", required_argument, NULL, OPT_ADMIN},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
+    struct {
+        sb_admin_config_t cfg;
+        char host_buf[256];
+    } admin = {.cfg = {.port = -1, .ready = sb_broker_ready}};
     int opt, n;
     while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (opt) {
@@ -89,6 +119,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case OPT_ADMIN:
+            if (sb_admin_parse_listen(optarg, admin.host_buf, sizeof admin.host_buf, &admin.cfg.port) < 0) {
+                fprintf(stderr, "sb-broker: --admin-listen wants HOST:PORT, not '%s'\n", optarg);
+                return 2;
+            }
+            admin.cfg.host = admin.host_buf;
+            break;
         case OPT_HELP:
             sb_broker_usage(stdout);
             return 0;
@@ -110,7 +147,20 @@ int main(int argc, char **argv)
     sb_broker_t *b = sb_broker_new(&cfg);
     if (!b)
         return 1;
+    sb_admin_t *port = NULL;
+    if (admin.cfg.port >= 0) {
+        char err[256];
+        port = sb_admin_start_thread(&admin.cfg, err, sizeof err);
+        if (!port) {
+            sb_error("admin port: %s", err);
+            sb_broker_destroy(&b);
+            return 1;
+        }
+    }
+    atomic_store(&sb_broker_running, true);
     int rc = sb_broker_run(b);
+    atomic_store(&sb_broker_running, false);
+    sb_admin_free(&port);
     sb_broker_destroy(&b);
     return rc == 0 ? 0 : 1;
 }

@@ -467,6 +467,20 @@ bool sb_db_available(const sb_db_t *db)
     return false;
 }
 
+void sb_db_usage(const sb_db_t *db, sb_db_usage_t *u)
+{
+    *u = (sb_db_usage_t){.total = db->nconns, .queued = db->queued};
+    for (int i = 0; i < db->nconns; i++) {
+        enum fe_conn_state s = db->conns[i].state;
+        if (s == FE_CONN_BUSY)
+            u->busy++;
+        else if (s == FE_CONN_IDLE)
+            u->idle++;
+        else
+            u->down++;
+    }
+}
+
 int sb_db_pending(const sb_db_t *db)
 {
     int n = db->queued;

@@ -63,6 +63,13 @@ int sb_db_exec_blocking(sb_db_t *db, const char *sql, int nparams, const char *c
  * request that will be stored asks this before it spends an upstream call. */
 bool sb_db_available(const sb_db_t *db);
 
+/* The pool's connections by state, and the queries queued for one. */
+typedef struct {
+    int total, busy, idle, down; /* down: not connected, or connecting/preparing */
+    int queued;
+} sb_db_usage_t;
+void sb_db_usage(const sb_db_t *db, sb_db_usage_t *u);
+
 /* Queries waiting or running; used by shutdown to drain. */
 int sb_db_pending(const sb_db_t *db);
 

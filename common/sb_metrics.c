@@ -4,6 +4,7 @@
  * label values. A double is kept as the bits of an atomic 64-bit word and
  * added to with compare-and-swap.
  */
+/* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: _GNU_SOURCE is set for the whole build */
 #include "sb_metrics.h"
 
 #include <math.h>
@@ -24,8 +25,8 @@ enum sb_metric_type { SB_COUNTER, SB_GAUGE, SB_HISTOGRAM };
 struct sb_series {
     const struct sb_metric *family;
     char *values[SB_METRIC_LABELS_MAX];
-    _Atomic uint64_t value; /* the bits of a double: counter or gauge value, histogram sum */
-    _Atomic uint64_t count; /* histograms: observations */
+    _Atomic uint64_t value;    /* the bits of a double: counter or gauge value, histogram sum */
+    _Atomic uint64_t count;    /* histograms: observations */
     _Atomic uint64_t *buckets; /* histograms: observations <= bounds[i] (not cumulative), nbounds + 1 */
     struct sb_series *next;    /* creation order */
 };
@@ -49,12 +50,13 @@ typedef struct sb_collector {
     struct sb_collector *next;
 } sb_collector_t;
 
-static pthread_mutex_t sb_metrics_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a publisher holds it across several updates (sb_metrics_hold). */
+static pthread_mutex_t sb_metrics_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static sb_metric_t *sb_metrics_first, *sb_metrics_last;
 static sb_collector_t *sb_collectors;
 
-const double sb_metric_latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                           0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60,  120};
+const double sb_metric_latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                           0.25,   0.5,     1,      2.5,   5,      10,    30,   60,    120};
 const size_t sb_metric_latency_nbounds = sizeof sb_metric_latency_bounds / sizeof sb_metric_latency_bounds[0];
 
 static double sb_bits_double(uint64_t u)
@@ -394,5 +396,15 @@ void sb_metrics_render(sb_buf_t *out)
     pthread_mutex_lock(&sb_metrics_lock);
     for (const sb_metric_t *m = sb_metrics_first; m; m = m->next)
         sb_render_family(out, m);
+    pthread_mutex_unlock(&sb_metrics_lock);
+}
+
+void sb_metrics_hold(void)
+{
+    pthread_mutex_lock(&sb_metrics_lock);
+}
+
+void sb_metrics_release(void)
+{
     pthread_mutex_unlock(&sb_metrics_lock);
 }

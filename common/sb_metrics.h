@@ -62,6 +62,12 @@ void sb_metric_zero(sb_metric_t *m);
 void sb_metrics_collector_add(void (*fn)(void *arg), void *arg);
 void sb_metrics_collector_remove(void (*fn)(void *arg), void *arg);
 
+/* Holds the registry across several updates (zeroing a family, then
+ * setting its live series), so that a render on another thread sees all of
+ * them or none. Nests. */
+void sb_metrics_hold(void);
+void sb_metrics_release(void);
+
 /* Appends every family in the text format to out. */
 void sb_metrics_render(sb_buf_t *out);
 

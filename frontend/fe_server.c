@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_admin.h"
 #include "fe_bg.h"
 #include "fe_body.h"
 #include "fe_limits_batch.h"
@@ -42,6 +43,8 @@ void fe_config_defaults(fe_config_t *cfg)
     cfg->stream_keepalive_ms = 15000;
     cfg->max_file_bytes = 16u * 1024u * 1024u;
     cfg->embedding_model = "text-embedding-3-small";
+    cfg->admin_host = "127.0.0.1";
+    cfg->admin_port = -1;
 }
 
 /* After the loop iteration in which requests ended: free them, outside
@@ -119,6 +122,11 @@ fe_server_t *fe_server_new(struct event_base *base, const fe_config_t *cfg, char
     s->http = sb_http_new(base, &lim, fe_request_handle, s, err, errlen);
     if (!s->http)
         goto fail;
+    if (cfg->admin_port >= 0) {
+        s->admin = fe_admin_new(s, cfg->admin_host, cfg->admin_port, err, errlen);
+        if (!s->admin)
+            goto fail;
+    }
     sb_info("listening on %s:%d, broker %s", cfg->listen_host, cfg->listen_port, cfg->broker_endpoint);
     return s;
 fail:
@@ -146,6 +154,7 @@ void fe_server_destroy(fe_server_t **ps)
     if (!ps || !*ps)
         return;
     fe_server_t *s = *ps;
+    fe_admin_free(&s->admin);
     sb_http_free(&s->http); /* closes every client connection */
     /* Outstanding jobs fail now; their requests log a row each. */
     fe_broker_destroy(&s->broker);

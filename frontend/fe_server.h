@@ -39,6 +39,8 @@ typedef struct {
     int stream_keepalive_ms;        /* a stream quiet this long gets a keep-alive; 0 = never */
     const char *reasoning_key;      /* 64 hex chars: the key sealing encrypted reasoning; NULL = off */
     const char *embedding_model;    /* the model (models.id) a new vector store's embeddings use */
+    const char *admin_host;         /* the admin listener (fe_admin.h) */
+    int admin_port;                 /* < 0: none */
 } fe_config_t;
 
 typedef struct fe_server {
@@ -55,7 +57,9 @@ typedef struct fe_server {
     struct fe_limits_blocks *limit_blocks; /* limited keys' capacity blocks (fe_limits_block.h) */
     const struct fe_route_table *routes;   /* every endpoint (fe_routes.c), borrowed */
     struct fe_bg *bg;                      /* background responses: sweep, finalizer (fe_bg.h) */
+    struct fe_admin *admin;                /* the admin listener, or NULL (fe_admin.h) */
     int active_requests;
+    int streams_open; /* streamed replies started and not ended */
     bool draining;
     sb_seal_key_t seal_key; /* valid when seal_ready */
     bool seal_ready;

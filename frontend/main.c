@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fe_server.h"
+#include "sb_admin.h"
 #include "sb_evbase.h"
 #include "sb_log.h"
 
@@ -88,7 +89,10 @@ static void usage(void)
             "                   [--drain-seconds S] [--reasoning-key-file PATH] [--stream-keepalive-ms MS]\n"
             "                   [--max-header-bytes N] [--max-json-depth N] [--max-json-elements N]\n"
             "                   [--read-deadline-ms MS] [--max-connections N] [--max-connections-per-source N]\n"
-            "                   [--max-body-memory N] [--embedding-model ID]\n"
+            "                   [--max-body-memory N] [--embedding-model ID] [--admin-listen HOST:PORT]\n"
+            "  --admin-listen HOST:PORT  the admin listener: GET /metrics (Prometheus), /healthz, /readyz\n"
+            "                   (503 while PostgreSQL or the broker is away, or draining); off unless given;\n"
+            "                   keep it off the public network\n"
             "  Limits (each refused in the error body of the request's API style):\n"
             "    --max-body-bytes N       JSON request body (413 above; default 33554432)\n"
             "    --max-file-bytes N       file upload (413 above; default 16777216)\n"
@@ -127,7 +131,7 @@ int main(int argc, char **argv)
     cfg.pg_dsn = getenv("SB_PG_DSN") ? getenv("SB_PG_DSN") : "";
     if (getenv("SB_BROKER_FRONTEND_ENDPOINT"))
         cfg.broker_endpoint = getenv("SB_BROKER_FRONTEND_ENDPOINT");
-    static char host[256];
+    static char host[256], admin_host[256];
     static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
                                          {"broker", required_argument, 0, 'b'},
                                          {"pg", required_argument, 0, 'p'},
@@ -148,6 +152,7 @@ int main(int argc, char **argv)
                                          {"max-body-memory", required_argument, 0, 'M'},
                                          {"spool-dir", required_argument, 0, 'Y'},
                                          {"embedding-model", required_argument, 0, 'e'},
+                                         {"admin-listen", required_argument, 0, 'A'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *key_file = getenv("SB_REASONING_KEY_FILE");
@@ -247,6 +252,13 @@ int main(int argc, char **argv)
             break;
         case 'Y':
             spool_dir = optarg;
+            break;
+        case 'A':
+            if (sb_admin_parse_listen(optarg, admin_host, sizeof admin_host, &cfg.admin_port) < 0) {
+                fprintf(stderr, "bad --admin-listen %s (want HOST:PORT)\n", optarg);
+                return 2;
+            }
+            cfg.admin_host = admin_host;
             break;
         case 'e':
             if (!optarg[0] || strlen(optarg) > 128)

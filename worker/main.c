@@ -21,9 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "sb_admin.h"
 #include "sb_evbase.h"
 #include "sb_log.h"
 #include "sb_protocol.h"
+#include "wadmin.h"
 #include "worker.h"
 
 static void sb_usage(FILE *f)
@@ -55,7 +57,10 @@ static void sb_usage(FILE *f)
             "                     env SB_PG_DSN); without it those tools' calls fail\n"
             "  --sandbox-uid-base N, --sandbox-uid-count N  as root, the code interpreter's\n"
             "                     sandboxes each run under their own uid from this range, which\n"
-            "                     no other user of the host may use (default 200000, 1000)\n",
+            "                     no other user of the host may use (default 200000, 1000)\n"
+            "  --admin-listen HOST:PORT  the admin port: GET /metrics (Prometheus), /healthz,\n"
+            "                     /readyz (503 while the broker or the database is away, or\n"
+            "                     draining); off unless given\n",
             SB_BROKER_WORKER_ENDPOINT_DEFAULT);
 }
 
@@ -115,6 +120,7 @@ int main(int argc, char **argv)
         {"database", required_argument, NULL, 'D'},
         {"sandbox-uid-base", required_argument, NULL, 'U'},
         {"sandbox-uid-count", required_argument, NULL, 'V'},
+        {"admin-listen", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -123,6 +129,8 @@ int main(int argc, char **argv)
         .endpoint = getenv("SB_BROKER_WORKER_ENDPOINT"), .models = "*", .pg_dsn = getenv("SB_PG_DSN")};
     int c, v;
     double ratio;
+    char admin_host[256] = "";
+    int admin_port = -1;
     while ((c = getopt_long(argc, argv, "b:m:c:n:i:h", opts, NULL)) != -1) {
         switch (c) {
         case 'b':
@@ -210,6 +218,12 @@ int main(int argc, char **argv)
             }
             *(c == 'U' ? &cfg.sandbox_uid_base : &cfg.sandbox_uid_count) = v;
             break;
+        case 'L':
+            if (sb_admin_parse_listen(optarg, admin_host, sizeof admin_host, &admin_port) < 0) {
+                fprintf(stderr, "sb-worker: --admin-listen wants HOST:PORT\n");
+                return 2;
+            }
+            break;
         case 'h':
             sb_usage(stdout);
             return 0;
@@ -226,6 +240,7 @@ int main(int argc, char **argv)
     int rc = 1;
     struct event_base *base = NULL;
     sb_worker_t *w = NULL;
+    sb_wadmin_t *admin = NULL;
     struct event *sigint = NULL, *sigterm = NULL;
     /* Signals go through the loop, not czmq's handler. */
     zsys_handler_set(NULL);
@@ -242,6 +257,14 @@ int main(int argc, char **argv)
     w = sb_worker_new(&cfg, base);
     if (!w)
         goto fail;
+    if (admin_port >= 0) {
+        char err[256];
+        admin = sb_wadmin_new(base, w, admin_host, admin_port, err, sizeof err);
+        if (!admin) {
+            sb_error("admin port: %s", err);
+            goto fail;
+        }
+    }
     sigint = evsignal_new(base, SIGINT, sb_on_signal, w);
     sigterm = evsignal_new(base, SIGTERM, sb_on_signal, w);
     if (!sigint || !sigterm || evsignal_add(sigint, NULL) < 0 || evsignal_add(sigterm, NULL) < 0)
@@ -254,6 +277,7 @@ fail:
         event_free(sigint);
     if (sigterm)
         event_free(sigterm);
+    sb_wadmin_free(&admin);
     sb_worker_destroy(&w);
     if (base)
         event_base_free(base);

@@ -30,6 +30,7 @@
 #include "sb_log.h"
 #include "sb_ssrf.h"
 #include "sb_time.h"
+#include "wmetrics.h"
 
 /* One connection pool: a curl multi handle and the timer it asks for. */
 struct sb_upstream_pool {
@@ -302,6 +303,9 @@ static void sb_upstream_check_done(struct sb_upstream_pool *pool)
             sb_upstream_follow(x, res.status, &res.outcome) == 0)
             continue;
         res.elapsed_us = sb_mono_us() - x->start_us;
+        long connects = 0;
+        if (curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK && res.outcome != SB_UPSTREAM_BLOCKED)
+            sb_wmetrics_connection(connects == 0);
         if (res.outcome == SB_UPSTREAM_BLOCKED)
             res.detail = sb_upstream_blocked_text;
         x->cbs.on_done(&res, x->arg);

@@ -30,6 +30,7 @@
 
 #include "sb_log.h"
 #include "sb_time.h"
+#include "wmetrics.h"
 #include "worker_internal.h"
 
 #define SB_WORKER_DEFAULT_ROUTE_TIMEOUT_MS 60000
@@ -259,8 +260,19 @@ static void sb_wcall_on_done(const sb_upstream_result_t *res, void *arg)
     }
     if (final)
         json_array_append_new(c->events, final);
-    if (sb_wcall_retry(c, res))
+    static const char *const outcomes[] = {[SB_UPSTREAM_TIMEOUT] = "timeout",
+                                           [SB_UPSTREAM_CONNECT_FAILED] = "connect_failed",
+                                           [SB_UPSTREAM_ABORTED] = "aborted",
+                                           [SB_UPSTREAM_FAILED] = "failed",
+                                           [SB_UPSTREAM_BLOCKED] = "blocked"};
+    char status[16];
+    snprintf(status, sizeof status, "%ld", (long)res->status);
+    const char *model = json_string_value(json_object_get(c->j->job, "model"));
+    sb_wmetrics_upstream_call(model, res->outcome == SB_UPSTREAM_OK ? status : outcomes[res->outcome]);
+    if (sb_wcall_retry(c, res)) {
+        sb_wmetrics_retry(model);
         return;
+    }
     c->ops->on_final(c);
 }
 

@@ -12,6 +12,7 @@
 #include "sb_alloc.h"
 #include "sb_time.h"
 #include "wloop_internal.h"
+#include "wmetrics.h"
 
 /* Most bytes of a step's error kept in tool_log. */
 #define SB_WLOOP_LOG_ERROR_MAX 300
@@ -74,6 +75,7 @@ void sb_wloop_log(sb_wloop_t *l, sb_wexec_t *e, const char *kind, const char *na
                           name, "item_id", json_object_get(e->item, "id"), "duration_ms",
                           (json_int_t)(sb_mono_ms() - e->started_ms), "outcome", outcome, "bytes_in",
                           (json_int_t)bytes_in, "bytes_out", (json_int_t)e->bytes_out, "error", error ? err : NULL);
+    sb_wmetrics_tool_call(kind, outcome);
     if (f)
         sb_wloop_emit(l, sb_event_tool_log(f));
 }

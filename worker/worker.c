@@ -430,3 +430,19 @@ size_t sb_worker_inflight(const sb_worker_t *w)
 {
     return sb_map_size(w->jobs);
 }
+
+bool sb_worker_broker_connected(const sb_worker_t *w)
+{
+    return w->epoch[0] && sb_mono_ms() - w->last_heard_ms < (int64_t)w->heartbeat_ms * w->liveness;
+}
+
+const char *sb_worker_not_ready(const sb_worker_t *w)
+{
+    if (sb_worker_state(w) != SB_WORKER_ACTIVE)
+        return "draining";
+    if (!sb_worker_broker_connected(w))
+        return "broker not answering";
+    if (w->db && !sb_db_available(w->db))
+        return "PostgreSQL unreachable";
+    return NULL;
+}

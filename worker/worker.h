@@ -80,5 +80,11 @@ void sb_worker_stop(sb_worker_t *w);
 enum sb_worker_state sb_worker_state(const sb_worker_t *w);
 /* Jobs running upstream now. */
 size_t sb_worker_inflight(const sb_worker_t *w);
+/* Readiness (the admin port): NULL when the worker takes jobs (the broker
+ * heard from within its liveness window, its database reachable when it has
+ * one, not draining), else why not. */
+const char *sb_worker_not_ready(const sb_worker_t *w);
+/* The broker heard from within the liveness window. */
+bool sb_worker_broker_connected(const sb_worker_t *w);
 
 #endif

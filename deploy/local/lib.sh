@@ -396,7 +396,8 @@ sb_write_env() {
     {
         printf '# Written by deploy/local/lib.sh; "source %s" to talk to this stack.\n' "$f"
         for n in SB_VAR SB_BUILD_DIR SB_SANITIZE SB_PG_PORT SB_PG_DSN SB_PORT SB_URL SB_FRONTEND_URLS SB_EMU_PORT \
-            SB_EMU_URL SB_BROKER_FRONTEND_ENDPOINT SB_BROKER_WORKER_ENDPOINT SB_EMU_UPSTREAM_KEY SB_DEV_KEY_FILE; do
+            SB_EMU_URL SB_BROKER_FRONTEND_ENDPOINT SB_BROKER_WORKER_ENDPOINT SB_EMU_UPSTREAM_KEY SB_DEV_KEY_FILE \
+            SB_FRONTEND_ADMIN_URLS SB_BROKER_ADMIN_URL SB_WORKER_ADMIN_URLS; do
             [[ -n ${!n:-} ]] && printf 'export %s=%q\n' "$n" "${!n}"
         done
         # shellcheck disable=SC2016
@@ -563,11 +564,37 @@ sb_start_emulator() {
     sb_wait_port "$SB_EMU_PORT" emulator
 }
 
+# Sets variable VAR to process NAME's admin port (/metrics /healthz /readyz),
+# picked once per stack and kept in $SB_VAR/run/NAME.admin-port, so a
+# restarted process answers where it did.
+sb_admin_port() {
+    local -n _sb_admin=$2
+    local f="$SB_VAR/run/$1.admin-port" _sb_admin_pick
+    if [[ -s $f ]]; then
+        _sb_admin=$(<"$f")
+        return 0
+    fi
+    sb_pick_port _sb_admin_pick || return 1
+    mkdir -p "$SB_VAR/run" && printf '%s\n' "$_sb_admin_pick" >"$f"
+    _sb_admin=$_sb_admin_pick
+}
+
+# The admin URLs of the stack's processes, space-separated, in start order.
+sb_admin_urls() {
+    local f urls=()
+    for f in "$SB_VAR"/run/$1*.admin-port; do
+        [[ -s $f ]] && urls+=("http://127.0.0.1:$(<"$f")")
+    done
+    printf '%s' "${urls[*]}"
+}
+
 # Picks the broker's ports (unless SB_BROKER_*_PORT say) and starts it.
 sb_start_broker() {
     sb_defaults || return 1
-    local bf bw extra=() i
+    local bf bw extra=() i ap
     read -ra extra <<<"${SB_BROKER_ARGS:-}"
+    sb_admin_port broker ap || return 1
+    extra+=(--admin-listen "127.0.0.1:$ap")
     if [[ ${SB_BROKER_TRANSPORT:-tcp} == ipc ]]; then
         # Unix domain sockets: every process on this host (no TCP stack per hop).
         export SB_BROKER_FRONTEND_ENDPOINT="ipc://$SB_VAR/run/broker-frontends.sock" \
@@ -596,8 +623,10 @@ sb_start_broker() {
 # Worker K (1-based), named wK; needs sb_start_broker's endpoints.
 sb_start_worker() {
     sb_defaults || return 1
-    local k=$1 extra=()
+    local k=$1 extra=() ap
     read -ra extra <<<"${SB_WORKER_ARGS:-}"
+    sb_admin_port "worker$k" ap || return 1
+    extra+=(--admin-listen "127.0.0.1:$ap")
     [[ -n ${SB_BROKER_WORKER_ENDPOINT:-} ]] || { sb_die "broker not started (sb_start_broker)"; return 1; }
     sb_spawn "worker$k" "$SB_BUILD_DIR/bin/sb-worker" --broker "$SB_BROKER_WORKER_ENDPOINT" --models '*' \
         --concurrency "$SB_WORKER_CONCURRENCY" --name "w$k" "${extra[@]}"
@@ -606,9 +635,11 @@ sb_start_worker() {
 # Frontend K (1-based), named feK, on the K-th of sb_frontend_ports.
 sb_start_frontend() {
     sb_defaults || return 1
-    local k=$1 ports=() extra=()
+    local k=$1 ports=() extra=() ap
     read -ra ports <<<"$(sb_frontend_ports)"
     read -ra extra <<<"${SB_FRONTEND_ARGS:-}"
+    sb_admin_port "frontend$k" ap || return 1
+    extra+=(--admin-listen "127.0.0.1:$ap")
     local port="${ports[$((k - 1))]:-}"
     [[ -n $port ]] || { sb_die "no port for frontend $k"; return 1; }
     [[ -n ${SB_BROKER_FRONTEND_ENDPOINT:-} ]] || { sb_die "broker not started (sb_start_broker)"; return 1; }
@@ -672,10 +703,14 @@ sb_start_stack() {
     fi
 
     sb_msg "starting emulator, broker, $SB_WORKERS worker(s), ${#ports[@]} frontend(s) (logs: $SB_VAR/log)"
+    rm -f "$SB_VAR"/run/*.admin-port # a new stack picks its admin ports afresh
     sb_start_emulator || { sb_stop_procs; return 1; }
     sb_start_broker || { sb_stop_procs; return 1; }
     for ((k = 1; k <= SB_WORKERS; k++)); do sb_start_worker "$k" || { sb_stop_procs; return 1; }; done
     for ((k = 1; k <= ${#ports[@]}; k++)); do sb_start_frontend "$k" || { sb_stop_procs; return 1; }; done
+    SB_FRONTEND_ADMIN_URLS=$(sb_admin_urls frontend) SB_BROKER_ADMIN_URL=$(sb_admin_urls broker)
+    SB_WORKER_ADMIN_URLS=$(sb_admin_urls worker)
+    export SB_FRONTEND_ADMIN_URLS SB_BROKER_ADMIN_URL SB_WORKER_ADMIN_URLS
     sb_write_env
     sb_wait_ready || { sb_stop_procs; return 1; }
     sb_msg "ready: ${SB_FRONTEND_URLS}"

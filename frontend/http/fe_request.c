@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fe_metrics.h"
 #include "fe_router.h"
 #include "sb_alloc.h"
 #include "sb_event.h"
@@ -123,10 +124,30 @@ static long long fe_request_key_field(const fe_request_t *r, const char *f)
     return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
 }
 
+/* The model that answered, when it is a configured one (bounded labels). */
+static const char *fe_request_model_label(const fe_request_t *r, const char *field)
+{
+    if (!r->model || json_is_true(json_object_get(r->model, "missing")))
+        return NULL;
+    return json_string_value(json_object_get(r->model, field));
+}
+
 static void fe_request_log(fe_request_t *r)
 {
     if (r->no_log)
         return;
+    int64_t total_us = sb_mono_us() - r->start_us;
+    fe_metrics_request(&(fe_metrics_request_t){
+        .style = r->style->name,
+        .model = fe_request_model_label(r, "id"),
+        .upstream = fe_request_model_label(r, "provider"),
+        .status = r->status,
+        .total_us = total_us,
+        .upstream_us = r->submitted ? r->result.upstream_us : -1,
+        .ttft_us = r->first_token_us > 0 ? r->first_token_us - r->start_us : -1,
+        .tokens_in = r->log_tokens_in,
+        .tokens_out = r->log_tokens_out,
+    });
     fe_reqlog_row_t row = {
         .request_id = r->request_id,
         .ts_ms = r->start_ms,
@@ -135,7 +156,7 @@ static void fe_request_log(fe_request_t *r)
         .model = r->parsed.model_id,
         .path = r->path,
         .status = r->status,
-        .latency_ms = (int)((sb_mono_us() - r->start_us) / 1000),
+        .latency_ms = (int)(total_us / 1000),
         .upstream_ms = r->result.upstream_us >= 0 ? (int)(r->result.upstream_us / 1000) : -1,
         .requested_model = r->requested_model,
         .tokens_in = r->log_tokens_in,
@@ -176,6 +197,8 @@ static void fe_request_done(fe_request_t *r)
     fe_request_run_cleanups(r);
     fe_request_log(r);
     r->srv->active_requests--;
+    if (r->stream_started)
+        r->srv->streams_open--;
     if (r->pending == 0)
         fe_request_schedule_free(r);
 }
@@ -218,6 +241,7 @@ bool fe_request_stream_start(fe_request_t *r, const char *content_type)
     if (r->stream_started || !r->http || r->state == FE_REQ_DONE)
         return r->stream_started;
     r->stream_started = true;
+    r->srv->streams_open++;
     r->status = 200;
     fe_request_add_headers(r, content_type, 0);
     sb_http_req_add_header(r->http, "Cache-Control", "no-cache");
@@ -264,6 +288,8 @@ int fe_request_query_get(const fe_request_t *r, const char *name, char *buf, siz
 void fe_request_fail(fe_request_t *r, const fe_error_t *e)
 {
     r->no_retry = e->no_retry;
+    if (e->status == 429)
+        fe_metrics_limit_refused(e->kind);
     free(r->error_text);
     r->error_text = sb_xstrdup(e->message);
     fe_request_finish(r, e->status, r->style->error_body(e, r->request_id), e->retry_after);

@@ -87,6 +87,7 @@ struct fe_request {
     int64_t log_tokens_in, log_tokens_out; /* what the request log records; set by a cleanup of the pipeline */
     struct fe_request *next_reap;          /* on the server's reap list (DONE, nothing pending) */
     int status;                            /* HTTP status sent */
+    int64_t first_token_us;                /* streams: when the first token delta arrived (monotonic); 0: none */
     char *error_text;                      /* for the request log */
 };
 

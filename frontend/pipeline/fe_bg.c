@@ -10,6 +10,7 @@
 
 #include "fe_call_ids.h"
 #include "fe_collect.h"
+#include "fe_metrics.h"
 #include "fe_reasoning.h"
 #include "fe_request_db.h"
 #include "fe_responses_bg.h"
@@ -34,6 +35,7 @@ typedef struct {
     char *id;
     fe_bg_waiter_t *waiters;
     bool reloaded; /* finalized (by this frontend or another): the stored body is read back */
+    json_t *log;   /* the request_log row being written, for the metrics once it is */
 } fe_bg_fin_t;
 
 struct fe_bg {
@@ -123,6 +125,7 @@ static void fe_bg_fin_end(fe_bg_fin_t *f, const json_t *body, const char *err)
         free(w);
         w = next;
     }
+    json_decref(f->log);
     free(f->id);
     free(f);
 }
@@ -143,8 +146,20 @@ static void fe_bg_on_finalized(const PGresult *res, const char *err, void *arg)
         fe_bg_fin_end(f, NULL, err);
         return;
     }
-    if (PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't')
+    if (PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't') {
         sb_debug("background response %s finalized", f->id);
+        /* This frontend wrote its request_log row: it counts it. */
+        fe_metrics_request(&(fe_metrics_request_t){
+            .style = "responses",
+            .model = json_string_value(json_object_get(f->log, "model")),
+            .status = (int)json_integer_value(json_object_get(f->log, "status")),
+            .total_us = json_integer_value(json_object_get(f->log, "latency_ms")) * 1000,
+            .upstream_us = -1, /* queueing and polling are not the gateway's added time */
+            .ttft_us = -1,
+            .tokens_in = json_integer_value(json_object_get(f->log, "tokens_in")),
+            .tokens_out = json_integer_value(json_object_get(f->log, "tokens_out")),
+        });
+    }
     /* The answer is the body as stored, whoever stored it: read back, so
      * every reader of it (a poll, each resumed stream) gets the same bytes
      * (jsonb orders an object's keys its own way). */
@@ -188,6 +203,8 @@ static void fe_bg_on_load(const PGresult *res, const char *err, void *arg)
         return;
     }
     char *text = json_dumps(row, JSON_COMPACT);
+    json_decref(f->log);
+    f->log = json_incref(json_object_get(row, "log"));
     json_decref(row);
     const char *params[1] = {text};
     sb_db_query(f->bg->srv->db, FE_SQL_BG_FINALIZE, 1, params, fe_bg_on_finalized, f);

@@ -430,3 +430,8 @@ size_t fe_broker_outstanding(const fe_broker_t *b)
 {
     return sb_map_size(b->jobs);
 }
+
+bool fe_broker_connected(const fe_broker_t *b)
+{
+    return b->broker_alive && b->epoch[0];
+}

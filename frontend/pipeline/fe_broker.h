@@ -52,4 +52,8 @@ void fe_broker_cancel_any(fe_broker_t *b, const char *job_id);
 
 size_t fe_broker_outstanding(const fe_broker_t *b);
 
+/* Whether the broker answers: heard from within the heartbeat liveness
+ * window (readiness, metrics). */
+bool fe_broker_connected(const fe_broker_t *b);
+
 #endif

@@ -29,6 +29,7 @@
 #include "fe_files_resolve.h"
 #include "fe_items.h"
 #include "fe_limits.h"
+#include "fe_metrics.h"
 #include "fe_prompt.h"
 #include "fe_reasoning.h"
 #include "fe_request_db.h"
@@ -512,9 +513,10 @@ static void fe_generate_on_fallback_model(json_t *rec, const char *err, void *ar
     sb_info("request %s: model %s failed (%d %s); falling back to %s", r->request_id, r->parsed.model_id,
             r->result.error.status, r->result.error.code[0] ? r->result.error.code : r->result.error.kind, id);
     fe_collect_restart(&r->result, r->parsed.model_id); /* tool calls it made keep its name */
-    if (!r->requested_model)
+    if (!r->requested_model) {
         r->requested_model = r->parsed.model_id;
-    else
+        fe_metrics_fallback(r->requested_model);
+    } else
         free(r->parsed.model_id);
     r->parsed.model_id = id;
     json_decref(r->model);

@@ -10,6 +10,7 @@
 #include "fe_request.h"
 #include "sb_alloc.h"
 #include "sb_sse.h"
+#include "sb_time.h"
 
 struct fe_stream {
     const fe_stream_style_t *style;
@@ -119,6 +120,11 @@ void fe_stream_event(fe_request_t *r, const json_t *ev)
     fe_stream_t *s = r->stream_out;
     if (!s || !fe_stream_open(r))
         return;
+    if (!r->first_token_us) {
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (type && (!strcmp(type, "text_delta") || !strcmp(type, "args_delta") || !strcmp(type, "reasoning_delta")))
+            r->first_token_us = sb_mono_us();
+    }
     s->style->event(&s->ctx, ev, s->out);
     fe_stream_flush(r);
 }

@@ -28,6 +28,7 @@
 #include "fe_sql.h"
 #include "sb_alloc.h"
 #include "sb_log.h"
+#include "sb_time.h"
 
 #define FE_REQLOG_FLUSH_MS 100
 #define FE_REQLOG_BATCH_MAX 500
@@ -43,11 +44,14 @@ struct fe_reqlog {
     /* spool; spool_path NULL = memory only */
     char *spool_path, *replay_path;
     int spool_fd, lock_fd;
-    long long spool_bytes; /* in the spool and the replay file */
-    bool spool_dirty;      /* appended since the last fdatasync */
-    long long dropped;     /* rows refused because the spool was full */
-    FILE *replay;          /* replay file being read, NULL when none is open */
-    json_t *replaying;     /* replay batch being written, NULL if none */
+    long long spool_bytes;    /* in the spool and the replay file */
+    bool spool_dirty;         /* appended since the last fdatasync */
+    long long dropped;        /* rows refused because the spool was full */
+    FILE *replay;             /* replay file being read, NULL when none is open */
+    json_t *replaying;        /* replay batch being written, NULL if none */
+    int64_t waiting_since_us; /* when the oldest row in memory came (monotonic); 0: none */
+    int64_t batch_taken_us;   /* when the batch in flight was taken */
+    long long written;        /* rows written since start */
 };
 
 /* ---- spool ------------------------------------------------------------------ */
@@ -116,6 +120,8 @@ static void fe_reqlog_spool_buffer(fe_reqlog_t *l)
         return;
     fe_reqlog_spool_rows(l, l->buffer);
     json_array_clear(l->buffer);
+    if (!l->inflight)
+        l->waiting_since_us = 0; /* on disk now; the spool's size tells the rest */
 }
 
 static int fe_reqlog_open_spool_file(fe_reqlog_t *l)
@@ -287,9 +293,12 @@ static void fe_reqlog_on_written(const PGresult *res, const char *err, void *arg
         json_decref(l->buffer);
         l->buffer = l->inflight;
     } else {
+        l->written += (long long)json_array_size(l->inflight);
         json_decref(l->inflight);
     }
     l->inflight = NULL;
+    /* What is left came after the batch was taken, at the earliest. */
+    l->waiting_since_us = json_array_size(l->buffer) ? l->batch_taken_us : 0;
 }
 
 static void fe_reqlog_tick(evutil_socket_t fd, short what, void *arg)
@@ -322,6 +331,7 @@ static void fe_reqlog_tick(evutil_socket_t fd, short what, void *arg)
         json_decref(l->buffer);
         l->buffer = rest;
     }
+    l->batch_taken_us = sb_mono_us();
     char *text = json_dumps(l->inflight, JSON_COMPACT);
     const char *params[1] = {text};
     sb_db_query(l->db, FE_SQL_REQLOG_INSERT, 1, params, fe_reqlog_on_written, l);
@@ -385,6 +395,8 @@ void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
     }
     json_t *row = fe_reqlog_row_json(r, l->frontend);
     json_array_append_new(l->buffer, row);
+    if (!l->waiting_since_us)
+        l->waiting_since_us = sb_mono_us();
     /* The database is away: the row goes to disk now, so a frontend that
      * dies during the outage loses none (the fsync follows on the tick). */
     if (l->spool_path && !sb_db_available(l->db)) {
@@ -448,4 +460,13 @@ void fe_reqlog_destroy(fe_reqlog_t **pl)
     free(l->frontend);
     free(l);
     *pl = NULL;
+}
+
+void fe_reqlog_stats(const fe_reqlog_t *l, fe_reqlog_stats_t *st)
+{
+    st->waiting = (long long)(json_array_size(l->buffer) + (l->inflight ? json_array_size(l->inflight) : 0));
+    st->written = l->written;
+    st->dropped = l->dropped;
+    st->spool_bytes = l->spool_bytes;
+    st->lag_us = st->waiting && l->waiting_since_us ? sb_mono_us() - l->waiting_since_us : 0;
 }

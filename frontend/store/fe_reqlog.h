@@ -72,6 +72,15 @@ int fe_reqlog_spool_open(fe_reqlog_t *l, const char *dir, char *err, size_t errl
  * goes to the spool when there is one. Returns rows neither written nor
  * spooled. */
 size_t fe_reqlog_flush_blocking(fe_reqlog_t *l);
+
+/* What the writer holds (metrics): rows waiting in memory (the batch in
+ * flight included), how long the oldest of them has waited, rows written
+ * since start, the spool's size, rows dropped. */
+typedef struct {
+    long long waiting, written, dropped, spool_bytes;
+    int64_t lag_us; /* 0: nothing waiting */
+} fe_reqlog_stats_t;
+void fe_reqlog_stats(const fe_reqlog_t *l, fe_reqlog_stats_t *st);
 void fe_reqlog_destroy(fe_reqlog_t **l);
 
 #endif
