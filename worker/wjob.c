@@ -499,6 +499,7 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
             err = sb_event_error(500, SB_ERR_SERVER, NULL, "could not build the upstream request");
         goto fail;
     }
+    sb_provider_request_add_trace(&j->req, j->job);
     j->calls = sb_xcalloc((size_t)n_calls, sizeof *j->calls);
     j->n_calls = n_calls;
     for (int i = 0; i < n_calls; i++) {

@@ -112,6 +112,7 @@ static void sb_wloop_call_model(sb_wloop_t *l)
         sb_wloop_end(l, err);
         return;
     }
+    sb_provider_request_add_trace(&j->req, j->job);
     sb_wcall_t *c = &j->calls[0];
     sb_wcall_clear(c);
     memset(c, 0, sizeof *c);

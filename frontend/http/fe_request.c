@@ -35,6 +35,7 @@ static void fe_request_free(fe_request_t *r)
     }
     if (r->deadline)
         event_free(r->deadline);
+    free(r->tracestate);
     json_decref(r->key);
     json_decref(r->model);
     json_decref(r->body);
@@ -150,6 +151,7 @@ static void fe_request_log(fe_request_t *r)
     });
     fe_reqlog_row_t row = {
         .request_id = r->request_id,
+        .trace_id = r->trace.trace_id,
         .ts_ms = r->start_ms,
         .key_id = fe_request_key_field(r, "key_id"),
         .account_id = fe_request_key_field(r, "account_id"),
@@ -416,6 +418,17 @@ void fe_request_handle(sb_http_req_t *http, void *arg)
     r->parsed.store = true;
     r->parsed.n = 1;
     sb_id_new_ordered(r->request_id, sizeof r->request_id, "req_", 16);
+    /* W3C Trace Context: the client's trace, else a new one; this request
+     * is a span of it. A malformed traceparent starts a new trace (and its
+     * tracestate is dropped), as the spec asks. */
+    if (sb_trace_parse(sb_http_req_header(http, "traceparent"), &r->trace) == 0) {
+        const char *ts = sb_http_req_header(http, "tracestate");
+        if (sb_tracestate_ok(ts))
+            r->tracestate = sb_xstrdup(ts);
+    } else {
+        sb_trace_start(&r->trace);
+    }
+    sb_trace_span(&r->trace);
     fe_collect_init(&r->result);
     srv->active_requests++;
     sb_http_req_on_gone(http, fe_request_on_gone, r);

@@ -18,6 +18,7 @@
 #include "fe_style.h"
 #include "sb_http.h"
 #include "sb_id.h"
+#include "sb_trace.h"
 
 struct fe_request;
 typedef struct fe_request fe_request_t;
@@ -51,6 +52,8 @@ struct fe_request {
     fe_endpoint_fn endpoint;
     const struct fe_route *route; /* the route matched (fe_router.h), borrowed; NULL before */
     char request_id[SB_ID_MAX];
+    sb_trace_t trace; /* the client's trace (or a new one) with this request's span (sb_trace.h) */
+    char *tracestate; /* the client's tracestate, passed on; NULL: none */
     char *path;
     char *path_arg; /* e.g. the {id} of /v1/responses/{id} */
     int64_t start_us, start_ms;

@@ -103,6 +103,8 @@ static json_t *fe_bg_render(fe_server_t *srv, const json_t *snap, const json_t *
             json_object_set_new(log, "error", json_string(c.error.message));
         if (meta.requested_model)
             json_object_set_new(log, "requested_model", json_string(meta.requested_model));
+        if (meta.trace_id[0])
+            json_object_set_new(log, "trace_id", json_string(meta.trace_id));
         row = json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", p.response_id, "status", status, "body", body, "output",
                         c.items, "log", log);
         if (p.conversation_id && !c.failed) /* its turn goes into its conversation with it */
@@ -615,6 +617,7 @@ void fe_bg_submit(fe_request_t *r, const json_t *job, int64_t deadline_ms)
                                    .stream = r->parsed.stream,
                                    .requested_model = r->requested_model};
     snprintf(meta.request_id, sizeof meta.request_id, "%s", r->request_id);
+    snprintf(meta.trace_id, sizeof meta.trace_id, "%s", r->trace.trace_id);
     const char *prev = r->parsed.previous_response_id;
     json_t *row = json_pack("{s:s, s:I, s:I, s:s, s:o, s:O, s:o, s:O, s:s, s:o, s:I}", "id", r->parsed.response_id,
                             "account_id", (json_int_t)meta.account_id, "key_id", (json_int_t)meta.key_id, "model",

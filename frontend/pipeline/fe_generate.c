@@ -254,6 +254,11 @@ static json_t *fe_generate_job(fe_request_t *r, int64_t *timeout_out)
                    (long long)json_integer_value(json_object_get(r->key, "account_id")), fe_generate_route(r), request);
     if (job && tools_config)
         json_object_set(job, "tools_config", tools_config);
+    if (job) { /* W3C Trace Context: the worker's span is a child of this request's */
+        char tp[SB_TRACEPARENT_LEN + 1];
+        sb_trace_format(&r->trace, tp, sizeof tp);
+        json_object_set_new(job, "trace", json_pack("{s:s, s:s?}", "traceparent", tp, "tracestate", r->tracestate));
+    }
     json_decref(tools_config);
     *timeout_out = timeout_ms;
     return job;

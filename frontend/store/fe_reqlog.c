@@ -376,6 +376,8 @@ json_t *fe_reqlog_row_json(const fe_reqlog_row_t *r, const char *frontend)
                       fe_reqlog_id_or_null(r->account_id), "path", "(invalid utf-8)", "status", r->status, "latency_ms",
                       r->latency_ms, "error", "(invalid utf-8)", "stream", r->stream, "frontend", frontend);
     }
+    if (r->trace_id && r->trace_id[0])
+        json_object_set_new(row, "trace_id", json_string(r->trace_id));
     if (r->limit_block) { /* the draw trigger moves the reservation out of the block (schema/008) */
         json_object_set_new(row, "limit_block", json_string(r->limit_block));
         json_object_set_new(row, "tokens_reserved", json_integer(r->tokens_reserved));

@@ -39,6 +39,7 @@ typedef struct fe_reqlog fe_reqlog_t;
 
 typedef struct {
     const char *request_id;
+    const char *trace_id;        /* W3C trace id (32 hex); NULL: none */
     int64_t ts_ms;               /* request start, epoch ms */
     long long key_id;            /* <= 0: unknown */
     long long account_id;        /* <= 0: unknown */

@@ -549,7 +549,7 @@ async function scenario(scn, fn, { allowConnErrorsOn = null } = {}) {
     const added = logSince(n, marks[n] ?? 0);
     const m = CRASH_RE.exec(added);
     if (m) res.lost.push(`${n}.log: ${added.slice(Math.max(0, m.index - 100), m.index + 300).replace(/\n/g, ' | ')}`);
-    res.errorLines = (res.errorLines || 0) + (added.match(/ ERROR /g) || []).length;
+    res.errorLines = (res.errorLines || 0) + (added.match(/ ERROR |"level":"error"/g) || []).length;
     // Evidence that the fault hit work in flight: jobs the frontends sent again.
     res.resubmitted = (res.resubmitted || 0) + (added.match(/before any event: resubmitted/g) || []).length;
   }

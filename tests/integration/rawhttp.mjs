@@ -226,7 +226,7 @@ export async function killFrontend(fe) {
 // complaint or a sanitizer report.
 export function logProblems(fe) {
   const log = readFileSync(fe.log).subarray(fe.logStart).toString('utf8');
-  return log.split('\n').filter((l) => / ERROR |\[err\]|\[warn\]|AddressSanitizer|LeakSanitizer|runtime error:/.test(l));
+  return log.split('\n').filter((l) => / ERROR |"level":"error"|\[err\]|\[warn\]|AddressSanitizer|LeakSanitizer|runtime error:/.test(l));
 }
 
 // Asserts an error reply in the style's own body: status, JSON, and per

@@ -26,6 +26,7 @@
 #include "sb_job.h"
 #include "sb_log.h"
 #include "sb_scrub.h"
+#include "sb_trace.h"
 
 void sb_provider_request_clear(sb_provider_request_t *req)
 {
@@ -440,4 +441,19 @@ bool sb_provider_is_text_file(const char *mime, const char *filename)
         if (sb_provider_has_suffix(filename, exts[i]))
             return true;
     return false;
+}
+
+void sb_provider_request_add_trace(sb_provider_request_t *req, const json_t *job)
+{
+    const json_t *trace = json_object_get(job, "trace");
+    sb_trace_t t;
+    if (sb_trace_parse(json_string_value(json_object_get(trace, "traceparent")), &t) < 0)
+        return;
+    sb_trace_span(&t); /* the worker's span: this call's parent */
+    char tp[SB_TRACEPARENT_LEN + 1];
+    sb_trace_format(&t, tp, sizeof tp);
+    sb_provider_request_add_header(req, "traceparent: %s", tp);
+    const char *state = json_string_value(json_object_get(trace, "tracestate"));
+    if (sb_tracestate_ok(state))
+        sb_provider_request_add_header(req, "tracestate: %s", state);
 }

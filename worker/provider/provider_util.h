@@ -35,6 +35,10 @@ int sb_provider_request_set_json(sb_provider_request_t *req, const json_t *body,
     __attribute__((warn_unused_result));
 void sb_provider_request_add_header(sb_provider_request_t *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* W3C Trace Context: a traceparent naming a new span of the job's trace
+ * (job.trace, from the frontend) and the client's tracestate; nothing when
+ * the job has no valid one. */
+void sb_provider_request_add_trace(sb_provider_request_t *req, const json_t *job);
 
 /* A complete upstream response, as the worker saw it. All borrowed. */
 typedef struct sb_provider_response {

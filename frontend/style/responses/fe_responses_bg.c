@@ -36,6 +36,8 @@ json_t *fe_responses_bg_snapshot(const fe_parsed_t *p, const fe_responses_bg_met
         json_object_set_new(snap, "conversation_id", json_string(p->conversation_id));
     if (meta->requested_model)
         json_object_set_new(snap, "requested_model", json_string(meta->requested_model));
+    if (meta->trace_id[0])
+        json_object_set_new(snap, "trace_id", json_string(meta->trace_id));
     return snap;
 }
 
@@ -79,5 +81,8 @@ int fe_responses_bg_restore(const json_t *snap, fe_parsed_t *out, fe_responses_b
     meta->stream = json_is_true(json_object_get(snap, "stream"));
     const char *req_model = json_string_value(json_object_get(snap, "requested_model"));
     meta->requested_model = req_model ? sb_xstrdup(req_model) : NULL;
+    const char *trace = json_string_value(json_object_get(snap, "trace_id"));
+    if (trace && strlen(trace) < sizeof meta->trace_id)
+        snprintf(meta->trace_id, sizeof meta->trace_id, "%s", trace);
     return 0;
 }

@@ -26,6 +26,7 @@ typedef struct fe_responses_bg_meta {
     long long key_id;           /* the key that made it (0: unknown) */
     bool stream;                /* the request was streamed (its request_log row says so) */
     char *requested_model;      /* the model asked for, when a fallback answered; owned, or NULL */
+    char trace_id[33];          /* the request's W3C trace id ("": none), for its request_log row */
 } fe_responses_bg_meta_t;
 
 /* The snapshot of parsed (new reference). requested_model may be NULL. */
