@@ -78,7 +78,7 @@ static void sb_wcall_on_idle(evutil_socket_t fd, short what, void *arg)
         return;
     sb_upstream_cancel(c->j->w->upstream, &c->xfer);
     c->route = SB_RETRY_ROUTE_FAILED;
-    sb_warn("job %s: upstream stream idle for %lld ms; ending it", c->j->job_id, (long long)c->j->w->stream_idle_ms);
+    sb_wjob_log(c->j, SB_LOG_WARN, "upstream stream idle for %lld ms; ending it", (long long)c->j->w->stream_idle_ms);
     json_array_append_new(c->events,
                           sb_wjob_error(504, SB_ERR_TIMEOUT, "timeout: the upstream stream sent nothing for %lld ms",
                                         (long long)c->j->w->stream_idle_ms));
@@ -116,7 +116,7 @@ json_t *sb_wcall_take_final(sb_wcall_t *c)
     while (i < n && !sb_event_is_final(json_array_get(c->events, i)))
         i++;
     if (i == n) {
-        sb_error("job %s: provider produced no final event", c->j->job_id);
+        sb_wjob_log(c->j, SB_LOG_ERROR, "provider produced no final event");
         return sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response could not be translated");
     }
     json_t *final = json_incref(json_array_get(c->events, i));

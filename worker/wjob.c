@@ -46,6 +46,7 @@
 #include "sb_evbatch.h"
 #include "sb_log.h"
 #include "sb_mpjson.h"
+#include "sb_trace.h"
 #include "wbg.h"
 #include "worker_internal.h"
 #include "wtool_vsjob.h"
@@ -59,7 +60,7 @@ static const char *const sb_wjob_state_names[] = {"new", "upstream", "done"};
 
 static void sb_wjob_set_state(sb_wjob_t *j, enum sb_wjob_state state)
 {
-    sb_debug("job %s: %s -> %s", j->job_id, sb_wjob_state_names[j->state], sb_wjob_state_names[state]);
+    sb_wjob_log(j, SB_LOG_DEBUG, "%s -> %s", sb_wjob_state_names[j->state], sb_wjob_state_names[state]);
     j->state = state;
 }
 
@@ -102,7 +103,7 @@ static int sb_wjob_send_batch(const char *body, size_t len, size_t from, size_t 
     sb_wbg_append(b->j->bg, b->events, from, to); /* a background job's events are kept too */
     int rc = sb_worker_send(b->j->w, SB_CMD_EVENT, hdr, body, len);
     if (rc < 0)
-        sb_error("job %s: could not send %zu event(s): %s", b->j->job_id, to - from, strerror(-rc));
+        sb_wjob_log(b->j, SB_LOG_ERROR, "could not send %zu event(s): %s", to - from, strerror(-rc));
     json_decref(hdr);
     return 0;
 }
@@ -164,7 +165,7 @@ void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
         while (i < n && !sb_event_is_final(json_array_get(j->events, i)))
             i++;
         if (i == n) {
-            sb_error("job %s: provider produced no final event", j->job_id);
+            sb_wjob_log(j, SB_LOG_ERROR, "provider produced no final event");
             json_array_append_new(
                 j->events, sb_event_error(502, SB_ERR_UPSTREAM, NULL, "upstream response could not be translated"));
         } else {
@@ -179,14 +180,14 @@ void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
                      json_string_value(json_object_get(last, "kind")), upstream ? ", upstream " : "",
                      upstream ? upstream : "");
         else
-            sb_debug("job %s: %s in %lld us", j->job_id, json_string_value(json_object_get(last, "status")),
-                     (long long)json_integer_value(json_object_get(last, "upstream_us")));
+            sb_wjob_log(j, SB_LOG_DEBUG, "%s in %lld us", json_string_value(json_object_get(last, "status")),
+                        (long long)json_integer_value(json_object_get(last, "upstream_us")));
         sb_wjob_send_events(j, json_array_size(j->events), upstream);
         json_array_clear(j->events);
         j->sent = true;
     } else {
         json_decref(final);
-        sb_info("job %s: abandoned", j->job_id);
+        sb_wjob_log(j, SB_LOG_INFO, "abandoned");
         if (j->bg) {
             /* Nobody is told, but a background response must not stay in
              * progress: it ends failed (docs/background.md). */
@@ -268,11 +269,12 @@ static int sb_wjob_check_strict(sb_wcall_t *c, const json_t *final, json_t **err
     /* A stream has shown this attempt already: no retry can take it back. */
     if (c->attempt < SB_WORKER_STRICT_ATTEMPTS && !j->stream) {
         /* `what` names a schema, never the output. */
-        sb_warn("job %s: model output%s did not match %s on attempt %d; retrying", j->job_id, choice, what, c->attempt);
+        sb_wjob_log(j, SB_LOG_WARN, "model output%s did not match %s on attempt %d; retrying", choice, what,
+                    c->attempt);
         c->attempt++;
         return sb_wcall_start(c, err) == 0 ? 1 : -1;
     }
-    sb_warn("job %s: model output%s did not match %s after %d attempts", j->job_id, choice, what, c->attempt);
+    sb_wjob_log(j, SB_LOG_WARN, "model output%s did not match %s after %d attempts", choice, what, c->attempt);
     char *msg = sb_xasprintf("The model's output did not match %s after %d attempts: %s", what, c->attempt, why);
     *err = sb_event_error(502, SB_ERR_UPSTREAM, "invalid_structured_output", msg);
     free(msg);
@@ -425,6 +427,10 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
         err = sb_event_error(400, SB_ERR_INVALID_REQUEST, NULL, "job body is not a valid msgpack job");
         goto fail;
     }
+    sb_trace_t trace;
+    if (sb_trace_parse(json_string_value(json_object_get(json_object_get(j->job, "trace"), "traceparent")), &trace) ==
+        0)
+        memcpy(j->trace_id, trace.trace_id, sizeof j->trace_id);
     /* File search's ingestion and search (wtool_vsjob.h) call no model. */
     if (sb_vsjob_is_op(sb_job_request(j->job))) {
         sb_vs_env_t env = {
@@ -520,9 +526,9 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
     }
     if (!j->strict && w->retry_max <= 0) /* no retry will need it; curl has its own copy */
         sb_provider_request_clear(&j->req);
-    sb_debug("job %s: %s %s, %d call(s), timeout %lld ms%s%s", j->job_id, kind,
-             json_string_value(json_object_get(j->job, "model")), n_calls, (long long)j->calls[0].timeout_ms,
-             j->strict ? ", strict output" : "", count ? ", token count" : "");
+    sb_wjob_log(j, SB_LOG_DEBUG, "%s %s, %d call(s), timeout %lld ms%s%s", kind,
+                json_string_value(json_object_get(j->job, "model")), n_calls, (long long)j->calls[0].timeout_ms,
+                j->strict ? ", strict output" : "", count ? ", token count" : "");
     sb_wjob_set_state(j, SB_WJOB_UPSTREAM);
     return;
 fail:

@@ -41,7 +41,7 @@ static const char *const sb_wloop_state_names[] = {"prepare", "model", "tools", 
 
 static void sb_wloop_set_state(sb_wloop_t *l, enum sb_wloop_state state)
 {
-    sb_debug("job %s: loop %s -> %s", l->j->job_id, sb_wloop_state_names[l->state], sb_wloop_state_names[state]);
+    sb_wjob_log(l->j, SB_LOG_DEBUG, "loop %s -> %s", sb_wloop_state_names[l->state], sb_wloop_state_names[state]);
     l->state = state;
 }
 
@@ -138,7 +138,7 @@ static void sb_wloop_call_model(sb_wloop_t *l)
         return;
     }
     sb_retry_budget_deposit(w->budget, j->route_key);
-    sb_debug("job %s: model call %d%s", j->job_id, l->iterations, builtins ? "" : ", no built-in tools offered");
+    sb_wjob_log(j, SB_LOG_DEBUG, "model call %d%s", l->iterations, builtins ? "" : ", no built-in tools offered");
 }
 
 /* After a model call and its tools: the next call, or the end. */
@@ -204,7 +204,7 @@ static int sb_wloop_strict(sb_wloop_t *l, sb_wcall_t *c, const json_t *final, js
     if (sb_strict_check(j->strict, l->iter, final, what, sizeof what, why, sizeof why) == 0)
         return 0;
     if (c->attempt < 2 && !j->stream) {
-        sb_warn("job %s: model output did not match %s on attempt %d; retrying", j->job_id, what, c->attempt);
+        sb_wjob_log(j, SB_LOG_WARN, "model output did not match %s on attempt %d; retrying", what, c->attempt);
         /* Nothing of this call has left: it goes, and its items' numbers. */
         while (json_array_size(j->events) > l->iter_events_base)
             json_array_remove(j->events, json_array_size(j->events) - 1);
@@ -215,7 +215,7 @@ static int sb_wloop_strict(sb_wloop_t *l, sb_wcall_t *c, const json_t *final, js
         json_array_clear(c->events);
         return sb_wcall_start(c, err) == 0 ? 1 : -1;
     }
-    sb_warn("job %s: model output did not match %s after %d attempts", j->job_id, what, c->attempt);
+    sb_wjob_log(j, SB_LOG_WARN, "model output did not match %s after %d attempts", what, c->attempt);
     char *msg = sb_xasprintf("The model's output did not match %s after %d attempts: %s", what, c->attempt, why);
     *err = sb_event_error(502, SB_ERR_UPSTREAM, "invalid_structured_output", msg);
     free(msg);

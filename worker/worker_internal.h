@@ -93,6 +93,10 @@ struct sb_worker {
     sb_wjob_t *reap_list;         /* owned DONE jobs, linked by next_reap */
 };
 
+/* A log line of job j: its request id (the job id) and trace id are fields
+ * of the line (sb_log.h). */
+#define sb_wjob_log(j, level, ...) sb_log_req(level, (j)->job_id, (j)->trace_id, __VA_ARGS__)
+
 /* Sends one message to the broker; what every file here writes to the
  * socket with. 0, or a negative errno (-ENOTCONN without a socket, -EAGAIN
  * when the pipe is full). */
@@ -197,6 +201,7 @@ struct sb_wjob {
     sb_worker_t *w; /* borrowed: the session that owns the job */
     enum sb_wjob_state state;
     char job_id[SB_JOB_ID_MAX + 1];
+    char trace_id[33];             /* the job's W3C trace id (job.trace), for its log lines; "": none */
     json_t *job;                   /* owned: the decoded job body; NULL if it would not decode */
     const sb_provider_t *provider; /* static adapter table */
     json_t *own_job;               /* owned: what the calls send when it is not job: a fan-out's job without

@@ -172,6 +172,9 @@ static void fe_request_log(fe_request_t *r)
         .tokens_reserved = r->taken.reserved > 0 ? r->taken.reserved : 0,
     };
     fe_reqlog_add(r->srv->reqlog, &row);
+    if (sb_log_enabled(SB_LOG_DEBUG))
+        fe_request_log_line(r, SB_LOG_DEBUG, "%s %s %d %lld us%s", r->route ? r->route->method : "-", r->path,
+                            r->status, (long long)total_us, r->error_text ? " (error)" : "");
 }
 
 static void fe_request_add_headers(fe_request_t *r, const char *content_type, int retry_after)

@@ -18,6 +18,7 @@
 #include "fe_style.h"
 #include "sb_http.h"
 #include "sb_id.h"
+#include "sb_log.h"
 #include "sb_trace.h"
 
 struct fe_request;
@@ -115,6 +116,10 @@ int fe_request_query_get(const fe_request_t *r, const char *name, char *buf, siz
 void fe_request_fail(fe_request_t *r, const fe_error_t *e);
 void fe_request_failf(fe_request_t *r, int status, const char *kind, const char *code, const char *param,
                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* A log line of this request: its request_id and trace_id are fields of
+ * the line (sb_log.h). */
+#define fe_request_log_line(r, level, ...) sb_log_req(level, (r)->request_id, (r)->trace.trace_id, __VA_ARGS__)
 
 /* Moves the request to state s. Leaving DONE is a programmer error. */
 void fe_request_set_state(fe_request_t *r, enum fe_req_state s);

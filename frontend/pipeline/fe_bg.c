@@ -490,7 +490,7 @@ static void fe_bg_on_accepted(void *arg)
     sub->r = NULL;
     if (!r || !fe_request_release(r))
         return; /* the client left; the response runs on */
-    sb_debug("request %s: background response %s queued", r->request_id, sub->response_id);
+    fe_request_log_line(r, SB_LOG_DEBUG, "background response %s queued", sub->response_id);
     if (r->parsed.stream) {
         fe_bg_stream(r, r->start_ms, -1);
         return;
@@ -567,7 +567,7 @@ static void fe_bg_on_created(const PGresult *res, const char *err, void *arg)
     if (err) {
         json_decref(job);
         fe_bg_sub_free(sub);
-        sb_error("request %s: writing background response failed: %.*s", r->request_id, (int)strcspn(err, "\n"), err);
+        fe_request_log_line(r, SB_LOG_ERROR, "writing background response failed: %.*s", (int)strcspn(err, "\n"), err);
         fe_request_failf(r, 500, SB_ERR_SERVER, "store_failed", NULL,
                          "The background response could not be stored; retry the request");
         return;

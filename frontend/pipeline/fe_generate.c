@@ -113,7 +113,8 @@ static void fe_generate_deliver(fe_request_t *r, json_t *rendered);
 static void fe_generate_on_turn(fe_request_t *r, const PGresult *res)
 {
     if (PQntuples(res) != 1 || PQgetisnull(res, 0, 0))
-        sb_warn("request %s: conversation %s is gone; its turn was not kept", r->request_id, r->parsed.conversation_id);
+        fe_request_log_line(r, SB_LOG_WARN, "conversation %s is gone; its turn was not kept",
+                            r->parsed.conversation_id);
     json_t *rendered = json_incref(json_object_get(r->parsed.style_state, "turn_rendered"));
     json_object_del(r->parsed.style_state, "turn_rendered");
     fe_generate_deliver(r, rendered);
@@ -510,13 +511,14 @@ static void fe_generate_on_fallback_model(json_t *rec, const char *err, void *ar
             skip = why.message;
     }
     if (skip) {
-        sb_info("request %s: fallback model %s skipped: %s", r->request_id, id, skip);
+        fe_request_log_line(r, SB_LOG_INFO, "fallback model %s skipped: %s", id, skip);
         free(id);
         fe_generate_fall_back(r);
         return;
     }
-    sb_info("request %s: model %s failed (%d %s); falling back to %s", r->request_id, r->parsed.model_id,
-            r->result.error.status, r->result.error.code[0] ? r->result.error.code : r->result.error.kind, id);
+    fe_request_log_line(r, SB_LOG_INFO, "model %s failed (%d %s); falling back to %s", r->parsed.model_id,
+                        r->result.error.status, r->result.error.code[0] ? r->result.error.code : r->result.error.kind,
+                        id);
     fe_collect_restart(&r->result, r->parsed.model_id); /* tool calls it made keep its name */
     if (!r->requested_model) {
         r->requested_model = r->parsed.model_id;

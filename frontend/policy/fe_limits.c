@@ -150,7 +150,7 @@ static void fe_limits_on_release(const PGresult *res, int row, const char *err, 
     fe_request_then_fn then = w->then;
     free(w);
     if (err)
-        sb_warn("releasing the lease of %s failed (it will expire): %s", r->request_id, err);
+        fe_request_log_line(r, SB_LOG_WARN, "releasing its lease failed (it will expire): %s", err);
     if (!fe_request_release(r) || !then)
         return;
     then(r);

@@ -6,18 +6,8 @@
 // once PostgreSQL is back. Stops and restarts this stack's PostgreSQL.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { cfg, http, psql, unique, upstreamRequestsContaining, waitFor } from './harness.mjs';
+import { cfg, http, pgCtl, psql, unique, upstreamRequestsContaining, waitFor } from './harness.mjs';
 
-const lib = fileURLToPath(new URL('../../deploy/local/lib.sh', import.meta.url));
-
-// pg_ctl on this stack's data dir (SB_VAR), as deploy/local runs it.
-export function pgCtl(action) {
-  const script = `source "$0" && bin="$(sb_pg_bindir)" && sb_as_pg "$bin/pg_ctl" ${action} -D "$SB_VAR/pg/data" `
-    + `-l "$SB_VAR/log/postgres.log" -w -t 60 ${action === 'stop' ? '-m fast' : ''} >/dev/null`;
-  execFileSync('bash', ['-c', script, lib], { env: { ...process.env, SB_VAR: cfg.varDir }, stdio: ['ignore', 'ignore', 'inherit'] });
-}
 
 let pgDown = false;
 after(() => { if (pgDown) pgCtl('start'); });

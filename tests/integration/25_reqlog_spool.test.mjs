@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, existsSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { cfg, http, pidOf, psql, unique, waitFor } from './harness.mjs';
+import { cfg, http, pgCtl, pidOf, psql, unique, waitFor } from './harness.mjs';
 
 const lib = fileURLToPath(new URL('../../deploy/local/lib.sh', import.meta.url));
 
@@ -17,10 +17,6 @@ function bash(script, ...args) {
   return execFileSync('bash', ['-c', script, lib, ...args], {
     env: { ...process.env, SB_VAR: cfg.varDir }, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8',
   });
-}
-function pgCtl(action) {
-  bash(`source "$0" && bin="$(sb_pg_bindir)" && sb_as_pg "$bin/pg_ctl" ${action} -D "$SB_VAR/pg/data" `
-    + `-l "$SB_VAR/log/postgres.log" -w -t 60 ${action === 'stop' ? '-m fast' : ''} >/dev/null`);
 }
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 

@@ -3,6 +3,7 @@
 // addresses in the environment; nothing here fakes a component.
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
@@ -282,4 +283,13 @@ export function recordingFetch() {
   f.responses = responses;
   f.lastRequestId = () => responses.at(-1)?.headers.get('x-request-id') ?? null;
   return f;
+}
+
+// pg_ctl on this stack's data dir (SB_VAR), as deploy/local runs it: stops
+// ('stop', fast) or starts this stack's PostgreSQL, waiting until done.
+export function pgCtl(action) {
+  const lib = fileURLToPath(new URL('../../deploy/local/lib.sh', import.meta.url));
+  const script = `source "$0" && bin="$(sb_pg_bindir)" && sb_as_pg "$bin/pg_ctl" ${action} -D "$SB_VAR/pg/data" `
+    + `-l "$SB_VAR/log/postgres.log" -w -t 60 ${action === 'stop' ? '-m fast' : ''} >/dev/null`;
+  execFileSync('bash', ['-c', script, lib], { env: { ...process.env, SB_VAR: cfg.varDir }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
