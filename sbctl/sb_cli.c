@@ -71,6 +71,12 @@ static const struct sb_cli_spec sb_cli_specs[] = {
     {SB_CLI_KEY_SET_GROUP, "key", "set-group", sb_ctl_key_set_group, 2, 2, 0, "ID GROUP",
      "move a key to another token group"},
 
+    {SB_CLI_ADMIN_KEY_CREATE, "admin-key", "create", sb_ctl_admin_key_create, 0, 0, SB_OPT_NAME, "[--name LABEL]",
+     "create an admin key (the admin API and console; never for generation); prints only the secret"},
+    {SB_CLI_ADMIN_KEY_LIST, "admin-key", "list", sb_ctl_admin_key_list, 0, 0, 0, "", "list admin keys"},
+    {SB_CLI_ADMIN_KEY_DISABLE, "admin-key", "disable", sb_ctl_admin_key_disable, 1, 1, 0, "ID", "disable an admin key"},
+    {SB_CLI_ADMIN_KEY_ENABLE, "admin-key", "enable", sb_ctl_admin_key_enable, 1, 1, 0, "ID", "enable an admin key"},
+
     {SB_CLI_MODEL_ADD, "model", "add", sb_ctl_model_add, 1, 1, SB_MODEL_OPTS | SB_OPT_IF_NOT_EXISTS,
      "ID --provider openai-chat|openai-responses|anthropic|gemini --base-url URL\n"
      "        " SB_MODEL_OPTS_HELP " [--if-not-exists]",
@@ -179,7 +185,7 @@ static const struct sb_cli_opt sb_cli_opts[] = {
 
 #define SB_CLI_NOPTS (sizeof sb_cli_opts / sizeof sb_cli_opts[0])
 
-static const char *const sb_cli_groups[] = {"account", "group",          "key",  "model", "prompt",
+static const char *const sb_cli_groups[] = {"account", "group",          "key",  "admin-key", "model", "prompt",
                                             "limits",  "search-backend", "tools"};
 
 static bool sb_cli_is_help(const char *s)
@@ -474,6 +480,8 @@ static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
         /* fall through */
     case SB_CLI_KEY_DISABLE:
     case SB_CLI_KEY_ENABLE:
+    case SB_CLI_ADMIN_KEY_DISABLE:
+    case SB_CLI_ADMIN_KEY_ENABLE:
         if (sb_cli_parse_int(cli->arg[0], 1, LLONG_MAX, &cli->key_id) != 0)
             return sb_cli_fail(err, errsz, "invalid key id '%s' (a positive integer, see 'sbctl key list')",
                                cli->arg[0]);
@@ -553,6 +561,8 @@ static int sb_cli_check(struct sb_cli *cli, char *err, size_t errsz)
     case SB_CLI_MIGRATE:
     case SB_CLI_SEARCH_BACKEND_LIST:
     case SB_CLI_TOOLS_LOG:
+    case SB_CLI_ADMIN_KEY_CREATE:
+    case SB_CLI_ADMIN_KEY_LIST:
     case SB_CLI_ACCOUNT_LIST:
     case SB_CLI_GROUP_LIST:
     case SB_CLI_KEY_LIST:

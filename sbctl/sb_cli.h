@@ -61,6 +61,10 @@ enum sb_cli_cmd {
     SB_CLI_SEARCH_BACKEND_DISABLE,
     SB_CLI_SEARCH_BACKEND_ENABLE,
     SB_CLI_TOOLS_LOG,
+    SB_CLI_ADMIN_KEY_CREATE,
+    SB_CLI_ADMIN_KEY_LIST,
+    SB_CLI_ADMIN_KEY_DISABLE,
+    SB_CLI_ADMIN_KEY_ENABLE,
 };
 
 /* Options a command may accept (bit mask in its spec). */

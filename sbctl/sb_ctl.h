@@ -41,6 +41,11 @@ int sb_ctl_key_disable(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUS
 int sb_ctl_key_enable(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_key_set_group(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 
+int sb_ctl_admin_key_create(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_admin_key_list(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_admin_key_disable(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+int sb_ctl_admin_key_enable(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
+
 int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_model_list(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;
 int sb_ctl_model_disable(struct sb_ctldb *db, const struct sb_cli *cli) SB_CTL_MUSTCHECK;

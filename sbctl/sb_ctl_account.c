@@ -9,11 +9,9 @@
 int sb_ctl_account_create(struct sb_ctldb *db, const struct sb_cli *cli)
 {
     const char *name = cli->arg[0];
-    const char *params[] = {name, cli->zdr ? "true" : "false"};
+    const char *params[] = {sb_ctl_actor(), name, cli->zdr ? "true" : "false"};
     int rc = sb_ctl_insert_new(db, cli, "account", name, "",
-                               "INSERT INTO accounts (name, zero_data_retention) VALUES ($1, $2::boolean) "
-                               "ON CONFLICT (name) DO NOTHING RETURNING id",
-                               2, params);
+                               "SELECT * FROM sb_admin_account_create($1, $2, $3::boolean)", 3, params);
     if (rc <= 0)
         return rc;
     printf("account %s created%s\n", name, cli->zdr ? " (zero data retention)" : "");
@@ -34,9 +32,8 @@ int sb_ctl_account_list(struct sb_ctldb *db, const struct sb_cli *cli)
 static int sb_ctl_account_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
 {
     const char *name = cli->arg[0];
-    const char *params[] = {name, enabled ? "true" : "false"};
-    PGresult *res =
-        sb_ctldb_exec(db, "UPDATE accounts SET enabled = $2::boolean WHERE name = $1 RETURNING id", 2, params);
+    const char *params[] = {sb_ctl_actor(), name, enabled ? "true" : "false"};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_account_set_enabled($1, $2, $3::boolean)", 3, params);
     if (!res)
         return -EIO;
     int found = PQntuples(res);

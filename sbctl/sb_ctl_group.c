@@ -11,10 +11,8 @@
 int sb_ctl_group_create(struct sb_ctldb *db, const struct sb_cli *cli)
 {
     const char *name = cli->arg[0];
-    const char *params[] = {name};
-    int rc = sb_ctl_insert_new(db, cli, "group", name, "",
-                               "INSERT INTO token_groups (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id",
-                               1, params);
+    const char *params[] = {sb_ctl_actor(), name};
+    int rc = sb_ctl_insert_new(db, cli, "group", name, "", "SELECT * FROM sb_admin_group_create($1, $2)", 2, params);
     if (rc <= 0)
         return rc;
     printf("group %s created (allows no model yet: sbctl group allow %s MODEL)\n", name, name);
@@ -49,11 +47,8 @@ int sb_ctl_group_allow(struct sb_ctldb *db, const struct sb_cli *cli)
             fprintf(stderr, "sbctl: warning: model '%s' does not exist (yet); allowing it anyway\n", model);
         PQclear(res);
     }
-    const char *params[] = {gid, model};
-    PGresult *res = sb_ctldb_exec(db,
-                                  "INSERT INTO group_models (group_id, model_id) VALUES ($1::bigint, $2) "
-                                  "ON CONFLICT DO NOTHING RETURNING model_id",
-                                  2, params);
+    const char *params[] = {sb_ctl_actor(), gid, model};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_group_allow($1, $2::bigint, $3)", 3, params);
     if (!res)
         return -EIO;
     int inserted = PQntuples(res);
@@ -69,9 +64,8 @@ int sb_ctl_group_deny(struct sb_ctldb *db, const struct sb_cli *cli)
     int rc = sb_ctl_group_id(db, group, gid);
     if (rc != 0)
         return rc;
-    const char *params[] = {gid, model};
-    PGresult *res = sb_ctldb_exec(
-        db, "DELETE FROM group_models WHERE group_id = $1::bigint AND model_id = $2 RETURNING model_id", 2, params);
+    const char *params[] = {sb_ctl_actor(), gid, model};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_group_deny($1, $2::bigint, $3)", 3, params);
     if (!res)
         return -EIO;
     int deleted = PQntuples(res);

@@ -29,12 +29,9 @@ int sb_ctl_key_create(struct sb_ctldb *db, const struct sb_cli *cli)
     sb_key_generate(secret);
     sb_key_hash(secret, strlen(secret), hash);
     sb_key_display(secret, display, sizeof display);
-    const char *params[] = {aid, gid, hash, display, cli->name ? cli->name : ""};
+    const char *params[] = {sb_ctl_actor(), aid, gid, hash, display, cli->name ? cli->name : ""};
     rc = -EIO;
-    res = sb_ctldb_exec(db,
-                        "INSERT INTO api_keys (account_id, group_id, key_hash, display_prefix, name) "
-                        "VALUES ($1::bigint, $2::bigint, $3, $4, $5) RETURNING id",
-                        5, params);
+    res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_key_create($1, $2::bigint, $3::bigint, $4, $5, $6)", 6, params);
     if (!res)
         goto fail;
     /* stdout carries the secret alone, so KEY=$(sbctl key create ...) works;
@@ -84,9 +81,8 @@ static int sb_ctl_key_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli,
 {
     char id[32];
     snprintf(id, sizeof id, "%lld", cli->key_id);
-    const char *params[] = {id, enabled ? "true" : "false"};
-    PGresult *res = sb_ctldb_exec(
-        db, "UPDATE api_keys SET enabled = $2::boolean WHERE id = $1::bigint RETURNING display_prefix", 2, params);
+    const char *params[] = {sb_ctl_actor(), id, enabled ? "true" : "false"};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_key_set_enabled($1, $2::bigint, $3::boolean)", 3, params);
     if (!res)
         return -EIO;
     int rc = 0;
@@ -118,9 +114,8 @@ int sb_ctl_key_set_group(struct sb_ctldb *db, const struct sb_cli *cli)
         return rc;
     char id[32];
     snprintf(id, sizeof id, "%lld", cli->key_id);
-    const char *params[] = {id, gid};
-    PGresult *res = sb_ctldb_exec(
-        db, "UPDATE api_keys SET group_id = $2::bigint WHERE id = $1::bigint RETURNING display_prefix", 2, params);
+    const char *params[] = {sb_ctl_actor(), id, gid};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_key_set_group($1, $2::bigint, $3::bigint)", 3, params);
     if (!res)
         return -EIO;
     if (PQntuples(res) == 0) {

@@ -14,16 +14,6 @@
 #include "sb_ctl.h"
 #include "sb_ctl_lookup.h"
 
-/* The SET list and RETURNING columns shared by the key and group updates:
- * for each limit, $2k says whether it was given and $2k+1 is its new value
- * (NULL = none). A flag rather than a sentinel string: a cast of a sentinel
- * in an untaken CASE branch may still be folded, and fail, at plan time. */
-#define SB_LIMITS_SET_RATES                                                                                            \
-    "rpm_limit = CASE WHEN $2::boolean THEN $3::integer ELSE rpm_limit END, "                                          \
-    "tpm_limit = CASE WHEN $4::boolean THEN $5::bigint ELSE tpm_limit END, "                                           \
-    "concurrency_limit = CASE WHEN $6::boolean THEN $7::integer ELSE concurrency_limit END "
-#define SB_LIMITS_RATES "rpm_limit, tpm_limit, concurrency_limit"
-
 /* The parameter pair of one limit option: given or not, and its value. */
 static void sb_ctl_limit_param(const struct sb_cli *cli, unsigned bit, long long v, char num[24], const char **given,
                                const char **value)
@@ -45,20 +35,22 @@ static const char *sb_ctl_limit_text(const PGresult *res, int col)
 /* --key or --group: the rate and concurrency limits. */
 static int sb_ctl_limits_set_rates(struct sb_ctldb *db, const struct sb_cli *cli)
 {
-    static const char key_sql[] = "UPDATE api_keys SET " SB_LIMITS_SET_RATES "WHERE id = $1::bigint "
-                                  "RETURNING display_prefix, " SB_LIMITS_RATES;
-    static const char group_sql[] = "UPDATE token_groups SET " SB_LIMITS_SET_RATES "WHERE name = $1 "
-                                    "RETURNING name, " SB_LIMITS_RATES;
+    /* For each limit, whether it was given and its new value (NULL = none):
+     * a flag rather than a sentinel string (schema/014_admin.sql). */
+    static const char sql[] = "SELECT * FROM sb_admin_limits_set($1, $2::bigint, $3, $4::boolean, $5::integer, "
+                              "$6::boolean, $7::bigint, $8::boolean, $9::integer)";
     bool is_key = (cli->given & SB_OPT_KEY) != 0;
     char id[24], rpm[24], tpm[24], conc[24];
-    const char *params[7];
+    const char *params[9];
     snprintf(id, sizeof id, "%lld", cli->key_id);
-    params[0] = is_key ? id : cli->group;
-    sb_ctl_limit_param(cli, SB_OPT_RPM, cli->rpm, rpm, &params[1], &params[2]);
-    sb_ctl_limit_param(cli, SB_OPT_TPM, cli->tpm, tpm, &params[3], &params[4]);
-    sb_ctl_limit_param(cli, SB_OPT_CONCURRENCY, cli->concurrency, conc, &params[5], &params[6]);
+    params[0] = sb_ctl_actor();
+    params[1] = is_key ? id : NULL;
+    params[2] = is_key ? NULL : cli->group;
+    sb_ctl_limit_param(cli, SB_OPT_RPM, cli->rpm, rpm, &params[3], &params[4]);
+    sb_ctl_limit_param(cli, SB_OPT_TPM, cli->tpm, tpm, &params[5], &params[6]);
+    sb_ctl_limit_param(cli, SB_OPT_CONCURRENCY, cli->concurrency, conc, &params[7], &params[8]);
 
-    PGresult *res = sb_ctldb_exec(db, is_key ? key_sql : group_sql, 7, params);
+    PGresult *res = sb_ctldb_exec(db, sql, 9, params);
     if (!res)
         return -EIO;
     int rc = 0;
@@ -85,16 +77,13 @@ static int sb_ctl_limits_set_quota(struct sb_ctldb *db, const struct sb_cli *cli
 {
     /* The outer SELECT sees quota_remaining as before the update, so the
      * remainder is computed from the new quota here. */
-    static const char sql[] = "WITH a AS (UPDATE accounts SET quota_tokens = $2::bigint WHERE name = $1 "
-                              "RETURNING id, quota_tokens) "
-                              "SELECT a.quota_tokens, q.tokens_used, "
-                              "a.quota_tokens - q.tokens_used - q.tokens_in_flight AS remaining "
-                              "FROM a JOIN quota_remaining q ON q.account_id = a.id";
+    static const char sql[] = "SELECT * FROM sb_admin_quota_set($1, $2, $3::bigint)";
     char quota[24];
-    const char *given, *params[2];
-    sb_ctl_limit_param(cli, SB_OPT_QUOTA_TOKENS, cli->quota_tokens, quota, &given, &params[1]);
-    params[0] = cli->account;
-    PGresult *res = sb_ctldb_exec(db, sql, 2, params);
+    const char *given, *params[3];
+    sb_ctl_limit_param(cli, SB_OPT_QUOTA_TOKENS, cli->quota_tokens, quota, &given, &params[2]);
+    params[0] = sb_ctl_actor();
+    params[1] = cli->account;
+    PGresult *res = sb_ctldb_exec(db, sql, 3, params);
     if (!res)
         return -EIO;
     int rc = 0;

@@ -6,6 +6,10 @@
  */
 #include "sb_ctl_lookup.h"
 
+#include <pwd.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,4 +74,15 @@ int sb_ctl_insert_new(struct sb_ctldb *db, const struct sb_cli *cli, const char 
     }
     fprintf(stderr, "sbctl: %s '%s' already exists%s\n", what, name, hint);
     return -EEXIST;
+}
+
+const char *sb_ctl_actor(void)
+{
+    static char actor[96];
+    if (!actor[0]) {
+        struct passwd *pw = getpwuid(geteuid());
+        const char *user = pw && pw->pw_name ? pw->pw_name : getenv("USER");
+        snprintf(actor, sizeof actor, "sbctl:%.80s", user && user[0] ? user : "unknown");
+    }
+    return actor;
 }

@@ -14,6 +14,10 @@
 
 /* Looks up an account or token group by name; writes its id (decimal) into
  * id[32]. Returns 0, -ENOENT (printed), or -EIO. */
+/* Who makes sbctl's changes, for the audit (schema/014_admin.sql):
+ * "sbctl:<os user>". */
+const char *sb_ctl_actor(void);
+
 int sb_ctl_account_id(struct sb_ctldb *db, const char *name, char id[32], bool *enabled) SB_CLI_MUSTCHECK;
 int sb_ctl_group_id(struct sb_ctldb *db, const char *name, char id[32]) SB_CLI_MUSTCHECK;
 

@@ -29,10 +29,7 @@
  */
 static int sb_ctl_model_check_fallbacks(struct sb_ctldb *db, const char *model, const char *list)
 {
-    static const char sql[] = "SELECT f.id, f.id = $2 AS self, f.n > min(f.n) OVER (PARTITION BY f.id) AS repeated, "
-                              "m.id IS NOT NULL AS known, COALESCE(m.enabled, true) AS enabled "
-                              "FROM unnest(string_to_array($1, ',')) WITH ORDINALITY AS f(id, n) "
-                              "LEFT JOIN models m ON m.id = f.id ORDER BY f.n";
+    static const char sql[] = "SELECT * FROM sb_admin_model_fallback_check($2, $1)";
     const char *params[] = {list, model};
     PGresult *res = sb_ctldb_exec(db, "SELECT 1 FROM models WHERE id = $1", 1, &params[1]);
     if (!res)
@@ -73,18 +70,8 @@ static int sb_ctl_model_check_fallbacks(struct sb_ctldb *db, const char *model, 
  * --fallbacks list naming the model itself or a model twice, or -EIO. */
 static int sb_ctl_model_update(struct sb_ctldb *db, const struct sb_cli *cli)
 {
-    static const char sql[] =
-        "UPDATE models SET "
-        "provider = COALESCE($2, provider), "
-        "base_url = COALESCE($3, base_url), "
-        "upstream_model = COALESCE($4, upstream_model), "
-        "credential_ref = CASE WHEN $5::text IS NULL THEN credential_ref ELSE NULLIF($5::text, '') END, "
-        "capabilities = COALESCE($6::jsonb, capabilities), "
-        "context_length = COALESCE($7::int, context_length), "
-        "max_output_tokens = COALESCE($8::int, max_output_tokens), "
-        "timeout_ms = COALESCE($9::int, timeout_ms), "
-        "fallbacks = COALESCE(string_to_array($10::text, ','), fallbacks) "
-        "WHERE id = $1 RETURNING id";
+    static const char sql[] = "SELECT * FROM sb_admin_model_update($11, $1, $2, $3, $4, $5, $6::jsonb, $7::int, "
+                              "$8::int, $9::int, $10)";
     char ctx[16], maxout[16], timeout[16];
     snprintf(ctx, sizeof ctx, "%d", cli->context_length);
     snprintf(maxout, sizeof maxout, "%d", cli->max_output_tokens);
@@ -100,13 +87,14 @@ static int sb_ctl_model_update(struct sb_ctldb *db, const struct sb_cli *cli)
         cli->max_output_tokens > 0 ? maxout : NULL,
         cli->timeout_ms > 0 ? timeout : NULL,
         cli->fallbacks,
+        sb_ctl_actor(),
     };
     if (cli->fallbacks) {
         int rc = sb_ctl_model_check_fallbacks(db, cli->arg[0], cli->fallbacks);
         if (rc != 0)
             return rc;
     }
-    PGresult *res = sb_ctldb_exec(db, sql, 10, params);
+    PGresult *res = sb_ctldb_exec(db, sql, 11, params);
     if (!res)
         return -EIO;
     int found = PQntuples(res);
@@ -118,9 +106,6 @@ static int sb_ctl_model_update(struct sb_ctldb *db, const struct sb_cli *cli)
     return 0;
 }
 
-/* The timeout a model added with capabilities.reasoning true gets by default. */
-#define SB_CTL_REASONING_TIMEOUT_MS "600000"
-
 int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli)
 {
     const char *id = cli->arg[0];
@@ -128,11 +113,9 @@ int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli)
     int rc = -EIO;
     if (sb_ctldb_run(db, "BEGIN", 0, NULL) != 0)
         goto fail;
-    const char *params[] = {id, cli->provider, cli->base_url, cli->upstream_model};
+    const char *params[] = {sb_ctl_actor(), id, cli->provider, cli->base_url, cli->upstream_model};
     rc = sb_ctl_insert_new(db, cli, "model", id, " (use 'sbctl model set' to change it)",
-                           "INSERT INTO models (id, provider, base_url, upstream_model) VALUES ($1, $2, $3, $4) "
-                           "ON CONFLICT (id) DO NOTHING RETURNING id",
-                           4, params);
+                           "SELECT * FROM sb_admin_model_add($1, $2, $3, $4, $5)", 5, params);
     if (rc <= 0)
         goto fail; /* also ends the transaction; an existing model is left unchanged */
     rc = sb_ctl_model_update(db, cli);
@@ -140,13 +123,11 @@ int sb_ctl_model_add(struct sb_ctldb *db, const struct sb_cli *cli)
         goto fail;
     rc = -EIO;
     /* A reasoning model may think for minutes before it answers: without an
-     * explicit --timeout-ms it gets SB_CTL_REASONING_TIMEOUT_MS, not the
+     * explicit --timeout-ms it gets 600 s (schema/014_admin.sql), not the
      * column's default of 60 s. */
+    const char *rparams[] = {sb_ctl_actor(), id};
     if (cli->timeout_ms <= 0 &&
-        sb_ctldb_run(db,
-                     "UPDATE models SET timeout_ms = " SB_CTL_REASONING_TIMEOUT_MS
-                     " WHERE id = $1 AND jsonb_typeof(capabilities) = 'object' AND capabilities->'reasoning' = 'true'",
-                     1, &id) != 0)
+        sb_ctldb_run(db, "SELECT * FROM sb_admin_model_reasoning_timeout($1, $2)", 2, rparams) != 0)
         goto fail;
     if (sb_ctldb_run(db, "COMMIT", 0, NULL) != 0)
         goto fail;
@@ -174,8 +155,8 @@ int sb_ctl_model_list(struct sb_ctldb *db, const struct sb_cli *cli)
 
 static int sb_ctl_model_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
 {
-    const char *params[] = {cli->arg[0], enabled ? "true" : "false"};
-    PGresult *res = sb_ctldb_exec(db, "UPDATE models SET enabled = $2::boolean WHERE id = $1 RETURNING id", 2, params);
+    const char *params[] = {sb_ctl_actor(), cli->arg[0], enabled ? "true" : "false"};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_model_set_enabled($1, $2, $3::boolean)", 3, params);
     if (!res)
         return -EIO;
     int found = PQntuples(res);
@@ -219,7 +200,11 @@ int sb_ctl_model_fallback(struct sb_ctldb *db, const struct sb_cli *cli)
     int rc = sb_ctl_model_check_fallbacks(db, model, params[1]);
     if (rc != 0)
         goto fail;
-    rc = sb_ctldb_run(db, "UPDATE models SET fallbacks = string_to_array($2, ',') WHERE id = $1", 2, params);
+    const char *uparams[] = {sb_ctl_actor(), model, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, params[1]};
+    rc = sb_ctldb_run(db,
+                      "SELECT * FROM sb_admin_model_update($1, $2, $3, $4, $5, $6, $7::jsonb, $8::int, $9::int, "
+                      "$10::int, $11)",
+                      11, uparams);
     if (rc != 0)
         goto fail;
     if (cli->nargs > 1)
