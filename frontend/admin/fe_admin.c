@@ -6,7 +6,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "fe_admin_api.h"
 #include "fe_server.h"
 #include "sb_admin.h"
 #include "sb_alloc.h"
@@ -61,6 +63,21 @@ static void fe_admin_collect(void *arg)
     sb_series_set(sb_metric_at(a->ready), fe_admin_ready(s, why, sizeof why));
 }
 
+/* Everything but /metrics, /healthz and /readyz: the admin API. */
+static void fe_admin_other(sb_http_req_t *req, void *arg)
+{
+    if (sb_http_req_error(req)) {
+        const sb_http_err_t *e = sb_http_req_error(req);
+        sb_admin_reply_text(req, e->status, "text/plain; charset=utf-8", e->message, strlen(e->message));
+        return;
+    }
+    if (fe_admin_api_handle(req, arg))
+        return;
+    static const char nf[] = "not found\n";
+    sb_http_req_close_after(req);
+    sb_admin_reply_text(req, 404, "text/plain; charset=utf-8", nf, sizeof nf - 1);
+}
+
 fe_admin_t *fe_admin_new(fe_server_t *srv, const char *host, int port, char *err, size_t errlen)
 {
     fe_admin_t *a = sb_xcalloc(1, sizeof *a);
@@ -81,7 +98,12 @@ fe_admin_t *fe_admin_new(fe_server_t *srv, const char *host, int port, char *err
     a->broker_jobs = sb_metric_gauge("sb_frontend_jobs_outstanding", "Jobs submitted and not yet ended.", NULL);
     a->draining = sb_metric_gauge("sb_draining", "1 once a drain (SIGTERM) began.", NULL);
     a->ready = sb_metric_gauge("sb_ready", "1 while /readyz answers 200.", NULL);
-    sb_admin_config_t cfg = {.host = host, .port = port, .ready = fe_admin_ready, .ready_arg = srv};
+    sb_admin_config_t cfg = {.host = host,
+                             .port = port,
+                             .ready = fe_admin_ready,
+                             .ready_arg = srv,
+                             .other = fe_admin_other,
+                             .other_arg = srv};
     a->port = sb_admin_new(srv->base, &cfg, err, errlen);
     if (!a->port) {
         free(a);

@@ -481,6 +481,11 @@ void fe_request_handle(sb_http_req_t *http, void *arg)
                          "Invalid API Key: no API key provided. Send it as %s.", r->style->key_hint);
         return;
     }
+    if (sb_admin_key_well_formed(key, key_len)) { /* a key of the admin API's, never for this one */
+        fe_request_failf(r, 403, SB_ERR_PERMISSION, "admin_key", NULL,
+                         "Admin keys cannot be used for generation or the data APIs; use an API key.");
+        return;
+    }
     if (!sb_key_well_formed(key, key_len)) {
         fe_request_failf(r, 401, SB_ERR_AUTHENTICATION, "invalid_api_key", NULL, "Invalid API Key");
         return;

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "fe_sql_admin.h"
 #include "fe_sql_background.h"
 #include "fe_sql_containers.h"
 #include "fe_sql_conversations.h"
@@ -238,6 +239,7 @@ const sb_db_stmt_t *fe_sql_all(int *count)
             {fe_sql_vstore_statements, fe_sql_vstore_statement_count},
             {fe_sql_background_statements, fe_sql_background_statement_count},
             {fe_sql_conversation_statements, fe_sql_conversation_statement_count},
+            {fe_sql_admin_statements, fe_sql_admin_statement_count},
         };
         n = sb_db_stmt_join(all, FE_SQL_MAX_STATEMENTS, sets, sizeof sets / sizeof sets[0]);
     }
