@@ -46,8 +46,8 @@ CREATE OR REPLACE FUNCTION sb_admin_log_rows(a jsonb) RETURNS SETOF request_log 
       AND l.ts < COALESCE((a->>'until')::timestamptz, now() + interval '1 minute')
       AND (a->>'key_id' IS NULL OR l.key_id = (a->>'key_id')::bigint)
       AND (a->>'model' IS NULL OR l.model = a->>'model')
-      AND (a->>'status' IS NULL OR l.status = (a->>'status')::int
-           OR (a->>'status' = 'error' AND l.status >= 400))
+      AND (a->>'status' IS NULL OR CASE WHEN a->>'status' = 'error' THEN l.status >= 400
+                                        ELSE l.status = (a->>'status')::int END)
       AND (a->>'style' IS NULL OR CASE a->>'style'
              WHEN 'responses' THEN l.path LIKE '/v1/responses%'
              WHEN 'chat' THEN l.path LIKE '/v1/chat/%'
@@ -62,13 +62,13 @@ CREATE OR REPLACE FUNCTION sb_admin_api(p_actor text, p_op text, a jsonb, OUT st
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    n bigint;
-    id bigint;
-    aid bigint;
-    gid bigint;
-    ok boolean;
-    r record;
-    lim int := LEAST(GREATEST(COALESCE((a->>'limit')::int, 100), 1), 1000);
+    v_n bigint;
+    v_id bigint;
+    v_aid bigint;
+    v_gid bigint;
+    v_ok boolean;
+    v_r record;
+    v_lim int := LEAST(GREATEST(COALESCE((a->>'limit')::int, 100), 1), 1000);
 BEGIN
     status := 200;
     CASE p_op
@@ -83,18 +83,18 @@ BEGIN
             status := 400; body := sb_admin_err(400, 'invalid_name', 'name: 1-128 characters of A-Z a-z 0-9 . _ @ : + -, starting with a letter or digit');
             RETURN;
         END IF;
-        SELECT x INTO id FROM sb_admin_account_create(p_actor, a->>'name',
+        SELECT x INTO v_id FROM sb_admin_account_create(p_actor, a->>'name',
             COALESCE((a->>'zero_data_retention')::boolean, false)) x;
-        IF id IS NULL THEN
+        IF v_id IS NULL THEN
             status := 409; body := sb_admin_err(409, 'exists', format('account %s already exists', a->>'name'));
             RETURN;
         END IF;
         status := 201;
         body := (SELECT jsonb_build_object('id', x.id, 'name', x.name, 'enabled', x.enabled,
-                     'zero_data_retention', x.zero_data_retention) FROM accounts x WHERE x.id = sb_admin_api.id);
+                     'zero_data_retention', x.zero_data_retention) FROM accounts x WHERE x.id = v_id);
     WHEN 'accounts.enable', 'accounts.disable' THEN
-        SELECT x INTO id FROM sb_admin_account_set_enabled(p_actor, a->>'name', p_op = 'accounts.enable') x;
-        IF id IS NULL THEN
+        SELECT x INTO v_id FROM sb_admin_account_set_enabled(p_actor, a->>'name', p_op = 'accounts.enable') x;
+        IF v_id IS NULL THEN
             status := 404; body := sb_admin_err(404, 'not_found', format('account %s does not exist', a->>'name'));
             RETURN;
         END IF;
@@ -112,16 +112,16 @@ BEGIN
             status := 400; body := sb_admin_err(400, 'invalid_name', 'name: 1-128 characters of A-Z a-z 0-9 . _ @ : + -, starting with a letter or digit');
             RETURN;
         END IF;
-        SELECT x INTO id FROM sb_admin_group_create(p_actor, a->>'name') x;
-        IF id IS NULL THEN
+        SELECT x INTO v_id FROM sb_admin_group_create(p_actor, a->>'name') x;
+        IF v_id IS NULL THEN
             status := 409; body := sb_admin_err(409, 'exists', format('group %s already exists', a->>'name'));
             RETURN;
         END IF;
         status := 201;
-        body := jsonb_build_object('id', id, 'name', a->>'name', 'models', '[]'::jsonb);
+        body := jsonb_build_object('id', v_id, 'name', a->>'name', 'models', '[]'::jsonb);
     WHEN 'groups.allow', 'groups.deny' THEN
-        SELECT g.id INTO gid FROM token_groups g WHERE g.name = a->>'group';
-        IF gid IS NULL THEN
+        SELECT g.id INTO v_gid FROM token_groups g WHERE g.name = a->>'group';
+        IF v_gid IS NULL THEN
             status := 404; body := sb_admin_err(404, 'not_found', format('group %s does not exist', a->>'group'));
             RETURN;
         END IF;
@@ -130,17 +130,17 @@ BEGIN
             RETURN;
         END IF;
         IF p_op = 'groups.allow' THEN
-            PERFORM sb_admin_group_allow(p_actor, gid, a->>'model');
+            PERFORM sb_admin_group_allow(p_actor, v_gid, a->>'model');
         ELSE
-            SELECT count(*) INTO n FROM sb_admin_group_deny(p_actor, gid, a->>'model');
-            IF n = 0 THEN
+            SELECT count(*) INTO v_n FROM sb_admin_group_deny(p_actor, v_gid, a->>'model');
+            IF v_n = 0 THEN
                 status := 404;
                 body := sb_admin_err(404, 'not_found', format('group %s does not list model %s', a->>'group', a->>'model'));
                 RETURN;
             END IF;
         END IF;
         body := jsonb_build_object('name', a->>'group', 'models', COALESCE((SELECT jsonb_agg(m.model_id ORDER BY m.model_id)
-            FROM group_models m WHERE m.group_id = gid), '[]'));
+            FROM group_models m WHERE m.group_id = v_gid), '[]'));
     WHEN 'keys.list' THEN
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(jsonb_build_object(
             'id', k.id, 'display_prefix', k.display_prefix, 'name', k.name, 'account', x.name, 'group', g.name,
@@ -149,31 +149,31 @@ BEGIN
             FROM api_keys k JOIN accounts x ON x.id = k.account_id JOIN token_groups g ON g.id = k.group_id
             WHERE a->>'account' IS NULL OR x.name = a->>'account'), '[]'));
     WHEN 'keys.create' THEN
-        SELECT x.id INTO aid FROM accounts x WHERE x.name = a->>'account';
-        SELECT g.id INTO gid FROM token_groups g WHERE g.name = a->>'group';
-        IF aid IS NULL OR gid IS NULL THEN
+        SELECT x.id INTO v_aid FROM accounts x WHERE x.name = a->>'account';
+        SELECT g.id INTO v_gid FROM token_groups g WHERE g.name = a->>'group';
+        IF v_aid IS NULL OR v_gid IS NULL THEN
             status := 404;
-            body := sb_admin_err(404, 'not_found', CASE WHEN aid IS NULL THEN format('account %s does not exist', a->>'account')
+            body := sb_admin_err(404, 'not_found', CASE WHEN v_aid IS NULL THEN format('account %s does not exist', a->>'account')
                                                          ELSE format('group %s does not exist', a->>'group') END);
             RETURN;
         END IF;
-        SELECT x INTO id FROM sb_admin_key_create(p_actor, aid, gid, a->>'hash', a->>'display',
+        SELECT x INTO v_id FROM sb_admin_key_create(p_actor, v_aid, v_gid, a->>'hash', a->>'display',
                                                   COALESCE(a->>'name', '')) x;
         status := 201;
-        body := jsonb_build_object('id', id, 'display_prefix', a->>'display', 'name', COALESCE(a->>'name', ''),
+        body := jsonb_build_object('id', v_id, 'display_prefix', a->>'display', 'name', COALESCE(a->>'name', ''),
                                    'account', a->>'account', 'group', a->>'group', 'enabled', true);
     WHEN 'keys.enable', 'keys.disable', 'keys.move' THEN
         IF p_op = 'keys.move' THEN
-            SELECT g.id INTO gid FROM token_groups g WHERE g.name = a->>'group';
-            IF gid IS NULL THEN
+            SELECT g.id INTO v_gid FROM token_groups g WHERE g.name = a->>'group';
+            IF v_gid IS NULL THEN
                 status := 404; body := sb_admin_err(404, 'not_found', format('group %s does not exist', a->>'group'));
                 RETURN;
             END IF;
-            SELECT count(*) INTO n FROM sb_admin_key_set_group(p_actor, (a->>'id')::bigint, gid);
+            SELECT count(*) INTO v_n FROM sb_admin_key_set_group(p_actor, (a->>'id')::bigint, v_gid);
         ELSE
-            SELECT count(*) INTO n FROM sb_admin_key_set_enabled(p_actor, (a->>'id')::bigint, p_op = 'keys.enable');
+            SELECT count(*) INTO v_n FROM sb_admin_key_set_enabled(p_actor, (a->>'id')::bigint, p_op = 'keys.enable');
         END IF;
-        IF n = 0 THEN
+        IF v_n = 0 THEN
             status := 404; body := sb_admin_err(404, 'not_found', format('key %s does not exist', a->>'id'));
             RETURN;
         END IF;
@@ -197,19 +197,19 @@ BEGIN
                 status := 400; body := sb_admin_err(400, 'invalid_fallbacks', 'fallbacks: an array of model ids');
                 RETURN;
             END IF;
-            FOR r IN SELECT * FROM sb_admin_model_fallback_check(a->>'id',
+            FOR v_r IN SELECT * FROM sb_admin_model_fallback_check(a->>'id',
                          (SELECT string_agg(v, ',') FROM jsonb_array_elements_text(a->'fallbacks') v)) LOOP
-                IF r.self OR r.repeated OR NOT r.known THEN
+                IF v_r.self OR v_r.repeated OR NOT v_r.known THEN
                     status := 400;
-                    body := sb_admin_err(400, 'invalid_fallbacks', CASE WHEN r.self THEN 'a model cannot be its own fallback'
-                        WHEN r.repeated THEN format('fallback %s is listed more than once', r.id)
-                        ELSE format('fallback model %s does not exist', r.id) END);
+                    body := sb_admin_err(400, 'invalid_fallbacks', CASE WHEN v_r.self THEN 'a model cannot be its own fallback'
+                        WHEN v_r.repeated THEN format('fallback %s is listed more than once', v_r.id)
+                        ELSE format('fallback model %s does not exist', v_r.id) END);
                     RETURN;
                 END IF;
             END LOOP;
         END IF;
-        ok := EXISTS (SELECT 1 FROM models m WHERE m.id = a->>'id');
-        IF NOT ok THEN
+        v_ok := EXISTS (SELECT 1 FROM models m WHERE m.id = a->>'id');
+        IF NOT v_ok THEN
             IF a->>'provider' IS NULL OR a->>'base_url' IS NULL THEN
                 status := 400;
                 body := sb_admin_err(400, 'missing_field', 'a new model needs provider and base_url');
@@ -222,13 +222,13 @@ BEGIN
             a->>'credential_ref', a->'capabilities', (a->>'context_length')::int, (a->>'max_output_tokens')::int,
             (a->>'timeout_ms')::int,
             CASE WHEN a ? 'fallbacks' THEN COALESCE((SELECT string_agg(v, ',') FROM jsonb_array_elements_text(a->'fallbacks') v), '') END);
-        IF NOT ok AND NOT a ? 'timeout_ms' THEN
+        IF NOT v_ok AND NOT a ? 'timeout_ms' THEN
             PERFORM sb_admin_model_reasoning_timeout(p_actor, a->>'id');
         END IF;
         IF a ? 'enabled' THEN
             PERFORM sb_admin_model_set_enabled(p_actor, a->>'id', (a->>'enabled')::boolean);
         END IF;
-        status := CASE WHEN ok THEN 200 ELSE 201 END;
+        status := CASE WHEN v_ok THEN 200 ELSE 201 END;
         body := (SELECT jsonb_build_object('id', m.id, 'enabled', m.enabled, 'provider', m.provider,
                      'base_url', m.base_url, 'upstream_model', m.upstream_model, 'credential_ref', m.credential_ref,
                      'capabilities', m.capabilities, 'context_length', m.context_length,
@@ -236,8 +236,8 @@ BEGIN
                      'fallbacks', to_jsonb(m.fallbacks))
                  FROM models m WHERE m.id = a->>'id');
     WHEN 'models.enable', 'models.disable' THEN
-        SELECT count(*) INTO n FROM sb_admin_model_set_enabled(p_actor, a->>'id', p_op = 'models.enable');
-        IF n = 0 THEN
+        SELECT count(*) INTO v_n FROM sb_admin_model_set_enabled(p_actor, a->>'id', p_op = 'models.enable');
+        IF v_n = 0 THEN
             status := 404; body := sb_admin_err(404, 'not_found', format('model %s does not exist', a->>'id'));
             RETURN;
         END IF;
@@ -254,7 +254,7 @@ BEGIN
                 sb_admin_limits_json(k.rpm_limit, k.tpm_limit, k.concurrency_limit) ORDER BY k.id) FROM api_keys k
                 WHERE k.rpm_limit IS NOT NULL OR k.tpm_limit IS NOT NULL OR k.concurrency_limit IS NOT NULL), '[]'));
     WHEN 'limits.key', 'limits.group' THEN
-        SELECT * INTO r FROM sb_admin_limits_set(p_actor,
+        SELECT * INTO v_r FROM sb_admin_limits_set(p_actor,
             CASE WHEN p_op = 'limits.key' THEN (a->>'id')::bigint END,
             CASE WHEN p_op = 'limits.group' THEN a->>'name' END,
             a ? 'rpm', sb_admin_limit_arg(a, 'rpm')::int, a ? 'tpm', sb_admin_limit_arg(a, 'tpm'),
@@ -265,21 +265,21 @@ BEGIN
                                                          ELSE format('group %s does not exist', a->>'name') END);
             RETURN;
         END IF;
-        body := sb_admin_limits_json(r.rpm_limit, r.tpm_limit, r.concurrency_limit);
+        body := sb_admin_limits_json(v_r.rpm_limit, v_r.tpm_limit, v_r.concurrency_limit);
     WHEN 'limits.quota' THEN
-        SELECT * INTO r FROM sb_admin_quota_set(p_actor, a->>'name', sb_admin_limit_arg(a, 'quota_tokens'));
+        SELECT * INTO v_r FROM sb_admin_quota_set(p_actor, a->>'name', sb_admin_limit_arg(a, 'quota_tokens'));
         IF NOT FOUND THEN
             status := 404; body := sb_admin_err(404, 'not_found', format('account %s does not exist', a->>'name'));
             RETURN;
         END IF;
-        body := jsonb_build_object('quota_tokens', r.quota_tokens, 'tokens_used', r.tokens_used, 'remaining', r.remaining);
+        body := jsonb_build_object('quota_tokens', v_r.quota_tokens, 'tokens_used', v_r.tokens_used, 'remaining', v_r.remaining);
     WHEN 'request_log' THEN
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(jsonb_build_object(
             'request_id', l.request_id, 'ts', l.ts, 'key_id', l.key_id, 'account_id', l.account_id, 'model', l.model,
             'requested_model', l.requested_model, 'path', l.path, 'status', l.status, 'latency_ms', l.latency_ms,
             'upstream_latency_ms', l.upstream_latency_ms, 'tokens_in', l.tokens_in, 'tokens_out', l.tokens_out,
             'error', l.error, 'stream', l.stream, 'frontend', l.frontend, 'trace_id', l.trace_id) ORDER BY l.ts DESC, l.id DESC)
-            FROM (SELECT * FROM sb_admin_log_rows(a) x ORDER BY x.ts DESC, x.id DESC LIMIT lim) l), '[]'));
+            FROM (SELECT * FROM sb_admin_log_rows(a) x ORDER BY x.ts DESC, x.id DESC LIMIT v_lim) l), '[]'));
     WHEN 'usage' THEN
         -- Per day (or hour), key and model: requests, errors, tokens, mean total and gateway-added latency.
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(to_jsonb(u) ORDER BY u.bucket, u.model, u.key_id) FROM (
@@ -291,11 +291,11 @@ BEGIN
             FROM sb_admin_log_rows(a) l GROUP BY 1, 2, 3) u), '[]'));
     WHEN 'tool_calls' THEN
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(to_jsonb(t) - 'id' ORDER BY t.created_at DESC) FROM (
-            SELECT * FROM tool_calls ORDER BY created_at DESC LIMIT lim) t), '[]'));
+            SELECT * FROM tool_calls ORDER BY created_at DESC LIMIT v_lim) t), '[]'));
     WHEN 'audit' THEN
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(to_jsonb(x) ORDER BY x.id DESC) FROM (
             SELECT * FROM admin_audit WHERE a->>'resource' IS NULL OR resource = a->>'resource'
-            ORDER BY id DESC LIMIT lim) x), '[]'));
+            ORDER BY id DESC LIMIT v_lim) x), '[]'));
     WHEN 'admin_keys.list' THEN
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', k.id,
             'display_prefix', k.display_prefix, 'name', k.name, 'enabled', k.enabled, 'created_at', k.created_at)

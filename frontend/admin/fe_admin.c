@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fe_admin_api.h"
+#include "fe_console.h"
 #include "fe_server.h"
 #include "sb_admin.h"
 #include "sb_alloc.h"
@@ -71,7 +72,7 @@ static void fe_admin_other(sb_http_req_t *req, void *arg)
         sb_admin_reply_text(req, e->status, "text/plain; charset=utf-8", e->message, strlen(e->message));
         return;
     }
-    if (fe_admin_api_handle(req, arg))
+    if (fe_admin_api_handle(req, arg) || fe_console_serve(req))
         return;
     static const char nf[] = "not found\n";
     sb_http_req_close_after(req);
