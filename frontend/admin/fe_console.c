@@ -17,6 +17,10 @@ bool fe_console_serve(sb_http_req_t *req)
         sb_http_reply(req, 302, NULL, 0);
         return true;
     }
+    if (!strcmp(path, "/favicon.ico")) {
+        sb_http_reply(req, 204, NULL, 0);
+        return true;
+    }
     if (strncmp(path, "/console/", 9) != 0)
         return false;
     const char *want = strcmp(path, "/console/") ? path : "/console/index.html";

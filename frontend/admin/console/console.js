@@ -73,8 +73,9 @@ function lineChart(container, series, buckets) {
   line(L, H - B, W - R, H - B); line(L, T, L, H - B);
   const label = (tx, ty, text, anchor = 'end') => { const t = document.createElementNS(ns, 'text'); t.setAttribute('x', tx); t.setAttribute('y', ty); t.setAttribute('text-anchor', anchor); t.textContent = text; svg.append(t); };
   label(L - 4, T + 8, String(Math.round(max * 10) / 10)); label(L - 4, H - B, '0');
-  label(x(0), H - 4, new Date(buckets[0]).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }), 'start');
-  label(x(buckets.length - 1), H - 4, new Date(buckets[buckets.length - 1]).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }));
+  const hhmm = (b) => new Date(b).toLocaleString([], { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+  label(x(0), H - 4, hhmm(buckets[0]), 'start');
+  if (buckets.length > 1) label(x(buckets.length - 1), H - 4, hhmm(buckets[buckets.length - 1]));
   names.forEach((n, k) => {
     const pts = buckets.map((b, i) => `${x(i).toFixed(1)},${y(series[n][b] ?? 0).toFixed(1)}`).join(' ');
     const pl = document.createElementNS(ns, 'polyline');
@@ -91,18 +92,32 @@ function lineChart(container, series, buckets) {
   });
   container.append(svg);
   const legend = el('div', null, { class: 'legend' });
-  names.forEach((n, k) => legend.append(el('span', n, { style: `--c:${COLORS[k % COLORS.length]}` })));
+  names.forEach((n, k) => {
+    const s = el('span', n);
+    s.style.setProperty('--c', COLORS[k % COLORS.length]); // CSSOM: allowed by the page's CSP, unlike a style attribute
+    legend.append(s);
+  });
   container.append(legend);
 }
 
 async function showOverview() {
   const since = new Date(Date.now() - 24 * 3600 * 1000).toISOString();
-  const { data } = await api('GET', `usage?bucket=hour&since=${encodeURIComponent(since)}`);
-  const buckets = [...new Set(data.map((r) => r.bucket))].sort();
+  const { model } = formData($('#overview-filter'));
+  const q = new URLSearchParams({ bucket: 'hour', since, ...(model ? { model } : {}) });
+  const { data: rows } = await api('GET', `usage?${q}`);
+  // Every hour of the window is a point (an hour with no request reads 0).
+  const hour = 3600 * 1000;
+  const first = Math.floor((Date.now() - 24 * hour) / hour) * hour;
+  const buckets = Array.from({ length: 25 }, (_, i) => first + i * hour);
+  const data = rows.map((r) => ({ ...r, bucket: new Date(r.bucket).getTime() }));
+  // The busiest models by requests keep a line each; the rest share one.
+  const totals = {};
+  for (const r of data) totals[r.model ?? '(none)'] = (totals[r.model ?? '(none)'] ?? 0) + Number(r.requests);
+  const top = new Set(Object.entries(totals).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([m]) => m));
   const per = (f) => {
     const s = {};
     for (const r of data) {
-      const m = r.model ?? '(none)';
+      const m = top.has(r.model ?? '(none)') ? (r.model ?? '(none)') : 'other';
       s[m] ??= {};
       const v = f(r);
       if (v !== null && v !== undefined) s[m][r.bucket] = (s[m][r.bucket] ?? 0) + Number(v);
@@ -112,7 +127,11 @@ async function showOverview() {
   lineChart($('#chart-requests'), per((r) => r.requests), buckets);
   lineChart($('#chart-tokens'), per((r) => Number(r.tokens_in) + Number(r.tokens_out)), buckets);
   lineChart($('#chart-errors'), per((r) => r.errors), buckets);
-  lineChart($('#chart-added'), per((r) => r.added_latency_ms), buckets);
+  // A mean per line: weighted by requests where models share the "other" line.
+  const w = per((r) => (r.added_latency_ms === null ? null : Number(r.requests)));
+  const sum = per((r) => (r.added_latency_ms === null ? null : Number(r.added_latency_ms) * Number(r.requests)));
+  for (const m of Object.keys(sum)) for (const b of Object.keys(sum[m])) sum[m][b] = Math.round((sum[m][b] / w[m][b]) * 10) / 10;
+  lineChart($('#chart-added'), sum, buckets);
 }
 
 async function showLog() {
@@ -231,6 +250,7 @@ async function start() {
   });
   $('#logout').addEventListener('click', () => { sessionStorage.removeItem(KEY); signedIn(false); });
   for (const b of document.querySelectorAll('nav [data-view]')) b.addEventListener('click', () => show(b.dataset.view));
+  $('#overview-filter').addEventListener('submit', (ev) => { ev.preventDefault(); showOverview().catch((e) => say(e.message)); });
   $('#log-filter').addEventListener('submit', (ev) => { ev.preventDefault(); showLog().catch((e) => say(e.message)); });
   onSubmit('#key-create', async (f) => {
     const k = await api('POST', 'keys', formData(f));
