@@ -157,7 +157,8 @@ static sb_series_t *sb_series_new(sb_metric_t *m, const char *const *values, con
     sb_series_t *s = sb_xcalloc(1, sizeof *s);
     s->family = m;
     for (size_t i = 0; i < m->nlabels; i++)
-        s->values[i] = sb_xstrndup(values[i] ? values[i] : "", SB_METRIC_VALUE_MAX);
+        s->values[i] =
+            sb_xstrndup(values[i] ? values[i] : "", strnlen(values[i] ? values[i] : "", SB_METRIC_VALUE_MAX));
     if (m->type == SB_HISTOGRAM)
         s->buckets = sb_xcalloc(m->nbounds + 1, sizeof *s->buckets);
     sb_map_put(m->by_values, key, s);
