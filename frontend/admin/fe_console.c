@@ -6,7 +6,7 @@
 #include <string.h>
 
 #define FE_CONSOLE_CSP                                                                                                 \
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "                   \
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "                    \
     "form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 bool fe_console_serve(sb_http_req_t *req)
