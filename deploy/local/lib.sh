@@ -9,13 +9,15 @@
 # runs (set them before calling), so a test can run a second, isolated stack
 # next to the developer's:
 #
-#   SB_VAR            state dir: pg/, log/, run/, env, dev-key   (default $SB_REPO/var)
+#   SB_VAR            state dir: pg/, log/, run/, env, dev-key, admin-key   (default $SB_REPO/var)
 #   SB_PORT           first frontend port                        (default 8080)
 #   SB_FRONTENDS      number of frontends, on SB_PORT, SB_PORT+1, ... (default 1)
 #   SB_FRONTEND_PORTS explicit frontend ports, e.g. "8080 9090" (overrides the two above)
 #   SB_WORKERS        number of workers                          (default 2)
 #   SB_WORKER_CONCURRENCY  --concurrency of each worker          (default 64)
 #   SB_EMU_PORT       upstream emulator port                     (default 18080)
+#   SB_ADMIN_PORT     first frontend's admin listener: /metrics, health, admin API, console
+#                     (default SB_PORT + 1000; a free port when that is taken)
 #   SB_BROKER_FRONTEND_PORT, SB_BROKER_WORKER_PORT  broker ports (default: free ports)
 #   SB_BROKER_TRANSPORT  tcp (default) or ipc: the broker's endpoints as Unix sockets in $SB_VAR/run
 #   SB_SANITIZE       ON: build with -DSB_SANITIZE=ON into build-asan (default OFF)
@@ -476,6 +478,25 @@ sb_seed() {
         (umask 077 && printf '%s\n' "$key" >"$keyf.tmp") && mv "$keyf.tmp" "$keyf" || return 1
         sb_msg "dev key written to $keyf"
     fi
+
+    # The dev admin key (the admin API and console), kept the same way.
+    keyf="$SB_VAR/admin-key"
+    if [[ -s $keyf ]]; then
+        key="$(<"$keyf")"
+        disp="${key:0:12}…${key: -4}"
+        row="$(sb_sbctl admin-key list | awk -v d="$disp" '$2 == d { print $1, $3 }')" || return 1
+        if [[ -z $row ]]; then
+            rm -f "$keyf"
+        elif [[ ${row#* } != true ]]; then
+            sb_sbctl admin-key enable "${row%% *}" >>"$log" || return 1
+        fi
+    fi
+    if [[ ! -s $keyf ]]; then
+        key="$(sb_sbctl admin-key create --name dev 2>>"$log")" ||
+            { sb_die "could not create the dev admin key (see $log)"; return 1; }
+        (umask 077 && printf '%s\n' "$key" >"$keyf.tmp") && mv "$keyf.tmp" "$keyf" || return 1
+        sb_msg "dev admin key written to $keyf"
+    fi
 }
 
 # --- processes -----------------------------------------------------------------
@@ -638,6 +659,13 @@ sb_start_frontend() {
     local k=$1 ports=() extra=() ap
     read -ra ports <<<"$(sb_frontend_ports)"
     read -ra extra <<<"${SB_FRONTEND_ARGS:-}"
+    # Frontend K's admin listener (and console) is on SB_ADMIN_PORT + K - 1
+    # (default SB_PORT + 1000: 9080 beside 8080) unless that is taken.
+    ap=$((${SB_ADMIN_PORT:-$((${ports[0]} + 1000))} + k - 1))
+    if [[ ! -s $SB_VAR/run/frontend$k.admin-port ]] && ! sb_port_busy "$ap" && [[ $_SB_PORTS_GIVEN != *" $ap "* ]]; then
+        _SB_PORTS_GIVEN+="$ap "
+        mkdir -p "$SB_VAR/run" && printf '%s\n' "$ap" >"$SB_VAR/run/frontend$k.admin-port"
+    fi
     sb_admin_port "frontend$k" ap || return 1
     extra+=(--admin-listen "127.0.0.1:$ap")
     local port="${ports[$((k - 1))]:-}"
