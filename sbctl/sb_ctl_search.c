@@ -5,7 +5,9 @@
  * base URL and the NAME of the workers' environment variable holding its API
  * key. Web search uses the default backend while it is enabled; there is at
  * most one default (a partial unique index), so every change of the default
- * runs in one transaction holding a lock that serialises such changes.
+ * runs in one transaction holding a lock that serialises such changes. The
+ * changes are the sb_admin_search_backend_* rules (schema/015), which the
+ * admin API calls too.
  *
  * The table's trigger announces each change on 'sb_config', so running
  * frontends pick it up at once (they cache the default with each model).
@@ -25,8 +27,8 @@
  * or -EIO; *enabled says whether it is enabled. */
 static int sb_ctl_search_make_default(struct sb_ctldb *db, const char *name, bool *enabled)
 {
-    const char *params[] = {name};
-    PGresult *res = sb_ctldb_exec(db, "SELECT enabled FROM search_backends WHERE name = $1", 1, params);
+    const char *params[] = {sb_ctl_actor(), name};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_search_backend_set_default($1, $2)", 2, params);
     if (!res)
         return -EIO;
     int found = PQntuples(res);
@@ -36,13 +38,6 @@ static int sb_ctl_search_make_default(struct sb_ctldb *db, const char *name, boo
         fprintf(stderr, "sbctl: search backend '%s' does not exist\n", name);
         return -ENOENT;
     }
-    /* Two statements: the unique index is checked row by row, so the old
-     * default is cleared before the new one is set. */
-    if (sb_ctldb_run(db, "UPDATE search_backends SET is_default = false WHERE is_default AND name <> $1", 1, params) !=
-            0 ||
-        sb_ctldb_run(db, "UPDATE search_backends SET is_default = true WHERE name = $1 AND NOT is_default", 1,
-                     params) != 0)
-        return -EIO;
     return 0;
 }
 
@@ -70,11 +65,9 @@ int sb_ctl_search_backend_add(struct sb_ctldb *db, const struct sb_cli *cli)
     int rc = -EIO;
     if (sb_ctldb_run(db, "BEGIN", 0, NULL) != 0 || sb_ctldb_run(db, SB_CTL_SEARCH_LOCK, 0, NULL) != 0)
         goto fail;
-    const char *params[] = {name, cli->kind, cli->base_url, cli->credential_ref};
+    const char *params[] = {sb_ctl_actor(), name, cli->kind, cli->base_url, cli->credential_ref};
     rc = sb_ctl_insert_new(db, cli, "search backend", name, "",
-                           "INSERT INTO search_backends (name, kind, base_url, credential_ref) "
-                           "VALUES ($1, $2, $3, NULLIF($4::text, '')) ON CONFLICT (name) DO NOTHING RETURNING id",
-                           4, params);
+                           "SELECT * FROM sb_admin_search_backend_add($1, $2, $3, $4, $5)", 5, params);
     if (rc <= 0)
         goto fail; /* also ends the transaction; an existing backend is left unchanged */
     if (cli->make_default && (rc = sb_ctl_search_make_default(db, name, &enabled)) != 0)
@@ -110,8 +103,8 @@ int sb_ctl_search_backend_list(struct sb_ctldb *db, const struct sb_cli *cli)
 int sb_ctl_search_backend_remove(struct sb_ctldb *db, const struct sb_cli *cli)
 {
     const char *name = cli->arg[0];
-    const char *params[] = {name};
-    PGresult *res = sb_ctldb_exec(db, "DELETE FROM search_backends WHERE name = $1 RETURNING is_default", 1, params);
+    const char *params[] = {sb_ctl_actor(), name};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_search_backend_remove($1, $2)", 2, params);
     if (!res)
         return -EIO;
     int found = PQntuples(res);
@@ -151,9 +144,9 @@ fail:
 static int sb_ctl_search_set_enabled(struct sb_ctldb *db, const struct sb_cli *cli, bool enabled)
 {
     const char *name = cli->arg[0];
-    const char *params[] = {name, enabled ? "true" : "false"};
-    PGresult *res = sb_ctldb_exec(
-        db, "UPDATE search_backends SET enabled = $2::boolean WHERE name = $1 RETURNING is_default", 2, params);
+    const char *params[] = {sb_ctl_actor(), name, enabled ? "true" : "false"};
+    PGresult *res =
+        sb_ctldb_exec(db, "SELECT * FROM sb_admin_search_backend_set_enabled($1, $2, $3::boolean)", 3, params);
     if (!res)
         return -EIO;
     int found = PQntuples(res);

@@ -58,6 +58,49 @@ CREATE OR REPLACE FUNCTION sb_admin_log_rows(a jsonb) RETURNS SETOF request_log 
       AND (a->>'account' IS NULL OR l.account_id = (SELECT id FROM accounts WHERE name = a->>'account'));
 $$;
 
+-- Search backends (004): the rules sbctl's search-backend commands and the
+-- admin API share. The default moves under a lock that serialises such
+-- moves (at most one default: a partial unique index, checked row by row,
+-- so the old default is cleared first).
+CREATE OR REPLACE FUNCTION sb_admin_search_backend_add(p_actor text, p_name text, p_kind text, p_base_url text,
+                                                       p_credential_ref text)
+RETURNS SETOF bigint LANGUAGE sql AS $$
+    SELECT set_config('sb.actor', p_actor, true);
+    INSERT INTO search_backends (name, kind, base_url, credential_ref)
+    VALUES (p_name, p_kind, p_base_url, NULLIF(p_credential_ref, '')) ON CONFLICT (name) DO NOTHING RETURNING id;
+$$;
+
+-- The backend's enabled flag when it is now the default; no row when it does not exist.
+CREATE OR REPLACE FUNCTION sb_admin_search_backend_set_default(p_actor text, p_name text)
+RETURNS SETOF boolean LANGUAGE plpgsql AS $$
+DECLARE v_enabled boolean;
+BEGIN
+    PERFORM set_config('sb.actor', p_actor, true);
+    LOCK TABLE search_backends IN SHARE ROW EXCLUSIVE MODE;
+    SELECT b.enabled INTO v_enabled FROM search_backends b WHERE b.name = p_name;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    UPDATE search_backends SET is_default = false WHERE is_default AND name <> p_name;
+    UPDATE search_backends SET is_default = true WHERE name = p_name AND NOT is_default;
+    RETURN NEXT v_enabled;
+END;
+$$;
+
+-- Whether it is the default; no row when it does not exist.
+CREATE OR REPLACE FUNCTION sb_admin_search_backend_set_enabled(p_actor text, p_name text, p_enabled boolean)
+RETURNS SETOF boolean LANGUAGE sql AS $$
+    SELECT set_config('sb.actor', p_actor, true);
+    UPDATE search_backends SET enabled = p_enabled WHERE name = p_name RETURNING is_default;
+$$;
+
+-- Whether it was the default; no row when it did not exist.
+CREATE OR REPLACE FUNCTION sb_admin_search_backend_remove(p_actor text, p_name text)
+RETURNS SETOF boolean LANGUAGE sql AS $$
+    SELECT set_config('sb.actor', p_actor, true);
+    DELETE FROM search_backends WHERE name = p_name RETURNING is_default;
+$$;
+
 CREATE OR REPLACE FUNCTION sb_admin_api(p_actor text, p_op text, a jsonb, OUT status int, OUT body jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -296,6 +339,56 @@ BEGIN
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(to_jsonb(x) ORDER BY x.id DESC) FROM (
             SELECT * FROM admin_audit WHERE a->>'resource' IS NULL OR resource = a->>'resource'
             ORDER BY id DESC LIMIT v_lim) x), '[]'));
+    WHEN 'search_backends.list' THEN
+        body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', b.id, 'name', b.name,
+            'kind', b.kind, 'base_url', b.base_url, 'credential_ref', b.credential_ref, 'default', b.is_default,
+            'enabled', b.enabled, 'created_at', b.created_at) ORDER BY b.name) FROM search_backends b), '[]'));
+    WHEN 'search_backends.create' THEN
+        IF NOT sb_admin_name_ok(a->>'name') OR a->>'kind' IS NULL OR a->>'base_url' IS NULL THEN
+            status := 400;
+            body := sb_admin_err(400, 'invalid_value', 'name (1-128 characters of A-Z a-z 0-9 . _ @ : + -), kind and base_url are required');
+            RETURN;
+        END IF;
+        SELECT x INTO v_id FROM sb_admin_search_backend_add(p_actor, a->>'name', a->>'kind', a->>'base_url',
+                                                            a->>'credential_ref') x;
+        IF v_id IS NULL THEN
+            status := 409; body := sb_admin_err(409, 'exists', format('search backend %s already exists', a->>'name'));
+            RETURN;
+        END IF;
+        IF COALESCE((a->>'default')::boolean, false) THEN
+            PERFORM sb_admin_search_backend_set_default(p_actor, a->>'name');
+        END IF;
+        status := 201;
+        body := (SELECT jsonb_build_object('id', b.id, 'name', b.name, 'kind', b.kind, 'base_url', b.base_url,
+                     'credential_ref', b.credential_ref, 'default', b.is_default, 'enabled', b.enabled)
+                 FROM search_backends b WHERE b.id = v_id);
+    WHEN 'search_backends.default', 'search_backends.enable', 'search_backends.disable', 'search_backends.remove' THEN
+        SELECT count(*) INTO v_n FROM (
+            SELECT sb_admin_search_backend_set_default(p_actor, a->>'name') WHERE p_op = 'search_backends.default'
+            UNION ALL SELECT sb_admin_search_backend_set_enabled(p_actor, a->>'name', p_op = 'search_backends.enable')
+                      WHERE p_op IN ('search_backends.enable', 'search_backends.disable')
+            UNION ALL SELECT sb_admin_search_backend_remove(p_actor, a->>'name') WHERE p_op = 'search_backends.remove') x;
+        IF v_n = 0 THEN
+            status := 404; body := sb_admin_err(404, 'not_found', format('search backend %s does not exist', a->>'name'));
+            RETURN;
+        END IF;
+        body := COALESCE((SELECT jsonb_build_object('name', b.name, 'default', b.is_default, 'enabled', b.enabled)
+                          FROM search_backends b WHERE b.name = a->>'name'),
+                         jsonb_build_object('name', a->>'name', 'deleted', true));
+    WHEN 'prompts.list' THEN
+        body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', p.id, 'name', p.name,
+            'account', x.name, 'current_version', p.current_version,
+            'versions', (SELECT count(*) FROM prompt_versions v WHERE v.prompt_id = p.id), 'created_at', p.created_at)
+            ORDER BY x.name, p.name) FROM prompts p JOIN accounts x ON x.id = p.account_id
+            WHERE a->>'account' IS NULL OR x.name = a->>'account'), '[]'));
+    WHEN 'prompts.get' THEN
+        body := (SELECT jsonb_build_object('id', p.id, 'name', p.name, 'current_version', p.current_version,
+                     'version', v.version, 'body', v.body, 'created_at', v.created_at)
+                 FROM prompts p JOIN prompt_versions v ON v.prompt_id = p.id
+                 WHERE p.id = a->>'id' AND v.version = COALESCE((a->>'version')::int, p.current_version));
+        IF body IS NULL THEN
+            status := 404; body := sb_admin_err(404, 'not_found', format('prompt %s (that version) does not exist', a->>'id'));
+        END IF;
     WHEN 'admin_keys.list' THEN
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(jsonb_build_object('id', k.id,
             'display_prefix', k.display_prefix, 'name', k.name, 'enabled', k.enabled, 'created_at', k.created_at)

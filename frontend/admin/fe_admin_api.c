@@ -57,11 +57,19 @@ static const fe_admin_route_t fe_admin_routes[] = {
     {"GET", "/admin/v1/tool_calls", "tool_calls", false},
     {"GET", "/admin/v1/audit", "audit", false},
     {"GET", "/admin/v1/admin_keys", "admin_keys.list", false},
+    {"GET", "/admin/v1/search_backends", "search_backends.list", false},
+    {"POST", "/admin/v1/search_backends", "search_backends.create", true},
+    {"POST", "/admin/v1/search_backends/{name}/default", "search_backends.default", false},
+    {"POST", "/admin/v1/search_backends/{name}/enable", "search_backends.enable", false},
+    {"POST", "/admin/v1/search_backends/{name}/disable", "search_backends.disable", false},
+    {"DELETE", "/admin/v1/search_backends/{name}", "search_backends.remove", false},
+    {"GET", "/admin/v1/prompts", "prompts.list", false},
+    {"GET", "/admin/v1/prompts/{id}", "prompts.get", false},
 };
 
 /* Query parameters the read operations take (anything else is ignored). */
-static const char *const fe_admin_query_names[] = {"since", "until", "key_id", "account", "model",   "status",
-                                                   "style", "q",     "limit",  "bucket",  "resource"};
+static const char *const fe_admin_query_names[] = {"since", "until", "key_id", "account", "model",    "status",
+                                                   "style", "q",     "limit",  "bucket",  "resource", "version"};
 
 typedef struct {
     fe_server_t *srv;

@@ -139,7 +139,7 @@ static void fe_request_log(fe_request_t *r)
         return;
     int64_t total_us = sb_mono_us() - r->start_us;
     fe_metrics_request(&(fe_metrics_request_t){
-        .style = r->style->name,
+        .style = r->style ? r->style->name : "",
         .model = fe_request_model_label(r, "id"),
         .upstream = fe_request_model_label(r, "provider"),
         .status = r->status,
