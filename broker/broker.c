@@ -571,6 +571,18 @@ static void sb_broker_on_frontend(sb_broker_t *b, sb_wire_msg_t *msg)
         json_decref(hdr);
         break;
     }
+    case SB_CMD_STATS: { /* the admin API's live view: queues, credits, circuits */
+        const json_t *id = json_object_get(msg->header, "stats_id");
+        if (!sb_broker_str_ok(id, SB_JOB_ID_MAX))
+            break;
+        json_t *hdr = sb_broker_header(b);
+        json_object_set(hdr, "stats_id", (json_t *)id);
+        json_object_set_new(hdr, "stats", sb_broker_metrics_live(b->queues, b->registry, b->breakers));
+        if (sb_wire_send(b->frontends, msg->routing_id, SB_CMD_STATS, hdr, NULL, 0) < 0)
+            sb_debug("could not answer a frontend's STATS");
+        json_decref(hdr);
+        break;
+    }
     default:
         sb_warn("dropped a frontend message with unexpected command 0x%02x", (unsigned)msg->cmd);
         break;

@@ -3,6 +3,8 @@
  */
 #include "broker_metrics.h"
 
+#include <jansson.h>
+
 #include "sb_metrics.h"
 
 static sb_metric_t *queued, *dispatched, *queue_wait, *errors, *finished, *depth, *credits, *workers, *in_flight,
@@ -95,4 +97,62 @@ void sb_broker_metrics_publish(const sb_broker_queues_t *qs, const sb_broker_reg
     sb_breakers_each(bs, sb_broker_metrics_circuit, &open_clients);
     sb_series_set(sb_metric_at(client_open), open_clients);
     sb_metrics_release();
+}
+
+/* The entry of model in the live view's map, made on first use. */
+static json_t *sb_broker_live_model(json_t *models, const char *model)
+{
+    json_t *m = json_object_get(models, model);
+    if (!m) {
+        m = json_pack("{s:s, s:i, s:i, s:i, s:i, s:s}", "model", model, "queued", 0, "credits_used", 0, "credits_free",
+                      0, "workers", 0, "circuit", "closed");
+        json_object_set_new(models, model, m);
+    }
+    return m;
+}
+
+static void sb_broker_live_add(json_t *m, const char *key, json_int_t v)
+{
+    json_object_set_new(m, key, json_integer(json_integer_value(json_object_get(m, key)) + v));
+}
+
+static void sb_broker_live_circuit(const sb_breaker_t *br, void *arg)
+{
+    json_t **ctx = arg; /* {models, clients open counter} */
+    if (sb_breaker_client(br)) {
+        if (sb_breaker_state_of(br) != SB_BREAKER_CLOSED)
+            sb_broker_live_add(ctx[1], "client_circuits_open", 1);
+        return;
+    }
+    json_object_set_new(sb_broker_live_model(ctx[0], sb_breaker_model(br)), "circuit",
+                        json_string(sb_breaker_state_name(sb_breaker_state_of(br))));
+}
+
+json_t *sb_broker_metrics_live(const sb_broker_queues_t *qs, const sb_broker_registry_t *r, sb_breakers_t *bs)
+{
+    json_t *models = json_object();
+    for (const sb_broker_queue_t *q = sb_broker_queues_first(qs); q; q = q->next)
+        sb_broker_live_add(sb_broker_live_model(models, q->model), "queued", (json_int_t)q->len);
+    json_int_t jobs = 0;
+    for (const sb_broker_worker_t *w = sb_broker_registry_first_live(r); w; w = w->next) {
+        jobs += w->in_flight;
+        for (size_t i = 0; i < w->nmodels; i++) {
+            json_t *m = sb_broker_live_model(models, w->models[i]);
+            sb_broker_live_add(m, "credits_used", w->in_flight);
+            sb_broker_live_add(m, "credits_free", sb_broker_worker_free_credits(w));
+            sb_broker_live_add(m, "workers", 1);
+        }
+    }
+    json_t *out = json_pack("{s:I, s:I, s:i}", "workers", (json_int_t)sb_broker_registry_count(r), "jobs_in_flight",
+                            jobs, "client_circuits_open", 0);
+    json_t *ctx[2] = {models, out};
+    sb_breakers_each(bs, sb_broker_live_circuit, ctx);
+    json_t *list = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach (models, k, v)
+        json_array_append(list, v);
+    json_decref(models);
+    json_object_set_new(out, "models", list);
+    return out;
 }

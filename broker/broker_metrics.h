@@ -24,6 +24,12 @@ void sb_broker_metrics_error(const char *code);
 /* A job's final event went back to its frontend. */
 void sb_broker_metrics_finished(const char *model);
 
+/* The live state, for a frontend's STATS (new reference): {"workers",
+ * "jobs_in_flight", "client_circuits_open", "models": [{"model", "queued",
+ * "credits_used", "credits_free", "workers", "circuit"}]}, one entry per
+ * model that has a queue, a circuit or a worker serving it ("*": any). */
+json_t *sb_broker_metrics_live(const sb_broker_queues_t *qs, const sb_broker_registry_t *r, sb_breakers_t *bs);
+
 /* Sets the gauges from the broker's state. */
 void sb_broker_metrics_publish(const sb_broker_queues_t *qs, const sb_broker_registry_t *r, sb_breakers_t *bs,
                                int64_t now);

@@ -74,6 +74,8 @@ enum sb_cmd {
     SB_CMD_EVENT = 0x03,
     SB_CMD_HEARTBEAT = 0x04,
     SB_CMD_ACCEPTED = 0x05, /* broker -> frontend: a SUBMIT that asked ("ack": true) is queued */
+    SB_CMD_STATS = 0x06,    /* frontend -> broker {"stats_id"}: asks for the live state; the broker
+                               answers STATS {"stats_id", "stats": {...}} (docs/protocol.md) */
     SB_CMD_READY = 0x10,
     SB_CMD_JOB = 0x11,
     SB_CMD_RECONNECT = 0x12,

@@ -31,6 +31,7 @@ typedef struct {
 
 static const fe_admin_route_t fe_admin_routes[] = {
     {"GET", "/admin/v1/whoami", NULL, false},
+    {"GET", "/admin/v1/live", "live", false}, /* asked of the broker, not the database */
     {"GET", "/admin/v1/accounts", "accounts.list", false},
     {"POST", "/admin/v1/accounts", "accounts.create", true},
     {"POST", "/admin/v1/accounts/{name}/enable", "accounts.enable", false},
@@ -221,8 +222,31 @@ static void fe_admin_on_api(const PGresult *res, const char *err, void *arg)
     fe_admin_call_free(c);
 }
 
+/* The broker's live state (queues, credits, circuits), or 503. */
+static void fe_admin_on_live(const json_t *stats, void *arg)
+{
+    fe_admin_call_t *c = arg;
+    if (!fe_admin_back(c))
+        return;
+    if (!stats) {
+        fe_admin_fail(c, 503, "server_error", "broker_unavailable", "The broker did not answer; retry later.");
+    } else {
+        json_t *j = json_pack("{s:O}", "broker", stats);
+        char *text = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        fe_admin_reply_text(c, 200, text, strlen(text));
+        free(text);
+    }
+    fe_admin_call_free(c);
+}
+
 static void fe_admin_run(fe_admin_call_t *c)
 {
+    if (!strcmp(c->route->op, "live")) {
+        c->pending = true;
+        fe_broker_stats(c->srv->broker, 2000, fe_admin_on_live, c);
+        return;
+    }
     if (!strcmp(c->route->op, "keys.create")) {
         char hash[SB_KEY_HASH_HEX], display[64];
         sb_key_generate(c->secret);

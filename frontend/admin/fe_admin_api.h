@@ -12,7 +12,7 @@
  * the actor "admin-key:<id>". A key is created here (its secret made in this
  * process, shown once in the reply, stored only as its hash).
  *
- *   GET  /admin/v1/whoami
+ *   GET  /admin/v1/whoami                  GET  /admin/v1/live (the broker's queues, credits and circuits, now)
  *   GET  /admin/v1/accounts                POST /admin/v1/accounts {name, zero_data_retention}
  *   POST /admin/v1/accounts/{name}/enable  POST /admin/v1/accounts/{name}/disable
  *   GET  /admin/v1/groups                  POST /admin/v1/groups {name}

@@ -21,6 +21,7 @@
 #include "sb_alloc.h"
 #include "sb_evbatch.h"
 #include "sb_event.h"
+#include "sb_id.h"
 #include "sb_log.h"
 #include "sb_map.h"
 #include "sb_mpjson.h"
@@ -55,7 +56,25 @@ struct fe_broker {
     int64_t last_heard_ms;
     bool broker_alive;
     char epoch[SB_EPOCH_MAX + 1]; /* the broker instance heard from last; "": none yet */
+    sb_map_t *stats;              /* stats id -> fe_stats_wait_t (owned): STATS asked, not answered */
 };
+
+/* A STATS asked of the broker, waiting for its answer or its timeout. */
+typedef struct {
+    fe_broker_t *b;
+    char id[SB_ID_MAX];
+    fe_broker_stats_fn fn;
+    void *arg;
+    struct event *timer;
+} fe_stats_wait_t;
+
+/* Ends a wait: fn(stats or NULL), then frees it (it is out of the map). */
+static void fe_stats_wait_end(fe_stats_wait_t *w, const json_t *stats)
+{
+    event_free(w->timer);
+    w->fn(stats, w->arg);
+    free(w);
+}
 
 static void fe_job_sink_free(fe_job_sink_t *s)
 {
@@ -235,6 +254,13 @@ static void fe_broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
     const char *epoch = sb_wire_header_str(msg, "epoch");
     if (epoch && *epoch && strlen(epoch) <= SB_EPOCH_MAX)
         fe_broker_on_epoch(b, epoch);
+    if (msg->cmd == SB_CMD_STATS) {
+        const char *id = sb_wire_header_str(msg, "stats_id");
+        fe_stats_wait_t *w = id ? sb_map_remove(b->stats, id) : NULL;
+        if (w)
+            fe_stats_wait_end(w, json_object_get(msg->header, "stats"));
+        return;
+    }
     if (msg->cmd == SB_CMD_ACCEPTED) {
         const char *id = sb_wire_header_str(msg, "job_id");
         fe_job_sink_t *s = id ? sb_map_get(b->jobs, id) : NULL;
@@ -315,6 +341,7 @@ fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoint)
     b->base = base;
     b->endpoint = sb_xstrdup(endpoint);
     b->jobs = sb_map_new();
+    b->stats = sb_map_new();
     b->last_heard_ms = sb_mono_ms();
     if (fe_broker_connect(b) < 0) {
         fe_broker_destroy(&b);
@@ -329,12 +356,22 @@ fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoint)
     return b;
 }
 
+static int fe_stats_wait_drop(const char *key, void *value, void *arg)
+{
+    (void)key;
+    (void)arg;
+    fe_stats_wait_end(value, NULL);
+    return 1;
+}
+
 void fe_broker_destroy(fe_broker_t **pb)
 {
     if (!pb || !*pb)
         return;
     fe_broker_t *b = *pb;
     fe_broker_fail_all(b, 503, "shutting_down", "the gateway is shutting down");
+    sb_map_remove_if(b->stats, fe_stats_wait_drop, NULL);
+    sb_map_destroy(&b->stats);
     if (b->heartbeat)
         event_free(b->heartbeat);
     sb_zsock_ev_destroy(&b->watch);
@@ -434,4 +471,32 @@ size_t fe_broker_outstanding(const fe_broker_t *b)
 bool fe_broker_connected(const fe_broker_t *b)
 {
     return b->broker_alive && b->epoch[0];
+}
+
+static void fe_stats_on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    fe_stats_wait_t *w = arg;
+    sb_map_remove(w->b->stats, w->id);
+    fe_stats_wait_end(w, NULL);
+}
+
+void fe_broker_stats(fe_broker_t *b, int timeout_ms, fe_broker_stats_fn fn, void *arg)
+{
+    fe_stats_wait_t *w = sb_xcalloc(1, sizeof *w);
+    w->b = b;
+    w->fn = fn;
+    w->arg = arg;
+    sb_id_new(w->id, sizeof w->id, "st_", 8);
+    w->timer = evtimer_new(b->base, fe_stats_on_timeout, w);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(w->timer, &tv);
+    sb_map_put(b->stats, w->id, w);
+    json_t *hdr = json_pack("{s:s}", "stats_id", w->id);
+    if (sb_wire_send(b->sock, NULL, SB_CMD_STATS, hdr, NULL, 0) < 0)
+        sb_debug("STATS not sent; its wait times out");
+    else
+        sb_zsock_ev_poke(b->watch);
+    json_decref(hdr);
 }

@@ -52,6 +52,13 @@ void fe_broker_cancel_any(fe_broker_t *b, const char *job_id);
 
 size_t fe_broker_outstanding(const fe_broker_t *b);
 
+/* The broker's live state (SB_CMD_STATS: queues, credits, circuits; see
+ * sb_broker_metrics_live), for the admin API: fn(stats, arg) once, with the
+ * stats borrowed, or with NULL when the broker did not answer within
+ * timeout_ms (or the frontend is shutting down). */
+typedef void (*fe_broker_stats_fn)(const json_t *stats, void *arg);
+void fe_broker_stats(fe_broker_t *b, int timeout_ms, fe_broker_stats_fn fn, void *arg);
+
 /* Whether the broker answers: heard from within the heartbeat liveness
  * window (readiness, metrics). */
 bool fe_broker_connected(const fe_broker_t *b);

@@ -155,6 +155,22 @@ test('a key disabled through one frontend\'s admin API is refused by the other w
   assert.ok(refused, `still accepted ${Date.now() - t0} ms after the disable`);
 });
 
+test('live: the broker\'s queues, credits and circuits, asked now', async () => {
+  const slow = http('POST', '/v1/chat/completions', { body: { model: 'emu-chat', stream: true,
+    messages: [{ role: 'user', content: '[[emu:chunk_delay=150]] a b c d e f' }] } });
+  const seen = await waitFor(async () => {
+    const r = await admin('GET', 'live');
+    return r.status === 200 && r.json.broker.jobs_in_flight === 1
+      && r.json.broker.models.some((m) => m.credits_used === 1 && m.workers === 2) ? r.json : false;
+  }, { timeout: 3000, interval: 30 });
+  assert.ok(seen, 'the running job shows in the live view');
+  assert.equal(seen.broker.workers, 2);
+  for (const m of seen.broker.models) assert.ok(['closed', 'open', 'half-open', 'probing'].includes(m.circuit), m.circuit);
+  assert.equal((await slow).status, 200);
+  const idle = await admin('GET', 'live');
+  assert.equal(idle.json.broker.jobs_in_flight, 0);
+});
+
 test('request log search, usage and tool calls', async () => {
   const t = unique('srch');
   const bad = await http('POST', '/v1/chat/completions', { body: { model: `nope-${t}`, messages: [{ role: 'user', content: 'x' }] } });

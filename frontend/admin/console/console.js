@@ -100,7 +100,18 @@ function lineChart(container, series, buckets) {
   container.append(legend);
 }
 
+async function showLive() {
+  try {
+    const { broker } = await api('GET', 'live');
+    $('#live-note').textContent = `${broker.workers} worker(s), ${broker.jobs_in_flight} job(s) running`;
+    fillTable('#live-table', broker.models, (m) => [m.model, m.queued, m.credits_used, m.credits_free, m.workers, m.circuit]);
+  } catch (e) {
+    $('#live-note').textContent = e.message;
+  }
+}
+
 async function showOverview() {
+  await showLive();
   const since = new Date(Date.now() - 24 * 3600 * 1000).toISOString();
   const { model } = formData($('#overview-filter'));
   const q = new URLSearchParams({ bucket: 'hour', since, ...(model ? { model } : {}) });
