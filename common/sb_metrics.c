@@ -58,6 +58,11 @@ static sb_collector_t *sb_collectors;
 const double sb_metric_latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                            0.25,   0.5,     1,      2.5,   5,      10,    30,   60,    120};
 const size_t sb_metric_latency_nbounds = sizeof sb_metric_latency_bounds / sizeof sb_metric_latency_bounds[0];
+const double sb_metric_overhead_bounds[] = {0.00005, 0.0001, 0.00015, 0.0002, 0.00025, 0.0003, 0.00035, 0.0004, 0.00045,
+                                            0.0005,  0.0006, 0.0007,  0.0008, 0.0009,  0.001,  0.00125, 0.0015, 0.00175,
+                                            0.002,   0.0025, 0.003,   0.004,  0.005,   0.0075, 0.01,    0.025,  0.05,
+                                            0.1,     0.25,   0.5,     1,      2.5,     5,      10,      30};
+const size_t sb_metric_overhead_nbounds = sizeof sb_metric_overhead_bounds / sizeof sb_metric_overhead_bounds[0];
 
 static double sb_bits_double(uint64_t u)
 {

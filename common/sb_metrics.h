@@ -74,5 +74,9 @@ void sb_metrics_render(sb_buf_t *out);
 /* Standard bucket bounds, in seconds. */
 extern const double sb_metric_latency_bounds[]; /* 100 µs .. 120 s */
 extern const size_t sb_metric_latency_nbounds;
+/* Finer below 10 ms (50 µs steps up to 1 ms), for what the gateway itself
+ * adds and for time to first token: 50 µs .. 30 s. */
+extern const double sb_metric_overhead_bounds[];
+extern const size_t sb_metric_overhead_nbounds;
 
 #endif

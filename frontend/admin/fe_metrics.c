@@ -22,9 +22,9 @@ static void fe_metrics_init(void)
                                    sb_metric_latency_bounds, sb_metric_latency_nbounds);
     added = sb_metric_histogram("sb_gateway_added_seconds",
                                 "Gateway-added time: total minus upstream, for requests that called an upstream.",
-                                "style,model", sb_metric_latency_bounds, sb_metric_latency_nbounds);
+                                "style,model", sb_metric_overhead_bounds, sb_metric_overhead_nbounds);
     ttft = sb_metric_histogram("sb_time_to_first_token_seconds", "Streams: request head to first token delta.",
-                               "style,model", sb_metric_latency_bounds, sb_metric_latency_nbounds);
+                               "style,model", sb_metric_overhead_bounds, sb_metric_overhead_nbounds);
     tokens = sb_metric_counter("sb_tokens_total", "Tokens by model and direction (input, output).", "model,direction");
     refusals = sb_metric_counter("sb_limit_refusals_total", "Requests refused by a limit, by kind.", "kind");
     fallbacks =
