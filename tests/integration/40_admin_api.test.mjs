@@ -6,6 +6,7 @@
 // request log, usage and audit searchable.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cfg, http, psql, sbctl, unique, waitFor } from './harness.mjs';
 
 const ADMIN = (process.env.SB_FRONTEND_ADMIN_URLS ?? '').split(' ').filter(Boolean);
@@ -119,6 +120,10 @@ test('accounts, groups, models, keys and limits through the API; each change aud
     assert.ok(!r[4].includes('key_hash') && !r[5].includes('key_hash'), 'no key hash in the audit');
     assert.ok(!r[5].includes(key.json.key), 'no secret in the audit');
   }
+  // Neither secret reaches a log.
+  const logs = readdirSync(`${cfg.varDir}/log`).filter((f) => f.endsWith('.log'))
+    .map((f) => readFileSync(`${cfg.varDir}/log/${f}`, 'utf8')).join('\n');
+  assert.ok(!logs.includes(key.json.key) && !logs.includes(adminKey), 'a secret in a log');
   // The API shows the same rows.
   const audit = await admin('GET', 'audit?resource=api_keys&limit=5');
   assert.ok(audit.json.data.some((a) => a.resource_id === String(key.json.id) && a.action === 'update'
