@@ -85,13 +85,13 @@ static void sb_admin_handle(sb_http_req_t *req, void *arg)
         return;
     }
     if (!strcmp(path, "/readyz")) {
-        char why[256] = "";
-        bool ready = !a->cfg.ready || a->cfg.ready(a->cfg.ready_arg, why, sizeof why - 2);
+        char why[256] = "", line[260];
+        bool ready = !a->cfg.ready || a->cfg.ready(a->cfg.ready_arg, why, sizeof why);
         if (ready) {
             sb_admin_reply_text(req, 200, "text/plain; charset=utf-8", "ready\n", 6);
         } else {
-            strcat(why, "\n");
-            sb_admin_reply_text(req, 503, "text/plain; charset=utf-8", why, strlen(why));
+            int n = snprintf(line, sizeof line, "%s\n", why);
+            sb_admin_reply_text(req, 503, "text/plain; charset=utf-8", line, (size_t)n);
         }
         return;
     }

@@ -205,7 +205,7 @@ static void fe_admin_on_api(const PGresult *res, const char *err, void *arg)
         fe_admin_call_free(c);
         return;
     }
-    int status = atoi(PQgetvalue(res, 0, 0));
+    int status = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
     const char *body = PQgetvalue(res, 0, 1);
     if (c->secret[0] && status == 201) {
         /* The one time the key is shown. */
