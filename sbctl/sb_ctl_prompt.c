@@ -129,14 +129,9 @@ int sb_ctl_prompt_create(struct sb_ctldb *db, const struct sb_cli *cli)
      * foreign key of prompt_versions is checked at the end of the statement,
      * when the CTE's prompts row is there. */
     sb_id_new(id, sizeof id, "pmpt_", 16);
-    const char *params[] = {id, aid, cli->name, body};
+    const char *params[] = {sb_ctl_actor(), aid, id, cli->name, body};
     rc = -EIO;
-    res = sb_ctldb_exec(db,
-                        "WITH p AS (INSERT INTO prompts (id, account_id, name, current_version) "
-                        "VALUES ($1, $2::bigint, $3, 1) ON CONFLICT (account_id, name) DO NOTHING RETURNING id) "
-                        "INSERT INTO prompt_versions (prompt_id, version, body) "
-                        "SELECT id, 1, $4::jsonb FROM p RETURNING prompt_id",
-                        4, params);
+    res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_prompt_create($1, $2::bigint, $3, $4, $5::jsonb)", 5, params);
     if (!res)
         goto fail;
     if (PQntuples(res) == 1) {
@@ -188,18 +183,12 @@ int sb_ctl_prompt_version(struct sb_ctldb *db, const struct sb_cli *cli)
     if (rc != 0)
         goto fail;
 
-    /*
-     * The new number is max + 1, so two concurrent "prompt version" runs must
-     * not both read the same max. Locking the prompts row serialises them, but
-     * only if max() is read by a later statement: under READ COMMITTED each
-     * statement's snapshot is taken when it starts, so a max() in the locking
-     * statement itself could predate the other run's commit.
-     */
+    /* The new number is max + 1, read under the prompt's row lock
+     * (sb_admin_prompt_version, schema/015), so two concurrent runs never
+     * take the same one. */
     rc = -EIO;
-    if (sb_ctldb_run(db, "BEGIN", 0, NULL) != 0)
-        goto fail;
-    const char *lparams[] = {id};
-    res = sb_ctldb_exec(db, "SELECT 1 FROM prompts WHERE id = $1 FOR UPDATE", 1, lparams);
+    const char *params[] = {sb_ctl_actor(), id, body, cli->no_set_current ? "false" : "true"};
+    res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_prompt_version($1, $2, $3::jsonb, $4::boolean)", 4, params);
     if (!res)
         goto fail;
     if (PQntuples(res) == 0) {
@@ -207,32 +196,12 @@ int sb_ctl_prompt_version(struct sb_ctldb *db, const struct sb_cli *cli)
         rc = -ENOENT;
         goto fail;
     }
-    PQclear(res);
-    const char *params[] = {id, body, cli->no_set_current ? "false" : "true"};
-    res = sb_ctldb_exec(db,
-                        "WITH v AS (INSERT INTO prompt_versions (prompt_id, version, body) "
-                        "SELECT $1, COALESCE(max(version), 0) + 1, $2::jsonb FROM prompt_versions WHERE prompt_id = $1 "
-                        "RETURNING version), "
-                        "u AS (UPDATE prompts SET current_version = v.version FROM v "
-                        "WHERE prompts.id = $1 AND $3::boolean) "
-                        "SELECT version FROM v",
-                        3, params);
-    if (!res)
-        goto fail;
-    if (PQntuples(res) != 1) {
-        fprintf(stderr, "sbctl: prompt %s: no version was added (internal error)\n", id);
-        goto fail;
-    }
-    if (sb_ctldb_run(db, "COMMIT", 0, NULL) != 0)
-        goto fail;
     printf("%s\n", PQgetvalue(res, 0, 0));
     if (cli->no_set_current)
         fprintf(stderr, "sbctl: prompt %s: added version %s; current version unchanged\n", id, PQgetvalue(res, 0, 0));
     rc = 0;
 
 fail:
-    if (rc != 0)
-        sb_ctldb_rollback(db);
     PQclear(res);
     free(body);
     return rc;
@@ -243,12 +212,9 @@ int sb_ctl_prompt_set_current(struct sb_ctldb *db, const struct sb_cli *cli)
     const char *id = cli->arg[0];
     char version[16];
     snprintf(version, sizeof version, "%d", cli->version);
-    const char *params[] = {id, version};
-    PGresult *res = sb_ctldb_exec(db,
-                                  "UPDATE prompts SET current_version = $2::int WHERE id = $1 AND EXISTS "
-                                  "(SELECT 1 FROM prompt_versions WHERE prompt_id = $1 AND version = $2::int) "
-                                  "RETURNING id",
-                                  2, params);
+    const char *uparams[] = {sb_ctl_actor(), id, version};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_prompt_set_current($1, $2, $3::int)", 3, uparams);
+    const char *params[] = {id};
     if (!res)
         return -EIO;
     int found = PQntuples(res);

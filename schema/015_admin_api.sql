@@ -101,6 +101,75 @@ RETURNS SETOF boolean LANGUAGE sql AS $$
     DELETE FROM search_backends WHERE name = p_name RETURNING is_default;
 $$;
 
+-- Prompt templates (002): a body is {"instructions": TEXT, "input": [ITEM
+-- objects]}, one or both. NULL when body is one, else why not.
+CREATE OR REPLACE FUNCTION sb_admin_prompt_body_why(b jsonb) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE
+        WHEN b IS NULL OR jsonb_typeof(b) <> 'object' THEN 'expected a JSON object {"instructions": TEXT, "input": [ITEMS]}'
+        WHEN EXISTS (SELECT 1 FROM jsonb_object_keys(b) k WHERE k NOT IN ('instructions', 'input'))
+            THEN format('unknown key "%s" (a prompt body has only "instructions" and "input")',
+                        (SELECT k FROM jsonb_object_keys(b) k WHERE k NOT IN ('instructions', 'input') LIMIT 1))
+        WHEN b ? 'instructions' AND jsonb_typeof(b->'instructions') <> 'string' THEN '"instructions" must be a string'
+        WHEN b ? 'input' AND jsonb_typeof(b->'input') <> 'array' THEN '"input" must be an array of input items'
+        WHEN b ? 'input' AND EXISTS (SELECT 1 FROM jsonb_array_elements(b->'input') i WHERE jsonb_typeof(i) <> 'object')
+            THEN '"input" items must be objects (input items)'
+        WHEN NOT (b ? 'instructions' OR b ? 'input') THEN 'the body needs "instructions", "input" or both'
+    END;
+$$;
+
+-- A new prompt with its version 1 (one statement: a prompt never exists
+-- without it); no row when the account has a prompt of that name.
+CREATE OR REPLACE FUNCTION sb_admin_prompt_create(p_actor text, p_account bigint, p_id text, p_name text, p_body jsonb)
+RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE v_why text := sb_admin_prompt_body_why(p_body);
+BEGIN
+    IF v_why IS NOT NULL THEN
+        RAISE EXCEPTION '%', v_why USING ERRCODE = '22023';
+    END IF;
+    PERFORM set_config('sb.actor', p_actor, true);
+    RETURN QUERY
+        WITH p AS (INSERT INTO prompts (id, account_id, name, current_version) VALUES (p_id, p_account, p_name, 1)
+                   ON CONFLICT (account_id, name) DO NOTHING RETURNING id)
+        INSERT INTO prompt_versions (prompt_id, version, body) SELECT p.id, 1, p_body FROM p RETURNING prompt_id;
+END;
+$$;
+
+-- A new version (the highest + 1), current unless p_set_current is false;
+-- no row when the prompt does not exist. The prompt's row lock serialises
+-- two of them; the max is read by a later statement, after the lock.
+CREATE OR REPLACE FUNCTION sb_admin_prompt_version(p_actor text, p_id text, p_body jsonb, p_set_current boolean)
+RETURNS SETOF integer LANGUAGE plpgsql AS $$
+DECLARE
+    v_why text := sb_admin_prompt_body_why(p_body);
+    v integer;
+BEGIN
+    IF v_why IS NOT NULL THEN
+        RAISE EXCEPTION '%', v_why USING ERRCODE = '22023';
+    END IF;
+    PERFORM set_config('sb.actor', p_actor, true);
+    PERFORM 1 FROM prompts WHERE id = p_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO prompt_versions (prompt_id, version, body)
+    SELECT p_id, COALESCE(max(version), 0) + 1, p_body FROM prompt_versions WHERE prompt_id = p_id
+    RETURNING version INTO v;
+    IF p_set_current THEN
+        UPDATE prompts SET current_version = v WHERE id = p_id;
+    END IF;
+    RETURN NEXT v;
+END;
+$$;
+
+-- No row when the prompt or that version does not exist.
+CREATE OR REPLACE FUNCTION sb_admin_prompt_set_current(p_actor text, p_id text, p_version integer)
+RETURNS SETOF text LANGUAGE sql AS $$
+    SELECT set_config('sb.actor', p_actor, true);
+    UPDATE prompts SET current_version = p_version
+    WHERE id = p_id AND EXISTS (SELECT 1 FROM prompt_versions WHERE prompt_id = p_id AND version = p_version)
+    RETURNING id;
+$$;
+
 CREATE OR REPLACE FUNCTION sb_admin_api(p_actor text, p_op text, a jsonb, OUT status int, OUT body jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -381,6 +450,41 @@ BEGIN
             'versions', (SELECT count(*) FROM prompt_versions v WHERE v.prompt_id = p.id), 'created_at', p.created_at)
             ORDER BY x.name, p.name) FROM prompts p JOIN accounts x ON x.id = p.account_id
             WHERE a->>'account' IS NULL OR x.name = a->>'account'), '[]'));
+    WHEN 'prompts.create' THEN
+        SELECT x.id INTO v_aid FROM accounts x WHERE x.name = a->>'account';
+        IF v_aid IS NULL THEN
+            status := 404; body := sb_admin_err(404, 'not_found', format('account %s does not exist', a->>'account'));
+            RETURN;
+        END IF;
+        IF NOT sb_admin_name_ok(a->>'name') THEN
+            status := 400; body := sb_admin_err(400, 'invalid_name', 'name: 1-128 characters of A-Z a-z 0-9 . _ @ : + -, starting with a letter or digit');
+            RETURN;
+        END IF;
+        SELECT count(*) INTO v_n FROM sb_admin_prompt_create(p_actor, v_aid, a->>'new_id', a->>'name', a->'body');
+        IF v_n = 0 THEN
+            status := 409;
+            body := sb_admin_err(409, 'exists', format('account %s already has a prompt named %s', a->>'account', a->>'name'));
+            RETURN;
+        END IF;
+        status := 201;
+        body := jsonb_build_object('id', a->>'new_id', 'name', a->>'name', 'account', a->>'account', 'current_version', 1);
+    WHEN 'prompts.version' THEN
+        SELECT x INTO v_n FROM sb_admin_prompt_version(p_actor, a->>'id', a->'body',
+                                                       COALESCE((a->>'set_current')::boolean, true)) x;
+        IF v_n IS NULL THEN
+            status := 404; body := sb_admin_err(404, 'not_found', format('prompt %s does not exist', a->>'id'));
+            RETURN;
+        END IF;
+        status := 201;
+        body := (SELECT jsonb_build_object('id', p.id, 'version', v_n, 'current_version', p.current_version)
+                 FROM prompts p WHERE p.id = a->>'id');
+    WHEN 'prompts.current' THEN
+        SELECT count(*) INTO v_n FROM sb_admin_prompt_set_current(p_actor, a->>'id', (a->>'version')::int);
+        IF v_n = 0 THEN
+            status := 404; body := sb_admin_err(404, 'not_found', format('prompt %s has no version %s', a->>'id', a->>'version'));
+            RETURN;
+        END IF;
+        body := jsonb_build_object('id', a->>'id', 'current_version', (a->>'version')::int);
     WHEN 'prompts.get' THEN
         body := (SELECT jsonb_build_object('id', p.id, 'name', p.name, 'current_version', p.current_version,
                      'version', v.version, 'body', v.body, 'created_at', v.created_at)

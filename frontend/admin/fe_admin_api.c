@@ -15,6 +15,7 @@
 #include "fe_sql_admin.h"
 #include "sb_alloc.h"
 #include "sb_http_parse.h"
+#include "sb_id.h"
 #include "sb_keyhash.h"
 #include "sb_log.h"
 
@@ -66,6 +67,9 @@ static const fe_admin_route_t fe_admin_routes[] = {
     {"DELETE", "/admin/v1/search_backends/{name}", "search_backends.remove", false},
     {"GET", "/admin/v1/prompts", "prompts.list", false},
     {"GET", "/admin/v1/prompts/{id}", "prompts.get", false},
+    {"POST", "/admin/v1/prompts", "prompts.create", true},
+    {"POST", "/admin/v1/prompts/{id}/versions", "prompts.version", true},
+    {"POST", "/admin/v1/prompts/{id}/current", "prompts.current", true},
 };
 
 /* Query parameters the read operations take (anything else is ignored). */
@@ -246,6 +250,11 @@ static void fe_admin_run(fe_admin_call_t *c)
         c->pending = true;
         fe_broker_stats(c->srv->broker, 2000, fe_admin_on_live, c);
         return;
+    }
+    if (!strcmp(c->route->op, "prompts.create")) { /* the id is ours to make, as sbctl's is */
+        char id[SB_ID_MAX];
+        sb_id_new(id, sizeof id, "pmpt_", 16);
+        json_object_set_new(c->args, "new_id", json_string(id));
     }
     if (!strcmp(c->route->op, "keys.create")) {
         char hash[SB_KEY_HASH_HEX], display[64];

@@ -26,9 +26,15 @@
  *   GET  /admin/v1/request_log?since&until&key_id&account&model&status&style&q&limit
  *   GET  /admin/v1/usage?since&until&bucket=day|hour&...   GET /admin/v1/tool_calls?limit
  *   GET  /admin/v1/audit?resource&limit    GET  /admin/v1/admin_keys
- *   GET  /admin/v1/search_backends         POST /admin/v1/search_backends {name, kind, base_url, credential_ref,
- * default} POST /admin/v1/search_backends/{name}/default|enable|disable   DELETE /admin/v1/search_backends/{name} GET
- * /admin/v1/prompts[?account=]      GET  /admin/v1/prompts/{id}[?version=] A model id with '/' goes in a path as %2F.
+ *   GET  /admin/v1/search_backends
+ *   POST /admin/v1/search_backends {name, kind, base_url, credential_ref, default}
+ *   POST /admin/v1/search_backends/{name}/default|enable|disable
+ *   DELETE /admin/v1/search_backends/{name}
+ *   GET  /admin/v1/prompts[?account=]      GET  /admin/v1/prompts/{id}[?version=]
+ *   POST /admin/v1/prompts {account, name, body}
+ *   POST /admin/v1/prompts/{id}/versions {body, set_current}
+ *   POST /admin/v1/prompts/{id}/current {version}
+ * A model id with '/' goes in a path as %2F.
  */
 #ifndef FE_ADMIN_API_H
 #define FE_ADMIN_API_H

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { cfg, http, psql, sbctl, unique, waitFor } from './harness.mjs';
+import { cfg, http, psql, sbctl, unique, upstreamRequestsContaining, waitFor } from './harness.mjs';
 
 const ADMIN = (process.env.SB_FRONTEND_ADMIN_URLS ?? '').split(' ').filter(Boolean);
 const adminKey = sbctl('admin-key', 'create', '--name', unique('ops'));
@@ -174,6 +174,48 @@ test('live: the broker\'s queues, credits and circuits, asked now', async () => 
   assert.equal((await slow).status, 200);
   const idle = await admin('GET', 'live');
   assert.equal(idle.json.broker.jobs_in_flight, 0);
+});
+
+test('search backends and prompts through the API, used by the gateway at once', async () => {
+  const t = unique('tools');
+  const mark = auditSince();
+  const sb = await admin('POST', 'search_backends', { body: { name: `sb-${t}`, kind: 'searxng', base_url: `${cfg.emu}/_search` } });
+  assert.equal(sb.status, 201, sb.text);
+  assert.equal(sb.json.default, false);
+  assert.equal((await admin('POST', 'search_backends', { body: { name: `sb-${t}`, kind: 'searxng', base_url: 'x' } })).status, 409);
+  assert.equal((await admin('POST', 'search_backends', { body: { name: `sb2-${t}`, kind: 'bing', base_url: 'x' } })).status, 400);
+  assert.equal((await admin('POST', `search_backends/sb-${t}/disable`)).status, 200);
+  const list = await admin('GET', 'search_backends');
+  assert.ok(list.json.data.some((b) => b.name === `sb-${t}` && b.enabled === false));
+  assert.equal((await admin('DELETE', `search_backends/sb-${t}`)).status, 200);
+  assert.equal((await admin('DELETE', `search_backends/sb-${t}`)).status, 404);
+
+  const bad = await admin('POST', 'prompts', { body: { account: 'dev', name: `p-${t}`, body: { instructions: 5 } } });
+  assert.equal(bad.status, 400);
+  assert.match(bad.json.error.message, /"instructions" must be a string/);
+  const p = await admin('POST', 'prompts', { body: { account: 'dev', name: `p-${t}`, body: { instructions: `Always say ${t}.` } } });
+  assert.equal(p.status, 201, p.text);
+  assert.match(p.json.id, /^pmpt_[0-9a-f]{32}$/);
+  assert.equal((await admin('POST', 'prompts', { body: { account: 'dev', name: `p-${t}`, body: { instructions: 'x' } } })).status, 409);
+  const v2 = await admin('POST', `prompts/${p.json.id}/versions`, { body: { body: { instructions: `Version two ${t}.` }, set_current: false } });
+  assert.equal(v2.status, 201, v2.text);
+  assert.deepEqual([v2.json.version, v2.json.current_version], [2, 1]);
+  // The gateway uses the current version (1) of the prompt the API made.
+  const res = await http('POST', '/v1/responses', { body: { model: 'emu-chat', prompt: { id: p.json.id }, input: `use ${t}` } });
+  assert.equal(res.status, 200, res.text);
+  const [up] = await upstreamRequestsContaining(`use ${t}`);
+  assert.match(JSON.stringify(up.body), new RegExp(`Always say ${t}`));
+  assert.equal((await admin('POST', `prompts/${p.json.id}/current`, { body: { version: 2 } })).status, 200);
+  assert.equal((await admin('POST', `prompts/${p.json.id}/current`, { body: { version: 3 } })).status, 404);
+  const got = await admin('GET', `prompts/${p.json.id}`);
+  assert.equal(got.json.version, 2);
+  assert.equal(got.json.body.instructions, `Version two ${t}.`);
+  // Each change audited once, under this admin key.
+  const rows = auditRows(mark).map((r) => `${r[0]} ${r[1]} ${r[2]}`);
+  assert.deepEqual(rows, [`admin-key:${adminId} insert search_backends`, `admin-key:${adminId} update search_backends`,
+    `admin-key:${adminId} delete search_backends`, `admin-key:${adminId} insert prompts`,
+    `admin-key:${adminId} insert prompt_versions`, `admin-key:${adminId} insert prompt_versions`,
+    `admin-key:${adminId} update prompts`]);
 });
 
 test('request log search, usage and tool calls', async () => {

@@ -118,11 +118,21 @@ test('the console: sign in, create a group, a model and a key, use it, see it in
   }
   await shot('6-overview');
 
+  // A prompt template, made in the Tools view.
+  await page.click('nav [data-view=tools]');
+  await page.selectOption('#prompt-create [name=account]', `acct-${t}`);
+  await page.fill('#prompt-create [name=name]', `pr-${t}`);
+  await page.fill('#prompt-create [name=instructions]', 'Be brief.');
+  await page.click('#prompt-create button[type=submit]');
+  await page.waitForSelector(`#prompts-table td:text-is("pr-${t}")`);
+  await page.waitForSelector('#backends-table td:text-is("emu")');
+  await shot('7-tools');
+
   // The audit shows the console's changes under its admin key.
   await page.click('nav [data-view=audit]');
   await page.waitForSelector('#audit-table td:text-is("api_keys")');
   const actors = await page.$$eval('#audit-table tbody tr', (trs) => trs.slice(0, 6).map((tr) => tr.cells[1].textContent));
   assert.ok(actors.every((a) => /^admin-key:\d+$/.test(a)), actors.join(', '));
-  await shot('7-audit');
+  await shot('8-audit');
   assert.deepEqual(problems, [], 'no script errors or CSP violations');
 });

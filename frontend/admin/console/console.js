@@ -209,6 +209,20 @@ async function showLimits() {
   $('#limits-view').textContent = JSON.stringify(await api('GET', 'limits'), null, 2);
 }
 
+async function showTools() {
+  const [{ data: backends }, { data: prompts }, { data: accounts }] = await Promise.all([
+    api('GET', 'search_backends'), api('GET', 'prompts'), api('GET', 'accounts')]);
+  fillTable('#backends-table', backends, (b) => {
+    const actions = el('span');
+    if (!b.default) actions.append(button('Make default', async () => { await api('POST', `search_backends/${encodeURIComponent(b.name)}/default`); await showTools(); }));
+    actions.append(button(b.enabled ? 'Disable' : 'Enable', async () => { await api('POST', `search_backends/${encodeURIComponent(b.name)}/${b.enabled ? 'disable' : 'enable'}`); await showTools(); }));
+    actions.append(button('Remove', async () => { await api('DELETE', `search_backends/${encodeURIComponent(b.name)}`); await showTools(); }));
+    return [b.name, b.kind, b.base_url, b.credential_ref ?? '-', b.default ? 'yes' : 'no', b.enabled ? 'yes' : 'no', actions];
+  });
+  await fillSelect('#prompt-create [name=account]', accounts, (a) => a.name);
+  fillTable('#prompts-table', prompts, (p) => [p.id, p.name, p.account, p.current_version, p.versions]);
+}
+
 async function showAudit() {
   const { data } = await api('GET', 'audit?limit=200');
   fillTable('#audit-table', data, (a) => {
@@ -221,7 +235,7 @@ async function showAudit() {
 }
 
 const VIEWS = { overview: showOverview, log: showLog, keys: showKeys, groups: showGroups, models: showModels,
-  accounts: showAccounts, limits: showLimits, audit: showAudit };
+  accounts: showAccounts, limits: showLimits, tools: showTools, audit: showAudit };
 
 async function show(view) {
   say('');
@@ -293,6 +307,20 @@ async function start() {
     await api('POST', 'accounts', { name: d.name, zero_data_retention: d.zero_data_retention === 'on' });
     f.reset();
     await showAccounts();
+  });
+  onSubmit('#backend-create', async (f) => {
+    const d = formData(f);
+    await api('POST', 'search_backends', { name: d.name, kind: d.kind, base_url: d.base_url,
+      ...(d.credential_ref ? { credential_ref: d.credential_ref } : {}), default: d.default === 'on' });
+    f.reset();
+    await showTools();
+  });
+  onSubmit('#prompt-create', async (f) => {
+    const d = formData(f);
+    await api('POST', 'prompts', { account: d.account, name: d.name, body: { instructions: d.instructions } });
+    f.querySelector('[name=name]').value = '';
+    f.querySelector('[name=instructions]').value = '';
+    await showTools();
   });
   onSubmit('#limits-set', async (f) => {
     const d = formData(f);
