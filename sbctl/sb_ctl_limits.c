@@ -147,36 +147,19 @@ int sb_ctl_limits_show(struct sb_ctldb *db, const struct sb_cli *cli)
 
 int sb_ctl_limits_reset_usage(struct sb_ctldb *db, const struct sb_cli *cli)
 {
-    char aid[32];
-    char was[32] = "0"; /* no account_usage row: nothing drawn yet */
-    PGresult *res = NULL;
-    int rc = -EIO;
-    if (sb_ctldb_run(db, "BEGIN", 0, NULL) != 0)
-        goto fail;
-    rc = sb_ctl_account_id(db, cli->account, aid, NULL);
-    if (rc != 0)
-        goto fail;
-    /* The row lock orders the reset against the request_log trigger's draws:
-     * a draw committed before it is wiped, one after it counts in full. */
-    rc = -EIO;
-    const char *params[] = {aid};
-    res =
-        sb_ctldb_exec(db, "SELECT tokens_used FROM account_usage WHERE account_id = $1::bigint FOR UPDATE", 1, params);
+    /* The usage row's lock orders the reset against the request_log
+     * trigger's draws (sb_admin_usage_reset, schema/015). */
+    const char *params[] = {sb_ctl_actor(), cli->account};
+    PGresult *res = sb_ctldb_exec(db, "SELECT * FROM sb_admin_usage_reset($1, $2)", 2, params);
     if (!res)
-        goto fail;
-    if (PQntuples(res) > 0)
-        snprintf(was, sizeof was, "%s", PQgetvalue(res, 0, 0));
-    if (sb_ctldb_run(db, "UPDATE account_usage SET tokens_used = 0, updated_at = now() WHERE account_id = $1::bigint",
-                     1, params) != 0)
-        goto fail;
-    if (sb_ctldb_run(db, "COMMIT", 0, NULL) != 0)
-        goto fail;
-    printf("account %s usage reset to 0 tokens (was %s)\n", cli->account, was);
-    rc = 0;
-
-fail:
-    if (rc != 0)
-        sb_ctldb_rollback(db);
+        return -EIO;
+    int rc = 0;
+    if (PQntuples(res) == 0) {
+        fprintf(stderr, "sbctl: account '%s' does not exist\n", cli->account);
+        rc = -ENOENT;
+    } else {
+        printf("account %s usage reset to 0 tokens (was %s)\n", cli->account, PQgetvalue(res, 0, 0));
+    }
     PQclear(res);
     return rc;
 }

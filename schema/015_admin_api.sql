@@ -170,6 +170,30 @@ RETURNS SETOF text LANGUAGE sql AS $$
     RETURNING id;
 $$;
 
+-- A new quota period: the tokens drawn from an account's quota back to 0,
+-- under the usage row's lock (so a draw committed before counts in full and
+-- one after lands on the new period), audited by hand (account_usage is
+-- usage, not configuration, so it has no audit trigger). The tokens used
+-- before; no row when the account does not exist.
+CREATE OR REPLACE FUNCTION sb_admin_usage_reset(p_actor text, p_account text)
+RETURNS SETOF bigint LANGUAGE plpgsql AS $$
+DECLARE
+    v_aid bigint;
+    v_was bigint;
+BEGIN
+    SELECT id INTO v_aid FROM accounts WHERE name = p_account;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT tokens_used INTO v_was FROM account_usage WHERE account_id = v_aid FOR UPDATE;
+    UPDATE account_usage SET tokens_used = 0, updated_at = now() WHERE account_id = v_aid;
+    INSERT INTO admin_audit (actor, action, resource, resource_id, before, after)
+    VALUES (p_actor, 'update', 'account_usage', v_aid::text, jsonb_build_object('tokens_used', COALESCE(v_was, 0)),
+            jsonb_build_object('tokens_used', 0));
+    RETURN NEXT COALESCE(v_was, 0);
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION sb_admin_api(p_actor text, p_op text, a jsonb, OUT status int, OUT body jsonb)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -385,6 +409,13 @@ BEGIN
             RETURN;
         END IF;
         body := jsonb_build_object('quota_tokens', v_r.quota_tokens, 'tokens_used', v_r.tokens_used, 'remaining', v_r.remaining);
+    WHEN 'limits.reset_usage' THEN
+        SELECT x INTO v_n FROM sb_admin_usage_reset(p_actor, a->>'name') x;
+        IF v_n IS NULL THEN
+            status := 404; body := sb_admin_err(404, 'not_found', format('account %s does not exist', a->>'name'));
+            RETURN;
+        END IF;
+        body := jsonb_build_object('account', a->>'name', 'tokens_used_before', v_n, 'tokens_used', 0);
     WHEN 'request_log' THEN
         body := jsonb_build_object('data', COALESCE((SELECT jsonb_agg(jsonb_build_object(
             'request_id', l.request_id, 'ts', l.ts, 'key_id', l.key_id, 'account_id', l.account_id, 'model', l.model,

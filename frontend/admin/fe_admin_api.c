@@ -54,6 +54,7 @@ static const fe_admin_route_t fe_admin_routes[] = {
     {"PUT", "/admin/v1/limits/keys/{id}", "limits.key", true},
     {"PUT", "/admin/v1/limits/groups/{name}", "limits.group", true},
     {"PUT", "/admin/v1/limits/accounts/{name}", "limits.quota", true},
+    {"POST", "/admin/v1/limits/accounts/{name}/reset_usage", "limits.reset_usage", false},
     {"GET", "/admin/v1/request_log", "request_log", false},
     {"GET", "/admin/v1/usage", "usage", false},
     {"GET", "/admin/v1/tool_calls", "tool_calls", false},

@@ -23,6 +23,7 @@
  *   POST /admin/v1/models/{id}/enable|disable
  *   GET  /admin/v1/limits                  PUT  /admin/v1/limits/keys/{id} {rpm, tpm, concurrency}
  *   PUT  /admin/v1/limits/groups/{name} {...}   PUT /admin/v1/limits/accounts/{name} {quota_tokens}
+ *   POST /admin/v1/limits/accounts/{name}/reset_usage
  *   GET  /admin/v1/request_log?since&until&key_id&account&model&status&style&q&limit
  *   GET  /admin/v1/usage?since&until&bucket=day|hour&...   GET /admin/v1/tool_calls?limit
  *   GET  /admin/v1/audit?resource&limit    GET  /admin/v1/admin_keys

@@ -107,12 +107,16 @@ test('accounts, groups, models, keys and limits through the API; each change aud
   const quota = await admin('PUT', `limits/accounts/acct-${t}`, { body: { quota_tokens: 5000 } });
   assert.equal(quota.status, 200, quota.text);
   assert.equal(quota.json.quota_tokens, 5000);
+  const reset = await admin('POST', `limits/accounts/acct-${t}/reset_usage`);
+  assert.equal(reset.status, 200, reset.text);
+  assert.equal(reset.json.tokens_used, 0);
+  assert.equal((await admin('POST', 'limits/accounts/no-such-account/reset_usage')).status, 404);
 
   // The audit: one row per row changed, in order, with this admin key as the actor.
   const rows = auditRows(mark);
   const seen = rows.map((r) => `${r[1]} ${r[2]}`);
   assert.deepEqual(seen, ['insert accounts', 'insert token_groups', 'insert models', 'update models',
-    'insert group_models', 'insert api_keys', 'update api_keys', 'update accounts']);
+    'insert group_models', 'insert api_keys', 'update api_keys', 'update accounts', 'update account_usage']);
   for (const r of rows) assert.equal(r[0], `admin-key:${adminId}`);
   const keyRow = rows.find((r) => r[2] === 'api_keys' && r[1] === 'insert');
   assert.equal(keyRow[3], String(key.json.id));
