@@ -126,6 +126,7 @@ test('the console: sign in, create a group, a model and a key, use it, see it in
   await page.click('#prompt-create button[type=submit]');
   await page.waitForSelector(`#prompts-table td:text-is("pr-${t}")`);
   await page.waitForSelector('#backends-table td:text-is("emu")');
+  assert.equal(await page.locator('#toolcalls-table thead th').count(), 9, 'the tool call log is there');
   await shot('7-tools');
 
   // The audit shows the console's changes under its admin key.

@@ -210,8 +210,10 @@ async function showLimits() {
 }
 
 async function showTools() {
-  const [{ data: backends }, { data: prompts }, { data: accounts }] = await Promise.all([
-    api('GET', 'search_backends'), api('GET', 'prompts'), api('GET', 'accounts')]);
+  const [{ data: backends }, { data: prompts }, { data: accounts }, { data: calls }] = await Promise.all([
+    api('GET', 'search_backends'), api('GET', 'prompts'), api('GET', 'accounts'), api('GET', 'tool_calls?limit=100')]);
+  fillTable('#toolcalls-table', calls, (c) => [new Date(c.created_at).toLocaleString(), c.request_id, c.model, c.kind,
+    c.server, c.name, c.outcome, c.duration_ms, c.error]);
   fillTable('#backends-table', backends, (b) => {
     const actions = el('span');
     if (!b.default) actions.append(button('Make default', async () => { await api('POST', `search_backends/${encodeURIComponent(b.name)}/default`); await showTools(); }));
