@@ -746,7 +746,12 @@ static void sb_broker_on_worker(sb_broker_t *b, sb_wire_msg_t *msg)
         return;
     }
     switch (msg->cmd) {
-    case SB_CMD_HEARTBEAT:
+    case SB_CMD_HEARTBEAT: /* a worker of several brokers says its window here too */
+    case SB_CMD_CREDIT:
+        if (sb_broker_worker_on_window(w, msg->header)) {
+            b->need_dispatch = true;
+            b->stats_dirty = true;
+        }
         break;
     case SB_CMD_EVENT:
         sb_broker_on_event(b, w, msg);

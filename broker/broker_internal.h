@@ -118,9 +118,17 @@ struct sb_broker_worker {
     char *name;
     char **models; /* owned strings */
     size_t nmodels;
-    bool any_model;       /* "*" was among the models */
-    int credits;          /* jobs it takes at once */
-    int in_flight;        /* jobs on its list (DISPATCHED or ABANDONED) */
+    bool any_model; /* "*" was among the models */
+    int credits;    /* jobs it takes at once */
+    int in_flight;  /* jobs on its list (DISPATCHED or ABANDONED) */
+    /* A worker serving several brokers shares its credits among them
+     * (docs/protocol.md, "Several brokers"): it says, in CREDIT and
+     * HEARTBEAT, how many JOBs (counted since its READY) this broker may
+     * have sent it in all by now. */
+    bool windowed;        /* it has said so: window bounds what is sent */
+    long long window;     /* the latest it said */
+    long long sent;       /* JOBs sent to it since its READY */
+    long long seq;        /* its READY's seq: a CREDIT for an older READY is stale */
     int64_t expires_mono; /* declared lost if silent until then (sb_mono_ms) */
     enum sb_broker_worker_state state;
     sb_broker_job_t *jobs;           /* its in-flight jobs */
@@ -138,6 +146,9 @@ void sb_broker_worker_destroy(sb_broker_worker_t **w);
 void sb_broker_worker_swap_info(sb_broker_worker_t *w, sb_broker_worker_t *fresh);
 bool sb_broker_worker_serves(const sb_broker_worker_t *w, const char *model);
 int sb_broker_worker_free_credits(const sb_broker_worker_t *w);
+/* A CREDIT or HEARTBEAT header's window, when it is for the worker's
+ * current READY: true when it changed. */
+bool sb_broker_worker_on_window(sb_broker_worker_t *w, const json_t *header);
 /* Links a job onto / off the worker's in-flight list (counts credits). */
 void sb_broker_worker_attach(sb_broker_worker_t *w, sb_broker_job_t *job);
 void sb_broker_worker_detach(sb_broker_worker_t *w, sb_broker_job_t *job);

@@ -98,6 +98,8 @@ int sb_broker_worker_from_ready(const sb_wire_msg_t *msg, sb_broker_worker_t **o
         abort(); /* czmq's own allocation failure: out of memory */
     w->name = sb_xstrdup(json_string_value(name));
     w->credits = (int)json_integer_value(credits);
+    const json_t *seq = json_object_get(msg->header, "seq");
+    w->seq = json_is_integer(seq) ? (long long)json_integer_value(seq) : 0;
     w->state = SB_BWORKER_LIVE;
     *out = w;
     return 0;
@@ -127,6 +129,11 @@ void sb_broker_worker_swap_info(sb_broker_worker_t *w, sb_broker_worker_t *fresh
     size_t nmodels = w->nmodels;
     bool any = w->any_model;
     int credits = w->credits;
+    /* A new READY starts a new count of JOBs and a new window. */
+    w->seq = fresh->seq;
+    w->windowed = false;
+    w->window = 0;
+    w->sent = 0;
     w->name = fresh->name;
     w->models = fresh->models;
     w->nmodels = fresh->nmodels;
@@ -151,7 +158,23 @@ bool sb_broker_worker_serves(const sb_broker_worker_t *w, const char *model)
 
 int sb_broker_worker_free_credits(const sb_broker_worker_t *w)
 {
-    return w->credits - w->in_flight;
+    int f = w->credits - w->in_flight;
+    if (w->windowed && w->window - w->sent < f)
+        f = w->window - w->sent > 0 ? (int)(w->window - w->sent) : 0;
+    return f;
+}
+
+bool sb_broker_worker_on_window(sb_broker_worker_t *w, const json_t *header)
+{
+    const json_t *window = json_object_get(header, "window");
+    const json_t *seq = json_object_get(header, "seq");
+    if (!json_is_integer(window) || !json_is_integer(seq) || json_integer_value(seq) != w->seq ||
+        json_integer_value(window) < 0)
+        return false;
+    bool changed = !w->windowed || w->window != json_integer_value(window);
+    w->windowed = true;
+    w->window = (long long)json_integer_value(window);
+    return changed;
 }
 
 void sb_broker_worker_attach(sb_broker_worker_t *w, sb_broker_job_t *job)
@@ -164,6 +187,7 @@ void sb_broker_worker_attach(sb_broker_worker_t *w, sb_broker_job_t *job)
     w->jobs = job;
     job->worker = w;
     w->in_flight++;
+    w->sent++;
 }
 
 void sb_broker_worker_detach(sb_broker_worker_t *w, sb_broker_job_t *job)

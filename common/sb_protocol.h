@@ -79,6 +79,8 @@ enum sb_cmd {
     SB_CMD_READY = 0x10,
     SB_CMD_JOB = 0x11,
     SB_CMD_RECONNECT = 0x12,
+    SB_CMD_CREDIT = 0x13, /* worker -> broker {"window", "seq"}: a worker serving several brokers shares its
+                             credits; window = JOBs (since that READY) this broker may have sent in all */
 };
 
 #define SB_HEARTBEAT_INTERVAL_MS 500

@@ -84,12 +84,16 @@ static int read_key_file(const char *path, char *buf, size_t size)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: sb-frontend [--listen HOST:PORT] [--broker ENDPOINT] [--pg DSN] [--name NAME]\n"
+            "usage: sb-frontend [--listen HOST:PORT] [--broker ENDPOINTS] [--pg DSN] [--name NAME]\n"
             "                   [--max-body-bytes N] [--max-file-bytes N] [--db-conns N] [--read-timeout S]\n"
             "                   [--drain-seconds S] [--reasoning-key-file PATH] [--stream-keepalive-ms MS]\n"
             "                   [--max-header-bytes N] [--max-json-depth N] [--max-json-elements N]\n"
             "                   [--read-deadline-ms MS] [--max-connections N] [--max-connections-per-source N]\n"
             "                   [--max-body-memory N] [--embedding-model ID] [--admin-listen HOST:PORT]\n"
+            "  --broker ENDPOINTS  the brokers' frontend endpoints, comma-separated (several run\n"
+            "                   active-active), or dns://NAME:PORT for every address NAME resolves to,\n"
+            "                   re-resolved every 5 s (env SB_BROKER_FRONTEND_ENDPOINT; default\n"
+            "                   tcp://127.0.0.1:5555)\n"
             "  --admin-listen HOST:PORT  the admin listener: GET /metrics (Prometheus), /healthz, /readyz\n"
             "                   (503 while PostgreSQL or the broker is away, or draining); off unless given;\n"
             "                   keep it off the public network\n"

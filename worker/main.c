@@ -31,8 +31,10 @@
 static void sb_usage(FILE *f)
 {
     fprintf(f,
-            "usage: sb-worker [--broker EP] [--models a,b] [--concurrency N] [--name NAME]\n"
-            "  --broker EP        broker worker endpoint (env SB_BROKER_WORKER_ENDPOINT, default %s)\n"
+            "usage: sb-worker [--broker ENDPOINTS] [--models a,b] [--concurrency N] [--name NAME]\n"
+            "  --broker ENDPOINTS the brokers' worker endpoints, comma-separated (the worker serves\n"
+            "                     them all), or dns://NAME:PORT for every address NAME resolves to,\n"
+            "                     re-resolved every 5 s (env SB_BROKER_WORKER_ENDPOINT, default %s)\n"
             "  --models a,b       models served, comma-separated (default \"*\": all)\n"
             "  --concurrency N    jobs at once, announced as credits (default 64)\n"
             "  --name NAME        worker name in the broker (default <hostname>-<pid>)\n"

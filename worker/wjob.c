@@ -97,11 +97,11 @@ static int sb_wjob_send_batch(const char *body, size_t len, size_t from, size_t 
     sb_wjob_batch_t *b = arg;
     bool final = sb_event_is_final(json_array_get(b->events, to - 1));
     json_t *hdr =
-        json_pack("{s:s, s:b, s:I}", "job_id", b->j->job_id, "final", final, "seq", (json_int_t)b->j->w->ready_seq);
+        json_pack("{s:s, s:b, s:I}", "job_id", b->j->job_id, "final", final, "seq", (json_int_t)b->j->link->ready_seq);
     if (b->upstream && final)
         json_object_set_new(hdr, "upstream", json_string(b->upstream));
     sb_wbg_append(b->j->bg, b->events, from, to); /* a background job's events are kept too */
-    int rc = sb_worker_send(b->j->w, SB_CMD_EVENT, hdr, body, len);
+    int rc = sb_wlink_send(b->j->link, SB_CMD_EVENT, hdr, body, len);
     if (rc < 0)
         sb_wjob_log(b->j, SB_LOG_ERROR, "could not send %zu event(s): %s", to - from, strerror(-rc));
     json_decref(hdr);
@@ -197,6 +197,9 @@ void sb_wjob_end(sb_wjob_t *j, bool send, json_t *final)
             json_decref(lost);
         }
     }
+    j->link->njobs--; /* out of the table: its credit is free again */
+    j->link = NULL;   /* the link may go before the reap frees the job */
+    sb_worker_credit_changed(w);
     sb_wjob_set_state(j, SB_WJOB_DONE);
     j->next_reap = w->reap_list;
     w->reap_list = j;
@@ -418,7 +421,7 @@ static void sb_wjob_start(sb_wjob_t *j, const zframe_t *body, long long deadline
         err = sb_event_error(503, SB_ERR_OVERLOADED, NULL, "worker is shutting down");
         goto fail;
     }
-    if (sb_map_size(w->jobs) > (size_t)w->credits) { /* this job is already counted */
+    if (j->link->njobs > w->credits) { /* this job is already counted; each broker has our credits at most */
         err = sb_event_error(503, SB_ERR_OVERLOADED, NULL, "worker is at capacity");
         goto fail;
     }
@@ -535,19 +538,32 @@ fail:
     sb_wjob_finish(j, err);
 }
 
-void sb_wjob_receive(sb_worker_t *w, const sb_wire_msg_t *msg)
+void sb_wjob_receive(sb_worker_t *w, sb_wlink_t *link, const sb_wire_msg_t *msg)
 {
     const char *job_id = sb_wire_header_str(msg, "job_id");
     if (!job_id || !*job_id || strlen(job_id) > SB_JOB_ID_MAX) {
         sb_warn("dropped a JOB without a usable job_id");
         return;
     }
-    if (sb_map_get(w->jobs, job_id)) {
+    sb_wjob_t *held = sb_map_get(w->jobs, job_id);
+    if (held && held->link == link) {
         sb_warn("job %s: dropped a duplicate JOB", job_id);
         return;
     }
+    if (held) {
+        /* Resubmitted through another broker: its frontend counts the copy
+         * it sent to the first one as lost (that broker went away before we
+         * noticed). That copy's events could reach nobody. */
+        sb_wjob_log(held, SB_LOG_INFO, "resubmitted through the broker at %s: dropping the copy from %s",
+                    link->endpoint, held->link->endpoint);
+        sb_map_remove(w->jobs, job_id);
+        sb_wjob_end(held, false, NULL);
+    }
     sb_wjob_t *j = sb_xcalloc(1, sizeof *j);
     j->w = w;
+    j->link = link;
+    link->njobs++;
+    sb_worker_credit_changed(w);
     j->state = SB_WJOB_NEW;
     snprintf(j->job_id, sizeof j->job_id, "%s", job_id);
     j->events = json_array();
@@ -570,12 +586,12 @@ void sb_wjob_receive(sb_worker_t *w, const sb_wire_msg_t *msg)
     sb_wjob_start(j, msg->body, sb_wire_header_int(msg, "deadline_ms", 0));
 }
 
-void sb_wjob_cancel(sb_worker_t *w, const sb_wire_msg_t *msg)
+void sb_wjob_cancel(sb_worker_t *w, const sb_wlink_t *link, const sb_wire_msg_t *msg)
 {
     const char *job_id = sb_wire_header_str(msg, "job_id");
     sb_wjob_t *j = job_id ? sb_map_get(w->jobs, job_id) : NULL;
-    if (!j)
-        return;            /* already over: its final event is on its way */
+    if (!j || j->link != link)
+        return;            /* already over (its final event is on its way), or another broker's copy */
     j->interrupted = true; /* a pending retry dies with it */
     sb_wjob_finish(j, sb_event_error(499, "cancelled", NULL, "job cancelled"));
 }

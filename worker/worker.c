@@ -27,6 +27,7 @@
 
 #include "sb_alloc.h"
 #include "sb_db.h"
+#include "sb_endpoints.h"
 #include "sb_log.h"
 #include "sb_ssrf.h"
 #include "sb_time.h"
@@ -38,9 +39,6 @@
 #define SB_WORKER_DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define SB_WORKER_DEFAULT_DRAIN_MS 30000
 #define SB_WORKER_DEFAULT_STREAM_IDLE_MS 60000
-/* Messages queued per direction before a send would fail (zmq's 1000 is
- * small once streams send one event per token). */
-#define SB_WORKER_HWM 100000
 /* How long queued events may take to leave at destroy. */
 #define SB_WORKER_CLOSE_LINGER_MS 1000
 #define SB_WORKER_DEFAULT_RETRY_MAX 2
@@ -52,61 +50,15 @@
 #define SB_WORKER_DEFAULT_TOOL_OUTPUT_MAX 65536
 
 /*
- * Broker socket.
- */
-
-static void sb_worker_on_msg(sb_wire_msg_t **msg, void *arg);
-
-static void sb_worker_send_ready(sb_worker_t *w)
-{
-    w->ready_seq++;
-    json_t *hdr = json_pack("{s:O, s:i, s:s, s:I}", "models", w->models, "credits", w->credits, "name", w->name, "seq",
-                            (json_int_t)w->ready_seq);
-    int rc = sb_worker_send(w, SB_CMD_READY, hdr, NULL, 0);
-    if (rc < 0)
-        sb_warn("could not send READY: %s", strerror(-rc));
-    json_decref(hdr);
-}
-
-static int sb_worker_open_socket(sb_worker_t *w)
-{
-    w->sock = zsock_new(ZMQ_DEALER);
-    if (!w->sock)
-        goto fail;
-    /* Never block the loop on a send: a full pipe fails with EAGAIN. */
-    zsock_set_sndtimeo(w->sock, 0);
-    zsock_set_sndhwm(w->sock, SB_WORKER_HWM);
-    zsock_set_rcvhwm(w->sock, SB_WORKER_HWM);
-    zsock_set_linger(w->sock, 0);
-    if (zsock_connect(w->sock, "%s", w->endpoint) < 0) {
-        sb_error("cannot connect to broker endpoint %s", w->endpoint);
-        goto fail;
-    }
-    w->watch = sb_zsock_ev_new(w->base, w->sock, false, sb_worker_on_msg, w);
-    if (!w->watch)
-        goto fail;
-    w->last_heard_ms = sb_mono_ms();
-    return 0;
-fail:
-    zsock_destroy(&w->sock);
-    return -EIO;
-}
-
-static void sb_worker_close_socket(sb_worker_t *w, int linger_ms)
-{
-    sb_zsock_ev_destroy(&w->watch);
-    if (w->sock)
-        zsock_set_linger(w->sock, linger_ms);
-    zsock_destroy(&w->sock);
-}
-
-/*
- * Jobs, as the session sees them: all at once.
+ * Jobs, as the session sees them: all at once, or a link's.
  */
 
 static int sb_worker_abandon_one(const char *key, void *value, void *arg)
 {
-    sb_wjob_end(value, false, NULL);
+    sb_wjob_t *j = value;
+    if (arg && j->link != arg)
+        return 0;
+    sb_wjob_end(j, false, NULL);
     return 1;
 }
 
@@ -118,13 +70,14 @@ static int sb_worker_fail_one(const char *key, void *value, void *arg)
     return 1;
 }
 
-/* Drops every running job without events: the broker has forgotten us (or is
- * gone), so nothing could be delivered. */
-static void sb_worker_abandon_all(sb_worker_t *w)
+/* Drops the running jobs of one link (NULL: every job) without events: its
+ * broker has forgotten us (or is gone), so nothing could be delivered. */
+static void sb_worker_abandon_all(sb_worker_t *w, sb_wlink_t *l)
 {
-    if (sb_map_size(w->jobs) > 0)
-        sb_warn("abandoning %zu in-flight job(s)", sb_map_size(w->jobs));
-    sb_map_remove_if(w->jobs, sb_worker_abandon_one, NULL);
+    size_t n = l ? (size_t)l->njobs : sb_map_size(w->jobs);
+    if (n > 0)
+        sb_warn("abandoning %zu in-flight job(s)%s%s", n, l ? " of broker " : "", l ? l->endpoint : "");
+    sb_map_remove_if(w->jobs, sb_worker_abandon_one, l);
 }
 
 /*
@@ -142,48 +95,48 @@ static void sb_worker_set_state(sb_worker_t *w, enum sb_worker_state state)
  * our latest READY answers a message sent before it (buffered while the
  * broker restarted): that READY already answers it. Otherwise our jobs are
  * unknown to the broker: they are dropped and READY is sent, once. */
-static void sb_worker_on_reconnect(sb_worker_t *w, const sb_wire_msg_t *msg, const char *epoch)
+static void sb_worker_on_reconnect(sb_wlink_t *l, const sb_wire_msg_t *msg, const char *epoch)
 {
+    sb_worker_t *w = l->w;
     long long seq = sb_wire_header_int(msg, "seq", -1);
-    if (seq >= 0 && seq < w->ready_seq) {
-        sb_debug("RECONNECT for a message sent before READY %lld: already answered", w->ready_seq);
+    if (seq >= 0 && seq < l->ready_seq) {
+        sb_debug("RECONNECT for a message sent before READY %lld: already answered", l->ready_seq);
         return;
     }
-    sb_warn("broker%s%s asked us to reconnect", epoch ? " " : "", epoch ? epoch : "");
-    sb_worker_abandon_all(w);
+    sb_warn("broker%s%s at %s asked us to reconnect", epoch ? " " : "", epoch ? epoch : "", l->endpoint);
+    sb_worker_abandon_all(w, l);
     if (epoch)
-        snprintf(w->epoch, sizeof w->epoch, "%s", epoch);
+        snprintf(l->epoch, sizeof l->epoch, "%s", epoch);
     if (w->state == SB_WORKER_ACTIVE) /* a draining worker wants no new jobs */
-        sb_worker_send_ready(w);
+        sb_wlink_send_ready(l);
 }
 
-static void sb_worker_on_msg(sb_wire_msg_t **pmsg, void *arg)
+static void sb_worker_on_msg(sb_wlink_t *l, const sb_wire_msg_t *msg)
 {
-    sb_worker_t *w = arg;
-    const sb_wire_msg_t *msg = *pmsg;
-    w->last_heard_ms = sb_mono_ms();
+    sb_worker_t *w = l->w;
     const char *epoch = sb_wire_header_str(msg, "epoch");
     if (epoch && (!*epoch || strlen(epoch) > SB_EPOCH_MAX))
         epoch = NULL;
     if (msg->cmd == SB_CMD_RECONNECT) {
-        sb_worker_on_reconnect(w, msg, epoch);
+        sb_worker_on_reconnect(l, msg, epoch);
         return;
     }
-    if (epoch && strcmp(epoch, w->epoch) != 0) {
+    if (epoch && strcmp(epoch, l->epoch) != 0) {
         /* A broker that knows us (it sends more than RECONNECT) but is not
          * the one our jobs came from: those are lost with their broker. */
-        if (w->epoch[0]) {
-            sb_warn("broker restarted (epoch %s, was %s)", epoch, w->epoch);
-            sb_worker_abandon_all(w);
+        if (l->epoch[0]) {
+            sb_warn("broker at %s restarted (epoch %s, was %s)", l->endpoint, epoch, l->epoch);
+            sb_worker_abandon_all(w, l);
         }
-        snprintf(w->epoch, sizeof w->epoch, "%s", epoch);
+        snprintf(l->epoch, sizeof l->epoch, "%s", epoch);
     }
     switch (msg->cmd) {
     case SB_CMD_JOB:
-        sb_wjob_receive(w, msg);
+        l->got++;
+        sb_wjob_receive(w, l, msg);
         break;
     case SB_CMD_CANCEL:
-        sb_wjob_cancel(w, msg);
+        sb_wjob_cancel(w, l, msg);
         break;
     case SB_CMD_HEARTBEAT:
         break;
@@ -193,33 +146,122 @@ static void sb_worker_on_msg(sb_wire_msg_t **pmsg, void *arg)
     }
 }
 
-/* Every heartbeat interval: beat, and if the broker has been silent for the
- * liveness period, start over with a fresh socket (zmq would reconnect the
- * old one, but a restarted broker would not know our routing id). */
-static void sb_worker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
+/* The link's connection closed: the broker, if it is still there, sees our
+ * next connection as a new peer and cannot deliver what we send for the
+ * jobs it gave this one. They are dropped now (the broker fails them as its
+ * worker's, or has gone with them), and READY waits in the pipe for the
+ * connection to come back. */
+static void sb_worker_on_conn(sb_wlink_t *l, bool up)
 {
+    sb_worker_t *w = l->w;
+    if (up) {
+        sb_debug("broker at %s: connected", l->endpoint);
+        return;
+    }
+    sb_warn("broker at %s: connection closed", l->endpoint);
+    sb_worker_abandon_all(w, l);
+    l->epoch[0] = '\0';
+    if (w->state == SB_WORKER_ACTIVE)
+        sb_wlink_send_ready(l);
+}
+
+/* Tells each broker its window: how many JOBs (since our READY to it) it may
+ * have sent us in all, so that brokers sharing our credits never give us
+ * more than we have free, give or take the JOBs crossing on the wire. Only
+ * with several brokers: one has our whole count. */
+static void sb_worker_on_credit(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
     sb_worker_t *w = arg;
-    int64_t silent = sb_mono_ms() - w->last_heard_ms;
+    if (w->nlinks < 2)
+        return;
+    long long free_now = (long long)w->credits - (long long)sb_map_size(w->jobs);
+    if (free_now < 0)
+        free_now = 0;
+    for (size_t i = 0; i < w->nlinks; i++) {
+        sb_wlink_t *l = w->links[i];
+        long long window = free_now + l->got;
+        if (!l->sock || window == l->window_sent)
+            continue;
+        json_t *hdr = json_pack("{s:I, s:I}", "window", (json_int_t)window, "seq", (json_int_t)l->ready_seq);
+        if (sb_wlink_send(l, SB_CMD_CREDIT, hdr, NULL, 0) == 0)
+            l->window_sent = window;
+        json_decref(hdr);
+    }
+}
+
+/* Every heartbeat interval, each link: beat, and if its broker has been
+ * silent for the liveness period, start over with a fresh socket (zmq would
+ * reconnect the old one, but a restarted broker would not know our routing
+ * id). */
+static void sb_worker_beat(sb_worker_t *w, sb_wlink_t *l)
+{
+    int64_t silent = sb_mono_ms() - l->last_heard_ms;
     if (silent >= (int64_t)w->heartbeat_ms * w->liveness) {
-        sb_warn("broker silent for %lld ms: reconnecting to %s", (long long)silent, w->endpoint);
-        sb_worker_abandon_all(w);
-        sb_worker_close_socket(w, 0);
-        w->epoch[0] = '\0'; /* whichever broker answers the fresh socket holds none of our jobs */
-        if (sb_worker_open_socket(w) < 0) {
-            sb_error("cannot reopen the broker socket; retrying in %d ms", w->heartbeat_ms);
+        sb_warn("broker silent for %lld ms: reconnecting to %s", (long long)silent, l->endpoint);
+        sb_worker_abandon_all(w, l);
+        if (sb_wlink_reopen(l) < 0) {
+            sb_error("cannot reopen the socket to %s; retrying in %d ms", l->endpoint, w->heartbeat_ms);
             return;
         }
         if (w->state == SB_WORKER_ACTIVE)
-            sb_worker_send_ready(w);
+            sb_wlink_send_ready(l);
         return;
     }
-    if (!w->sock && sb_worker_open_socket(w) < 0)
+    if (!l->sock && sb_wlink_reopen(l) < 0)
         return;
-    json_t *hdr = json_pack("{s:I}", "seq", (json_int_t)w->ready_seq);
-    int rc = sb_worker_send(w, SB_CMD_HEARTBEAT, hdr, NULL, 0);
+    json_t *hdr = json_pack("{s:I}", "seq", (json_int_t)l->ready_seq);
+    if (w->nlinks > 1 && l->window_sent >= 0) /* the window again: it heals whatever a lost CREDIT broke */
+        json_object_set_new(hdr, "window", json_integer(l->window_sent));
+    int rc = sb_wlink_send(l, SB_CMD_HEARTBEAT, hdr, NULL, 0);
     json_decref(hdr);
     if (rc < 0 && rc != -EAGAIN)
-        sb_warn("could not send HEARTBEAT: %s", strerror(-rc));
+        sb_warn("could not send HEARTBEAT to %s: %s", l->endpoint, strerror(-rc));
+}
+
+static void sb_worker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+    sb_worker_t *w = arg;
+    for (size_t i = 0; i < w->nlinks; i++)
+        sb_worker_beat(w, w->links[i]);
+}
+
+/* The set of brokers changed (a name resolved to other addresses): new ones
+ * get a session and READY; those no longer named lose their jobs and are
+ * closed. */
+static void sb_worker_on_endpoints(const char *const *eps, size_t n, void *arg)
+{
+    sb_worker_t *w = arg;
+    for (size_t i = 0; i < w->nlinks;) {
+        sb_wlink_t *l = w->links[i];
+        bool keep = false;
+        for (size_t k = 0; k < n && !keep; k++)
+            keep = !strcmp(eps[k], l->endpoint);
+        if (keep) {
+            i++;
+            continue;
+        }
+        sb_info("broker at %s is no longer listed: closing it", l->endpoint);
+        sb_worker_abandon_all(w, l);
+        w->links[i] = w->links[--w->nlinks];
+        sb_wlink_destroy(&l, 0);
+    }
+    for (size_t k = 0; k < n && w->nlinks < SB_WORKER_LINKS_MAX; k++) {
+        bool have = false;
+        for (size_t i = 0; i < w->nlinks && !have; i++)
+            have = !strcmp(eps[k], w->links[i]->endpoint);
+        if (have)
+            continue;
+        sb_wlink_t *l = sb_wlink_new(w, eps[k], sb_worker_on_msg, sb_worker_on_conn);
+        if (!l)
+            continue;
+        sb_info("worker %s: serving the broker at %s, %d credits", w->name, eps[k], w->credits);
+        w->links[w->nlinks++] = l;
+        if (w->state == SB_WORKER_ACTIVE)
+            sb_wlink_send_ready(l);
+    }
+    sb_worker_credit_changed(w);
 }
 
 static void sb_worker_on_reap(evutil_socket_t fd, short what, void *arg)
@@ -297,7 +339,6 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
     sb_worker_t *w = sb_xcalloc(1, sizeof *w);
     w->base = base;
     w->state = SB_WORKER_ACTIVE;
-    w->endpoint = sb_xstrdup(cfg->endpoint ? cfg->endpoint : SB_BROKER_WORKER_ENDPOINT_DEFAULT);
     if (cfg->name && *cfg->name) {
         w->name = sb_xstrdup(cfg->name);
     } else {
@@ -351,10 +392,16 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
     w->heartbeat = event_new(base, -1, EV_PERSIST, sb_worker_on_heartbeat, w);
     w->drain_timer = evtimer_new(base, sb_worker_on_drain_timeout, w);
     w->reap = event_new(base, -1, 0, sb_worker_on_reap, w);
-    if (!w->upstream || !w->heartbeat || !w->drain_timer || !w->reap)
+    w->credit = event_new(base, -1, 0, sb_worker_on_credit, w);
+    if (!w->upstream || !w->heartbeat || !w->drain_timer || !w->reap || !w->credit)
         goto fail;
-    if (sb_worker_open_socket(w) < 0)
+    char err[256];
+    w->endpoints = sb_endpoints_new(base, cfg->endpoint ? cfg->endpoint : SB_BROKER_WORKER_ENDPOINT_DEFAULT,
+                                    sb_worker_on_endpoints, w, err, sizeof err);
+    if (!w->endpoints) {
+        sb_error("worker: --broker: %s", err);
         goto fail;
+    }
     struct timeval tv = {.tv_sec = w->heartbeat_ms / 1000, .tv_usec = (w->heartbeat_ms % 1000) * 1000};
     if (event_add(w->heartbeat, &tv) < 0)
         goto fail;
@@ -365,8 +412,12 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
             goto fail;
         sb_worker_on_db_beat_timer(-1, 0, w);
     }
-    sb_worker_send_ready(w);
-    sb_info("worker %s: connecting to %s, %d credits, up to %d upstream retries per call", w->name, w->endpoint,
+    size_t n = 0;
+    const char *const *eps = sb_endpoints_list(w->endpoints, &n);
+    sb_worker_on_endpoints(eps, n, w); /* a session and READY per broker known now; names resolve later */
+    if (n > 0 && w->nlinks == 0)
+        goto fail;
+    sb_info("worker %s: %zu broker(s) known, %d credits, up to %d upstream retries per call", w->name, w->nlinks,
             w->credits, w->retry_max);
     return w;
 fail:
@@ -380,13 +431,17 @@ void sb_worker_destroy(sb_worker_t **pw)
         return;
     sb_worker_t *w = *pw;
     if (w->jobs)
-        sb_worker_abandon_all(w);
+        sb_worker_abandon_all(w, NULL);
     while (w->reap_list) {
         sb_wjob_t *j = w->reap_list;
         w->reap_list = j->next_reap;
         sb_wjob_free(j);
     }
-    sb_worker_close_socket(w, SB_WORKER_CLOSE_LINGER_MS);
+    sb_endpoints_destroy(&w->endpoints);
+    for (size_t i = 0; i < w->nlinks; i++)
+        sb_wlink_destroy(&w->links[i], SB_WORKER_CLOSE_LINGER_MS);
+    if (w->credit)
+        event_free(w->credit);
     sb_upstream_destroy(&w->upstream);
     if (w->db_beat)
         event_free(w->db_beat);
@@ -401,7 +456,6 @@ void sb_worker_destroy(sb_worker_t **pw)
     sb_retry_budget_destroy(&w->budget);
     sb_ssrf_destroy(&w->guard);
     json_decref(w->models);
-    free(w->endpoint);
     free(w->name);
     free(w);
     *pw = NULL;
@@ -433,7 +487,10 @@ size_t sb_worker_inflight(const sb_worker_t *w)
 
 bool sb_worker_broker_connected(const sb_worker_t *w)
 {
-    return w->epoch[0] && sb_mono_ms() - w->last_heard_ms < (int64_t)w->heartbeat_ms * w->liveness;
+    for (size_t i = 0; i < w->nlinks; i++)
+        if (sb_wlink_connected(w->links[i]))
+            return true;
+    return false;
 }
 
 const char *sb_worker_not_ready(const sb_worker_t *w)

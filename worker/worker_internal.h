@@ -45,9 +45,50 @@
 #include "worker.h"
 
 typedef struct sb_wjob sb_wjob_t;
+typedef struct sb_wlink sb_wlink_t;
 typedef struct sb_wcall sb_wcall_t;
 typedef struct sb_wloop sb_wloop_t;
 struct sb_ssrf;
+
+#define SB_WORKER_LINKS_MAX 64 /* as SB_ENDPOINTS_MAX */
+
+/*
+ * One broker's session (wlink.c): the worker serves every broker it is
+ * given (docs/protocol.md, "Several brokers"); each job belongs to the link
+ * it came on, and its events go back there.
+ */
+struct sb_wlink {
+    sb_worker_t *w; /* borrowed: the session it belongs to */
+    char *endpoint;
+    zsock_t *sock;                /* owned DEALER; NULL between a failed reopen and the next beat */
+    sb_zsock_ev_t *watch;         /* owned watch of sock on the loop */
+    struct sb_zmon *mon;          /* owned: says when the connection closes */
+    int64_t last_heard_ms;        /* monotonic; any message from the broker counts */
+    char epoch[SB_EPOCH_MAX + 1]; /* the broker instance we serve; "": not heard from one yet */
+    long long ready_seq;          /* READYs sent; in our headers so RECONNECTs can be matched to them */
+    long long got;                /* JOBs received since the latest READY */
+    long long window_sent;        /* the window last told (-1: none since READY) */
+    int njobs;                    /* jobs in the table that came on this link */
+    /* What the socket reports, to worker.c. */
+    void (*on_msg)(sb_wlink_t *l, const sb_wire_msg_t *msg);
+    void (*on_conn)(sb_wlink_t *l, bool up); /* true: connected; false: the connection closed */
+};
+
+typedef void (*sb_wlink_msg_fn)(sb_wlink_t *l, const sb_wire_msg_t *msg);
+typedef void (*sb_wlink_conn_fn)(sb_wlink_t *l, bool up);
+
+sb_wlink_t *sb_wlink_new(sb_worker_t *w, const char *endpoint, sb_wlink_msg_fn on_msg, sb_wlink_conn_fn on_conn);
+/* Closes the socket (queued messages get linger_ms to leave) and frees it. */
+void sb_wlink_destroy(sb_wlink_t **l, int linger_ms);
+/* A fresh socket (the broker was silent): -EIO when it cannot be opened. */
+int sb_wlink_reopen(sb_wlink_t *l);
+/* Sends one message to the link's broker: 0, or a negative errno
+ * (-ENOTCONN without a socket, -EAGAIN when the pipe is full). */
+int sb_wlink_send(sb_wlink_t *l, int cmd, const json_t *header, const void *body, size_t len);
+/* Announces the worker: READY with the next seq (the count of JOBs and the
+ * window start again). */
+void sb_wlink_send_ready(sb_wlink_t *l);
+bool sb_wlink_connected(const sb_wlink_t *l);
 
 /*
  * The session (worker.c).
@@ -56,7 +97,6 @@ struct sb_ssrf;
 struct sb_worker {
     struct event_base *base; /* borrowed from the caller; outlives the worker */
     enum sb_worker_state state;
-    char *endpoint; /* owned copy of the broker endpoint */
     char *name;     /* owned; announced in READY */
     json_t *models; /* owned array of strings, for READY */
     int credits;
@@ -79,35 +119,30 @@ struct sb_worker {
     void (*on_stopped)(void *arg); /* the caller's, from the config */
     void *arg;
 
-    zsock_t *sock;                /* owned DEALER to the broker; NULL between a failed reopen and the next beat */
-    sb_zsock_ev_t *watch;         /* owned watch of sock on the loop */
-    int64_t last_heard_ms;        /* monotonic; any message from the broker counts */
-    char epoch[SB_EPOCH_MAX + 1]; /* the broker instance we serve; "": not heard from one yet */
-    long long ready_seq;          /* READYs sent; in our headers so RECONNECTs can be matched to them */
-    struct event *heartbeat;      /* owned, persistent */
-    struct event *drain_timer;    /* owned; pending while DRAINING */
-    struct event *reap;           /* owned; frees DONE jobs and checks for STOPPED, at a safe point */
-    struct event *db_beat;        /* owned; stamps worker_heartbeats while there is a database (wbg.h) */
-    sb_upstream_t *upstream;      /* owned; every call's transfers */
-    sb_map_t *jobs;               /* owned table job_id -> sb_wjob_t (owned), NEW and UPSTREAM jobs */
-    sb_wjob_t *reap_list;         /* owned DONE jobs, linked by next_reap */
+    struct sb_endpoints *endpoints;              /* owned: the brokers, as listed or resolved */
+    struct sb_wlink *links[SB_WORKER_LINKS_MAX]; /* owned: one session per broker */
+    size_t nlinks;
+    struct event *credit;      /* owned; tells each broker its window (several brokers only) */
+    struct event *heartbeat;   /* owned, persistent */
+    struct event *drain_timer; /* owned; pending while DRAINING */
+    struct event *reap;        /* owned; frees DONE jobs and checks for STOPPED, at a safe point */
+    struct event *db_beat;     /* owned; stamps worker_heartbeats while there is a database (wbg.h) */
+    sb_upstream_t *upstream;   /* owned; every call's transfers */
+    sb_map_t *jobs;            /* owned table job_id -> sb_wjob_t (owned), NEW and UPSTREAM jobs */
+    sb_wjob_t *reap_list;      /* owned DONE jobs, linked by next_reap */
 };
+
+/* The jobs running here changed: with several brokers, each is told its
+ * window at the next turn of the loop (worker.c). */
+static inline void sb_worker_credit_changed(sb_worker_t *w)
+{
+    if (w->credit)
+        event_active(w->credit, EV_TIMEOUT, 0);
+}
 
 /* A log line of job j: its request id (the job id) and trace id are fields
  * of the line (sb_log.h). */
 #define sb_wjob_log(j, level, ...) sb_log_req(level, (j)->job_id, (j)->trace_id, __VA_ARGS__)
-
-/* Sends one message to the broker; what every file here writes to the
- * socket with. 0, or a negative errno (-ENOTCONN without a socket, -EAGAIN
- * when the pipe is full). */
-static inline int sb_worker_send(sb_worker_t *w, int cmd, const json_t *header, const void *body, size_t len)
-{
-    if (!w->sock)
-        return -ENOTCONN;
-    int rc = sb_wire_send(w->sock, NULL, cmd, header, body, len);
-    sb_zsock_ev_poke(w->watch);
-    return rc;
-}
 
 /* An error event whose message is printf-formatted (new reference); out of
  * memory aborts. */
@@ -198,7 +233,8 @@ enum sb_wjob_state {
 };
 
 struct sb_wjob {
-    sb_worker_t *w; /* borrowed: the session that owns the job */
+    sb_worker_t *w;   /* borrowed: the session that owns the job */
+    sb_wlink_t *link; /* borrowed: the broker it came from; its events go there */
     enum sb_wjob_state state;
     char job_id[SB_JOB_ID_MAX + 1];
     char trace_id[33];             /* the job's W3C trace id (job.trace), for its log lines; "": none */
@@ -232,10 +268,10 @@ struct sb_wjob {
 
 /* A JOB from the broker: checks its header, enters it in the `jobs` table
  * and starts it (or answers it at once with a final error event). */
-void sb_wjob_receive(sb_worker_t *w, const sb_wire_msg_t *msg);
-/* A CANCEL from the broker: ends the job it names, if still running, with a
- * 499 error event. */
-void sb_wjob_cancel(sb_worker_t *w, const sb_wire_msg_t *msg);
+void sb_wjob_receive(sb_worker_t *w, sb_wlink_t *link, const sb_wire_msg_t *msg);
+/* A CANCEL from the broker: ends the job it names, if still running and
+ * from that broker, with a 499 error event. */
+void sb_wjob_cancel(sb_worker_t *w, const sb_wlink_t *link, const sb_wire_msg_t *msg);
 /* Moves a job to DONE and onto the reap list. With send, first makes the
  * pending events end in exactly one final event (final, if given, is appended
  * and stolen; anything after a first final is dropped; a missing final

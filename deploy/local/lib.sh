@@ -18,7 +18,8 @@
 #   SB_EMU_PORT       upstream emulator port                     (default 18080)
 #   SB_ADMIN_PORT     first frontend's admin listener: /metrics, health, admin API, console
 #                     (default SB_PORT + 1000; a free port when that is taken)
-#   SB_BROKER_FRONTEND_PORT, SB_BROKER_WORKER_PORT  broker ports (default: free ports)
+#   SB_BROKERS        number of brokers, active-active; frontends and workers connect to all (default 1)
+#   SB_BROKER_FRONTEND_PORT, SB_BROKER_WORKER_PORT  the first broker's ports (default: free ports)
 #   SB_BROKER_TRANSPORT  tcp (default) or ipc: the broker's endpoints as Unix sockets in $SB_VAR/run
 #   SB_SANITIZE       ON: build with -DSB_SANITIZE=ON into build-asan (default OFF)
 #   SB_BUILD_DIR      build dir (default $SB_REPO/build, or $SB_REPO/build-asan when SB_SANITIZE=ON)
@@ -30,7 +31,8 @@
 # After sb_pg_start and sb_start_stack the caller's shell has these exported
 # (and $SB_VAR/env, mode 600, exports the same for other shells):
 #   SB_PG_DSN SB_PG_PORT SB_URL SB_FRONTEND_URLS SB_EMU_URL
-#   SB_BROKER_FRONTEND_ENDPOINT SB_BROKER_WORKER_ENDPOINT SB_EMU_UPSTREAM_KEY SB_DEV_KEY_FILE
+#   SB_BROKER_FRONTEND_ENDPOINT SB_BROKER_WORKER_ENDPOINT (comma-separated: every broker's)
+#   SB_EMU_UPSTREAM_KEY SB_DEV_KEY_FILE SB_BROKER_ADMIN_URL (the first broker's) SB_BROKER_ADMIN_URLS
 #
 # Functions (each returns non-zero with a message on stderr on failure):
 #   sb_install_deps   apt-get install what is missing
@@ -43,9 +45,9 @@
 #   sb_start_stack    start emulator, broker, workers, frontends; wait until ready
 #   sb_stop_procs     stop the processes started by sb_start_stack (TERM, 10 s, KILL)
 #   sb_stop_stack     sb_stop_procs + sb_pg_stop
-#   sb_start_emulator, sb_start_broker, sb_start_worker K, sb_start_frontend K, sb_wait_ready
+#   sb_start_emulator, sb_start_broker [K], sb_start_worker K, sb_start_frontend K, sb_wait_ready
 #                     the pieces of sb_start_stack, for tests that restart one process
-#   sb_stop_proc NAME [SIGNAL]   stop one process (names: emulator broker workerK frontendK)
+#   sb_stop_proc NAME [SIGNAL]   stop one process (names: emulator broker brokerK workerK frontendK)
 #   sb_status         one line per process and for PostgreSQL
 #   sb_sanitizer_report  print sanitizer reports found in the logs; non-zero if any
 #
@@ -399,7 +401,7 @@ sb_write_env() {
         printf '# Written by deploy/local/lib.sh; "source %s" to talk to this stack.\n' "$f"
         for n in SB_VAR SB_BUILD_DIR SB_SANITIZE SB_PG_PORT SB_PG_DSN SB_PORT SB_URL SB_FRONTEND_URLS SB_EMU_PORT \
             SB_EMU_URL SB_BROKER_FRONTEND_ENDPOINT SB_BROKER_WORKER_ENDPOINT SB_EMU_UPSTREAM_KEY SB_DEV_KEY_FILE \
-            SB_FRONTEND_ADMIN_URLS SB_BROKER_ADMIN_URL SB_WORKER_ADMIN_URLS; do
+            SB_FRONTEND_ADMIN_URLS SB_BROKER_ADMIN_URL SB_BROKER_ADMIN_URLS SB_WORKER_ADMIN_URLS SB_BROKERS; do
             [[ -n ${!n:-} ]] && printf 'export %s=%q\n' "$n" "${!n}"
         done
         # shellcheck disable=SC2016
@@ -609,36 +611,70 @@ sb_admin_urls() {
     printf '%s' "${urls[*]}"
 }
 
-# Picks the broker's ports (unless SB_BROKER_*_PORT say) and starts it.
+# Broker K's process name: "broker" for the first, brokerK for the others.
+sb_broker_name() {
+    if (($1 <= 1)); then printf 'broker'; else printf 'broker%s' "$1"; fi
+}
+
+# Exports SB_BROKER_FRONTEND_ENDPOINT and SB_BROKER_WORKER_ENDPOINT as the
+# comma-separated lists of the endpoints of the brokers started so far (each
+# recorded in $SB_VAR/run/NAME.endpoints): what frontends and workers connect to.
+sb_broker_lists() {
+    local k f fe we fes=() wes=()
+    for ((k = 1; k <= ${SB_BROKERS:-1}; k++)); do
+        f="$SB_VAR/run/$(sb_broker_name "$k").endpoints"
+        [[ -s $f ]] || continue
+        read -r fe we <"$f"
+        fes+=("$fe")
+        wes+=("$we")
+    done
+    ((${#fes[@]} > 0)) || { sb_die "no broker started (sb_start_broker)"; return 1; }
+    SB_BROKER_FRONTEND_ENDPOINT=$(IFS=,; printf '%s' "${fes[*]}")
+    SB_BROKER_WORKER_ENDPOINT=$(IFS=,; printf '%s' "${wes[*]}")
+    export SB_BROKER_FRONTEND_ENDPOINT SB_BROKER_WORKER_ENDPOINT
+}
+
+# Starts broker K (default 1) of SB_BROKERS, on the ports it had before when
+# it is restarted (else SB_BROKER_*_PORT for the first, or free ports), and
+# exports the endpoint lists (sb_broker_lists).
 sb_start_broker() {
     sb_defaults || return 1
-    local bf bw extra=() i ap
+    local k=${1:-1} name bf bw extra=() i ap fe we f
+    name=$(sb_broker_name "$k")
+    f="$SB_VAR/run/$name.endpoints"
     read -ra extra <<<"${SB_BROKER_ARGS:-}"
-    sb_admin_port broker ap || return 1
+    sb_admin_port "$name" ap || return 1
     extra+=(--admin-listen "127.0.0.1:$ap")
+    mkdir -p "$SB_VAR/run"
     if [[ ${SB_BROKER_TRANSPORT:-tcp} == ipc ]]; then
         # Unix domain sockets: every process on this host (no TCP stack per hop).
-        export SB_BROKER_FRONTEND_ENDPOINT="ipc://$SB_VAR/run/broker-frontends.sock" \
-            SB_BROKER_WORKER_ENDPOINT="ipc://$SB_VAR/run/broker-workers.sock"
-        rm -f "$SB_VAR/run/broker-frontends.sock" "$SB_VAR/run/broker-workers.sock"
-        sb_spawn broker "$SB_BUILD_DIR/bin/sb-broker" --frontend-endpoint "$SB_BROKER_FRONTEND_ENDPOINT" \
-            --worker-endpoint "$SB_BROKER_WORKER_ENDPOINT" "${extra[@]}" || return 1
+        fe="ipc://$SB_VAR/run/$name-frontends.sock" we="ipc://$SB_VAR/run/$name-workers.sock"
+        rm -f "${fe#ipc://}" "${we#ipc://}"
+        printf '%s %s\n' "$fe" "$we" >"$f"
+        sb_spawn "$name" "$SB_BUILD_DIR/bin/sb-broker" --frontend-endpoint "$fe" --worker-endpoint "$we" \
+            "${extra[@]}" || return 1
         for ((i = 0; i < 100; i++)); do
-            [[ -S $SB_VAR/run/broker-frontends.sock && -S $SB_VAR/run/broker-workers.sock ]] && return 0
+            [[ -S ${fe#ipc://} && -S ${we#ipc://} ]] && { sb_broker_lists; return; }
             sleep 0.1
         done
-        sb_log_tail broker
-        sb_die "broker did not bind its ipc endpoints"
+        sb_log_tail "$name"
+        sb_die "$name did not bind its ipc endpoints"
         return 1
     fi
-    bf=${SB_BROKER_FRONTEND_PORT:-}
-    bw=${SB_BROKER_WORKER_PORT:-}
-    [[ -n $bf ]] || sb_pick_port bf || return 1
-    [[ -n $bw ]] || sb_pick_port bw || return 1
-    export SB_BROKER_FRONTEND_ENDPOINT="tcp://127.0.0.1:$bf" SB_BROKER_WORKER_ENDPOINT="tcp://127.0.0.1:$bw"
-    sb_spawn broker "$SB_BUILD_DIR/bin/sb-broker" --frontend-endpoint "$SB_BROKER_FRONTEND_ENDPOINT" \
-        --worker-endpoint "$SB_BROKER_WORKER_ENDPOINT" "${extra[@]}" || return 1
-    sb_wait_port "$bf" broker
+    if ((k <= 1)); then
+        bf=${SB_BROKER_FRONTEND_PORT:-}
+        bw=${SB_BROKER_WORKER_PORT:-}
+    fi
+    if [[ -z ${bf:-} && -s $f ]]; then # a restart: the same ports, which the others connect to
+        read -r fe we <"$f"
+        bf=${fe##*:} bw=${we##*:}
+    fi
+    [[ -n ${bf:-} ]] || sb_pick_port bf || return 1
+    [[ -n ${bw:-} ]] || sb_pick_port bw || return 1
+    printf 'tcp://127.0.0.1:%s tcp://127.0.0.1:%s\n' "$bf" "$bw" >"$f"
+    sb_spawn "$name" "$SB_BUILD_DIR/bin/sb-broker" --frontend-endpoint "tcp://127.0.0.1:$bf" \
+        --worker-endpoint "tcp://127.0.0.1:$bw" "${extra[@]}" || return 1
+    sb_wait_port "$bf" "$name" && sb_broker_lists
 }
 
 # Worker K (1-based), named wK; needs sb_start_broker's endpoints.
@@ -730,15 +766,16 @@ sb_start_stack() {
         export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
     fi
 
-    sb_msg "starting emulator, broker, $SB_WORKERS worker(s), ${#ports[@]} frontend(s) (logs: $SB_VAR/log)"
+    sb_msg "starting emulator, ${SB_BROKERS:-1} broker(s), $SB_WORKERS worker(s), ${#ports[@]} frontend(s) (logs: $SB_VAR/log)"
     rm -f "$SB_VAR"/run/*.admin-port # a new stack picks its admin ports afresh
     sb_start_emulator || { sb_stop_procs; return 1; }
-    sb_start_broker || { sb_stop_procs; return 1; }
+    rm -f "$SB_VAR"/run/broker*.endpoints
+    for ((k = 1; k <= ${SB_BROKERS:-1}; k++)); do sb_start_broker "$k" || { sb_stop_procs; return 1; }; done
     for ((k = 1; k <= SB_WORKERS; k++)); do sb_start_worker "$k" || { sb_stop_procs; return 1; }; done
     for ((k = 1; k <= ${#ports[@]}; k++)); do sb_start_frontend "$k" || { sb_stop_procs; return 1; }; done
-    SB_FRONTEND_ADMIN_URLS=$(sb_admin_urls frontend) SB_BROKER_ADMIN_URL=$(sb_admin_urls broker)
-    SB_WORKER_ADMIN_URLS=$(sb_admin_urls worker)
-    export SB_FRONTEND_ADMIN_URLS SB_BROKER_ADMIN_URL SB_WORKER_ADMIN_URLS
+    SB_FRONTEND_ADMIN_URLS=$(sb_admin_urls frontend) SB_BROKER_ADMIN_URLS=$(sb_admin_urls broker)
+    SB_BROKER_ADMIN_URL=${SB_BROKER_ADMIN_URLS%% *} SB_WORKER_ADMIN_URLS=$(sb_admin_urls worker)
+    export SB_FRONTEND_ADMIN_URLS SB_BROKER_ADMIN_URL SB_BROKER_ADMIN_URLS SB_WORKER_ADMIN_URLS
     sb_write_env
     sb_wait_ready || { sb_stop_procs; return 1; }
     sb_msg "ready: ${SB_FRONTEND_URLS}"

@@ -1,9 +1,11 @@
 /*
- * fe_broker: the frontend's DEALER connection to the broker. Submits jobs,
- * routes each returned event to the job's sink, heartbeats, and when the
- * broker falls silent fails every outstanding job (503) instead of hanging.
- * A job lost before its first event (the broker restarted, or its worker
- * died) is resubmitted once, invisibly to its sink (fe_broker.c).
+ * fe_broker: the frontend's connections to the brokers (one or several,
+ * active-active: docs/protocol.md, "Several brokers"). Submits each job to
+ * one of them, routes each returned event to the job's sink, heartbeats,
+ * and when a broker goes down (its connection closes, or it falls silent)
+ * resubmits or fails its jobs (503) instead of hanging. A job lost before
+ * its first event (its broker went down or restarted, or its worker died)
+ * is resubmitted once, invisibly to its sink (fe_broker.c).
  */
 #ifndef FE_BROKER_H
 #define FE_BROKER_H
@@ -19,7 +21,10 @@ typedef struct fe_broker fe_broker_t;
  * that job; the sink is forgotten after it. */
 typedef void (*fe_broker_sink)(const json_t *event, bool final, void *arg);
 
-fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoint);
+/* endpoints: the brokers' frontend endpoints, as sb_endpoints reads them
+ * ("tcp://a:5555,tcp://b:5555", or "dns://sb-broker:5555"); NULL: the
+ * default. NULL when the list is malformed (logged). */
+fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoints);
 void fe_broker_destroy(fe_broker_t **b);
 
 /* Sends SUBMIT. job is encoded at once (borrowed); the bytes are kept until
@@ -59,8 +64,11 @@ size_t fe_broker_outstanding(const fe_broker_t *b);
 typedef void (*fe_broker_stats_fn)(const json_t *stats, void *arg);
 void fe_broker_stats(fe_broker_t *b, int timeout_ms, fe_broker_stats_fn fn, void *arg);
 
-/* Whether the broker answers: heard from within the heartbeat liveness
+/* Whether a broker answers: one heard from within the heartbeat liveness
  * window (readiness, metrics). */
 bool fe_broker_connected(const fe_broker_t *b);
+
+/* The brokers in the set; *usable (if not NULL): how many answer now. */
+size_t fe_broker_count(const fe_broker_t *b, size_t *usable);
 
 #endif

@@ -1269,6 +1269,57 @@ static void test_startup_grace(void)
     teardown_peers(&fe, &w);
 }
 
+static void send_window(zsock_t *w, int cmd, long long window, long long seq)
+{
+    json_t *hdr = json_pack("{s:I, s:I}", "window", (json_int_t)window, "seq", (json_int_t)seq);
+    CHECK_INT(sb_wire_send(w, NULL, cmd, hdr, NULL, 0), 0);
+    json_decref(hdr);
+}
+
+/* A worker serving several brokers shares its credits: its window (JOBs since
+ * its READY this broker may have sent in all) bounds dispatch below its
+ * credits; a window for an older READY is ignored; heartbeats carry it too. */
+static void test_credit_window(void)
+{
+    setup(0);
+    zsock_t *fe = peer(FE), *w = peer(WK);
+    json_t *hdr = json_pack("{s:[s], s:i, s:s, s:i}", "models", "m1", "credits", 4, "name", "w1", "seq", 1);
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, hdr, NULL, 0), 0);
+    json_decref(hdr);
+    send_window(w, SB_CMD_CREDIT, 1, 1);
+    pump(20);
+    submit_simple(fe, "c1", "m1");
+    submit_simple(fe, "c2", "m1");
+    submit_simple(fe, "c3", "m1");
+    submit_simple(fe, "c4", "m1");
+    expect_cmd(w, SB_CMD_JOB, "c1");
+    expect_none(w, 100); /* 4 credits, but a window of 1 */
+    send_window(w, SB_CMD_CREDIT, 2, 1);
+    expect_cmd(w, SB_CMD_JOB, "c2");
+    expect_none(w, 100);
+    send_window(w, SB_CMD_CREDIT, 10, 0); /* for an older READY: stale */
+    expect_none(w, 100);
+    send_window(w, SB_CMD_HEARTBEAT, 3, 1);
+    expect_cmd(w, SB_CMD_JOB, "c3");
+    expect_none(w, 100);
+    /* A finished job frees a credit, not window: the worker says when. */
+    send_event(w, "c1", true, "\x81\xa1x\x01", 4);
+    expect_cmd(fe, SB_CMD_EVENT, "c1");
+    expect_none(w, 100);
+    send_window(w, SB_CMD_CREDIT, 100, 1); /* a window past the credits: the credits bound it */
+    expect_cmd(w, SB_CMD_JOB, "c4");
+    submit_simple(fe, "c5", "m1");
+    submit_simple(fe, "c6", "m1");
+    expect_cmd(w, SB_CMD_JOB, "c5");
+    expect_none(w, 100); /* c2..c5 hold all 4 credits */
+    /* A new READY starts over: no window until the worker says one. */
+    hdr = json_pack("{s:[s], s:i, s:s, s:i}", "models", "m1", "credits", 1, "name", "w1", "seq", 2);
+    CHECK_INT(sb_wire_send(w, NULL, SB_CMD_READY, hdr, NULL, 0), 0);
+    json_decref(hdr);
+    expect_cmd(w, SB_CMD_JOB, "c6");
+    teardown_peers(&fe, &w);
+}
+
 int main(void)
 {
     sb_log_init("test_broker"); /* SB_LOG_LEVEL=debug shows the broker's job transitions */
@@ -1290,6 +1341,7 @@ int main(void)
     test_stale_submit();
     test_ready_burst();
     test_startup_grace();
+    test_credit_window();
     test_lifecycle();
     test_worker_lost();
     test_breaker_opens();

@@ -405,6 +405,7 @@ static int readies, heartbeats;
 static long long last_hb_seq = -1; /* the "seq" of the worker's latest HEARTBEAT */
 static json_t *last_ready;
 static bool broker_silent;
+static long long last_window = -1; /* the worker's latest CREDIT window (several brokers) */
 static got_event_t events[SB_TEST_MAX_EVENTS];
 static int n_events;
 
@@ -446,6 +447,9 @@ static inline void broker_on_msg(sb_wire_msg_t **pmsg, void *arg)
         json_decref(evs);
         break;
     }
+    case SB_CMD_CREDIT:
+        last_window = sb_wire_header_int(m, "window", -1);
+        break;
     default:
         CHECK(!"unexpected command from the worker");
     }

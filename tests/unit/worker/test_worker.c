@@ -130,6 +130,92 @@ static void test_forced_stop(sb_worker_t *w)
     CHECK(run_until(rec_closed, &srv_recs[want - 1], 3000));
 }
 
+/* A second fake broker, for a worker serving two: what it received. */
+static zsock_t *b2;
+static sb_zsock_ev_t *b2_watch;
+static zframe_t *b2_worker;
+static int b2_readies, b2_finals;
+static long long b2_window = -1, b2_hb_window = -1;
+
+static void b2_on_msg(sb_wire_msg_t **pmsg, void *arg)
+{
+    sb_wire_msg_t *m = *pmsg;
+    if (m->cmd == SB_CMD_READY) {
+        b2_readies++;
+        zframe_destroy(&b2_worker);
+        b2_worker = zframe_dup(m->routing_id);
+    } else if (m->cmd == SB_CMD_CREDIT) {
+        b2_window = sb_wire_header_int(m, "window", -1);
+    } else if (m->cmd == SB_CMD_HEARTBEAT) {
+        b2_hb_window = sb_wire_header_int(m, "window", -1);
+        CHECK_INT(sb_wire_send(b2, m->routing_id, SB_CMD_HEARTBEAT, NULL, NULL, 0), 0);
+        sb_zsock_ev_poke(b2_watch);
+    } else if (m->cmd == SB_CMD_EVENT && sb_wire_header_bool(m, "final")) {
+        b2_finals++;
+    }
+}
+
+static bool b2_window_is(void *want)
+{
+    return b2_window == *(long long *)want;
+}
+
+static bool b2_has_finals(void *want)
+{
+    return b2_finals >= *(int *)want;
+}
+
+/* A worker serving two brokers (docs/protocol.md, "Several brokers"): READY
+ * to each, and each told its window, free credits plus the JOBs it sent,
+ * as jobs start and end; heartbeats repeat it. A job resubmitted through the
+ * other broker replaces the first copy, whose events could reach nobody. */
+static void test_several_brokers(void)
+{
+    b2 = zsock_new(ZMQ_ROUTER);
+    zsock_set_router_mandatory(b2, 1);
+    CHECK(zsock_bind(b2, "inproc://test-worker-broker2") == 0);
+    b2_watch = sb_zsock_ev_new(base, b2, true, b2_on_msg, NULL);
+    sb_worker_config_t cfg = sb_wt_cfg;
+    cfg.endpoint = "inproc://test-worker-broker, inproc://test-worker-broker2";
+    int want = readies + 1;
+    sb_worker_t *w = sb_worker_new(&cfg, base);
+    CHECK(w != NULL);
+    CHECK(run_until(has_readies, &want, 2000));
+    long long window = 4; /* 4 credits, none used, nothing sent */
+    CHECK(run_until(b2_window_is, &window, 2000));
+    CHECK_INT(b2_readies, 1);
+    /* A job from the first broker: the second's window shrinks by one. */
+    send_job("job_b1", make_job("openai-chat", "slow300", srv_port, NULL), 0);
+    window = 3;
+    CHECK(run_until(b2_window_is, &window, 2000));
+    run_for(120);
+    CHECK_INT(b2_hb_window, 3);
+    CHECK_INT(last_window, 4); /* the first broker's: 3 free + the 1 it sent */
+    /* The same job resubmitted through the second broker: the first copy
+     * goes, the new one runs and answers there. */
+    json_t *hdr = json_pack("{s:s, s:s, s:I}", "job_id", "job_b1", "model", "public-model", "deadline_ms", 0);
+    char *buf = NULL;
+    size_t len = 0;
+    json_t *job = make_job("openai-chat", "fast", srv_port, NULL);
+    CHECK_INT(sb_mpjson_encode(job, &buf, &len), 0);
+    json_decref(job);
+    CHECK_INT(sb_wire_send(b2, b2_worker, SB_CMD_JOB, hdr, buf, len), 0);
+    sb_zsock_ev_poke(b2_watch);
+    json_decref(hdr);
+    free(buf);
+    int one = 1;
+    CHECK(run_until(b2_has_finals, &one, 3000));
+    run_for(400); /* the first copy would have answered by now */
+    CHECK_INT(count_events("job_b1"), 0);
+    CHECK_INT(sb_worker_inflight(w), 0);
+    window = 5; /* all 4 free again, plus the 1 it sent */
+    CHECK(run_until(b2_window_is, &window, 2000));
+    sb_worker_destroy(&w);
+    zframe_destroy(&b2_worker);
+    sb_zsock_ev_destroy(&b2_watch);
+    zsock_destroy(&b2);
+}
+
 int main(void)
 {
     sb_worker_t *w = sb_wt_start();
@@ -147,6 +233,8 @@ int main(void)
     CHECK(run_until(has_readies, &want, 2000));
     test_forced_stop(w);
     sb_worker_destroy(&w);
+
+    test_several_brokers();
 
     /* A bad endpoint fails cleanly. */
     sb_worker_config_t bad = {.endpoint = "nonsense://x"};
