@@ -58,6 +58,13 @@
  * of RECONNECTs answering messages buffered while the broker was down makes
  * one READY, not one each.
  *
+ * Several brokers (docs/protocol.md): brokers run active-active and know
+ * nothing of each other; each frontend and worker holds one DEALER per
+ * broker. A frontend sends each job to one broker and listens to it alone;
+ * a worker serves all of them and shares its credits: it tells each broker
+ * its window, the JOBs (counted since its READY to that broker) the broker
+ * may have sent it in all, in CREDIT {window, seq} and in HEARTBEAT.
+ *
  * Liveness: a peer that has heard nothing (any message counts) from the other
  * for SB_HEARTBEAT_INTERVAL_MS * SB_HEARTBEAT_LIVENESS ms treats it as dead.
  * A broker that has just started waits that long for workers to register
