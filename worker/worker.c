@@ -220,33 +220,46 @@ static void sb_worker_beat(sb_worker_t *w, sb_wlink_t *l)
         sb_warn("could not send HEARTBEAT to %s: %s", l->endpoint, strerror(-rc));
 }
 
+/* Closes links that left the set and have no job left. */
+static void sb_worker_close_left(sb_worker_t *w)
+{
+    for (size_t i = 0; i < w->nlinks;) {
+        sb_wlink_t *l = w->links[i];
+        if (!l->leaving || l->njobs > 0) {
+            i++;
+            continue;
+        }
+        sb_info("broker at %s: left the set, no job left: closing it", l->endpoint);
+        w->links[i] = w->links[--w->nlinks];
+        sb_wlink_destroy(&l, 0);
+    }
+}
+
 static void sb_worker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
     sb_worker_t *w = arg;
     for (size_t i = 0; i < w->nlinks; i++)
         sb_worker_beat(w, w->links[i]);
+    sb_worker_close_left(w);
 }
 
 /* The set of brokers changed (a name resolved to other addresses): new ones
- * get a session and READY; those no longer named lose their jobs and are
- * closed. */
+ * get a session and READY. One no longer named (a broker being stopped
+ * leaves DNS first) is served until it has no job of ours, then closed. */
 static void sb_worker_on_endpoints(const char *const *eps, size_t n, void *arg)
 {
     sb_worker_t *w = arg;
-    for (size_t i = 0; i < w->nlinks;) {
+    for (size_t i = 0; i < w->nlinks; i++) {
         sb_wlink_t *l = w->links[i];
-        bool keep = false;
-        for (size_t k = 0; k < n && !keep; k++)
-            keep = !strcmp(eps[k], l->endpoint);
-        if (keep) {
-            i++;
-            continue;
-        }
-        sb_info("broker at %s is no longer listed: closing it", l->endpoint);
-        sb_worker_abandon_all(w, l);
-        w->links[i] = w->links[--w->nlinks];
-        sb_wlink_destroy(&l, 0);
+        bool listed = false;
+        for (size_t k = 0; k < n && !listed; k++)
+            listed = !strcmp(eps[k], l->endpoint);
+        if (listed != !l->leaving)
+            sb_info("broker at %s: %s", l->endpoint,
+                    listed ? "listed again" : "no longer listed: closed once its jobs are done");
+        l->leaving = !listed;
     }
+    sb_worker_close_left(w);
     for (size_t k = 0; k < n && w->nlinks < SB_WORKER_LINKS_MAX; k++) {
         bool have = false;
         for (size_t i = 0; i < w->nlinks && !have; i++)

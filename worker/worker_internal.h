@@ -69,6 +69,7 @@ struct sb_wlink {
     long long got;                /* JOBs received since the latest READY */
     long long window_sent;        /* the window last told (-1: none since READY) */
     int njobs;                    /* jobs in the table that came on this link */
+    bool leaving;                 /* no longer listed: closed once it has no job (it may still send some) */
     /* What the socket reports, to worker.c. */
     void (*on_msg)(sb_wlink_t *l, const sb_wire_msg_t *msg);
     void (*on_conn)(sb_wlink_t *l, bool up); /* true: connected; false: the connection closed */

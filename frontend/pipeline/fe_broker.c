@@ -433,6 +433,8 @@ static const fe_blink_ops_t fe_broker_link_ops = {
     .on_epoch = fe_broker_on_epoch,
 };
 
+static void fe_broker_close_left(fe_broker_t *b);
+
 static void fe_broker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -442,29 +444,42 @@ static void fe_broker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
         fe_blink_beat(b->links[i], b->base);
     if (b->nparked)
         fe_broker_flush_parked(b, true);
+    fe_broker_close_left(b);
 }
 
-/* The set of brokers changed (a name resolved to other addresses): links
- * to the new ones are opened; those to brokers no longer named lose their
- * jobs (resubmitted to the others) and are closed. */
-static void fe_broker_on_endpoints(const char *const *eps, size_t n, void *arg)
+/* Closes links that left the set and have no job left. */
+static void fe_broker_close_left(fe_broker_t *b)
 {
-    fe_broker_t *b = arg;
     for (size_t i = 0; i < b->nlinks;) {
         fe_blink_t *l = b->links[i];
-        bool keep = false;
-        for (size_t k = 0; k < n && !keep; k++)
-            keep = !strcmp(eps[k], l->endpoint);
-        if (keep) {
+        if (!l->leaving || l->njobs > 0) {
             i++;
             continue;
         }
-        sb_info("broker at %s is no longer listed: closing it", l->endpoint);
-        b->links[i] = b->links[--b->nlinks]; /* out of the set first: no job is resubmitted to it */
-        fe_broker_lose(b, l, NULL, "broker_unavailable", "the gateway's job broker is unavailable, retry later",
-                       "its broker left the set");
+        sb_info("broker at %s: left the set, no job left: closing it", l->endpoint);
+        b->links[i] = b->links[--b->nlinks];
         fe_blink_destroy(&l);
     }
+}
+
+/* The set of brokers changed (a name resolved to other addresses): links
+ * to the new ones are opened. One no longer named gets no new job (a broker
+ * being stopped leaves DNS first) and is closed once its jobs are done; if
+ * it dies meanwhile, they are lost as any broker's. */
+static void fe_broker_on_endpoints(const char *const *eps, size_t n, void *arg)
+{
+    fe_broker_t *b = arg;
+    for (size_t i = 0; i < b->nlinks; i++) {
+        fe_blink_t *l = b->links[i];
+        bool listed = false;
+        for (size_t k = 0; k < n && !listed; k++)
+            listed = !strcmp(eps[k], l->endpoint);
+        if (listed != !l->leaving)
+            sb_info("broker at %s: %s", l->endpoint,
+                    listed ? "listed again" : "no longer listed: no new jobs, closed once its jobs are done");
+        l->leaving = !listed;
+    }
+    fe_broker_close_left(b);
     for (size_t k = 0; k < n && b->nlinks < SB_ENDPOINTS_MAX; k++) {
         bool have = false;
         for (size_t i = 0; i < b->nlinks && !have; i++)

@@ -123,7 +123,7 @@ void fe_blink_destroy(fe_blink_t **pl)
 
 bool fe_blink_usable(const fe_blink_t *l)
 {
-    return l->sock && l->alive && l->epoch[0] &&
+    return l->sock && l->alive && !l->leaving && l->epoch[0] &&
            sb_mono_ms() - l->last_heard_ms <= (int64_t)SB_HEARTBEAT_INTERVAL_MS * SB_HEARTBEAT_LIVENESS;
 }
 

@@ -37,6 +37,7 @@ struct fe_blink {
     bool alive;                   /* heard from since it was last down */
     char epoch[SB_EPOCH_MAX + 1]; /* the instance heard from last; "": none yet */
     size_t njobs;                 /* outstanding jobs submitted through it */
+    bool leaving;                 /* no longer listed: gets no new job, closed once its jobs are done */
     const fe_blink_ops_t *ops;
     void *arg;
 };
