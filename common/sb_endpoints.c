@@ -25,9 +25,16 @@ struct sb_endpoints_name {
     char port[8];
     char **found; /* "tcp://ADDR:PORT", owned; NULL until it first resolves */
     size_t nfound;
-    bool asking;
-    struct evdns_getaddrinfo_request *req; /* while asking, when the answer did not come at once */
+    struct sb_endpoints_ask *ask; /* the question out now, or NULL */
 };
+
+/* One question to the resolver. libevent calls back even for a cancelled
+ * one, later, from the loop: the question lives until then, and forgets its
+ * name when the name goes first. */
+typedef struct sb_endpoints_ask {
+    sb_endpoints_name_t *nm; /* NULL: the endpoints were destroyed meanwhile */
+    struct evdns_getaddrinfo_request *req;
+} sb_endpoints_ask_t;
 
 struct sb_endpoints {
     struct event_base *base;
@@ -92,14 +99,15 @@ static void sb_endpoints_rebuild(sb_endpoints_t *e, bool notify)
 
 static void sb_endpoints_on_answer(int result, struct evutil_addrinfo *res, void *arg)
 {
-    sb_endpoints_name_t *nm = arg;
-    nm->asking = false;
-    nm->req = NULL;
-    if (result == EVUTIL_EAI_CANCEL) {
+    sb_endpoints_ask_t *ask = arg;
+    sb_endpoints_name_t *nm = ask->nm;
+    free(ask);
+    if (!nm || result == EVUTIL_EAI_CANCEL) {
         if (res)
             evutil_freeaddrinfo(res);
         return;
     }
+    nm->ask = NULL;
     if (result != 0 || !res) {
         sb_warn("broker name %s: %s; keeping its %zu address(es)", nm->host, evutil_gai_strerror(result), nm->nfound);
         if (res)
@@ -135,14 +143,16 @@ void sb_endpoints_refresh(sb_endpoints_t *e)
 {
     for (size_t i = 0; i < e->nnames; i++) {
         sb_endpoints_name_t *nm = &e->names[i];
-        if (nm->asking)
+        if (nm->ask)
             continue;
         struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-        nm->asking = true;
+        sb_endpoints_ask_t *ask = sb_xcalloc(1, sizeof *ask);
+        ask->nm = nm;
+        nm->ask = ask;
         struct evdns_getaddrinfo_request *req =
-            evdns_getaddrinfo(e->dns, nm->host, nm->port, &hints, sb_endpoints_on_answer, nm);
-        if (nm->asking) /* the answer did not come at once */
-            nm->req = req;
+            evdns_getaddrinfo(e->dns, nm->host, nm->port, &hints, sb_endpoints_on_answer, ask);
+        if (nm->ask) /* the answer did not come at once (an answer at once has freed ask) */
+            ask->req = req;
     }
 }
 
@@ -254,8 +264,12 @@ void sb_endpoints_destroy(sb_endpoints_t **pe)
     if (e->timer)
         event_free(e->timer);
     for (size_t i = 0; i < e->nnames; i++) {
-        if (e->names[i].req)
-            evdns_getaddrinfo_cancel(e->names[i].req);
+        sb_endpoints_ask_t *ask = e->names[i].ask;
+        if (ask) { /* its callback still comes, and frees it */
+            ask->nm = NULL;
+            if (ask->req)
+                evdns_getaddrinfo_cancel(ask->req);
+        }
     }
     if (e->dns)
         evdns_base_free(e->dns, 0);
