@@ -19,7 +19,7 @@ struct fe_admin {
     fe_server_t *srv;
     sb_admin_t *port;
     sb_metric_t *conns, *streams, *inflight, *body_bytes, *pool, *pool_queued, *log_waiting, *log_lag, *log_written,
-        *log_spool, *log_dropped, *broker_up, *broker_jobs, *draining, *ready;
+        *log_spool, *log_dropped, *broker_up, *brokers, *broker_jobs, *draining, *ready;
 };
 
 static bool fe_admin_ready(void *arg, char *why, size_t len)
@@ -58,6 +58,9 @@ static void fe_admin_collect(void *arg)
     sb_series_set(sb_metric_at(a->log_spool), (double)st.spool_bytes);
     sb_series_set(sb_metric_at(a->log_dropped), (double)st.dropped);
     sb_series_set(sb_metric_at(a->broker_up), fe_broker_connected(s->broker));
+    size_t usable = 0, listed = fe_broker_count(s->broker, &usable);
+    sb_series_set(sb_metric_at(a->brokers, "listed"), (double)listed);
+    sb_series_set(sb_metric_at(a->brokers, "usable"), (double)usable);
     sb_series_set(sb_metric_at(a->broker_jobs), (double)fe_broker_outstanding(s->broker));
     sb_series_set(sb_metric_at(a->draining), s->draining);
     char why[64];
@@ -95,7 +98,9 @@ fe_admin_t *fe_admin_new(fe_server_t *srv, const char *host, int port, char *err
     a->log_written = sb_metric_counter("sb_reqlog_rows_written_total", "Request log rows written.", NULL);
     a->log_spool = sb_metric_gauge("sb_reqlog_spool_bytes", "Request log rows spooled to disk, in bytes.", NULL);
     a->log_dropped = sb_metric_counter("sb_reqlog_rows_dropped_total", "Request log rows dropped (spool full).", NULL);
-    a->broker_up = sb_metric_gauge("sb_frontend_broker_connected", "1 while the broker answers.", NULL);
+    a->broker_up = sb_metric_gauge("sb_frontend_broker_connected", "1 while a broker answers.", NULL);
+    a->brokers = sb_metric_gauge("sb_frontend_brokers",
+                                 "Brokers in the set (listed), and those answering and taking jobs (usable).", "state");
     a->broker_jobs = sb_metric_gauge("sb_frontend_jobs_outstanding", "Jobs submitted and not yet ended.", NULL);
     a->draining = sb_metric_gauge("sb_draining", "1 once a drain (SIGTERM) began.", NULL);
     a->ready = sb_metric_gauge("sb_ready", "1 while /readyz answers 200.", NULL);
