@@ -141,6 +141,11 @@ static void sb_endpoints_on_answer(int result, struct evutil_addrinfo *res, void
 
 void sb_endpoints_refresh(sb_endpoints_t *e)
 {
+    /* libevent reads /etc/hosts once, when the resolver is made: read it
+     * again, so a changed entry is seen (resolv.conf's servers stay). */
+    evdns_base_clear_host_addresses(e->dns);
+    if (evdns_base_load_hosts(e->dns, "/etc/hosts") < 0)
+        sb_debug("/etc/hosts not read: only localhost is known from it");
     for (size_t i = 0; i < e->nnames; i++) {
         sb_endpoints_name_t *nm = &e->names[i];
         if (nm->ask)

@@ -10,11 +10,18 @@
  *                         spooled meanwhile go to a fresh spool; unlinked
  *                         once every batch in it was written
  *   reqlog-<name>.lock    flock'd while the frontend runs
+ *   reqlog-<name>.journal.<n>  the journal: while the database is up, each
+ *                         row is appended here as its request ends, before
+ *                         the reply leaves, one segment per tick; a segment
+ *                         is unlinked once every row in it is in the
+ *                         database or the spool. At start, segments left by
+ *                         a dead process are moved into the spool.
  * A replay interrupted by a failure or a death starts again from the top of
  * the replay file; rows already written are skipped by ON CONFLICT.
  */
 #include "fe_reqlog.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -52,6 +59,15 @@ struct fe_reqlog {
     int64_t waiting_since_us; /* when the oldest row in memory came (monotonic); 0: none */
     int64_t batch_taken_us;   /* when the batch in flight was taken */
     long long written;        /* rows written since start */
+    /* journal; journal_prefix NULL = none (no spool) */
+    char *journal_prefix; /* "<dir>/reqlog-<name>.journal." */
+    int journal_fd;       /* the open segment, -1: none yet */
+    long long journal_seg;
+    long long row_seq; /* the sequence number of the newest row (rows carry it as "_seq") */
+    struct fe_reqlog_seg {
+        long long seg, max_seq;
+    } * segs; /* closed segments not yet unlinked, oldest first */
+    size_t nsegs;
 };
 
 /* ---- spool ------------------------------------------------------------------ */
@@ -231,6 +247,8 @@ static void fe_reqlog_replay_start(fe_reqlog_t *l)
     fe_reqlog_replay_next(l);
 }
 
+static void fe_reqlog_journal_recover(fe_reqlog_t *l, const char *dir, const char *name);
+
 int fe_reqlog_spool_open(fe_reqlog_t *l, const char *dir, char *err, size_t errlen)
 {
     char name[64];
@@ -262,6 +280,8 @@ int fe_reqlog_spool_open(fe_reqlog_t *l, const char *dir, char *err, size_t errl
         snprintf(err, errlen, "cannot open the spool %s: %s", l->spool_path, strerror(e));
         return -e;
     }
+    fe_reqlog_journal_recover(l, dir, name);
+    l->journal_prefix = sb_xasprintf("%s/reqlog-%s.journal.", dir, name);
     struct stat st;
     l->spool_bytes = 0;
     if (fstat(l->spool_fd, &st) == 0)
@@ -272,6 +292,105 @@ int fe_reqlog_spool_open(fe_reqlog_t *l, const char *dir, char *err, size_t errl
         sb_info("request log spool holds %lld bytes from an earlier run; replaying when the database answers",
                 l->spool_bytes);
     return 0; /* the first tick replays */
+}
+
+/* ---- journal ---------------------------------------------------------------- */
+
+static char *fe_reqlog_seg_path(const fe_reqlog_t *l, long long seg)
+{
+    return sb_xasprintf("%s%lld", l->journal_prefix, seg);
+}
+
+/* Appends one row to the open segment (opened first if none): on disk in the
+ * page cache when this returns, so a SIGKILL loses it not. */
+static void fe_reqlog_journal_row(fe_reqlog_t *l, const json_t *row)
+{
+    if (l->journal_fd < 0) {
+        char *path = fe_reqlog_seg_path(l, ++l->journal_seg);
+        l->journal_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (l->journal_fd < 0)
+            sb_error("request log journal %s: %s; rows wait in memory only", path, strerror(errno));
+        free(path);
+        if (l->journal_fd < 0)
+            return;
+    }
+    char *line = json_dumps(row, JSON_COMPACT);
+    size_t n = line ? strlen(line) : 0;
+    if (line) {
+        line[n] = '\n'; /* over the NUL: the line is written by length */
+        if (fe_reqlog_write_all(l->journal_fd, line, n + 1) < 0)
+            sb_warn("request log journal: write failed: %s", strerror(errno));
+    }
+    free(line);
+}
+
+/* The sequence number of the oldest row not yet in the database or the
+ * spool (rows wait in order: the batch in flight, then the buffer); past
+ * the newest when there is none. */
+static long long fe_reqlog_pending_seq(const fe_reqlog_t *l)
+{
+    const json_t *first =
+        l->inflight && json_array_size(l->inflight) ? json_array_get(l->inflight, 0) : json_array_get(l->buffer, 0);
+    return first ? (long long)json_integer_value(json_object_get(first, "_seq")) : l->row_seq + 1;
+}
+
+/* On the tick: closes the open segment (its rows are all added), and
+ * unlinks the closed ones whose rows are all safe elsewhere. */
+static void fe_reqlog_journal_tick(fe_reqlog_t *l)
+{
+    if (!l->journal_prefix)
+        return;
+    if (l->journal_fd >= 0) {
+        close(l->journal_fd);
+        l->journal_fd = -1;
+        l->segs = sb_xrealloc(l->segs, (l->nsegs + 1) * sizeof *l->segs);
+        l->segs[l->nsegs++] = (struct fe_reqlog_seg){l->journal_seg, l->row_seq};
+    }
+    long long pending = fe_reqlog_pending_seq(l);
+    size_t gone = 0;
+    while (gone < l->nsegs && l->segs[gone].max_seq < pending) {
+        char *path = fe_reqlog_seg_path(l, l->segs[gone].seg);
+        if (unlink(path) < 0 && errno != ENOENT)
+            sb_warn("request log journal: cannot remove %s: %s", path, strerror(errno));
+        free(path);
+        gone++;
+    }
+    if (gone) {
+        memmove(l->segs, l->segs + gone, (l->nsegs - gone) * sizeof *l->segs);
+        l->nsegs -= gone;
+    }
+}
+
+/* At start: segments a dead process left go into the spool (appended in
+ * segment order), to be replayed; a row already written is skipped there. */
+static void fe_reqlog_journal_recover(fe_reqlog_t *l, const char *dir, const char *name)
+{
+    char *prefix = sb_xasprintf("reqlog-%s.journal.", name);
+    DIR *d = opendir(dir);
+    size_t moved = 0;
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char *path = sb_xasprintf("%s/%s", dir, de->d_name);
+        FILE *f = fopen(path, "re");
+        char buf[65536];
+        size_t got;
+        bool ok = f != NULL;
+        while (ok && (got = fread(buf, 1, sizeof buf, f)) > 0)
+            ok = fe_reqlog_write_all(l->spool_fd, buf, got) == 0;
+        if (f)
+            fclose(f);
+        if (ok && fdatasync(l->spool_fd) == 0 && unlink(path) == 0)
+            moved++;
+        else
+            sb_error("request log journal %s: not moved to the spool: %s", path, strerror(errno));
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    free(prefix);
+    if (moved)
+        sb_info("request log: %zu journal segment(s) of an earlier run moved to the spool", moved);
 }
 
 /* ---- the database path ----------------------------------------------------- */
@@ -304,6 +423,7 @@ static void fe_reqlog_on_written(const PGresult *res, const char *err, void *arg
 static void fe_reqlog_tick(evutil_socket_t fd, short what, void *arg)
 {
     fe_reqlog_t *l = arg;
+    fe_reqlog_journal_tick(l);
     if (l->spool_path) {
         if (!sb_db_available(l->db))
             fe_reqlog_spool_buffer(l); /* rows that came before the pool noticed the outage */
@@ -346,6 +466,7 @@ fe_reqlog_t *fe_reqlog_new(struct event_base *base, sb_db_t *db, const char *fro
     l->buffer = json_array();
     l->spool_fd = -1;
     l->lock_fd = -1;
+    l->journal_fd = -1;
     l->timer = event_new(base, -1, EV_PERSIST, fe_reqlog_tick, l);
     struct timeval tv = {0, FE_REQLOG_FLUSH_MS * 1000};
     event_add(l->timer, &tv);
@@ -396,6 +517,7 @@ void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
         json_array_remove(l->buffer, 0);
     }
     json_t *row = fe_reqlog_row_json(r, l->frontend);
+    json_object_set_new(row, "_seq", json_integer(++l->row_seq));
     json_array_append_new(l->buffer, row);
     if (!l->waiting_since_us)
         l->waiting_since_us = sb_mono_us();
@@ -405,6 +527,10 @@ void fe_reqlog_add(fe_reqlog_t *l, const fe_reqlog_row_t *r)
         fe_reqlog_spool_buffer(l);
         return;
     }
+    /* Up: to the journal now, before the reply leaves, so a frontend killed
+     * right after answering still has the row (replayed at its next start). */
+    if (l->journal_prefix)
+        fe_reqlog_journal_row(l, row);
     if (json_array_size(l->buffer) >= FE_REQLOG_BATCH_MAX)
         event_active(l->timer, EV_TIMEOUT, 0);
 }
@@ -426,6 +552,7 @@ size_t fe_reqlog_flush_blocking(fe_reqlog_t *l)
     free(text);
     if (rc == 0) {
         json_array_clear(l->buffer);
+        fe_reqlog_journal_tick(l); /* every row is written: the journal goes */
         return 0;
     }
     size_t n = json_array_size(l->buffer);
@@ -435,6 +562,7 @@ size_t fe_reqlog_flush_blocking(fe_reqlog_t *l)
             sb_warn("request log spool: fdatasync failed: %s", strerror(errno));
         l->spool_dirty = false;
         json_array_clear(l->buffer);
+        fe_reqlog_journal_tick(l); /* in the spool now */
     }
     return n;
 }
@@ -455,6 +583,10 @@ void fe_reqlog_destroy(fe_reqlog_t **pl)
             fdatasync(l->spool_fd);
         close(l->spool_fd);
     }
+    if (l->journal_fd >= 0)
+        close(l->journal_fd);
+    free(l->journal_prefix);
+    free(l->segs);
     if (l->lock_fd >= 0)
         close(l->lock_fd);
     free(l->spool_path);

@@ -12,8 +12,11 @@
  * CONFLICT (request_id) DO NOTHING, so a row replayed twice lands once.
  *
  * Loss bound. Database up: rows wait in memory at most one tick (100 ms)
- * plus one batch in flight; a process killed then loses those (as without a
- * spool). Database down: nothing on a process death (rows are written with
+ * plus one batch in flight; with a spool each is also appended to a journal
+ * segment as its request ends, before the reply leaves, so a process killed
+ * then loses none (the next start moves the journal into the spool); a
+ * machine crash may lose the unsynced journal. Without a spool a process
+ * killed loses those rows. Database down: nothing on a process death (rows are written with
  * write(2) as they come); on a machine crash, the rows since the last
  * fdatasync (run once per tick while there is something new: 100 ms). The
  * spool is capped at FE_REQLOG_SPOOL_MAX bytes (256 MiB, ~500k rows); rows
