@@ -168,21 +168,22 @@ static void sb_worker_on_conn(sb_wlink_t *l, bool up)
 /* Tells each broker its window: how many JOBs (since our READY to it) it may
  * have sent us in all, so that brokers sharing our credits never give us
  * more than we have free, give or take the JOBs crossing on the wire. Only
- * with several brokers: one has our whole count. */
+ * with several brokers (and to a broker told one before, until its next
+ * READY): one alone has our whole count. */
 static void sb_worker_on_credit(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     sb_worker_t *w = arg;
-    if (w->nlinks < 2)
-        return;
     long long free_now = (long long)w->credits - (long long)sb_map_size(w->jobs);
     if (free_now < 0)
         free_now = 0;
     for (size_t i = 0; i < w->nlinks; i++) {
         sb_wlink_t *l = w->links[i];
         long long window = free_now + l->got;
-        if (!l->sock || window == l->window_sent)
+        /* One broker alone has our whole count and needs no window, unless
+         * it was told one (brokers left since): it keeps being told. */
+        if (!l->sock || window == l->window_sent || (w->nlinks < 2 && l->window_sent < 0))
             continue;
         json_t *hdr = json_pack("{s:I, s:I}", "window", (json_int_t)window, "seq", (json_int_t)l->ready_seq);
         if (sb_wlink_send(l, SB_CMD_CREDIT, hdr, NULL, 0) == 0)
@@ -212,7 +213,7 @@ static void sb_worker_beat(sb_worker_t *w, sb_wlink_t *l)
     if (!l->sock && sb_wlink_reopen(l) < 0)
         return;
     json_t *hdr = json_pack("{s:I}", "seq", (json_int_t)l->ready_seq);
-    if (w->nlinks > 1 && l->window_sent >= 0) /* the window again: it heals whatever a lost CREDIT broke */
+    if (l->window_sent >= 0) /* the window again: it heals whatever a lost CREDIT broke */
         json_object_set_new(hdr, "window", json_integer(l->window_sent));
     int rc = sb_wlink_send(l, SB_CMD_HEARTBEAT, hdr, NULL, 0);
     json_decref(hdr);

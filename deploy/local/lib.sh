@@ -189,7 +189,8 @@ sb_log_tail() {
 SB_DEB_PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libmsgpack-dev libevent-dev
     libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev libxml2-dev postgresql postgresql-contrib wrk nginx-light
     json-schema-test-suite curl ca-certificates clang-format-14 python3
-    bubblewrap python3-numpy python3-pandas python3-matplotlib libpoppler-glib-dev chromium iproute2)
+    bubblewrap python3-numpy python3-pandas python3-matplotlib libpoppler-glib-dev chromium iproute2
+    mmdebstrap podman runc python3-munkres)
 
 sb_node_ok() {
     local v

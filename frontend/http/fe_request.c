@@ -226,19 +226,27 @@ static void fe_request_send(fe_request_t *r, int status, const char *content_typ
         return;
     fe_request_stop_watching(r);
     r->status = status;
+    /* The request is done (its request_log row taken) before the reply's
+     * last bytes are handed to the connection: a frontend killed once the
+     * client has its answer has the row (fe_reqlog.h: the journal). r is
+     * freed at the next reap at the earliest, so data stays valid. */
+    sb_http_req_t *h = r->http;
+    r->http = NULL;
     if (r->stream_started) {
-        if (r->http) {
-            sb_http_reply_end(r->http);
-            r->http = NULL;
-        } else if (status < 400) {
+        if (!h && status < 400)
             r->status = 499; /* the client left before the end */
-        }
-    } else if (r->http) {
+        fe_request_done(r);
+        if (h)
+            sb_http_reply_end(h);
+    } else if (h) {
+        r->http = h; /* for the headers */
         fe_request_add_headers(r, content_type, retry_after);
-        sb_http_reply(r->http, status, data, data ? len : 0);
         r->http = NULL;
+        fe_request_done(r);
+        sb_http_reply(h, status, data, data ? len : 0);
+    } else {
+        fe_request_done(r);
     }
-    fe_request_done(r);
 }
 
 bool fe_request_stream_start(fe_request_t *r, const char *content_type)

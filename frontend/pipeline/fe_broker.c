@@ -134,7 +134,7 @@ static fe_blink_t *fe_broker_pick(fe_broker_t *b, uint64_t tried, size_t *index)
 
 /* Sends (or sends again) the SUBMIT for a job to a broker, stamped with its
  * epoch: the preferred one, or the next when a send fails. */
-static int fe_broker_send_submit(fe_broker_t *b, const char *job_id, fe_job_sink_t *s)
+static int fe_broker_send_submit_avoiding(fe_broker_t *b, const char *job_id, fe_job_sink_t *s, const fe_blink_t *avoid)
 {
     json_t *hdr =
         json_pack("{s:s, s:s, s:I}", "job_id", job_id, "model", s->model, "deadline_ms", (json_int_t)s->deadline_ms);
@@ -151,6 +151,9 @@ static int fe_broker_send_submit(fe_broker_t *b, const char *job_id, fe_job_sink
     }
     b->turn++;
     uint64_t tried = 0;
+    for (size_t i = 0; avoid && i < b->nlinks; i++)
+        if (b->links[i] == avoid)
+            tried |= (uint64_t)1 << i;
     size_t i = 0;
     int rc = -ENOTCONN;
     for (fe_blink_t *l; (l = fe_broker_pick(b, tried, &i)) != NULL; tried |= (uint64_t)1 << i) {
@@ -169,6 +172,11 @@ static int fe_broker_send_submit(fe_broker_t *b, const char *job_id, fe_job_sink
     }
     json_decref(hdr);
     return rc;
+}
+
+static int fe_broker_send_submit(fe_broker_t *b, const char *job_id, fe_job_sink_t *s)
+{
+    return fe_broker_send_submit_avoiding(b, job_id, s, NULL);
 }
 
 /* No broker is usable now (they are restarting, or the set is still being
@@ -213,20 +221,21 @@ static void fe_broker_deliver(fe_broker_t *b, const char *job_id, const json_t *
 /* A job its broker no longer holds: resubmitted once (to whichever broker
  * is best now) if nothing of it has reached the sink and its deadline is
  * ahead, else ended with ev. Returns true when it was resubmitted. */
-static bool fe_broker_job_lost(fe_broker_t *b, const char *job_id, const json_t *ev, const char *why)
+static bool fe_broker_job_lost_avoiding(fe_broker_t *b, const char *job_id, const json_t *ev, const char *why,
+                                        const fe_blink_t *avoid)
 {
     fe_job_sink_t *s = sb_map_get(b->jobs, job_id);
     if (!s)
         return false;
     if (s->body && !s->heard && !s->resubmitted && s->deadline_ms > sb_now_ms()) {
         s->resubmitted = true;
-        int rc = fe_broker_send_submit(b, job_id, s);
+        int rc = fe_broker_send_submit_avoiding(b, job_id, s, avoid);
         if (rc == 0) {
             fe_job_sink_drop_body(s);
             sb_info("job %s: %s before any event: resubmitted to %s", job_id, why, s->link->endpoint);
             return true;
         }
-        if (rc == -ENOTCONN && b->nlinks > 0) {
+        if (rc == -ENOTCONN && b->nlinks > 0 && !avoid) {
             sb_info("job %s: %s before any event: waiting for a broker to resubmit it to", job_id, why);
             fe_broker_park(b, s);
             return true;
@@ -236,6 +245,11 @@ static bool fe_broker_job_lost(fe_broker_t *b, const char *job_id, const json_t 
     }
     fe_broker_deliver(b, job_id, ev, true);
     return false;
+}
+
+static bool fe_broker_job_lost(fe_broker_t *b, const char *job_id, const json_t *ev, const char *why)
+{
+    return fe_broker_job_lost_avoiding(b, job_id, ev, why, NULL);
 }
 
 typedef struct {
@@ -419,6 +433,10 @@ static void fe_broker_on_msg(fe_blink_t *l, const sb_wire_msg_t *msg, void *arg)
         if (final && sb_event_type_of(ev) == SB_EV_ERROR && code &&
             (!strcmp(code, "worker_lost") || (refused && !strcmp(code, "broker_restarted"))))
             (void)fe_broker_job_lost(b, job_id, ev, refused ? "refused by a restarted broker" : "its worker was lost");
+        else if (final && sb_event_type_of(ev) == SB_EV_ERROR && code && !strcmp(code, "no_workers") && b->nlinks > 1)
+            /* That broker has no worker for the model (its workers are
+             * still joining it, or left it): another may. */
+            (void)fe_broker_job_lost_avoiding(b, job_id, ev, "its broker has no worker for the model", l);
         else
             fe_broker_deliver(b, job_id, ev, final);
         if (final)
