@@ -30,6 +30,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readSSE } from '../lib/sse.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const LIB = `${REPO}/deploy/local/lib.sh`;
@@ -202,42 +203,6 @@ const RETRYABLE_EVENT = {
   messages: /^(api_error|overloaded_error)$/,
   gemini: /^(UNAVAILABLE|INTERNAL)$/,
 };
-
-// Reads an SSE body; returns {events: [{event, data}], cut: bool}.
-async function readSSE(res) {
-  const reader = res.body.getReader();
-  const dec = new TextDecoder();
-  let buf = '';
-  const events = [];
-  let block = { event: null, data: [] };
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (!done) buf += dec.decode(value, { stream: true });
-    let m;
-    while ((m = /\r\n|\n|\r/.exec(buf))) {
-      if (m[0] === '\r' && m.index === buf.length - 1 && !done) break;
-      const line = buf.slice(0, m.index);
-      buf = buf.slice(m.index + m[0].length);
-      if (line === '') {
-        if (block.event !== null || block.data.length) {
-          const t = block.data.join('\n');
-          let data = t;
-          try { data = JSON.parse(t); } catch { /* [DONE] */ }
-          events.push({ event: block.event, data });
-        }
-        block = { event: null, data: [] };
-      } else if (!line.startsWith(':')) {
-        const i = line.indexOf(':');
-        const f = i < 0 ? line : line.slice(0, i);
-        let v = i < 0 ? '' : line.slice(i + 1);
-        if (v.startsWith(' ')) v = v.slice(1);
-        if (f === 'event') block.event = v;
-        if (f === 'data') block.data.push(v);
-      }
-    }
-    if (done) return events;
-  }
-}
 
 // What a stream's events say: {end: 'ok'|'error'|'cut', text, id, err}.
 function streamOutcome(style, events) {

@@ -26,6 +26,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { readSSE } from '../lib/sse.mjs';
 
 const cfg = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const TMP = cfg.tmp;
@@ -192,41 +193,6 @@ function styleError(style, j) {
   return 'type' in e && 'code' in e ? { code: e.code ?? e.type, message: e.message } : null;
 }
 
-// Reads an SSE body: [{event, data}]; throws when the connection breaks.
-async function readSSE(res) {
-  const reader = res.body.getReader();
-  const dec = new TextDecoder();
-  let buf = '';
-  const events = [];
-  let block = { event: null, data: [] };
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (!done) buf += dec.decode(value, { stream: true });
-    let m;
-    while ((m = /\r\n|\n|\r/.exec(buf))) {
-      if (m[0] === '\r' && m.index === buf.length - 1 && !done) break;
-      const line = buf.slice(0, m.index);
-      buf = buf.slice(m.index + m[0].length);
-      if (line === '') {
-        if (block.event !== null || block.data.length) {
-          const t = block.data.join('\n');
-          let data = t;
-          try { data = JSON.parse(t); } catch { /* [DONE] */ }
-          events.push({ event: block.event, data });
-        }
-        block = { event: null, data: [] };
-      } else if (!line.startsWith(':')) {
-        const i = line.indexOf(':');
-        const f = i < 0 ? line : line.slice(0, i);
-        let v = i < 0 ? '' : line.slice(i + 1);
-        if (v.startsWith(' ')) v = v.slice(1);
-        if (f === 'event') block.event = v;
-        if (f === 'data') block.data.push(v);
-      }
-    }
-    if (done) return events;
-  }
-}
 // {end: 'ok'|'error'|'cut', text, err}: 'error' only for the style's own error event
 // (Responses: error + response.failed; Chat: a data {"error"} chunk, no [DONE]; Messages: event: error).
 function streamOutcome(style, events) {
