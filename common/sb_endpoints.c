@@ -83,18 +83,25 @@ static void sb_endpoints_rebuild(sb_endpoints_t *e, bool notify)
         else
             set[u++] = set[i];
     }
-    bool same = u == e->nset;
-    for (size_t i = 0; same && i < u; i++)
-        same = !strcmp(set[i], e->set[i]);
-    if (same || u == 0) {
+    if (u == 0) {
         sb_strv_free(set, u);
         return;
     }
-    sb_strv_free(e->set, e->nset);
+    char **old = e->set;
+    size_t nold = e->nset;
     e->set = set;
     e->nset = u;
-    if (notify && e->fn)
-        e->fn((const char *const *)e->set, e->nset, e->arg);
+    /* Both sorted: one walk finds who joined and who left. */
+    for (size_t i = 0, k = 0; notify && e->fn && (i < nold || k < u);) {
+        int c = i == nold ? 1 : k == u ? -1 : strcmp(old[i], set[k]);
+        if (c < 0)
+            e->fn(old[i++], false, e->arg);
+        else if (c > 0)
+            e->fn(set[k++], true, e->arg);
+        else
+            i++, k++;
+    }
+    sb_strv_free(old, nold);
 }
 
 static void sb_endpoints_on_answer(int result, struct evutil_addrinfo *res, void *arg)

@@ -11,6 +11,7 @@
 #define SB_ENDPOINTS_H
 
 #include <event2/event.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SB_ENDPOINTS_MAX 64
@@ -18,10 +19,11 @@
 
 typedef struct sb_endpoints sb_endpoints_t;
 
-/* The set changed (a name resolved to other addresses): eps is the whole
- * set now, sorted, borrowed for the call. Never called with an empty set:
- * a name that does not resolve keeps its previous addresses. */
-typedef void (*sb_endpoints_fn)(const char *const *eps, size_t n, void *arg);
+/* The set changed (a name resolved to other addresses): called once per
+ * endpoint that joined it (listed) or left it (!listed); ep is borrowed for
+ * the call. The set never becomes empty: a name that does not resolve keeps
+ * its previous addresses. */
+typedef void (*sb_endpoints_fn)(const char *ep, bool listed, void *arg);
 
 /* Parses spec. NULL with err set when it is malformed (empty, an empty
  * entry, too many, a dns:// entry without NAME:PORT). */

@@ -244,37 +244,29 @@ static void sb_worker_on_heartbeat(evutil_socket_t fd, short what, void *arg)
     sb_worker_close_left(w);
 }
 
-/* The set of brokers changed (a name resolved to other addresses): new ones
- * get a session and READY. One no longer named (a broker being stopped
- * leaves DNS first) is served until it has no job of ours, then closed. */
-static void sb_worker_on_endpoints(const char *const *eps, size_t n, void *arg)
+/* A broker joined the set (a name resolved to one more address): it gets a
+ * session and READY. One that left it (a broker being stopped leaves DNS
+ * first) is served until it has no job of ours, then closed. */
+static void sb_worker_on_endpoint(const char *ep, bool listed, void *arg)
 {
     sb_worker_t *w = arg;
     for (size_t i = 0; i < w->nlinks; i++) {
         sb_wlink_t *l = w->links[i];
-        bool listed = false;
-        for (size_t k = 0; k < n && !listed; k++)
-            listed = !strcmp(eps[k], l->endpoint);
-        if (listed != !l->leaving)
-            sb_info("broker at %s: %s", l->endpoint,
-                    listed ? "listed again" : "no longer listed: closed once its jobs are done");
+        if (strcmp(l->endpoint, ep) != 0)
+            continue;
+        sb_info("broker at %s: %s", ep, listed ? "listed again" : "no longer listed: closed once its jobs are done");
         l->leaving = !listed;
+        sb_worker_close_left(w);
+        return;
     }
-    sb_worker_close_left(w);
-    for (size_t k = 0; k < n && w->nlinks < SB_WORKER_LINKS_MAX; k++) {
-        bool have = false;
-        for (size_t i = 0; i < w->nlinks && !have; i++)
-            have = !strcmp(eps[k], w->links[i]->endpoint);
-        if (have)
-            continue;
-        sb_wlink_t *l = sb_wlink_new(w, eps[k], sb_worker_on_msg, sb_worker_on_conn);
-        if (!l)
-            continue;
-        sb_info("worker %s: serving the broker at %s, %d credits", w->name, eps[k], w->credits);
-        w->links[w->nlinks++] = l;
-        if (w->state == SB_WORKER_ACTIVE)
-            sb_wlink_send_ready(l);
-    }
+    sb_wlink_t *l =
+        listed && w->nlinks < SB_WORKER_LINKS_MAX ? sb_wlink_new(w, ep, sb_worker_on_msg, sb_worker_on_conn) : NULL;
+    if (!l)
+        return;
+    sb_info("worker %s: serving the broker at %s, %d credits", w->name, ep, w->credits);
+    w->links[w->nlinks++] = l;
+    if (w->state == SB_WORKER_ACTIVE)
+        sb_wlink_send_ready(l);
     sb_worker_credit_changed(w);
 }
 
@@ -411,7 +403,7 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
         goto fail;
     char err[256];
     w->endpoints = sb_endpoints_new(base, cfg->endpoint ? cfg->endpoint : SB_BROKER_WORKER_ENDPOINT_DEFAULT,
-                                    sb_worker_on_endpoints, w, err, sizeof err);
+                                    sb_worker_on_endpoint, w, err, sizeof err);
     if (!w->endpoints) {
         sb_error("worker: --broker: %s", err);
         goto fail;
@@ -428,7 +420,8 @@ sb_worker_t *sb_worker_new(const sb_worker_config_t *cfg, struct event_base *bas
     }
     size_t n = 0;
     const char *const *eps = sb_endpoints_list(w->endpoints, &n);
-    sb_worker_on_endpoints(eps, n, w); /* a session and READY per broker known now; names resolve later */
+    for (size_t i = 0; i < n; i++) /* a session and READY per broker known now; names resolve later */
+        sb_worker_on_endpoint(eps[i], true, w);
     if (n > 0 && w->nlinks == 0)
         goto fail;
     sb_info("worker %s: %zu broker(s) known, %d credits, up to %d upstream retries per call", w->name, w->nlinks,

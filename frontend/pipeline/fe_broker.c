@@ -480,35 +480,27 @@ static void fe_broker_close_left(fe_broker_t *b)
     }
 }
 
-/* The set of brokers changed (a name resolved to other addresses): links
- * to the new ones are opened. One no longer named gets no new job (a broker
- * being stopped leaves DNS first) and is closed once its jobs are done; if
- * it dies meanwhile, they are lost as any broker's. */
-static void fe_broker_on_endpoints(const char *const *eps, size_t n, void *arg)
+/* A broker joined the set (a name resolved to one more address): a link is
+ * opened. One that left it gets no new job (a broker being stopped leaves
+ * DNS first) and is closed once its jobs are done; if it dies meanwhile,
+ * they are lost as any broker's. */
+static void fe_broker_on_endpoint(const char *ep, bool listed, void *arg)
 {
     fe_broker_t *b = arg;
     for (size_t i = 0; i < b->nlinks; i++) {
         fe_blink_t *l = b->links[i];
-        bool listed = false;
-        for (size_t k = 0; k < n && !listed; k++)
-            listed = !strcmp(eps[k], l->endpoint);
-        if (listed != !l->leaving)
-            sb_info("broker at %s: %s", l->endpoint,
-                    listed ? "listed again" : "no longer listed: no new jobs, closed once its jobs are done");
-        l->leaving = !listed;
-    }
-    fe_broker_close_left(b);
-    for (size_t k = 0; k < n && b->nlinks < SB_ENDPOINTS_MAX; k++) {
-        bool have = false;
-        for (size_t i = 0; i < b->nlinks && !have; i++)
-            have = !strcmp(eps[k], b->links[i]->endpoint);
-        if (have)
+        if (strcmp(l->endpoint, ep) != 0)
             continue;
-        fe_blink_t *l = fe_blink_new(b->base, eps[k], &fe_broker_link_ops, b);
-        if (l) {
-            sb_info("broker at %s: joining the set", eps[k]);
-            b->links[b->nlinks++] = l;
-        }
+        sb_info("broker at %s: %s", ep,
+                listed ? "listed again" : "no longer listed: no new jobs, closed once its jobs are done");
+        l->leaving = !listed;
+        fe_broker_close_left(b);
+        return;
+    }
+    fe_blink_t *l = listed && b->nlinks < SB_ENDPOINTS_MAX ? fe_blink_new(b->base, ep, &fe_broker_link_ops, b) : NULL;
+    if (l) {
+        sb_info("broker at %s: joining the set", ep);
+        b->links[b->nlinks++] = l;
     }
 }
 
@@ -520,7 +512,7 @@ fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoints)
     b->stats = sb_map_new();
     char err[256];
     b->endpoints = sb_endpoints_new(base, endpoints ? endpoints : SB_BROKER_FRONTEND_ENDPOINT_DEFAULT,
-                                    fe_broker_on_endpoints, b, err, sizeof err);
+                                    fe_broker_on_endpoint, b, err, sizeof err);
     if (!b->endpoints) {
         sb_error("--broker: %s", err);
         fe_broker_destroy(&b);
@@ -528,7 +520,8 @@ fe_broker_t *fe_broker_new(struct event_base *base, const char *endpoints)
     }
     size_t n = 0;
     const char *const *eps = sb_endpoints_list(b->endpoints, &n);
-    fe_broker_on_endpoints(eps, n, b);
+    for (size_t i = 0; i < n; i++)
+        fe_broker_on_endpoint(eps[i], true, b);
     b->heartbeat = event_new(base, -1, EV_PERSIST, fe_broker_on_heartbeat, b);
     struct timeval tv = {0, SB_HEARTBEAT_INTERVAL_MS * 1000};
     event_add(b->heartbeat, &tv);
