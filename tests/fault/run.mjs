@@ -31,6 +31,7 @@ import { readFileSync, statSync, openSync, readSync, closeSync, existsSync } fro
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readSSE } from '../lib/sse.mjs';
+import { styleError, textOf } from '../lib/styles.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const LIB = `${REPO}/deploy/local/lib.sh`;
@@ -163,27 +164,6 @@ function requestOf(kind, key, text) {
   }
   return { path: `/v1beta/models/emu-chat:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
     headers: { 'x-goog-api-key': key }, body: { contents: [{ role: 'user', parts: [{ text }] }] } };
-}
-
-function textOf(style, j) {
-  try {
-    if (style === 'responses') {
-      return j.output.filter((o) => o.type === 'message').flatMap((o) => o.content).map((c) => c.text ?? '').join('');
-    }
-    if (style === 'chat') return j.choices[0].message.content;
-    if (style === 'messages') return j.content.map((c) => c.text ?? '').join('');
-    return j.candidates[0].content.parts.map((p) => p.text ?? '').join('');
-  } catch { return null; }
-}
-
-// The style's error body, or null when the body is not one: {code, message}.
-function styleError(style, j) {
-  if (!j || typeof j !== 'object' || !j.error || typeof j.error !== 'object') return null;
-  const e = j.error;
-  if (typeof e.message !== 'string' || !e.message) return null;
-  if (style === 'messages') return j.type === 'error' && typeof e.type === 'string' ? { code: e.type, message: e.message } : null;
-  if (style === 'gemini') return Number.isInteger(e.code) && typeof e.status === 'string' ? { code: e.status, message: e.message } : null;
-  return 'type' in e && 'param' in e && 'code' in e ? { code: e.code ?? e.type, message: e.message } : null;
 }
 
 // Where docs/ promise Retry-After (protocol.md: broker_restarted; limits.md:

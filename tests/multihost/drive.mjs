@@ -27,6 +27,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { readSSE } from '../lib/sse.mjs';
+import { styleError, textOf } from '../lib/styles.mjs';
 
 const cfg = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const TMP = cfg.tmp;
@@ -177,22 +178,6 @@ function requestOf(kind, text, extra = {}) {
   return { headers: { 'x-api-key': KEY, 'anthropic-version': '2023-06-01' },
     body: { model, max_tokens: 1024, stream: !!stream, messages: [{ role: 'user', content: text }] } };
 }
-function textOf(style, j) {
-  try {
-    if (style === 'responses') return j.output.filter((o) => o.type === 'message').flatMap((o) => o.content).map((c) => c.text ?? '').join('');
-    if (style === 'chat') return j.choices[0].message.content;
-    return j.content.map((c) => c.text ?? '').join('');
-  } catch { return null; }
-}
-// The style's own error body, or null: {code, message}.
-function styleError(style, j) {
-  if (!j || typeof j !== 'object' || !j.error || typeof j.error !== 'object') return null;
-  const e = j.error;
-  if (typeof e.message !== 'string' || !e.message) return null;
-  if (style === 'messages') return j.type === 'error' && typeof e.type === 'string' ? { code: e.type, message: e.message } : null;
-  return 'type' in e && 'code' in e ? { code: e.code ?? e.type, message: e.message } : null;
-}
-
 // {end: 'ok'|'error'|'cut', text, err}: 'error' only for the style's own error event
 // (Responses: error + response.failed; Chat: a data {"error"} chunk, no [DONE]; Messages: event: error).
 function streamOutcome(style, events) {
