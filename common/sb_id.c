@@ -2,18 +2,61 @@
 #include "sb_id.h"
 
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-void sb_random_bytes(void *buf, size_t n)
+static void sb_random_fill(void *buf, size_t n)
 {
     if (RAND_bytes(buf, (int)n) != 1) {
         fprintf(stderr, "switchboard: CSPRNG failure\n");
         abort();
     }
+}
+
+/* A thread's pool of CSPRNG output. One RAND_bytes call costs about 2 µs
+ * here whatever its size (a lock, a fork check by getpid(2), the DRBG's
+ * reseed test), and a request draws four ids; the pool draws 512 bytes at
+ * a time and hands them out in order, erasing each byte as it goes, so what
+ * is left in memory is only what has not been used yet. A forked child
+ * starts with an empty pool (its parent's bytes must not be drawn twice). */
+#define SB_RANDOM_POOL 512
+static _Thread_local struct {
+    unsigned char bytes[SB_RANDOM_POOL];
+    size_t used; /* bytes handed out since the last fill */
+    int filled;  /* 0: never filled, or emptied by a fork */
+} sb_random_pool;
+static pthread_once_t sb_random_once = PTHREAD_ONCE_INIT;
+
+static void sb_random_on_fork_child(void)
+{
+    explicit_bzero(&sb_random_pool, sizeof sb_random_pool);
+}
+
+static void sb_random_register(void)
+{
+    (void)pthread_atfork(NULL, NULL, sb_random_on_fork_child);
+}
+
+void sb_random_bytes(void *buf, size_t n)
+{
+    if (n > SB_RANDOM_POOL / 8) {
+        sb_random_fill(buf, n);
+        return;
+    }
+    if (!sb_random_pool.filled || SB_RANDOM_POOL - sb_random_pool.used < n) {
+        pthread_once(&sb_random_once, sb_random_register);
+        sb_random_fill(sb_random_pool.bytes, SB_RANDOM_POOL);
+        sb_random_pool.used = 0;
+        sb_random_pool.filled = 1;
+    }
+    unsigned char *from = sb_random_pool.bytes + sb_random_pool.used;
+    memcpy(buf, from, n);
+    explicit_bzero(from, n);
+    sb_random_pool.used += n;
 }
 
 /* prefix, then the n bytes of raw as hex, truncated to out_size. */

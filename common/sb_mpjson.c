@@ -228,6 +228,10 @@ static int sb_mpjson_precheck(const unsigned char *p, size_t len)
     return i == len ? 0 : -EINVAL;
 }
 
+/* The zone's chunk: its malloc (with msgpack's chunk header) stays under
+ * glibc's largest per-thread cached size (1032 bytes). */
+#define SB_MPJSON_ZONE_CHUNK 960
+
 int sb_mpjson_decode(const void *data, size_t len, json_t **out)
 {
     *out = NULL;
@@ -235,13 +239,19 @@ int sb_mpjson_decode(const void *data, size_t len, json_t **out)
         return -EINVAL;
     if (sb_mpjson_precheck(data, len) < 0)
         return -EINVAL;
-    msgpack_unpacked result;
-    msgpack_unpacked_init(&result);
+    /* The zone holds the object tree (strings stay in data). msgpack_unpack_next
+     * would make one of 8 KiB per message: beyond malloc's per-thread cache,
+     * so every frame took malloc's slow path and often a consolidation of its
+     * small free chunks. Chunks of SB_MPJSON_ZONE_CHUNK stay within it. */
+    msgpack_zone zone;
+    if (!msgpack_zone_init(&zone, SB_MPJSON_ZONE_CHUNK))
+        return -ENOMEM;
+    msgpack_object obj;
     size_t off = 0;
-    msgpack_unpack_return ret = msgpack_unpack_next(&result, data, len, &off);
+    msgpack_unpack_return ret = msgpack_unpack(data, len, &off, &zone, &obj);
     int rc = -EINVAL;
     if (ret == MSGPACK_UNPACK_SUCCESS && off == len)
-        rc = sb_mpjson_from_object(&result.data, 0, out);
-    msgpack_unpacked_destroy(&result);
+        rc = sb_mpjson_from_object(&obj, 0, out);
+    msgpack_zone_destroy(&zone);
     return rc;
 }

@@ -175,6 +175,7 @@ void fe_server_destroy(fe_server_t **ps)
     /* The loop has stopped: requests that ended above (their connections
      * closed, their jobs and queries failed) are freed here. */
     fe_request_reap(s);
+    fe_request_spares_free(s);
     fe_limits_blocks_free(&s->limit_blocks); /* no request holds a block now */
     if (s->reap)
         event_free(s->reap);

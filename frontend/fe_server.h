@@ -65,6 +65,8 @@ typedef struct fe_server {
     bool seal_ready;
     struct event *reap;           /* frees ended requests at a safe point (fe_request_reap) */
     struct fe_request *reap_list; /* ended requests with nothing pending, owned, linked by next_reap */
+    struct fe_request *spare;     /* freed requests kept for the next ones (fe_request.c), linked by next_reap */
+    int n_spare;
 } fe_server_t;
 
 /* Fills cfg with defaults. */

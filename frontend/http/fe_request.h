@@ -143,6 +143,12 @@ typedef void (*fe_request_cleanup_fn)(fe_request_t *r, void *arg);
  * after the end, fn runs at once. */
 void fe_request_cleanup_add(fe_request_t *r, fe_request_cleanup_fn fn, void *arg);
 
+/* How many freed requests a server keeps for reuse. */
+#define FE_REQUEST_SPARE_MAX 64
+
+/* Frees the requests kept for reuse (at shutdown, after the last reap). */
+void fe_request_spares_free(fe_server_t *srv);
+
 /* Frees the requests that ended with nothing pending (srv->reap_list): the
  * safe point, run by the server's reap event after the loop iteration in
  * which they ended (and at shutdown), never inside a callback. */

@@ -35,6 +35,7 @@ typedef struct {
     char *id;
     fe_bg_waiter_t *waiters;
     bool reloaded; /* finalized (by this frontend or another): the stored body is read back */
+    bool swept;    /* started by the sweep (counted in bg->swept) */
     json_t *log;   /* the request_log row being written, for the metrics once it is */
 } fe_bg_fin_t;
 
@@ -42,6 +43,9 @@ struct fe_bg {
     fe_server_t *srv;
     struct event *sweep;
     bool sweeping;  /* a sweep query is in flight */
+    bool backlog;   /* the last sweep returned a full batch: sweep again once its finalizations end */
+    int swept;      /* finalizations the sweep started that have not ended */
+    int swept_ok;   /* ... and those of them that ended with the final body */
     sb_map_t *fins; /* response id -> fe_bg_fin_t (owned) */
 };
 
@@ -119,7 +123,20 @@ static json_t *fe_bg_render(fe_server_t *srv, const json_t *snap, const json_t *
 /* The finalization is over: every waiter hears, then it goes. */
 static void fe_bg_fin_end(fe_bg_fin_t *f, const json_t *body, const char *err)
 {
-    sb_map_remove(f->bg->fins, f->id);
+    fe_bg_t *bg = f->bg;
+    sb_map_remove(bg->fins, f->id);
+    /* A backlog (a frontend gone, clients that never poll) is drained at
+     * the database's pace, not a batch per period: the next sweep goes as
+     * soon as this one's finalizations have ended, unless none of them
+     * could be finalized (then the period: a row that cannot be rendered
+     * must not spin the sweep). */
+    if (f->swept) {
+        bg->swept_ok += body != NULL;
+        if (--bg->swept == 0 && bg->backlog && bg->swept_ok > 0) {
+            bg->backlog = false;
+            event_active(bg->sweep, EV_TIMEOUT, 0);
+        }
+    }
     fe_bg_waiter_t *w = f->waiters;
     while (w) {
         fe_bg_waiter_t *next = w->next;
@@ -245,9 +262,18 @@ static void fe_bg_on_sweep(const PGresult *res, const char *err, void *arg)
             sb_debug("background sweep failed: %.*s", (int)strcspn(err, "\n"), err);
         return;
     }
-    for (int i = 0; i < PQntuples(res); i++)
-        if (!sb_map_get(bg->fins, PQgetvalue(res, i, 0)))
-            fe_bg_finalize(bg, PQgetvalue(res, i, 0), NULL, NULL);
+    bg->swept_ok = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        if (sb_map_get(bg->fins, PQgetvalue(res, i, 0)))
+            continue;
+        fe_bg_finalize(bg, PQgetvalue(res, i, 0), NULL, NULL);
+        fe_bg_fin_t *f = sb_map_get(bg->fins, PQgetvalue(res, i, 0));
+        if (f) { /* still in flight (its load went out) */
+            f->swept = true;
+            bg->swept++;
+        }
+    }
+    bg->backlog = PQntuples(res) >= FE_BG_SWEEP_BATCH;
 }
 
 static void fe_bg_on_sweep_timer(evutil_socket_t fd, short what, void *arg)

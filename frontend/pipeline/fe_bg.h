@@ -12,7 +12,9 @@
  *                     request_log row, written once by whichever frontend
  *                     comes first, from the snapshot and the events;
  *   the sweep         every FE_BG_SWEEP_MS: the reaper (deadline passed,
- *                     worker gone) and the finalizer's worklist.
+ *                     worker gone) and the finalizer's worklist (at most
+ *                     FE_BG_SWEEP_BATCH; after a full batch the next sweep
+ *                     goes once its finalizations have ended).
  *
  * Background responses are the Responses style's: this file renders them
  * with its renderers (fe_responses_render.h, fe_responses_bg.h).

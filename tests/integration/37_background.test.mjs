@@ -245,6 +245,40 @@ test('100 concurrent background responses all finish, each with one request_log 
   assert.equal(fin, '100');
 });
 
+test('responses nobody polls are finalized by the sweep at the database\'s pace, not a batch per period', async () => {
+  // Until it is finalized a background response holds its key's concurrency
+  // slot and its usage is undrawn. The sweep finalizes 16 at a time; with a
+  // backlog it goes again as soon as those are done (before: every 500 ms,
+  // so 32 a second per frontend: 600 took about 10 s).
+  const m = unique('bgsweep');
+  const N = 600;
+  const posted = [];
+  for (let at = 0; at < N; at += 100) {
+    posted.push(...await Promise.all(Array.from({ length: Math.min(100, N - at) }, (_, i) => http('POST', '/v1/responses', {
+      base: (at + i) % 2 ? cfg.frontendB : cfg.frontendA,
+      body: { model: 'emu-chat', input: `${m} ${at + i}`, background: true },
+    }))));
+  }
+  for (const p of posted) assert.equal(p.status, 200, p.text);
+  const ids = posted.map((p) => p.headers.get('x-request-id')).join(',');
+  const count = async (cond) => Number((await psqlAsync(`SELECT count(*) FROM background_responses WHERE job_id = ANY(string_to_array(:'v1', ',')) AND ${cond}`, ids))[0]);
+  let t0 = Date.now();
+  while (await count('finished_at IS NOT NULL') < N) {
+    assert.ok(Date.now() - t0 < 60000, 'the responses did not all finish within 60 s');
+    await sleep(50);
+  }
+  t0 = Date.now();
+  let open = await count('finalized_at IS NULL');
+  const atFinish = open;
+  while (open > 0) {
+    assert.ok(Date.now() - t0 < 4000, `${open} of the ${atFinish} not finalized when all had finished were still open after 4 s`);
+    await sleep(50);
+    open = await count('finalized_at IS NULL');
+  }
+  const [n] = await psqlAsync(`SELECT count(*) FROM request_log WHERE request_id = ANY(string_to_array(:'v1', ','))`, ids);
+  assert.equal(n, String(N));
+});
+
 // Starts frontend K again as the stack started it (deploy/local/lib.sh), and
 // waits until it answers.
 async function startFrontend(k) {

@@ -1,7 +1,9 @@
 /* Unit tests for sb_id: random and time-ordered identifiers. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sb_id.h"
 #include "sb_test.h"
@@ -57,5 +59,43 @@ int main(void)
     sb_id_new_ordered(small, sizeof small, "ab", 24);
     CHECK_INT(strlen(small), 8);
     CHECK(strncmp(small, "ab", 2) == 0 && all_hex(small + 2));
+
+    /* The pool: draws across several refills never repeat (2,000 draws of
+     * 16 bytes is 62 pools of 512), and a large draw bypasses it. */
+    enum { DRAWS = 2000 };
+    unsigned char(*seen)[16] = calloc(DRAWS, sizeof *seen);
+    CHECK(seen != NULL);
+    for (int i = 0; seen && i < DRAWS; i++)
+        sb_random_bytes(seen[i], sizeof seen[i]);
+    int repeats = 0;
+    for (int i = 0; seen && i < DRAWS; i++)
+        for (int j = i + 1; j < DRAWS; j++)
+            repeats += !memcmp(seen[i], seen[j], sizeof seen[i]);
+    CHECK_INT(repeats, 0);
+    free(seen);
+    unsigned char big[300], zero[300] = {0};
+    sb_random_bytes(big, sizeof big);
+    CHECK(memcmp(big, zero, sizeof big) != 0);
+
+    /* A forked child must not draw the bytes its parent draws next (the
+     * pool is emptied in the child). */
+    unsigned char warm[8], mine[16], childs[16];
+    sb_random_bytes(warm, sizeof warm); /* the pool now holds unused bytes */
+    int pipefd[2];
+    CHECK(pipe(pipefd) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        unsigned char got[16];
+        sb_random_bytes(got, sizeof got);
+        _exit(write(pipefd[1], got, sizeof got) == (ssize_t)sizeof got ? 0 : 1);
+    }
+    CHECK(pid > 0);
+    sb_random_bytes(mine, sizeof mine);
+    CHECK(read(pipefd[0], childs, sizeof childs) == (ssize_t)sizeof childs);
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(memcmp(mine, childs, sizeof mine) != 0);
+    close(pipefd[0]);
+    close(pipefd[1]);
     return sb_test_finish("id");
 }
