@@ -16,4 +16,17 @@ char *sb_xstrndup(const char *s, size_t n);
 /* printf into a fresh heap string; aborts on OOM. */
 char *sb_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* How many freed objects a free list keeps for reuse: n, or none under
+ * AddressSanitizer, so a use after free is still caught there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SB_SPARES(n) 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SB_SPARES(n) 0
+#endif
+#endif
+#ifndef SB_SPARES
+#define SB_SPARES(n) (n)
+#endif
+
 #endif

@@ -31,7 +31,7 @@ sb_http_req_t *sb_http_req_new(sb_http_conn_t *c)
     return r;
 }
 
-#define SB_HTTP_SPARE_MAX 64
+#define SB_HTTP_SPARE_MAX SB_SPARES(64)
 
 void sb_http_req_free(sb_http_req_t *r)
 {

@@ -16,6 +16,7 @@
 #include "fe_limits_block.h"
 #include "fe_server.h"
 #include "fe_style.h"
+#include "sb_alloc.h"
 #include "sb_http.h"
 #include "sb_id.h"
 #include "sb_log.h"
@@ -143,8 +144,8 @@ typedef void (*fe_request_cleanup_fn)(fe_request_t *r, void *arg);
  * after the end, fn runs at once. */
 void fe_request_cleanup_add(fe_request_t *r, fe_request_cleanup_fn fn, void *arg);
 
-/* How many freed requests a server keeps for reuse. */
-#define FE_REQUEST_SPARE_MAX 64
+/* How many freed requests a server keeps for reuse (sb_alloc.h). */
+#define FE_REQUEST_SPARE_MAX SB_SPARES(64)
 
 /* Frees the requests kept for reuse (at shutdown, after the last reap). */
 void fe_request_spares_free(fe_server_t *srv);
