@@ -41,12 +41,14 @@ typedef struct {
 
 struct fe_bg {
     fe_server_t *srv;
-    struct event *sweep;
-    bool sweeping;  /* a sweep query is in flight */
-    bool backlog;   /* the last sweep returned a full batch: sweep again once its finalizations end */
-    int swept;      /* finalizations the sweep started that have not ended */
-    int swept_ok;   /* ... and those of them that ended with the final body */
-    sb_map_t *fins; /* response id -> fe_bg_fin_t (owned) */
+    struct event *sweep;     /* the period */
+    struct event *sweep_now; /* the next sweep at once, after a full batch (activating the periodic one
+                                early would push its schedule back a period each time) */
+    bool sweeping;           /* a sweep query is in flight */
+    bool backlog;            /* the last sweep returned a full batch: sweep again once its finalizations end */
+    int swept;               /* finalizations the sweep started that have not ended */
+    int swept_ok;            /* ... and those of them that ended with the final body */
+    sb_map_t *fins;          /* response id -> fe_bg_fin_t (owned) */
 };
 
 /* ---- finalizing ------------------------------------------------------------------------------ */
@@ -134,7 +136,7 @@ static void fe_bg_fin_end(fe_bg_fin_t *f, const json_t *body, const char *err)
         bg->swept_ok += body != NULL;
         if (--bg->swept == 0 && bg->backlog && bg->swept_ok > 0) {
             bg->backlog = false;
-            event_active(bg->sweep, EV_TIMEOUT, 0);
+            event_active(bg->sweep_now, 0, 0);
         }
     }
     fe_bg_waiter_t *w = f->waiters;
@@ -298,8 +300,9 @@ fe_bg_t *fe_bg_new(fe_server_t *srv)
     bg->srv = srv;
     bg->fins = sb_map_new();
     bg->sweep = event_new(srv->base, -1, EV_PERSIST, fe_bg_on_sweep_timer, bg);
+    bg->sweep_now = event_new(srv->base, -1, 0, fe_bg_on_sweep_timer, bg);
     struct timeval tv = {FE_BG_SWEEP_MS / 1000, (FE_BG_SWEEP_MS % 1000) * 1000};
-    if (!bg->sweep || event_add(bg->sweep, &tv) < 0)
+    if (!bg->sweep || !bg->sweep_now || event_add(bg->sweep, &tv) < 0)
         abort(); /* out of memory, as sb_alloc handles it */
     return bg;
 }
@@ -312,6 +315,8 @@ void fe_bg_destroy(fe_bg_t **pbg)
     *pbg = NULL;
     if (bg->sweep)
         event_free(bg->sweep);
+    if (bg->sweep_now)
+        event_free(bg->sweep_now);
     /* The pool is gone by now (its callbacks ran with an error): no
      * finalization is left in flight. */
     sb_map_destroy(&bg->fins);

@@ -277,6 +277,27 @@ test('responses nobody polls are finalized by the sweep at the database\'s pace,
   }
   const [n] = await psqlAsync(`SELECT count(*) FROM request_log WHERE request_id = ANY(string_to_array(:'v1', ','))`, ids);
   assert.equal(n, String(N));
+
+  // The period still holds after the drain (running the periodic sweep early
+  // had pushed its next run back a period each time): a few more, unpolled,
+  // are finalized within a couple of periods of their end.
+  const few = await Promise.all(Array.from({ length: 4 }, (_, i) => http('POST', '/v1/responses', {
+    base: i % 2 ? cfg.frontendB : cfg.frontendA,
+    body: { model: 'emu-chat', input: `${m} after ${i}`, background: true },
+  })));
+  for (const p of few) assert.equal(p.status, 200, p.text);
+  const fewIds = few.map((p) => p.headers.get('x-request-id')).join(',');
+  const fewCount = async (cond) => Number((await psqlAsync(`SELECT count(*) FROM background_responses WHERE job_id = ANY(string_to_array(:'v1', ',')) AND ${cond}`, fewIds))[0]);
+  t0 = Date.now();
+  while (await fewCount('finished_at IS NOT NULL') < few.length) {
+    assert.ok(Date.now() - t0 < 20000, 'the last four did not finish within 20 s');
+    await sleep(50);
+  }
+  t0 = Date.now();
+  while (await fewCount('finalized_at IS NULL') > 0) {
+    assert.ok(Date.now() - t0 < 2500, 'four responses were not finalized within 2.5 s of their end (the sweep\'s period is 500 ms)');
+    await sleep(50);
+  }
 });
 
 // Starts frontend K again as the stack started it (deploy/local/lib.sh), and
