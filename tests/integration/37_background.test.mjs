@@ -261,7 +261,9 @@ test('responses nobody polls are finalized by the sweep at the database\'s pace,
   }
   for (const p of posted) assert.equal(p.status, 200, p.text);
   const ids = posted.map((p) => p.headers.get('x-request-id')).join(',');
-  const count = async (cond) => Number((await psqlAsync(`SELECT count(*) FROM background_responses WHERE job_id = ANY(string_to_array(:'v1', ',')) AND ${cond}`, ids))[0]);
+  // How many of the responses whose jobs are idsCsv meet cond.
+  const countOf = (idsCsv) => async (cond) => Number((await psqlAsync(`SELECT count(*) FROM background_responses WHERE job_id = ANY(string_to_array(:'v1', ',')) AND ${cond}`, idsCsv))[0]);
+  const count = countOf(ids);
   let t0 = Date.now();
   while (await count('finished_at IS NOT NULL') < N) {
     assert.ok(Date.now() - t0 < 60000, 'the responses did not all finish within 60 s');
@@ -286,8 +288,7 @@ test('responses nobody polls are finalized by the sweep at the database\'s pace,
     body: { model: 'emu-chat', input: `${m} after ${i}`, background: true },
   })));
   for (const p of few) assert.equal(p.status, 200, p.text);
-  const fewIds = few.map((p) => p.headers.get('x-request-id')).join(',');
-  const fewCount = async (cond) => Number((await psqlAsync(`SELECT count(*) FROM background_responses WHERE job_id = ANY(string_to_array(:'v1', ',')) AND ${cond}`, fewIds))[0]);
+  const fewCount = countOf(few.map((p) => p.headers.get('x-request-id')).join(','));
   t0 = Date.now();
   while (await fewCount('finished_at IS NOT NULL') < few.length) {
     assert.ok(Date.now() - t0 < 20000, 'the last four did not finish within 20 s');
