@@ -30,6 +30,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, statSync, openSync, readSync, closeSync, existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { alive, pidIn } from '../lib/proc.mjs';
 import { readSSE } from '../lib/sse.mjs';
 import { styleError, textOf } from '../lib/styles.mjs';
 
@@ -71,16 +72,7 @@ function bash(script, ...a) {
     env: process.env, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8',
   });
 }
-function pidOf(name) {
-  try { return Number(readFileSync(`${cfg.varDir}/run/${name}.pid`, 'utf8').trim()); } catch { return 0; }
-}
-function alive(pid) {
-  if (!pid) return false;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch { return false; }
-}
+const pidOf = (name) => pidIn(`${cfg.varDir}/run`, name);
 function argvOf(name) {
   const pid = pidOf(name);
   if (!alive(pid)) throw new Error(`${name} is not running`);

@@ -26,6 +26,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { alive, pidIn } from '../lib/proc.mjs';
 import { readSSE } from '../lib/sse.mjs';
 import { styleError, textOf } from '../lib/styles.mjs';
 
@@ -72,16 +73,7 @@ function writeResult() {
 
 // ---- processes ----------------------------------------------------------------
 
-const pidOf = (name) => {
-  try { return Number(readFileSync(`${TMP}/run/${name}.pid`, 'utf8').trim()); } catch { return 0; }
-};
-function alive(pid) {
-  if (!pid) return false;
-  try {
-    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return st.slice(st.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch { return false; }
-}
+const pidOf = (name) => pidIn(`${TMP}/run`, name);
 const restarted = new Set();
 const kills = []; // {name, t}
 async function kill(name, sig = 'SIGKILL') {
