@@ -57,7 +57,7 @@ bool sb_tracestate_ok(const char *v)
 void sb_trace_start(sb_trace_t *t)
 {
     char id[SB_ID_MAX];
-    sb_id_new(id, sizeof id, "", 16);
+    sb_id_new_ordered(id, sizeof id, "", 10); /* 12 hex of time + 20 random = 32 */
     memcpy(t->trace_id, id, 33);
     snprintf(t->flags, sizeof t->flags, "00");
     t->span_id[0] = '\0';

@@ -30,7 +30,12 @@ int sb_trace_parse(const char *value, sb_trace_t *t);
 /* Whether a tracestate value may be passed on: at most SB_TRACESTATE_MAX
  * bytes of printable ASCII. */
 bool sb_tracestate_ok(const char *value);
-/* A new trace: random trace id, flags "00" (span id left to sb_trace_span). */
+/* A new trace, flags "00" (span id left to sb_trace_span). The trace id is
+ * time-ordered (sb_id_new_ordered: 12 hex digits of epoch milliseconds, then
+ * 80 random bits), as AWS X-Ray's are: request_log's index on trace_id then
+ * takes the gateway's own traces at its right edge instead of on a random
+ * leaf page per row (a page read and, after each checkpoint, a full-page
+ * image in the WAL). A client's traceparent is kept as it came. */
 void sb_trace_start(sb_trace_t *t);
 /* A new span of t's trace: a random span id in t->span_id. */
 void sb_trace_span(sb_trace_t *t);

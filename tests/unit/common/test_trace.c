@@ -1,6 +1,8 @@
 /* Unit tests for sb_trace: W3C traceparent parsing (the spec's accept and
  * refuse rules), new traces and spans, formatting, tracestate. */
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sb_test.h"
 #include "sb_trace.h"
@@ -47,6 +49,22 @@ int main(void)
     CHECK(sb_trace_parse(tp, &back) == 0);
     CHECK_STR(back.trace_id, a.trace_id);
     CHECK_STR(back.span_id, a.span_id);
+    /* Time-ordered: the first 12 hex digits are the epoch milliseconds, so a
+     * later trace sorts after an earlier one; the rest stays random. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    char head[13];
+    memcpy(head, b.trace_id, 12);
+    head[12] = '\0';
+    long long id_ms = strtoll(head, NULL, 16);
+    CHECK(id_ms <= now_ms && now_ms - id_ms < 5000);
+    struct timespec two_ms = {0, 2000000};
+    nanosleep(&two_ms, NULL);
+    sb_trace_t c;
+    sb_trace_start(&c);
+    CHECK(strcmp(b.trace_id, c.trace_id) < 0);
+    CHECK(strcmp(b.trace_id + 12, c.trace_id + 12) != 0);
     char old[17];
     memcpy(old, a.span_id, sizeof old);
     sb_trace_span(&a);
