@@ -224,7 +224,11 @@ test('SIGTERM under load: readiness goes false, every request is answered and lo
   const fe = await startFrontend('fe-drain', ['--admin-listen', `127.0.0.1:${admin}`, '--drain-seconds', '15']);
   after(() => killFrontend(fe));
   const base = `http://127.0.0.1:${fe.port}`;
-  assert.equal((await fetch(`http://127.0.0.1:${admin}/readyz`)).status, 200);
+  // startFrontend waits for /v1/models, which needs no broker; readiness
+  // also waits for the broker's first answer (under ASan 19 ms later once).
+  const readyAtStart = await waitFor(async () => (await fetch(`http://127.0.0.1:${admin}/readyz`)).status === 200,
+    { timeout: 5000, interval: 20 });
+  assert.ok(readyAtStart, 'ready once its broker answers');
   const m = unique('drain');
   // 20 slow requests (about 1 s each), half streamed; then SIGTERM.
   const reqs = Array.from({ length: 20 }, (_, i) => http('POST', '/v1/chat/completions', {
@@ -246,7 +250,7 @@ test('SIGTERM under load: readiness goes false, every request is answered and lo
   for (const r of res.filter((x) => x.headers.get('content-type')?.startsWith('text/event-stream')))
     assert.match(r.text, /data: \[DONE\]/, 'streams finish whole');
   const exit = await stopFrontend(fe);
-  assert.deepEqual(exit, { code: 0, signal: null });
+  assert.deepEqual(exit, { code: 0, signal: null }, `exit after draining; see ${fe.log}`);
   const ids = res.map((r) => r.headers.get('x-request-id'));
   const n = psql(`SELECT count(*) FROM request_log WHERE request_id = ANY(ARRAY[${ids.map((i) => `'${i}'`).join(',')}]) AND status = 200`)[0];
   assert.equal(Number(n), 20, 'every request has its row');
