@@ -232,7 +232,10 @@ static void fe_bg_on_load(const PGresult *res, const char *err, void *arg)
     free(text);
 }
 
-void fe_bg_finalize(fe_bg_t *bg, const char *response_id, fe_bg_done_fn done, void *arg)
+/* fe_bg_finalize; swept: a finalization the sweep starts (counted in
+ * bg->swept before its load goes out, so one that ends at once is counted
+ * out too). */
+static void fe_bg_fin_begin(fe_bg_t *bg, const char *response_id, fe_bg_done_fn done, void *arg, bool swept)
 {
     fe_bg_fin_t *f = sb_map_get(bg->fins, response_id);
     bool start = !f;
@@ -241,6 +244,10 @@ void fe_bg_finalize(fe_bg_t *bg, const char *response_id, fe_bg_done_fn done, vo
         f->bg = bg;
         f->id = sb_xstrdup(response_id);
         sb_map_put(bg->fins, f->id, f);
+        if (swept) {
+            f->swept = true;
+            bg->swept++;
+        }
     }
     if (done) {
         fe_bg_waiter_t *w = sb_xcalloc(1, sizeof *w);
@@ -251,6 +258,11 @@ void fe_bg_finalize(fe_bg_t *bg, const char *response_id, fe_bg_done_fn done, vo
     }
     if (start)
         fe_bg_load(f);
+}
+
+void fe_bg_finalize(fe_bg_t *bg, const char *response_id, fe_bg_done_fn done, void *arg)
+{
+    fe_bg_fin_begin(bg, response_id, done, arg, false);
 }
 
 /* ---- the sweep: reaper and finalizer --------------------------------------------------------- */
@@ -265,16 +277,10 @@ static void fe_bg_on_sweep(const PGresult *res, const char *err, void *arg)
         return;
     }
     bg->swept_ok = 0;
-    for (int i = 0; i < PQntuples(res); i++) {
-        if (sb_map_get(bg->fins, PQgetvalue(res, i, 0)))
-            continue;
-        fe_bg_finalize(bg, PQgetvalue(res, i, 0), NULL, NULL);
-        fe_bg_fin_t *f = sb_map_get(bg->fins, PQgetvalue(res, i, 0));
-        if (f) { /* still in flight (its load went out) */
-            f->swept = true;
-            bg->swept++;
-        }
-    }
+    bg->backlog = false;
+    for (int i = 0; i < PQntuples(res); i++)
+        if (!sb_map_get(bg->fins, PQgetvalue(res, i, 0)))
+            fe_bg_fin_begin(bg, PQgetvalue(res, i, 0), NULL, NULL, true);
     bg->backlog = PQntuples(res) >= FE_BG_SWEEP_BATCH;
 }
 
